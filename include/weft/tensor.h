@@ -1,0 +1,96 @@
+// Tensors: a type (element type + static shape) and a shared, possibly borrowed, byte buffer.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "weft/dtype.h"
+#include "weft/error.h"
+
+namespace weft {
+
+using Shape = std::vector<int64_t>;
+
+std::string shape_str(const Shape& s);  // "[1,2,3]"
+// Product of dims; throws Error(kInvalidArgument) on negative dims or overflow past 2^62.
+int64_t shape_elements(const Shape& s);
+
+struct TensorType {
+  DType dtype = DType::kFp32;
+  Shape shape;
+
+  int rank() const { return static_cast<int>(shape.size()); }
+  int64_t num_elements() const { return shape_elements(shape); }
+  size_t byte_size() const { return static_cast<size_t>(num_elements()) * storage_size(dtype); }
+  bool operator==(const TensorType&) const = default;
+  std::string str() const;  // "f32[1,2,3]"
+};
+
+// Bytes owned by someone: a heap block, a memory-mapped file, a caller's array.
+// Copies of a Buffer share the same bytes (no data copy). Alignment of allocate() is 64.
+class Buffer {
+ public:
+  Buffer() = default;
+  static Buffer allocate(size_t bytes);  // zero-filled
+  // Borrows `data`; `owner` keeps it alive (may be null for static/caller-managed memory).
+  static Buffer wrap(std::shared_ptr<const void> owner, const void* data, size_t size);
+  // Maps [offset, offset+size) of a file read-only. Throws Error(kIo).
+  static Buffer map_file(const std::string& path, size_t offset, size_t size);
+
+  const uint8_t* data() const { return data_; }
+  // Writable pointer; only valid for buffers from allocate(). Throws for borrowed ones.
+  uint8_t* mutable_data();
+  size_t size() const { return size_; }
+  bool writable() const { return writable_; }
+  bool same_storage(const Buffer& o) const { return data_ == o.data_; }
+
+ private:
+  std::shared_ptr<const void> owner_;
+  const uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+  bool writable_ = false;
+};
+
+class Tensor {
+ public:
+  Tensor() = default;
+  Tensor(TensorType type, Buffer buffer);  // checks buffer.size() == type.byte_size()
+  static Tensor zeros(TensorType type);
+  // Build from values (converted with store_from_double / store_from_int).
+  static Tensor from_doubles(TensorType type, std::span<const double> values);
+  static Tensor from_ints(TensorType type, std::span<const int64_t> values);
+
+  const TensorType& type() const { return type_; }
+  DType dtype() const { return type_.dtype; }
+  const Shape& shape() const { return type_.shape; }
+  int rank() const { return type_.rank(); }
+  int64_t num_elements() const { return type_.num_elements(); }
+  size_t byte_size() const { return buffer_.size(); }
+  const Buffer& buffer() const { return buffer_; }
+  bool valid() const { return buffer_.data() != nullptr || type_.byte_size() == 0; }
+
+  const uint8_t* bytes() const { return buffer_.data(); }
+  uint8_t* mutable_bytes() { return buffer_.mutable_data(); }
+  template <class T> const T* data() const { return reinterpret_cast<const T*>(buffer_.data()); }
+  template <class T> T* mutable_data() { return reinterpret_cast<T*>(buffer_.mutable_data()); }
+
+  double at_double(int64_t i) const;
+  int64_t at_int(int64_t i) const;
+  std::vector<double> to_doubles() const;
+  std::vector<int64_t> to_ints() const;
+
+  // A tensor of the same type with its own writable copy of the bytes.
+  Tensor clone() const;
+  // Bitwise equality of type and bytes.
+  bool identical(const Tensor& o) const;
+
+ private:
+  TensorType type_;
+  Buffer buffer_;
+};
+
+}  // namespace weft

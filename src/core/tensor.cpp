@@ -1,0 +1,179 @@
+#include "weft/tensor.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "weft/error.h"
+
+namespace weft {
+
+std::string shape_str(const Shape& s) {
+  std::string r = "[";
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i) r += ",";
+    r += std::to_string(s[i]);
+  }
+  return r + "]";
+}
+
+int64_t shape_elements(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t d : s) {
+    if (d < 0) throw Error(ErrorCode::kInvalidArgument, "negative dimension in shape " + shape_str(s));
+    if (d != 0 && n > (int64_t{1} << 62) / d) {
+      throw Error(ErrorCode::kInvalidArgument, "shape " + shape_str(s) + " has more than 2^62 elements");
+    }
+    n *= d;
+  }
+  return n;
+}
+
+std::string TensorType::str() const { return std::string(dtype_name(dtype)) + shape_str(shape); }
+
+Buffer Buffer::allocate(size_t bytes) {
+  size_t rounded = (bytes + 63) / 64 * 64;
+  if (rounded == 0) rounded = 64;
+  void* p = std::aligned_alloc(64, rounded);
+  if (!p) throw Error(ErrorCode::kRuntime, "out of memory allocating " + std::to_string(bytes) + " bytes");
+  std::memset(p, 0, rounded);
+  Buffer b;
+  b.owner_ = std::shared_ptr<const void>(p, [](const void* q) { std::free(const_cast<void*>(q)); });
+  b.data_ = static_cast<const uint8_t*>(p);
+  b.size_ = bytes;
+  b.writable_ = true;
+  return b;
+}
+
+Buffer Buffer::wrap(std::shared_ptr<const void> owner, const void* data, size_t size) {
+  Buffer b;
+  b.owner_ = std::move(owner);
+  b.data_ = static_cast<const uint8_t*>(data);
+  b.size_ = size;
+  b.writable_ = false;
+  return b;
+}
+
+namespace {
+struct Mapping {
+  void* base = nullptr;
+  size_t length = 0;
+  ~Mapping() {
+    if (base && base != MAP_FAILED) munmap(base, length);
+  }
+};
+}  // namespace
+
+Buffer Buffer::map_file(const std::string& path, size_t offset, size_t size) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw Error(ErrorCode::kIo, std::string("cannot open: ") + std::strerror(errno), {.file = path});
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    int e = errno;
+    ::close(fd);
+    throw Error(ErrorCode::kIo, std::string("cannot stat: ") + std::strerror(e), {.file = path});
+  }
+  auto file_size = static_cast<size_t>(st.st_size);
+  if (offset > file_size || size > file_size - offset) {
+    ::close(fd);
+    throw Error(ErrorCode::kIo,
+                "range [" + std::to_string(offset) + ", +" + std::to_string(size) + ") runs past the end of the " +
+                    std::to_string(file_size) + "-byte file",
+                {.file = path});
+  }
+  if (size == 0) {
+    ::close(fd);
+    return Buffer::allocate(0);
+  }
+  size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  size_t start = offset / page * page;
+  auto m = std::make_shared<Mapping>();
+  m->length = size + (offset - start);
+  m->base = ::mmap(nullptr, m->length, PROT_READ, MAP_PRIVATE, fd, static_cast<off_t>(start));
+  int e = errno;
+  ::close(fd);
+  if (m->base == MAP_FAILED) {
+    m->base = nullptr;
+    throw Error(ErrorCode::kIo, std::string("cannot map: ") + std::strerror(e), {.file = path});
+  }
+  const uint8_t* data = static_cast<const uint8_t*>(m->base) + (offset - start);
+  return wrap(std::shared_ptr<const void>(m, m.get()), data, size);
+}
+
+uint8_t* Buffer::mutable_data() {
+  if (!writable_) throw Error(ErrorCode::kInternal, "write to a read-only (borrowed) buffer");
+  return const_cast<uint8_t*>(data_);
+}
+
+Tensor::Tensor(TensorType type, Buffer buffer) : type_(std::move(type)), buffer_(std::move(buffer)) {
+  if (buffer_.size() != type_.byte_size()) {
+    throw Error(ErrorCode::kInvalidArgument, "tensor " + type_.str() + " needs " + std::to_string(type_.byte_size()) +
+                                                 " bytes, buffer has " + std::to_string(buffer_.size()));
+  }
+}
+
+Tensor Tensor::zeros(TensorType type) {
+  size_t n = type.byte_size();
+  return Tensor(std::move(type), Buffer::allocate(n));
+}
+
+Tensor Tensor::from_doubles(TensorType type, std::span<const double> values) {
+  Tensor t = zeros(std::move(type));
+  if (static_cast<int64_t>(values.size()) != t.num_elements()) {
+    throw Error(ErrorCode::kInvalidArgument, "tensor " + t.type().str() + " needs " +
+                                                 std::to_string(t.num_elements()) + " values, got " +
+                                                 std::to_string(values.size()));
+  }
+  size_t es = storage_size(t.dtype());
+  uint8_t* p = t.mutable_bytes();
+  for (size_t i = 0; i < values.size(); ++i) store_from_double(t.dtype(), p + i * es, values[i]);
+  return t;
+}
+
+Tensor Tensor::from_ints(TensorType type, std::span<const int64_t> values) {
+  Tensor t = zeros(std::move(type));
+  if (static_cast<int64_t>(values.size()) != t.num_elements()) {
+    throw Error(ErrorCode::kInvalidArgument, "tensor " + t.type().str() + " needs " +
+                                                 std::to_string(t.num_elements()) + " values, got " +
+                                                 std::to_string(values.size()));
+  }
+  size_t es = storage_size(t.dtype());
+  uint8_t* p = t.mutable_bytes();
+  for (size_t i = 0; i < values.size(); ++i) store_from_int(t.dtype(), p + i * es, values[i]);
+  return t;
+}
+
+double Tensor::at_double(int64_t i) const {
+  return load_as_double(dtype(), bytes() + static_cast<size_t>(i) * storage_size(dtype()));
+}
+int64_t Tensor::at_int(int64_t i) const {
+  return load_as_int(dtype(), bytes() + static_cast<size_t>(i) * storage_size(dtype()));
+}
+std::vector<double> Tensor::to_doubles() const {
+  std::vector<double> r(static_cast<size_t>(num_elements()));
+  for (size_t i = 0; i < r.size(); ++i) r[i] = at_double(static_cast<int64_t>(i));
+  return r;
+}
+std::vector<int64_t> Tensor::to_ints() const {
+  std::vector<int64_t> r(static_cast<size_t>(num_elements()));
+  for (size_t i = 0; i < r.size(); ++i) r[i] = at_int(static_cast<int64_t>(i));
+  return r;
+}
+
+Tensor Tensor::clone() const {
+  Tensor t = zeros(type_);
+  if (byte_size()) std::memcpy(t.mutable_bytes(), bytes(), byte_size());
+  return t;
+}
+
+bool Tensor::identical(const Tensor& o) const {
+  return type_ == o.type_ && byte_size() == o.byte_size() &&
+         (byte_size() == 0 || std::memcmp(bytes(), o.bytes(), byte_size()) == 0);
+}
+
+}  // namespace weft
