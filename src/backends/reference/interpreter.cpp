@@ -90,7 +90,10 @@ struct Interpreter::State : ref::ExecContext {
       const Node& n = g.node(ni);
       std::vector<Tensor> outs;
       outs.reserve(n.outputs.size());
-      for (ValueId o : n.outputs) outs.push_back(Tensor::zeros(g.value(o).type));
+      // Ops that forward an existing buffer (constants, identity, reshape) get empty outputs to
+      // fill by sharing; everything else writes into fresh zero-filled tensors.
+      const bool forwards = n.op == Op::CONST || n.op == Op::IDENTITY || n.op == Op::RESHAPE;
+      for (ValueId o : n.outputs) outs.push_back(forwards ? Tensor() : Tensor::zeros(g.value(o).type));
       ref::KernelArgs args{g, n, ni, {}, outs, *this};
       args.in.reserve(n.inputs.size());
       for (ValueId v : n.inputs) {
@@ -107,7 +110,13 @@ struct Interpreter::State : ref::ExecContext {
         double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
         profile.push_back({g.node_label(ni), n.op, us});
       }
-      for (size_t k = 0; k < n.outputs.size(); ++k) vals[static_cast<size_t>(n.outputs[k])] = std::move(outs[k]);
+      for (size_t k = 0; k < n.outputs.size(); ++k) {
+        if (!outs[k].valid() || outs[k].type() != g.value(n.outputs[k]).type) {
+          throw Error(ErrorCode::kInternal, "kernel left output " + std::to_string(k) + " unset or mistyped",
+                      {.graph = g.name(), .node = g.node_label(ni)});
+        }
+        vals[static_cast<size_t>(n.outputs[k])] = std::move(outs[k]);
+      }
       for (ValueId v : n.inputs) {
         if (--uses[static_cast<size_t>(v)] == 0) vals[static_cast<size_t>(v)] = Tensor();
       }
