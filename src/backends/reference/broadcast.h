@@ -1,0 +1,103 @@
+// Numpy-style broadcasting for the elementwise reference kernels (TOSA apply_broadcast): every
+// input has the output's rank and each of its dimensions equals the output's or is 1.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "weft/tensor.h"
+
+namespace weft::ref {
+
+// True if `in` broadcasts to `out` under the TOSA rule (same rank, dims equal or 1).
+inline bool broadcasts_to(const Shape& in, const Shape& out) {
+  if (in.size() != out.size()) return false;
+  for (size_t d = 0; d < in.size(); ++d) {
+    if (in[d] != out[d] && in[d] != 1) return false;
+  }
+  return true;
+}
+
+// Calls f(out_index, std::array<int64_t, N> in_index) for the output elements [begin, end) in row-major
+// order, where in_index[k] is the flat index of the element input k contributes. The caller has checked
+// broadcasts_to() for every input. Same-shape inputs take a straight loop; otherwise each input gets a
+// stride per output dimension (0 where it broadcasts), the innermost dimension runs as a tight loop and
+// the outer dimensions advance as an odometer, so only the start of the range is decomposed.
+template <size_t N, class F>
+void broadcast_for_range(const Shape& out, const std::array<const Shape*, N>& ins, int64_t begin, int64_t end,
+                         F&& f) {
+  if (begin >= end) return;
+  std::array<int64_t, N> idx;
+  bool all_same = true;
+  for (size_t k = 0; k < N; ++k) all_same = all_same && (*ins[k] == out);
+  if (all_same) {
+    for (int64_t i = begin; i < end; ++i) {
+      idx.fill(i);
+      f(i, idx);
+    }
+    return;
+  }
+  const int rank = static_cast<int>(out.size());
+  if (rank == 0) {  // one element
+    idx.fill(0);
+    f(0, idx);
+    return;
+  }
+  // strides[k][d]: how far input k's flat index moves when output dimension d advances by one.
+  std::array<std::vector<int64_t>, N> strides;
+  for (size_t k = 0; k < N; ++k) {
+    strides[k].assign(static_cast<size_t>(rank), 0);
+    int64_t s = 1;
+    for (int d = rank - 1; d >= 0; --d) {
+      const int64_t dim = (*ins[k])[static_cast<size_t>(d)];
+      strides[k][static_cast<size_t>(d)] = (dim == 1) ? 0 : s;
+      s *= dim;
+    }
+  }
+  const size_t last = static_cast<size_t>(rank - 1);
+  const int64_t inner = out[last];
+  std::array<int64_t, N> inner_stride;
+  for (size_t k = 0; k < N; ++k) inner_stride[k] = strides[k][last];
+  // Decompose `begin` into the odometer position (outer dimensions) and the inner offset j.
+  std::vector<int64_t> counter(static_cast<size_t>(rank), 0);
+  int64_t rem = begin;
+  for (int d = rank - 1; d >= 0; --d) {
+    counter[static_cast<size_t>(d)] = rem % out[static_cast<size_t>(d)];
+    rem /= out[static_cast<size_t>(d)];
+  }
+  std::array<int64_t, N> base{};
+  for (size_t k = 0; k < N; ++k) {
+    for (size_t d = 0; d < last; ++d) base[k] += counter[d] * strides[k][d];
+  }
+  int64_t j = counter[last];
+  int64_t o = begin;
+  while (true) {
+    const int64_t stop = std::min(inner, j + (end - o));
+    for (; j < stop; ++j, ++o) {
+      for (size_t k = 0; k < N; ++k) idx[k] = base[k] + j * inner_stride[k];
+      f(o, idx);
+    }
+    if (o >= end) break;
+    j = 0;
+    // Advance the odometer over dimensions rank-2 .. 0.
+    for (int d = rank - 2; d >= 0; --d) {
+      const size_t du = static_cast<size_t>(d);
+      ++counter[du];
+      for (size_t k = 0; k < N; ++k) base[k] += strides[k][du];
+      if (counter[du] < out[du]) break;
+      for (size_t k = 0; k < N; ++k) base[k] -= strides[k][du] * counter[du];
+      counter[du] = 0;
+    }
+  }
+}
+
+// All output elements.
+template <size_t N, class F>
+void broadcast_for_each(const Shape& out, const std::array<const Shape*, N>& ins, F&& f) {
+  broadcast_for_range<N>(out, ins, 0, shape_elements(out), f);
+}
+
+}  // namespace weft::ref
