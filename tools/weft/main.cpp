@@ -1,4 +1,833 @@
-// PENDING: placeholder, replaced by the CLI.
+// The `weft` command-line tool: run, check and format .weft models, and browse the operator table.
+//
+//   weft run MODEL.weft [--input NAME=FILE.npy]... [--output NAME=FILE.npy]... [--print] [--threads N]
+//   weft check MODEL.weft
+//   weft fmt MODEL.weft [-o OUT.weft | --check]
+//   weft ops [--op NAME]
+//
+// Exit codes: 0 success, 1 a model/input/runtime error (reported as "weft: error: <Error::what()>"),
+// 2 a usage error (bad flags or arguments). Arguments are parsed by hand: the grammar is small and
+// this keeps every message and exit code under our control.
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <set>
+#include <span>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "weft/dtype.h"
+#include "weft/error.h"
+#include "weft/graph.h"
 #include "weft/interpreter.h"
-int main() { std::puts("weft"); return 0; }
+#include "weft/npy.h"
+#include "weft/ops.h"
+#include "weft/tensor.h"
+#include "weft/text.h"
+#include "weft/verify.h"
+
+namespace weft {
+namespace {
+
+// Kept in step with project(weft VERSION ...) in the top-level CMakeLists.txt.
+constexpr const char* kVersion = "0.1.0";
+
+constexpr int kExitOk = 0;
+constexpr int kExitError = 1;
+constexpr int kExitUsage = 2;
+
+// An error of the tool itself (not of the library): a message and the exit code to use.
+struct CliError {
+  int exit_code;
+  std::string message;
+};
+
+[[noreturn]] void usage_error(const std::string& msg) { throw CliError{kExitUsage, msg}; }
+[[noreturn]] void model_error(const std::string& msg) { throw CliError{kExitError, msg}; }
+
+// ---- Help texts --------------------------------------------------------------------------------
+
+constexpr const char* kMainHelp = R"(Usage: weft <command> [options]
+
+Weft runs and inspects ML dataflow graphs written with the TOSA 1.0 operator set.
+
+Commands:
+  run     Run a model on .npy inputs with the reference interpreter
+  check   Verify a model and print a summary of it
+  fmt     Print a model in canonical text form (or check that it is canonical)
+  ops     Print the TOSA operator table with type support, profiles and backends
+
+Options:
+  -h, --help       Show this help (or `weft <command> --help`, `weft help <command>`)
+  -V, --version    Show the version
+
+Exit status: 0 success, 1 model or input error, 2 usage error.
+)";
+
+constexpr const char* kRunHelp =
+    R"(Usage: weft run MODEL.weft [--input NAME=FILE.npy]... [--output NAME=FILE.npy]...
+                [--print] [--threads N]
+
+Loads and verifies MODEL, reads every input of its entry graph from a .npy file, runs the
+reference interpreter and writes or prints the outputs.
+
+Options:
+  -i, --input NAME=FILE.npy    Input NAME of the entry graph (one per input; all are required)
+  -o, --output NAME=FILE.npy   Write output NAME to FILE (repeatable)
+  -p, --print                  Print the outputs (the default when no --output is given)
+  -t, --threads N              Worker threads for heavy kernels (0 = all cores; default 1)
+  -h, --help                   Show this help
+)";
+
+constexpr const char* kCheckHelp = R"(Usage: weft check MODEL.weft
+
+Verifies MODEL (structure, types, shapes and every TOSA ERROR_IF rule) and prints a summary:
+entry graph, inputs, outputs, operator counts, nodes, constant bytes, graphs and profiles.
+Exits with status 1 and lists every diagnostic when the model is invalid.
+)";
+
+constexpr const char* kFmtHelp = R"(Usage: weft fmt MODEL.weft [-o OUT.weft | --check]
+
+Prints MODEL in canonical text form to stdout.
+
+Options:
+  -o, --output OUT.weft   Save the canonical form to OUT (large constants go to .npy files beside it)
+  --check                 Print nothing; exit with status 1 if MODEL is not in canonical form
+  -h, --help              Show this help
+)";
+
+constexpr const char* kOpsHelp = R"(Usage: weft ops [--op NAME]
+
+Prints the TOSA 1.0 operator table: each operator's operands and attributes and, for each
+supported type combination, its mode, the type variables it binds, the profiles or extensions
+that enable it and the backends that implement it.
+
+Options:
+  --op NAME     Only this operator (e.g. CONV2D; case does not matter)
+  -h, --help    Show this help
+)";
+
+// ---- Argument scanning ---------------------------------------------------------------------------
+
+// Walks argv, splitting "--flag=value" and handing out values of flags that take one.
+class Args {
+ public:
+  Args(std::string command, std::vector<std::string> args)
+      : command_(std::move(command)), args_(std::move(args)) {}
+
+  bool done() const { return i_ >= args_.size(); }
+  // The next raw argument; `flag` receives the flag name ("" for positionals) and `inline_value`
+  // the part after '=' for "--flag=value".
+  void next(std::string* flag, std::optional<std::string>* inline_value, std::string* positional) {
+    const std::string& a = args_[i_++];
+    flag->clear();
+    inline_value->reset();
+    positional->clear();
+    if (after_dashdash_ || a.size() < 2 || a[0] != '-') {
+      *positional = a;
+      return;
+    }
+    if (a == "--") {
+      after_dashdash_ = true;
+      if (!done()) next(flag, inline_value, positional);
+      return;
+    }
+    size_t eq = a.find('=');
+    if (a.rfind("--", 0) == 0 && eq != std::string::npos) {
+      *flag = a.substr(0, eq);
+      *inline_value = a.substr(eq + 1);
+    } else {
+      *flag = a;
+    }
+  }
+  // The value of `flag`: its inline "=value" or the next argument.
+  std::string value(const std::string& flag, const std::optional<std::string>& inline_value) {
+    if (inline_value) return *inline_value;
+    if (done()) usage_error("option " + flag + " needs a value (see `weft " + command_ + " --help`)");
+    return args_[i_++];
+  }
+  const std::string& command() const { return command_; }
+
+ private:
+  std::string command_;
+  std::vector<std::string> args_;
+  size_t i_ = 0;
+  bool after_dashdash_ = false;
+};
+
+[[noreturn]] void unknown_option(const Args& args, const std::string& flag) {
+  usage_error("unknown option '" + flag + "' for `weft " + args.command() + "` (see `weft " + args.command() +
+              " --help`)");
+}
+
+void no_inline_value(const Args& args, const std::string& flag, const std::optional<std::string>& v) {
+  if (v) usage_error("option " + flag + " takes no value (see `weft " + args.command() + " --help`)");
+}
+
+// "NAME=FILE" of --input / --output.
+std::pair<std::string, std::string> split_binding(const std::string& flag, const std::string& v) {
+  size_t eq = v.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == v.size()) {
+    usage_error("option " + flag + " expects NAME=FILE.npy, got '" + v + "'");
+  }
+  std::string name = v.substr(0, eq);
+  if (name[0] == '%') name.erase(0, 1);  // accept the text form's sigil: --input %image=x.npy
+  return {name, v.substr(eq + 1)};
+}
+
+int parse_threads(const std::string& v) {
+  if (v.empty() || v.size() > 6 || !std::all_of(v.begin(), v.end(), [](char c) { return std::isdigit(c); })) {
+    usage_error("--threads expects a non-negative integer, got '" + v + "'");
+  }
+  return std::stoi(v);
+}
+
+// ---- Formatting helpers --------------------------------------------------------------------------
+
+std::string human_bytes(size_t n) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(n);
+  int u = 0;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    ++u;
+  }
+  char buf[64];
+  if (u == 0)
+    std::snprintf(buf, sizeof buf, "%zu B", n);
+  else
+    std::snprintf(buf, sizeof buf, "%.1f %s", v, units[u]);
+  return buf;
+}
+
+std::string format_double(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+std::string format_element(const Tensor& t, int64_t i) {
+  DType d = t.dtype();
+  if (d == DType::kBool) return t.at_int(i) ? "True" : "False";
+  if (is_float(d)) return format_double(t.at_double(i));
+  return std::to_string(t.at_int(i));
+}
+
+// numpy-like nested brackets. Tensors of more than kSummaryThreshold elements are summarised:
+// along an axis longer than 2 * edge only the first and last `edge` entries are shown, with
+// "..." between. The edge starts at kEdgeItems (numpy's default) and shrinks on the outer axes
+// first until roughly kSummaryShown elements remain, so that a [2,3,4,5] tensor stays short.
+constexpr int64_t kSummaryThreshold = 20;
+constexpr int64_t kSummaryShown = 30;
+constexpr int64_t kEdgeItems = 3;
+
+class TensorPrinter {
+ public:
+  explicit TensorPrinter(const Tensor& t) : t_(t), summarize_(t.num_elements() > kSummaryThreshold) {
+    const Shape& s = t.shape();
+    const int rank = t.rank();
+    strides_.assign(s.size(), 1);
+    for (int i = rank - 2; i >= 0; --i) strides_[i] = strides_[i + 1] * s[i + 1];
+    edge_.assign(s.size(), kEdgeItems);
+    if (summarize_) {
+      for (int axis = 0; axis < rank; ++axis) {
+        const int64_t min_edge = axis == rank - 1 ? 2 : 1;
+        while (edge_[axis] > min_edge && shown_count() > kSummaryShown) --edge_[axis];
+      }
+    }
+    // Pad every shown element to the same width so columns line up.
+    collect_width(0, 0);
+  }
+
+  std::string str() {
+    if (t_.rank() == 0) return format_element(t_, 0);
+    out_.clear();
+    print(0, 0);
+    return out_;
+  }
+
+ private:
+  bool elided(int axis) const { return summarize_ && t_.shape()[axis] > 2 * edge_[axis]; }
+  int64_t shown_count() const {
+    int64_t n = 1;
+    for (int axis = 0; axis < t_.rank(); ++axis) n *= elided(axis) ? 2 * edge_[axis] : t_.shape()[axis];
+    return n;
+  }
+  std::vector<int64_t> shown(int axis) const {
+    int64_t n = t_.shape()[axis];
+    std::vector<int64_t> idx;
+    if (elided(axis)) {
+      for (int64_t i = 0; i < edge_[axis]; ++i) idx.push_back(i);
+      idx.push_back(-1);  // the "..." marker
+      for (int64_t i = n - edge_[axis]; i < n; ++i) idx.push_back(i);
+    } else {
+      for (int64_t i = 0; i < n; ++i) idx.push_back(i);
+    }
+    return idx;
+  }
+  void collect_width(int axis, int64_t offset) {
+    if (axis == t_.rank()) {
+      width_ = std::max(width_, format_element(t_, offset).size());
+      return;
+    }
+    for (int64_t i : shown(axis)) {
+      if (i >= 0) collect_width(axis + 1, offset + i * strides_[axis]);
+    }
+  }
+  void print(int axis, int64_t offset) {
+    const int rank = t_.rank();
+    out_ += '[';
+    std::vector<int64_t> idx = shown(axis);
+    for (size_t k = 0; k < idx.size(); ++k) {
+      if (k) {
+        out_ += ',';
+        if (axis == rank - 1) {
+          out_ += ' ';
+        } else {
+          // numpy: one newline between rows, an extra blank line per further axis level.
+          out_.append(static_cast<size_t>(rank - 1 - axis), '\n');
+          out_.append(static_cast<size_t>(axis + 1), ' ');
+        }
+      }
+      if (idx[k] < 0) {
+        out_ += "...";
+        continue;
+      }
+      int64_t off = offset + idx[k] * strides_[axis];
+      if (axis == rank - 1) {
+        std::string e = format_element(t_, off);
+        out_.append(width_ - e.size(), ' ');
+        out_ += e;
+      } else {
+        print(axis + 1, off);
+      }
+    }
+    out_ += ']';
+  }
+
+  const Tensor& t_;
+  bool summarize_;
+  std::vector<int64_t> strides_;
+  std::vector<int64_t> edge_;
+  size_t width_ = 0;
+  std::string out_;
+};
+
+void print_tensor(std::ostream& os, const std::string& name, const Tensor& t) {
+  os << "%" << name << ": " << t.type().str() << "\n";
+  if (t.num_elements() == 0) {
+    os << "[]  (empty)\n";
+    return;
+  }
+  os << TensorPrinter(t).str() << "\n";
+  if (is_float(t.dtype())) {
+    double lo = INFINITY, hi = -INFINITY, sum = 0;
+    int64_t finite_or_inf = 0, nans = 0;
+    for (int64_t i = 0; i < t.num_elements(); ++i) {
+      double v = t.at_double(i);
+      if (std::isnan(v)) {
+        ++nans;
+        continue;
+      }
+      lo = std::min(lo, v);
+      hi = std::max(hi, v);
+      sum += v;
+      ++finite_or_inf;
+    }
+    if (finite_or_inf > 0) {
+      os << "min " << format_double(lo) << "  max " << format_double(hi) << "  mean "
+         << format_double(sum / static_cast<double>(finite_or_inf));
+    } else {
+      os << "all values are NaN";
+    }
+    if (nans > 0 && finite_or_inf > 0) os << "  (" << nans << " NaN)";
+    os << "\n";
+  }
+}
+
+std::string names_list(const Graph& g, const std::vector<ValueId>& ids, bool with_types) {
+  std::string r;
+  for (ValueId id : ids) {
+    const Value& v = g.value(id);
+    r += "\n  " + v.name;
+    if (with_types) r += ": " + v.type.str();
+  }
+  return r.empty() ? "\n  (none)" : r;
+}
+
+bool contains_id(const std::vector<ValueId>& ids, ValueId id) {
+  return std::find(ids.begin(), ids.end(), id) != ids.end();
+}
+
+// ---- weft run ------------------------------------------------------------------------------------
+
+int cmd_run(Args& args) {
+  std::string model_path;
+  std::vector<std::pair<std::string, std::string>> inputs, outputs;
+  bool print = false;
+  int threads = 1;
+  while (!args.done()) {
+    std::string flag, positional;
+    std::optional<std::string> inline_value;
+    args.next(&flag, &inline_value, &positional);
+    if (flag.empty()) {
+      if (!model_path.empty())
+        usage_error("`weft run` takes one model, got '" + model_path + "' and '" + positional + "'");
+      model_path = positional;
+    } else if (flag == "-h" || flag == "--help") {
+      std::cout << kRunHelp;
+      return kExitOk;
+    } else if (flag == "-i" || flag == "--input") {
+      inputs.push_back(split_binding(flag, args.value(flag, inline_value)));
+    } else if (flag == "-o" || flag == "--output") {
+      outputs.push_back(split_binding(flag, args.value(flag, inline_value)));
+    } else if (flag == "-p" || flag == "--print") {
+      no_inline_value(args, flag, inline_value);
+      print = true;
+    } else if (flag == "-t" || flag == "--threads") {
+      threads = parse_threads(args.value(flag, inline_value));
+    } else {
+      unknown_option(args, flag);
+    }
+  }
+  if (model_path.empty()) usage_error("`weft run` needs a model file (see `weft run --help`)");
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (inputs[i].first == inputs[j].first) usage_error("input '" + inputs[i].first + "' is given twice");
+    }
+  }
+
+  Module module = load_weft(model_path);
+  verify_or_throw(module);
+  const Graph& g = module.main();
+
+  // Names first, so that every naming mistake is reported before any file is read.
+  std::map<std::string, std::string> input_files;
+  for (const auto& [name, file] : inputs) {
+    auto id = g.find_value(name);
+    if (!id || !contains_id(g.inputs(), *id)) {
+      model_error(model_path + ": the model has no input named '" + name +
+                  "'; its inputs are:" + names_list(g, g.inputs(), true));
+    }
+    input_files[name] = file;
+  }
+  std::vector<std::string> missing;
+  for (ValueId id : g.inputs()) {
+    if (!input_files.count(g.value(id).name)) missing.push_back(g.value(id).name);
+  }
+  if (!missing.empty()) {
+    std::string list;
+    for (const std::string& m : missing) list += (list.empty() ? "" : ", ") + m;
+    model_error(model_path + ": missing input" + (missing.size() > 1 ? "s " : " ") + list +
+                "; the model expects:" + names_list(g, g.inputs(), true) +
+                "\ngive each as --input NAME=FILE.npy");
+  }
+  for (const auto& [name, file] : outputs) {
+    auto id = g.find_value(name);
+    if (!id || !contains_id(g.outputs(), *id)) {
+      model_error(model_path + ": the model has no output named '" + name +
+                  "'; its outputs are:" + names_list(g, g.outputs(), true));
+    }
+  }
+
+  std::vector<Tensor> in_tensors;
+  for (ValueId id : g.inputs()) {
+    const Value& v = g.value(id);
+    const std::string& file = input_files.at(v.name);
+    Tensor t;
+    try {
+      t = read_npy(file, v.type.dtype);
+    } catch (const Error& e) {
+      throw e.with_context({.operand = v.name});  // say which input the file was meant for
+    }
+    if (t.shape() != v.type.shape) {
+      model_error("input '" + v.name + "': " + file + " holds " + t.type().str() + ", the model expects " +
+                  v.type.str());
+    }
+    in_tensors.push_back(std::move(t));
+  }
+
+  InterpreterOptions options;
+  options.threads = threads;
+  options.verify = false;  // verified above
+  Interpreter interp(module, options);
+  std::vector<Tensor> results = interp.run(in_tensors);
+
+  std::map<std::string, const Tensor*> by_name;
+  for (size_t i = 0; i < results.size(); ++i) by_name[g.value(g.outputs()[i]).name] = &results[i];
+  for (const auto& [name, file] : outputs) write_npy(file, *by_name.at(name));
+  if (print || outputs.empty()) {
+    for (size_t i = 0; i < results.size(); ++i) {
+      if (i) std::cout << "\n";
+      print_tensor(std::cout, g.value(g.outputs()[i]).name, results[i]);
+    }
+  }
+  return kExitOk;
+}
+
+// ---- weft check ----------------------------------------------------------------------------------
+
+int cmd_check(Args& args) {
+  std::string model_path;
+  while (!args.done()) {
+    std::string flag, positional;
+    std::optional<std::string> inline_value;
+    args.next(&flag, &inline_value, &positional);
+    if (flag.empty()) {
+      if (!model_path.empty())
+        usage_error("`weft check` takes one model, got '" + model_path + "' and '" + positional + "'");
+      model_path = positional;
+    } else if (flag == "-h" || flag == "--help") {
+      std::cout << kCheckHelp;
+      return kExitOk;
+    } else {
+      unknown_option(args, flag);
+    }
+  }
+  if (model_path.empty()) usage_error("`weft check` needs a model file (see `weft check --help`)");
+
+  Module module = load_weft(model_path);
+  std::vector<Error> diagnostics = verify_module(module);
+  if (!diagnostics.empty()) {
+    std::cerr << "weft: error: " << model_path << " is invalid: " << diagnostics.size() << " diagnostic"
+              << (diagnostics.size() > 1 ? "s" : "") << "\n";
+    for (const Error& e : diagnostics) std::cerr << "  " << e.what() << "\n";
+    return kExitError;
+  }
+
+  const Graph& g = module.main();
+  std::map<std::string, int> op_counts;
+  size_t nodes = 0, const_bytes = 0;
+  for (const Graph& graph : module.graphs()) {
+    for (const Node& n : graph.nodes()) ++op_counts[op_name(n.op)];
+    nodes += graph.nodes().size();
+    const_bytes += graph.constant_bytes();
+  }
+  std::ostream& os = std::cout;
+  os << model_path << ": ok\n";
+  os << "entry graph: @" << g.name() << "\n";
+  os << "inputs:\n";
+  for (ValueId id : g.inputs()) os << "  %" << g.value(id).name << ": " << g.value(id).type.str() << "\n";
+  if (g.inputs().empty()) os << "  (none)\n";
+  os << "outputs:\n";
+  for (ValueId id : g.outputs()) os << "  %" << g.value(id).name << ": " << g.value(id).type.str() << "\n";
+  os << "operators:\n";
+  size_t width = 0;
+  for (const auto& [name, count] : op_counts) width = std::max(width, name.size());
+  for (const auto& [name, count] : op_counts) {
+    os << "  " << name << std::string(width - name.size() + 2, ' ') << count << "\n";
+  }
+  os << "nodes: " << nodes << "\n";
+  os << "constant bytes: " << const_bytes << " (" << human_bytes(const_bytes) << ")\n";
+  os << "graphs: " << module.graphs().size() << "\n";
+  os << "profiles: " << (module.profiles() == kAllProfiles ? "all (" : "")
+     << profile_set_str(module.profiles()) << (module.profiles() == kAllProfiles ? ")" : "") << "\n";
+  return kExitOk;
+}
+
+// ---- weft fmt ------------------------------------------------------------------------------------
+
+std::string read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw Error(ErrorCode::kIo, "cannot open file", {.file = path});
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+int cmd_fmt(Args& args) {
+  std::string model_path, out_path;
+  bool check = false;
+  while (!args.done()) {
+    std::string flag, positional;
+    std::optional<std::string> inline_value;
+    args.next(&flag, &inline_value, &positional);
+    if (flag.empty()) {
+      if (!model_path.empty())
+        usage_error("`weft fmt` takes one model, got '" + model_path + "' and '" + positional + "'");
+      model_path = positional;
+    } else if (flag == "-h" || flag == "--help") {
+      std::cout << kFmtHelp;
+      return kExitOk;
+    } else if (flag == "-o" || flag == "--output") {
+      out_path = args.value(flag, inline_value);
+    } else if (flag == "--check") {
+      no_inline_value(args, flag, inline_value);
+      check = true;
+    } else {
+      unknown_option(args, flag);
+    }
+  }
+  if (model_path.empty()) usage_error("`weft fmt` needs a model file (see `weft fmt --help`)");
+  if (check && !out_path.empty()) usage_error("`weft fmt` takes either --check or -o, not both");
+
+  Module module = load_weft(model_path);
+  if (check) {
+    std::string original = read_file(model_path);
+    std::string canonical = print_weft(module);
+    if (original == canonical) return kExitOk;
+    // Point at the first line that differs, so the user sees what fmt would change.
+    std::istringstream a(original), b(canonical);
+    std::string la, lb;
+    int line = 0;
+    while (true) {
+      ++line;
+      bool ha = static_cast<bool>(std::getline(a, la)), hb = static_cast<bool>(std::getline(b, lb));
+      if (!ha && !hb) break;
+      if (!ha || !hb || la != lb) break;
+    }
+    std::cerr << "weft: " << model_path << " is not in canonical form (first difference at line " << line
+              << "); run `weft fmt " << model_path << " -o " << model_path << "`\n";
+    return kExitError;
+  }
+  if (!out_path.empty()) {
+    save_weft(module, out_path);
+  } else {
+    std::cout << print_weft(module);
+  }
+  return kExitOk;
+}
+
+// ---- weft ops ------------------------------------------------------------------------------------
+
+// Backends and the TypeSupport rows each one implements. Today only the reference interpreter
+// exists and it implements every row of the TOSA 1.0 table; a new backend adds an entry here
+// with its own predicate.
+struct BackendInfo {
+  const char* name;
+  std::function<bool(const OpDef&, const TypeSupport&)> supports;
+};
+
+const std::vector<BackendInfo>& backends() {
+  static const std::vector<BackendInfo> list = {
+      {"reference", [](const OpDef&, const TypeSupport&) { return true; }},
+  };
+  return list;
+}
+
+std::vector<std::string> backends_supporting(const OpDef& def, const TypeSupport& row) {
+  std::vector<std::string> r;
+  for (const BackendInfo& b : backends()) {
+    if (b.supports(def, row)) r.emplace_back(b.name);
+  }
+  return r;
+}
+
+std::string arg_str(const ArgDef& a) {
+  std::string r = std::string(a.name) + ": ";
+  switch (a.kind) {
+    case ArgKind::kTensor: r += a.elem; break;
+    case ArgKind::kTensorList: return r + "tensor list";
+    case ArgKind::kShape: r += "shape_t"; break;
+  }
+  // The spec's shape expression: "[N,IH,IW,C]" as is, a named shape ("shape1") in brackets.
+  std::string_view shape = a.shape;
+  if (!shape.empty()) r += shape.front() == '[' ? std::string(shape) : "[" + std::string(shape) + "]";
+  return r;
+}
+
+std::string attr_str(const AttrDef& a) {
+  std::string r = std::string(a.name) + ": ";
+  switch (a.kind) {
+    case AttrKind::kInt: r += "i32"; break;
+    case AttrKind::kBool: r += "bool"; break;
+    case AttrKind::kIntList:
+      r += "i32[";
+      r += a.length >= 0 ? std::to_string(a.length) : a.length == kLenRankOfInput0 ? "rank(input)" : "*";
+      r += "]";
+      break;
+    case AttrKind::kAccType: r += "acc_type"; break;
+    case AttrKind::kNanMode: r += "nan_mode"; break;
+    case AttrKind::kResizeMode: r += "resize_mode"; break;
+    case AttrKind::kRoundingMode: r += "rounding_mode"; break;
+    case AttrKind::kVarType: r += "var_t"; break;
+    case AttrKind::kScalar: r += std::string(a.elem) + " scalar"; break;
+    case AttrKind::kTensor: r += std::string(a.elem) + " tensor"; break;
+    case AttrKind::kShapeValues: r += "shape values"; break;
+    case AttrKind::kString: r += "string"; break;
+    case AttrKind::kGraph: r += "graph"; break;
+  }
+  return r;
+}
+
+template <class T, class F>
+std::string join(std::span<const T> items, F f, const char* sep = ", ") {
+  std::string r;
+  for (const T& x : items) {
+    if (!r.empty()) r += sep;
+    r += f(x);
+  }
+  return r.empty() ? "-" : r;
+}
+
+void print_op(std::ostream& os, const OpDef& def) {
+  os << def.name << "  (" << def.group;
+  if (def.spirv_opcode >= 0) os << ", TOSA.001000.1 opcode " << def.spirv_opcode;
+  os << ")\n";
+  os << "  inputs:  " << join(def.inputs, arg_str) << "\n";
+  os << "  attrs:   " << join(def.attrs, attr_str) << "\n";
+  os << "  outputs: " << join(def.outputs, arg_str) << "\n";
+  if (def.types.empty()) {
+    os << "  types:   any\n";
+    return;
+  }
+  // Rows as aligned columns: mode | bindings | profiles | backends.
+  std::vector<std::array<std::string, 4>> rows;
+  for (const TypeSupport& row : def.types) {
+    std::string binds;
+    for (size_t i = 0; i < def.type_vars.size(); ++i) {
+      if (i) binds += " ";
+      binds += std::string(def.type_vars[i]) + "=" + dtype_name(row.types[i]);
+    }
+    if (binds.empty()) binds = "-";
+    std::string profiles;
+    for (ProfileSet alt : row.any_of) {
+      if (!alt) break;
+      if (!profiles.empty()) profiles += " or ";
+      profiles += profile_set_str(alt);
+    }
+    std::string be;
+    for (const std::string& b : backends_supporting(def, row)) be += (be.empty() ? "" : ",") + b;
+    rows.push_back({row.mode, binds, profiles, be.empty() ? "none" : be});
+  }
+  size_t w[3] = {0, 0, 0};
+  for (const auto& r : rows) {
+    for (int c = 0; c < 3; ++c) w[c] = std::max(w[c], r[c].size());
+  }
+  os << "  types:\n";
+  for (const auto& r : rows) {
+    os << "    " << r[0] << std::string(w[0] - r[0].size() + 2, ' ') << r[1]
+       << std::string(w[1] - r[1].size() + 2, ' ') << r[2] << std::string(w[2] - r[2].size() + 2, ' ')
+       << "backends: " << r[3] << "\n";
+  }
+}
+
+int cmd_ops(Args& args) {
+  std::optional<std::string> only;
+  while (!args.done()) {
+    std::string flag, positional;
+    std::optional<std::string> inline_value;
+    args.next(&flag, &inline_value, &positional);
+    if (flag.empty()) {
+      usage_error("unexpected argument '" + positional + "' for `weft ops` (use --op NAME)");
+    } else if (flag == "-h" || flag == "--help") {
+      std::cout << kOpsHelp;
+      return kExitOk;
+    } else if (flag == "--op") {
+      only = args.value(flag, inline_value);
+    } else {
+      unknown_option(args, flag);
+    }
+  }
+  if (only) {
+    std::string upper = *only;
+    for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    if (upper.rfind("TOSA.", 0) == 0) upper.erase(0, 5);
+    auto op = op_from_name(upper);
+    if (!op) {
+      std::string similar;
+      for (const OpDef& d : all_op_defs()) {
+        if (std::string(d.name).find(upper) != std::string::npos)
+          similar += std::string(similar.empty() ? "" : ", ") + d.name;
+      }
+      usage_error(
+          "unknown operator '" + *only + "'" +
+          (similar.empty() ? std::string("; `weft ops` lists all") : "; did you mean " + similar + "?"));
+    }
+    print_op(std::cout, op_def(*op));
+    return kExitOk;
+  }
+  std::cout << "TOSA 1.0 operators (" << kNumOps << "); backends: ";
+  for (size_t i = 0; i < backends().size(); ++i) std::cout << (i ? ", " : "") << backends()[i].name;
+  std::cout << "\n";
+  for (const OpDef& def : all_op_defs()) {
+    std::cout << "\n";
+    print_op(std::cout, def);
+  }
+  return kExitOk;
+}
+
+// ---- main ----------------------------------------------------------------------------------------
+
+using Command = int (*)(Args&);
+
+const std::map<std::string, std::pair<Command, const char*>>& commands() {
+  static const std::map<std::string, std::pair<Command, const char*>> m = {
+      {"run", {cmd_run, kRunHelp}},
+      {"check", {cmd_check, kCheckHelp}},
+      {"fmt", {cmd_fmt, kFmtHelp}},
+      {"ops", {cmd_ops, kOpsHelp}},
+  };
+  return m;
+}
+
+int dispatch(const std::vector<std::string>& argv) {
+  if (argv.empty()) {
+    std::cerr << kMainHelp;
+    return kExitUsage;
+  }
+  const std::string& first = argv[0];
+  if (first == "-h" || first == "--help") {
+    std::cout << kMainHelp;
+    return kExitOk;
+  }
+  if (first == "-V" || first == "--version") {
+    std::cout << "weft " << kVersion << "\n";
+    return kExitOk;
+  }
+  if (first == "help") {
+    if (argv.size() == 1) {
+      std::cout << kMainHelp;
+      return kExitOk;
+    }
+    auto it = commands().find(argv[1]);
+    if (it == commands().end())
+      usage_error("unknown command '" + argv[1] + "' (commands: run, check, fmt, ops)");
+    std::cout << it->second.second;
+    return kExitOk;
+  }
+  auto it = commands().find(first);
+  if (it == commands().end()) {
+    if (first[0] == '-') usage_error("unknown option '" + first + "' (see `weft --help`)");
+    usage_error("unknown command '" + first + "' (commands: run, check, fmt, ops; see `weft --help`)");
+  }
+  Args args(first, std::vector<std::string>(argv.begin() + 1, argv.end()));
+  return it->second.first(args);
+}
+
+}  // namespace
+}  // namespace weft
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  try {
+    int rc = weft::dispatch(args);
+    std::cout.flush();
+    return rc;
+  } catch (const weft::CliError& e) {
+    std::cout.flush();
+    std::cerr << "weft: error: " << e.message << "\n";
+    return e.exit_code;
+  } catch (const weft::Error& e) {
+    std::cout.flush();
+    std::cerr << "weft: error: " << e.what() << "\n";
+    return weft::kExitError;
+  } catch (const std::exception& e) {
+    std::cout.flush();
+    std::cerr << "weft: error: " << e.what() << "\n";
+    return weft::kExitError;
+  }
+}

@@ -1,0 +1,450 @@
+// End-to-end tests of the `weft` tool: runs the built binary (WEFT_CLI) in a temporary directory
+// and checks exit codes and output for every command and each error path.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "weft/npy.h"
+#include "weft/ops.h"
+
+namespace weft {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kExampleDir = std::string(WEFT_SOURCE_DIR) + "/examples/tiny_cnn";
+
+class TempDir {
+ public:
+  TempDir() {
+    const char* base = std::getenv("TMPDIR");
+    std::string tmpl = std::string(base && *base ? base : "/tmp") + "/weft_cli_test.XXXXXX";
+    if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
+    path_ = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+  void write(const std::string& name, const std::string& text) const { std::ofstream(file(name)) << text; }
+
+ private:
+  std::string path_;
+};
+
+struct Result {
+  int rc = -1;
+  std::string out;  // stdout
+  std::string err;  // stderr
+  std::string all() const { return out + err; }
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// Runs `weft <args>` in `dir` (args are passed to the shell as written).
+Result weft(const TempDir& dir, const std::string& args) {
+  std::string out = dir.file(".stdout"), err = dir.file(".stderr");
+  std::string cmd = "cd '" + dir.path() + "' && '" + std::string(WEFT_CLI) + "' " + args + " >'" + out +
+                    "' 2>'" + err + "'";
+  int status = std::system(cmd.c_str());
+  Result r;
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  r.out = slurp(out);
+  r.err = slurp(err);
+  return r;
+}
+
+#define EXPECT_HAS(haystack, needle) \
+  EXPECT_NE((haystack).find(needle), std::string::npos) << "missing '" << (needle) << "' in:\n" << (haystack)
+#define EXPECT_LACKS(haystack, needle)                                                             \
+  EXPECT_EQ((haystack).find(needle), std::string::npos) << "unexpected '" << (needle) << "' in:\n" \
+                                                        << (haystack)
+
+// Copies the example model (text + weights + image) into `dir`.
+void copy_example(const TempDir& dir) {
+  for (const char* f :
+       {"tiny_cnn.weft", "tiny_cnn.conv_w.npy", "tiny_cnn.fc_w.npy", "image.npy", "expected_logits.npy"}) {
+    fs::copy_file(kExampleDir + "/" + f, dir.file(f), fs::copy_options::overwrite_existing);
+  }
+}
+
+// A model that needs no kernel but IDENTITY: out = in, 2x15 values (summarised when printed).
+constexpr const char* kIdentityModel = R"(graph @main(%x: f32[2,15], %flag: bool[3]) -> (%y, %f) {
+  %y: f32[2,15] = IDENTITY(%x)
+  %f: bool[3] = IDENTITY(%flag)
+  return %y, %f
+}
+)";
+
+void write_identity_inputs(const TempDir& dir) {
+  std::vector<double> v(30);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>(i) - 10.5;
+  write_npy(dir.file("x.npy"), Tensor::from_doubles({DType::kFp32, {2, 15}}, v));
+  write_npy(dir.file("flag.npy"), Tensor::from_ints({DType::kBool, {3}}, std::vector<int64_t>{1, 0, 1}));
+}
+
+// ---- global options and usage errors -------------------------------------------------------------
+
+TEST(Cli, VersionAndHelp) {
+  TempDir d;
+  Result v = weft(d, "--version");
+  EXPECT_EQ(v.rc, 0);
+  EXPECT_HAS(v.out, "weft 0.1.0");
+  Result h = weft(d, "--help");
+  EXPECT_EQ(h.rc, 0);
+  for (const char* c : {"run", "check", "fmt", "ops", "Exit status"}) EXPECT_HAS(h.out, c);
+  for (const char* c : {"run", "check", "fmt", "ops"}) {
+    Result ch = weft(d, std::string(c) + " --help");
+    EXPECT_EQ(ch.rc, 0) << c;
+    EXPECT_HAS(ch.out, std::string("Usage: weft ") + c);
+    Result hc = weft(d, std::string("help ") + c);
+    EXPECT_EQ(hc.rc, 0) << c;
+    EXPECT_EQ(hc.out, ch.out);
+  }
+  Result run_help = weft(d, "run -h");
+  EXPECT_HAS(run_help.out, "--input NAME=FILE.npy");
+  EXPECT_HAS(run_help.out, "--threads N");
+}
+
+TEST(Cli, UsageErrors) {
+  TempDir d;
+  Result none = weft(d, "");
+  EXPECT_EQ(none.rc, 2);
+  EXPECT_HAS(none.err, "Usage: weft");
+  struct Case {
+    const char* args;
+    const char* needle;
+  } cases[] = {
+      {"frobnicate", "unknown command 'frobnicate'"},
+      {"--frob", "unknown option '--frob'"},
+      {"help nope", "unknown command 'nope'"},
+      {"run", "needs a model file"},
+      {"run a.weft b.weft", "takes one model"},
+      {"run m.weft --bogus", "unknown option '--bogus'"},
+      {"run m.weft --input", "--input needs a value"},
+      {"run m.weft --input image", "expects NAME=FILE.npy, got 'image'"},
+      {"run m.weft --input =x.npy", "expects NAME=FILE.npy"},
+      {"run m.weft --output logits=", "expects NAME=FILE.npy"},
+      {"run m.weft --threads abc", "--threads expects a non-negative integer"},
+      {"run m.weft --threads=-1", "--threads expects a non-negative integer"},
+      {"run m.weft --print=yes", "takes no value"},
+      {"run m.weft -i a=1.npy -i a=2.npy", "input 'a' is given twice"},
+      {"check", "needs a model file"},
+      {"check a b", "takes one model"},
+      {"check m.weft --fast", "unknown option '--fast'"},
+      {"fmt", "needs a model file"},
+      {"fmt m.weft --check -o out.weft", "either --check or -o"},
+      {"fmt m.weft -o", "-o needs a value"},
+      {"ops extra", "unexpected argument 'extra'"},
+      {"ops --op", "--op needs a value"},
+      {"ops --op NOPE", "unknown operator 'NOPE'"},
+      {"ops --op conv", "did you mean CONV2D"},
+  };
+  for (const Case& c : cases) {
+    Result r = weft(d, c.args);
+    EXPECT_EQ(r.rc, 2) << c.args << "\n" << r.all();
+    EXPECT_HAS(r.err, "weft: error: ");
+    EXPECT_HAS(r.err, c.needle);
+    EXPECT_TRUE(r.out.empty()) << c.args << ": " << r.out;
+  }
+}
+
+TEST(Cli, MissingModelFileIsAModelError) {
+  TempDir d;
+  for (const char* cmd : {"run", "check", "fmt"}) {
+    Result r = weft(d, std::string(cmd) + " no_such_model.weft");
+    EXPECT_EQ(r.rc, 1) << cmd << "\n" << r.all();
+    EXPECT_HAS(r.err, "weft: error: ");
+    EXPECT_HAS(r.err, "no_such_model.weft");
+  }
+}
+
+// ---- weft ops --------------------------------------------------------------------------------------
+
+TEST(Cli, OpsTable) {
+  TempDir d;
+  Result r = weft(d, "ops");
+  EXPECT_EQ(r.rc, 0) << r.err;
+  for (const char* s : {"TOSA 1.0 operators", "backends: reference", "CONV2D", "MATMUL", "WHILE_LOOP",
+                        "fp32 with fp32 accumulate", "in_t=f32", "PRO-FP", "EXT-BF16", "PRO-INT or PRO-FP",
+                        "input_list: tensor list", "input1: in_t[shape1]", "output: out_t[shape]"}) {
+    EXPECT_HAS(r.out, s);
+  }
+  // Every operator of the table is listed.
+  for (const OpDef& def : all_op_defs()) EXPECT_HAS(r.out, "\n" + std::string(def.name) + "  (");
+}
+
+TEST(Cli, OpsSingleOperator) {
+  TempDir d;
+  for (const char* name : {"CONV2D", "conv2d", "tosa.CONV2D"}) {
+    Result r = weft(d, std::string("ops --op ") + name);
+    EXPECT_EQ(r.rc, 0) << r.err;
+    EXPECT_HAS(r.out, "CONV2D  (tensor");
+    EXPECT_HAS(r.out, "weight: weight_t[OC,KH,KW,IC]");
+    EXPECT_HAS(r.out, "pad: i32[4]");
+    EXPECT_HAS(r.out, "acc_type: acc_type");
+    EXPECT_HAS(r.out, "signed 8x4 with int32 accumulate");
+    EXPECT_HAS(r.out, "in_t=i8 weight_t=i4 out_t=i32 acc_t=i32");
+    EXPECT_HAS(r.out, "EXT-INT4");
+    EXPECT_HAS(r.out, "backends: reference");
+    EXPECT_LACKS(r.out, "MATMUL");
+  }
+  Result clamp = weft(d, "ops --op=CLAMP");
+  EXPECT_EQ(clamp.rc, 0);
+  EXPECT_HAS(clamp.out, "min_val: in_out_t scalar");
+  Result reshape = weft(d, "ops --op RESHAPE");
+  EXPECT_HAS(reshape.out, "shape: shape_t[rank(shape)]");
+  Result transpose = weft(d, "ops --op TRANSPOSE");
+  EXPECT_HAS(transpose.out, "perms: i32[rank(input)]");
+}
+
+// ---- weft check ------------------------------------------------------------------------------------
+
+TEST(Cli, CheckExample) {
+  TempDir d;
+  Result r = weft(d, "check '" + kExampleDir + "/tiny_cnn.weft'");
+  ASSERT_EQ(r.rc, 0) << r.all();
+  for (const char* s :
+       {"tiny_cnn.weft: ok", "entry graph: @main", "inputs:\n  %image: f32[1,8,8,3]",
+        "outputs:\n  %logits: f32[1,10]", "CONV2D       1", "CONST        5", "RESHAPE      2", "nodes: 14",
+        "constant bytes: 3052 (3.0 KiB)", "graphs: 1", "profiles: all"}) {
+    EXPECT_HAS(r.out, s);
+  }
+}
+
+TEST(Cli, CheckListsEveryDiagnostic) {
+  TempDir d;
+  // Two independent type errors: the verifier reports both.
+  d.write("bad.weft", R"(graph @main(%a: f32[2,3], %b: i32[2,3]) -> (%s, %t) {
+  %s: f32[2,3] = ADD(%a, %b)
+  %t: f32[4] = ABS(%a)
+  return %s, %t
+}
+)");
+  Result r = weft(d, "check bad.weft");
+  EXPECT_EQ(r.rc, 1) << r.all();
+  EXPECT_HAS(r.err, "weft: error: bad.weft is invalid: ");
+  EXPECT_HAS(r.err, "2 diagnostics");
+  EXPECT_HAS(r.err, "node '%s'");
+  EXPECT_HAS(r.err, "node '%t'");
+  EXPECT_TRUE(r.out.empty()) << r.out;
+}
+
+TEST(Cli, CheckParseError) {
+  TempDir d;
+  d.write("garbage.weft", "graph @main(%x f32[2]) -> (%x) {\n return %x\n}\n");
+  Result r = weft(d, "check garbage.weft");
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_HAS(r.err, "weft: error: garbage.weft:1:");
+  EXPECT_HAS(r.err, "[parse]");
+}
+
+// ---- weft fmt --------------------------------------------------------------------------------------
+
+TEST(Cli, FmtPrintsSavesAndChecks) {
+  TempDir d;
+  copy_example(d);
+  Result p = weft(d, "fmt tiny_cnn.weft");
+  ASSERT_EQ(p.rc, 0) << p.all();
+  EXPECT_HAS(p.out, "graph @main(%image: f32[1,8,8,3])");
+  EXPECT_HAS(p.out, "file(\"tiny_cnn.conv_w.npy\")");
+  EXPECT_HAS(p.out, "CONV2D(");
+
+  Result s = weft(d, "fmt tiny_cnn.weft -o canon.weft");
+  ASSERT_EQ(s.rc, 0) << s.all();
+  EXPECT_TRUE(s.out.empty());
+  EXPECT_EQ(slurp(d.file("canon.weft")), p.out);
+  Result c = weft(d, "fmt --check canon.weft");
+  EXPECT_EQ(c.rc, 0) << c.all();
+  EXPECT_TRUE(c.all().empty()) << c.all();
+
+  // A comment and extra spaces: same module, not canonical.
+  d.write("messy.weft", "# hand written\n" + p.out);
+  Result m = weft(d, "fmt --check messy.weft");
+  EXPECT_EQ(m.rc, 1);
+  EXPECT_HAS(m.err, "messy.weft is not in canonical form (first difference at line 1)");
+  // The canonical form of the messy file is the canonical file.
+  Result mp = weft(d, "fmt messy.weft");
+  EXPECT_EQ(mp.out, p.out);
+}
+
+TEST(Cli, FmtParseError) {
+  TempDir d;
+  d.write("bad.weft", "graph @main(\n");
+  Result r = weft(d, "fmt bad.weft");
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_HAS(r.err, "weft: error: bad.weft:");
+}
+
+// ---- weft run --------------------------------------------------------------------------------------
+
+TEST(Cli, RunExampleMatchesNumpy) {
+  TempDir d;
+  copy_example(d);
+  Result r = weft(d, "run tiny_cnn.weft --input image=image.npy --output logits=out.npy --threads 2");
+  ASSERT_EQ(r.rc, 0) << r.all();
+  EXPECT_TRUE(r.out.empty()) << "nothing is printed when --output is given without --print:\n" << r.out;
+  Tensor got = read_npy(d.file("out.npy"));
+  Tensor want = read_npy(d.file("expected_logits.npy"));
+  ASSERT_EQ(got.type().str(), "f32[1,10]");
+  ASSERT_EQ(want.type().str(), "f32[1,10]");
+  for (int64_t i = 0; i < 10; ++i) EXPECT_NEAR(got.at_double(i), want.at_double(i), 1e-4) << "logit " << i;
+
+  // Printed by default when no --output is given, and with --print alongside --output.
+  Result p = weft(d, "run tiny_cnn.weft --input=image=image.npy");
+  ASSERT_EQ(p.rc, 0) << p.all();
+  EXPECT_HAS(p.out, "%logits: f32[1,10]\n[[");
+  EXPECT_HAS(p.out, "min ");
+  EXPECT_HAS(p.out, "max ");
+  EXPECT_HAS(p.out, "mean ");
+  EXPECT_LACKS(p.out, "...");
+  Result both = weft(d, "run tiny_cnn.weft -i %image=image.npy -o logits=again.npy --print");
+  EXPECT_EQ(both.rc, 0) << both.all();
+  EXPECT_EQ(both.out, p.out);
+  EXPECT_TRUE(read_npy(d.file("again.npy")).identical(got));
+}
+
+TEST(Cli, RunInputErrors) {
+  TempDir d;
+  copy_example(d);
+  Result missing = weft(d, "run tiny_cnn.weft");
+  EXPECT_EQ(missing.rc, 1);
+  EXPECT_HAS(missing.err, "missing input image");
+  EXPECT_HAS(missing.err, "image: f32[1,8,8,3]");
+  EXPECT_HAS(missing.err, "--input NAME=FILE.npy");
+
+  Result unknown = weft(d, "run tiny_cnn.weft --input image=image.npy --input img=image.npy");
+  EXPECT_EQ(unknown.rc, 1);
+  EXPECT_HAS(unknown.err, "no input named 'img'");
+  EXPECT_HAS(unknown.err, "image: f32[1,8,8,3]");
+
+  Result bad_out = weft(d, "run tiny_cnn.weft --input image=image.npy --output probs=p.npy");
+  EXPECT_EQ(bad_out.rc, 1);
+  EXPECT_HAS(bad_out.err, "no output named 'probs'");
+  EXPECT_HAS(bad_out.err, "logits: f32[1,10]");
+  EXPECT_FALSE(fs::exists(d.file("p.npy")));
+
+  write_npy(d.file("small.npy"), Tensor::zeros({DType::kFp32, {1, 4, 4, 3}}));
+  Result shape = weft(d, "run tiny_cnn.weft --input image=small.npy");
+  EXPECT_EQ(shape.rc, 1);
+  EXPECT_HAS(shape.err, "input 'image': small.npy holds f32[1,4,4,3], the model expects f32[1,8,8,3]");
+
+  write_npy(d.file("ints.npy"), Tensor::zeros({DType::kInt32, {1, 8, 8, 3}}));
+  Result type = weft(d, "run tiny_cnn.weft --input image=ints.npy");
+  EXPECT_EQ(type.rc, 1);
+  EXPECT_HAS(type.err, "ints.npy");
+  EXPECT_HAS(type.err, "expected f32");
+  EXPECT_HAS(type.err, "operand 'image'");
+
+  Result absent = weft(d, "run tiny_cnn.weft --input image=absent.npy");
+  EXPECT_EQ(absent.rc, 1);
+  EXPECT_HAS(absent.err, "absent.npy");
+  EXPECT_HAS(absent.err, "[io]");
+
+  d.write("junk.npy", "not an npy file at all");
+  Result junk = weft(d, "run tiny_cnn.weft --input image=junk.npy");
+  EXPECT_EQ(junk.rc, 1);
+  EXPECT_HAS(junk.err, "junk.npy: operand 'image': not an .npy file");
+}
+
+TEST(Cli, RunUnwritableOutput) {
+  TempDir d;
+  copy_example(d);
+  Result r = weft(d, "run tiny_cnn.weft --input image=image.npy --output logits=no/such/dir/x.npy");
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_HAS(r.err, "no/such/dir/x.npy");
+  EXPECT_HAS(r.err, "[io]");
+}
+
+TEST(Cli, RunInvalidModel) {
+  TempDir d;
+  d.write("bad.weft", R"(graph @main(%a: f32[2,3]) -> (%t) {
+  %t: f32[4] = ABS(%a)
+  return %t
+}
+)");
+  write_npy(d.file("a.npy"), Tensor::zeros({DType::kFp32, {2, 3}}));
+  Result r = weft(d, "run bad.weft --input a=a.npy");
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_HAS(r.err, "weft: error: ");
+  EXPECT_HAS(r.err, "[verify]");
+}
+
+TEST(Cli, RunPrintsSummarisedValuesOfEveryOutput) {
+  TempDir d;
+  d.write("id.weft", kIdentityModel);
+  write_identity_inputs(d);
+  Result r = weft(d, "run id.weft --input x=x.npy --input flag=flag.npy");
+  ASSERT_EQ(r.rc, 0) << r.all();
+  // 30 elements: summarised to 3 edge items per axis.
+  EXPECT_HAS(r.out,
+             "%y: f32[2,15]\n[[-10.5,  -9.5,  -8.5, ...,   1.5,   2.5,   3.5],\n [  4.5,   5.5,   6.5, ...,  "
+             "16.5,  17.5,  18.5]]");
+  EXPECT_HAS(r.out, "min -10.5  max 18.5  mean 4");
+  EXPECT_HAS(r.out, "%f: bool[3]\n[ True, False,  True]");
+  // Outputs written with --output read back identically.
+  Result w = weft(d, "run id.weft -i x=x.npy -i flag=flag.npy -o y=y.npy -o f=f.npy");
+  ASSERT_EQ(w.rc, 0) << w.all();
+  EXPECT_TRUE(read_npy(d.file("y.npy")).identical(read_npy(d.file("x.npy"))));
+  EXPECT_TRUE(read_npy(d.file("f.npy")).identical(read_npy(d.file("flag.npy"))));
+}
+
+// The first Python that can import numpy ($WEFT_PYTHON, python3, then the system python3).
+std::string find_python() {
+  std::vector<std::string> candidates;
+  if (const char* env = std::getenv("WEFT_PYTHON"); env && *env) candidates.emplace_back(env);
+  candidates.emplace_back("python3");
+  candidates.emplace_back("/usr/bin/python3");
+  for (const std::string& py : candidates) {
+    if (std::system(("'" + py + "' -c 'import numpy' >/dev/null 2>&1").c_str()) == 0) return py;
+  }
+  return "";
+}
+
+TEST(Cli, ExampleIsCanonicalAndReproducible) {
+  TempDir d;
+  Result c = weft(d, "fmt --check '" + kExampleDir + "/tiny_cnn.weft'");
+  EXPECT_EQ(c.rc, 0) << c.all();
+  // Re-running the generator in a scratch copy gives the committed files byte for byte.
+  std::string py = find_python();
+  ASSERT_FALSE(py.empty()) << "no python3 with numpy found (tried $WEFT_PYTHON, python3, /usr/bin/python3); "
+                              "numpy is a required test dependency: run scripts/setup.sh";
+  fs::copy_file(kExampleDir + "/make_example.py", d.file("make_example.py"));
+  std::string cmd = "'" + py + "' '" + d.file("make_example.py") + "' >'" + d.file("gen.log") + "' 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << slurp(d.file("gen.log"));
+  for (const char* f :
+       {"tiny_cnn.weft", "tiny_cnn.conv_w.npy", "tiny_cnn.fc_w.npy", "image.npy", "expected_logits.npy"}) {
+    EXPECT_EQ(slurp(d.file(f)), slurp(kExampleDir + "/" + f))
+        << f << " is out of date: re-run make_example.py";
+  }
+}
+
+TEST(Cli, DemoScriptCommandsWork) {
+  // scripts/demo.sh runs exactly these two commands from the source tree.
+  TempDir d;
+  Result c = weft(d, "check '" + kExampleDir + "/tiny_cnn.weft'");
+  EXPECT_EQ(c.rc, 0) << c.all();
+  Result r = weft(
+      d, "run '" + kExampleDir + "/tiny_cnn.weft' --input image='" + kExampleDir + "/image.npy' --print");
+  EXPECT_EQ(r.rc, 0) << r.all();
+  EXPECT_HAS(r.out, "%logits: f32[1,10]");
+}
+
+}  // namespace
+}  // namespace weft
