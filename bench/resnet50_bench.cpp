@@ -13,6 +13,7 @@
 
 #include "weft/graph.h"
 #include "weft/interpreter.h"
+#include "weft/verify.h"
 
 namespace {
 
@@ -30,7 +31,9 @@ class ResNetBuilder {
   weft::Module build() {
     ValueId x = b_.input("image", {DType::kFp32, {1, 224, 224, 3}});
     Shape s = {1, 224, 224, 3};
-    x = conv(x, s, 64, 7, 2, 3, true);
+    // TOSA requires the padded extent minus the kernel to divide exactly by the stride, so the
+    // symmetric PyTorch paddings become asymmetric (the unused trailing row/column is dropped).
+    x = conv(x, s, 64, 7, 2, {3, 2, 3, 2}, true);
     x = maxpool(x, s);
     const int widths[4] = {64, 128, 256, 512};
     const int blocks[4] = {3, 4, 6, 3};
@@ -76,15 +79,17 @@ class ResNetBuilder {
   }
 
   // CONV2D (+ bias) and optionally ReLU; updates `s` to the output shape.
-  ValueId conv(ValueId x, Shape& s, int64_t oc, int64_t k, int64_t stride, int64_t pad, bool relu) {
+  ValueId conv(ValueId x, Shape& s, int64_t oc, int64_t k, int64_t stride,
+               std::vector<int64_t> pad, bool relu) {
     int64_t ic = s[3];
     ValueId w = b_.constant(name("w"), random({oc, k, k, ic}, std::sqrt(2.0 / double(k * k * ic))));
     ValueId bias = b_.constant(name("b"), random({oc}, 0.01));
     ValueId zp = b_.constant(name("zp"), f32({1}, 0.0));
-    int64_t oh = (s[1] + 2 * pad - k) / stride + 1, ow = (s[2] + 2 * pad - k) / stride + 1;
+    int64_t oh = (s[1] - 1 + pad[0] + pad[1] - (k - 1)) / stride + 1;
+    int64_t ow = (s[2] - 1 + pad[2] + pad[3] - (k - 1)) / stride + 1;
     s = {s[0], oh, ow, oc};
     ValueId y = op1(Op::CONV2D, {x, w, bias, zp, zp},
-                    {{"pad", std::vector<int64_t>{pad, pad, pad, pad}},
+                    {{"pad", pad},
                      {"stride", std::vector<int64_t>{stride, stride}},
                      {"dilation", std::vector<int64_t>{1, 1}},
                      {"acc_type", int64_t(weft::AccType::kFp32)}},
@@ -96,10 +101,10 @@ class ResNetBuilder {
                {{"min_val", f32({}, 0.0)}, {"max_val", f32({}, INFINITY)}}, s);
   }
   ValueId maxpool(ValueId x, Shape& s) {
-    s = {s[0], (s[1] + 2 - 3) / 2 + 1, (s[2] + 2 - 3) / 2 + 1, s[3]};
+    s = {s[0], (s[1] + 1 - 3) / 2 + 1, (s[2] + 1 - 3) / 2 + 1, s[3]};
     return op1(Op::MAX_POOL2D, {x},
                {{"kernel", std::vector<int64_t>{3, 3}}, {"stride", std::vector<int64_t>{2, 2}},
-                {"pad", std::vector<int64_t>{1, 1, 1, 1}}},
+                {"pad", std::vector<int64_t>{1, 0, 1, 0}}},
                s);
   }
   ValueId bottleneck(ValueId x, Shape& s, int64_t width, int64_t stride, bool project) {
@@ -107,11 +112,22 @@ class ResNetBuilder {
     ValueId shortcut = x;
     if (project) {
       Shape ps = in_s;
-      shortcut = conv(x, ps, width * 4, 1, stride, 0, false);
+      ValueId src = x;
+      if (stride == 2) {
+        // A 1x1 stride-2 convolution never reads the last row/column of an even input; TOSA
+        // needs that made explicit with a SLICE.
+        Shape sliced = {ps[0], ps[1] - 1, ps[2] - 1, ps[3]};
+        ValueId start = b_.constant_shape(name("start"), {0, 0, 0, 0});
+        ValueId size = b_.constant_shape(name("size"), sliced);
+        src = op1(Op::SLICE, {x, start, size}, {}, sliced);
+        ps = sliced;
+      }
+      shortcut = conv(src, ps, width * 4, 1, stride, {0, 0, 0, 0}, false);
     }
-    ValueId y = conv(x, s, width, 1, 1, 0, true);
-    y = conv(y, s, width, 3, stride, 1, true);
-    y = conv(y, s, width * 4, 1, 1, 0, false);
+    ValueId y = conv(x, s, width, 1, 1, {0, 0, 0, 0}, true);
+    y = conv(y, s, width, 3, stride, stride == 2 ? std::vector<int64_t>{1, 0, 1, 0}
+                                                : std::vector<int64_t>{1, 1, 1, 1}, true);
+    y = conv(y, s, width * 4, 1, 1, {0, 0, 0, 0}, false);
     y = op1(Op::ADD, {y, shortcut}, {}, s);
     return clamp(y, s);
   }
@@ -122,7 +138,11 @@ class ResNetBuilder {
 };
 
 const weft::Module& resnet50() {
-  static const weft::Module m = ResNetBuilder().build();
+  static const weft::Module m = [] {
+    weft::Module built = ResNetBuilder().build();
+    weft::verify_or_throw(built);  // the benchmark graph must be valid TOSA
+    return built;
+  }();
   return m;
 }
 
