@@ -4,6 +4,8 @@
 //   weft check MODEL.weft
 //   weft fmt MODEL.weft [-o OUT.weft | --check]
 //   weft ops [--op NAME]
+//   weft compile MODEL.weft --emit spirv -o FILE.spv        (cmd_spirv.cpp)
+//   weft spirv dis|as|val ...                               (cmd_spirv.cpp)
 //
 // Exit codes: 0 success, 1 a model/input/runtime error (reported as "weft: error: <Error::what()>"),
 // 2 a usage error (bad flags or arguments). Arguments are parsed by hand: the grammar is small and
@@ -36,25 +38,11 @@
 #include "weft/tensor.h"
 #include "weft/text.h"
 #include "weft/verify.h"
+#include "cli.h"
 
-namespace weft {
+namespace weft::cli {
+
 namespace {
-
-// Kept in step with project(weft VERSION ...) in the top-level CMakeLists.txt.
-constexpr const char* kVersion = "0.1.0";
-
-constexpr int kExitOk = 0;
-constexpr int kExitError = 1;
-constexpr int kExitUsage = 2;
-
-// An error of the tool itself (not of the library): a message and the exit code to use.
-struct CliError {
-  int exit_code;
-  std::string message;
-};
-
-[[noreturn]] void usage_error(const std::string& msg) { throw CliError{kExitUsage, msg}; }
-[[noreturn]] void model_error(const std::string& msg) { throw CliError{kExitError, msg}; }
 
 // ---- Help texts --------------------------------------------------------------------------------
 
@@ -67,6 +55,8 @@ Commands:
   check   Verify a model and print a summary of it
   fmt     Print a model in canonical text form (or check that it is canonical)
   ops     Print the TOSA operator table with type support, profiles and backends
+  compile Write a model as a SPIR-V graph module (--emit spirv)
+  spirv   Disassemble, assemble and validate SPIR-V graph modules (dis, as, val)
 
 Options:
   -h, --help       Show this help (or `weft <command> --help`, `weft help <command>`)
@@ -117,63 +107,6 @@ Options:
   --op NAME     Only this operator (e.g. CONV2D; case does not matter)
   -h, --help    Show this help
 )";
-
-// ---- Argument scanning ---------------------------------------------------------------------------
-
-// Walks argv, splitting "--flag=value" and handing out values of flags that take one.
-class Args {
- public:
-  Args(std::string command, std::vector<std::string> args)
-      : command_(std::move(command)), args_(std::move(args)) {}
-
-  bool done() const { return i_ >= args_.size(); }
-  // The next raw argument; `flag` receives the flag name ("" for positionals) and `inline_value`
-  // the part after '=' for "--flag=value".
-  void next(std::string* flag, std::optional<std::string>* inline_value, std::string* positional) {
-    const std::string& a = args_[i_++];
-    flag->clear();
-    inline_value->reset();
-    positional->clear();
-    if (after_dashdash_ || a.size() < 2 || a[0] != '-') {
-      *positional = a;
-      return;
-    }
-    if (a == "--") {
-      after_dashdash_ = true;
-      if (!done()) next(flag, inline_value, positional);
-      return;
-    }
-    size_t eq = a.find('=');
-    if (a.rfind("--", 0) == 0 && eq != std::string::npos) {
-      *flag = a.substr(0, eq);
-      *inline_value = a.substr(eq + 1);
-    } else {
-      *flag = a;
-    }
-  }
-  // The value of `flag`: its inline "=value" or the next argument.
-  std::string value(const std::string& flag, const std::optional<std::string>& inline_value) {
-    if (inline_value) return *inline_value;
-    if (done()) usage_error("option " + flag + " needs a value (see `weft " + command_ + " --help`)");
-    return args_[i_++];
-  }
-  const std::string& command() const { return command_; }
-
- private:
-  std::string command_;
-  std::vector<std::string> args_;
-  size_t i_ = 0;
-  bool after_dashdash_ = false;
-};
-
-[[noreturn]] void unknown_option(const Args& args, const std::string& flag) {
-  usage_error("unknown option '" + flag + "' for `weft " + args.command() + "` (see `weft " + args.command() +
-              " --help`)");
-}
-
-void no_inline_value(const Args& args, const std::string& flag, const std::optional<std::string>& v) {
-  if (v) usage_error("option " + flag + " takes no value (see `weft " + args.command() + " --help`)");
-}
 
 // "NAME=FILE" of --input / --output.
 std::pair<std::string, std::string> split_binding(const std::string& flag, const std::string& v) {
@@ -540,13 +473,6 @@ int cmd_check(Args& args) {
 
 // ---- weft fmt ------------------------------------------------------------------------------------
 
-std::string read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw Error(ErrorCode::kIo, "cannot open file", {.file = path});
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 int cmd_fmt(Args& args) {
   std::string model_path, out_path;
@@ -770,6 +696,8 @@ const std::map<std::string, std::pair<Command, const char*>>& commands() {
       {"check", {cmd_check, kCheckHelp}},
       {"fmt", {cmd_fmt, kFmtHelp}},
       {"ops", {cmd_ops, kOpsHelp}},
+      {"compile", {cmd_compile, kCompileHelp}},
+      {"spirv", {cmd_spirv, kSpirvHelp}},
   };
   return m;
 }
@@ -795,39 +723,48 @@ int dispatch(const std::vector<std::string>& argv) {
     }
     auto it = commands().find(argv[1]);
     if (it == commands().end())
-      usage_error("unknown command '" + argv[1] + "' (commands: run, check, fmt, ops)");
+      usage_error("unknown command '" + argv[1] + "' (commands: run, check, fmt, ops, compile, spirv)");
     std::cout << it->second.second;
     return kExitOk;
   }
   auto it = commands().find(first);
   if (it == commands().end()) {
     if (first[0] == '-') usage_error("unknown option '" + first + "' (see `weft --help`)");
-    usage_error("unknown command '" + first + "' (commands: run, check, fmt, ops; see `weft --help`)");
+    usage_error("unknown command '" + first + "' (commands: run, check, fmt, ops, compile, spirv; see `weft --help`)");
   }
   Args args(first, std::vector<std::string>(argv.begin() + 1, argv.end()));
   return it->second.first(args);
 }
 
 }  // namespace
-}  // namespace weft
+
+std::string read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw Error(ErrorCode::kIo, "cannot open file", {.file = path});
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+}  // namespace weft::cli
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   try {
-    int rc = weft::dispatch(args);
+    int rc = weft::cli::dispatch(args);
     std::cout.flush();
     return rc;
-  } catch (const weft::CliError& e) {
+  } catch (const weft::cli::CliError& e) {
     std::cout.flush();
     std::cerr << "weft: error: " << e.message << "\n";
     return e.exit_code;
   } catch (const weft::Error& e) {
     std::cout.flush();
     std::cerr << "weft: error: " << e.what() << "\n";
-    return weft::kExitError;
+    return weft::cli::kExitError;
   } catch (const std::exception& e) {
     std::cout.flush();
     std::cerr << "weft: error: " << e.what() << "\n";
-    return weft::kExitError;
+    return weft::cli::kExitError;
   }
 }
