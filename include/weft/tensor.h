@@ -38,11 +38,13 @@ class Buffer {
   static Buffer allocate(size_t bytes);  // zero-filled
   // Borrows `data`; `owner` keeps it alive (may be null for static/caller-managed memory).
   static Buffer wrap(std::shared_ptr<const void> owner, const void* data, size_t size);
+  // Borrows writable `data` (a caller's output array, a slice of an arena); `owner` as for wrap().
+  static Buffer wrap_mutable(std::shared_ptr<const void> owner, void* data, size_t size);
   // Maps [offset, offset+size) of a file read-only. Throws Error(kIo).
   static Buffer map_file(const std::string& path, size_t offset, size_t size);
 
   const uint8_t* data() const { return data_; }
-  // Writable pointer; only valid for buffers from allocate(). Throws for borrowed ones.
+  // Writable pointer; only valid for buffers from allocate() and wrap_mutable(). Throws otherwise.
   uint8_t* mutable_data();
   size_t size() const { return size_; }
   bool writable() const { return writable_; }

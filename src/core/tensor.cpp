@@ -59,6 +59,12 @@ Buffer Buffer::wrap(std::shared_ptr<const void> owner, const void* data, size_t 
   return b;
 }
 
+Buffer Buffer::wrap_mutable(std::shared_ptr<const void> owner, void* data, size_t size) {
+  Buffer b = wrap(std::move(owner), data, size);
+  b.writable_ = true;
+  return b;
+}
+
 namespace {
 struct Mapping {
   void* base = nullptr;

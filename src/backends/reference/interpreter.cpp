@@ -24,108 +24,117 @@ KernelFn kernel_for(Op op) {
   return kTable[static_cast<size_t>(op)];
 }
 
+// Runs `g` node by node: fresh zero-filled outputs per node, each value released after its last use.
+std::vector<Tensor> execute_graph(const Graph& g, const std::vector<Tensor>& inputs, ExecContext& ctx,
+                                  std::vector<NodeProfile>* profile) {
+  if (inputs.size() != g.inputs().size()) {
+    throw Error(ErrorCode::kInvalidArgument, "graph '" + g.name() + "' takes " + std::to_string(g.inputs().size()) +
+                                                 " inputs, got " + std::to_string(inputs.size()),
+                {.graph = g.name()});
+  }
+  std::vector<Tensor> vals(g.values().size());
+  // Remaining uses of each value, so intermediates are released as soon as they are dead.
+  std::vector<int> uses(g.values().size(), 0);
+  for (const Node& n : g.nodes()) {
+    for (ValueId v : n.inputs) ++uses[static_cast<size_t>(v)];
+  }
+  for (ValueId v : g.outputs()) ++uses[static_cast<size_t>(v)];
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Value& v = g.value(g.inputs()[i]);
+    if (inputs[i].type() != v.type) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "input '" + v.name + "' expects " + v.type.str() + ", got " + inputs[i].type().str(),
+                  {.graph = g.name(), .operand = v.name});
+    }
+    vals[static_cast<size_t>(g.inputs()[i])] = inputs[i];
+  }
+  for (int ni = 0; ni < static_cast<int>(g.nodes().size()); ++ni) {
+    const Node& n = g.node(ni);
+    std::vector<Tensor> outs;
+    outs.reserve(n.outputs.size());
+    // Ops that forward an existing buffer (constants, identity, reshape) get empty outputs to
+    // fill by sharing; everything else writes into fresh zero-filled tensors.
+    const bool forwards = forwards_buffer(n.op);
+    for (ValueId o : n.outputs) outs.push_back(forwards ? Tensor() : Tensor::zeros(g.value(o).type));
+    KernelArgs args{g, n, ni, {}, outs, ctx};
+    args.in.reserve(n.inputs.size());
+    for (ValueId v : n.inputs) {
+      const Tensor& t = vals[static_cast<size_t>(v)];
+      if (!t.valid()) {
+        throw Error(ErrorCode::kInternal, "value '%" + g.value(v).name + "' used before it was computed",
+                    {.graph = g.name(), .node = g.node_label(ni)});
+      }
+      args.in.push_back(&t);
+    }
+    auto t0 = std::chrono::steady_clock::now();
+    kernel_for(n.op)(args);
+    if (profile) {
+      double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+      profile->push_back({g.node_label(ni), n.op, us});
+    }
+    for (size_t k = 0; k < n.outputs.size(); ++k) {
+      if (!outs[k].valid() || outs[k].type() != g.value(n.outputs[k]).type) {
+        throw Error(ErrorCode::kInternal, "kernel left output " + std::to_string(k) + " unset or mistyped",
+                    {.graph = g.name(), .node = g.node_label(ni)});
+      }
+      vals[static_cast<size_t>(n.outputs[k])] = std::move(outs[k]);
+    }
+    for (ValueId v : n.inputs) {
+      if (--uses[static_cast<size_t>(v)] == 0) vals[static_cast<size_t>(v)] = Tensor();
+    }
+  }
+  std::vector<Tensor> result;
+  result.reserve(g.outputs().size());
+  for (ValueId v : g.outputs()) result.push_back(vals[static_cast<size_t>(v)]);
+  return result;
+}
+
 }  // namespace ref
 
-struct Interpreter::State : ref::ExecContext {
+namespace ref {
+
+std::vector<Tensor> ModuleContext::run_graph(const std::string& name, const std::vector<Tensor>& inputs) {
+  const Graph* g = module_.find_graph(name);
+  if (!g) throw Error(ErrorCode::kNotFound, "module has no graph '" + name + "'");
+  if (depth_ > 256) throw Error(ErrorCode::kRuntime, "graph nesting deeper than 256 (recursion?)", {.graph = name});
+  ++depth_;
+  try {
+    auto r = execute_graph(*g, inputs, *this, nullptr);
+    --depth_;
+    return r;
+  } catch (...) {
+    --depth_;
+    throw;
+  }
+}
+
+Tensor* ModuleContext::find_variable(const std::string& name) {
+  auto it = variables_.find(name);
+  return it == variables_.end() ? nullptr : &it->second;
+}
+
+void ModuleContext::declare_variable(const std::string& name, Tensor initial) {
+  // Declared once: a VARIABLE node re-executed on a later run keeps the current value.
+  if (variables_.count(name)) return;
+  variable_initial_.emplace(name, initial.clone());
+  variables_.emplace(name, std::move(initial));
+}
+
+void ModuleContext::reset_variables() {
+  for (auto& [name, t] : variables_) t = variable_initial_.at(name).clone();
+}
+
+bool forwards_buffer(Op op) { return op == Op::CONST || op == Op::IDENTITY || op == Op::RESHAPE; }
+
+}  // namespace ref
+
+struct Interpreter::State {
   const Module& module;
-  InterpreterOptions options;
-  std::map<std::string, Tensor> variables;
-  std::map<std::string, Tensor> variable_initial;
+  ref::ModuleContext ctx;
   bool profiling = false;
   std::vector<NodeProfile> profile;
-  int depth = 0;
 
-  State(const Module& m, InterpreterOptions o) : module(m), options(o) {}
-
-  std::vector<Tensor> run_graph(const std::string& name, const std::vector<Tensor>& inputs) override {
-    const Graph* g = module.find_graph(name);
-    if (!g) throw Error(ErrorCode::kNotFound, "module has no graph '" + name + "'");
-    if (depth > 256) throw Error(ErrorCode::kRuntime, "graph nesting deeper than 256 (recursion?)", {.graph = name});
-    ++depth;
-    try {
-      auto r = execute(*g, inputs);
-      --depth;
-      return r;
-    } catch (...) {
-      --depth;
-      throw;
-    }
-  }
-
-  Tensor* find_variable(const std::string& name) override {
-    auto it = variables.find(name);
-    return it == variables.end() ? nullptr : &it->second;
-  }
-  void declare_variable(const std::string& name, Tensor initial) override {
-    // Declared once: a VARIABLE node re-executed on a later run keeps the current value.
-    if (variables.count(name)) return;
-    variable_initial.emplace(name, initial.clone());
-    variables.emplace(name, std::move(initial));
-  }
-  int threads() const override { return options.threads; }
-
-  std::vector<Tensor> execute(const Graph& g, const std::vector<Tensor>& inputs) {
-    if (inputs.size() != g.inputs().size()) {
-      throw Error(ErrorCode::kInvalidArgument, "graph '" + g.name() + "' takes " + std::to_string(g.inputs().size()) +
-                                                   " inputs, got " + std::to_string(inputs.size()),
-                  {.graph = g.name()});
-    }
-    std::vector<Tensor> vals(g.values().size());
-    // Remaining uses of each value, so intermediates are released as soon as they are dead.
-    std::vector<int> uses(g.values().size(), 0);
-    for (const Node& n : g.nodes()) {
-      for (ValueId v : n.inputs) ++uses[static_cast<size_t>(v)];
-    }
-    for (ValueId v : g.outputs()) ++uses[static_cast<size_t>(v)];
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      const Value& v = g.value(g.inputs()[i]);
-      if (inputs[i].type() != v.type) {
-        throw Error(ErrorCode::kInvalidArgument,
-                    "input '" + v.name + "' expects " + v.type.str() + ", got " + inputs[i].type().str(),
-                    {.graph = g.name(), .operand = v.name});
-      }
-      vals[static_cast<size_t>(g.inputs()[i])] = inputs[i];
-    }
-    for (int ni = 0; ni < static_cast<int>(g.nodes().size()); ++ni) {
-      const Node& n = g.node(ni);
-      std::vector<Tensor> outs;
-      outs.reserve(n.outputs.size());
-      // Ops that forward an existing buffer (constants, identity, reshape) get empty outputs to
-      // fill by sharing; everything else writes into fresh zero-filled tensors.
-      const bool forwards = n.op == Op::CONST || n.op == Op::IDENTITY || n.op == Op::RESHAPE;
-      for (ValueId o : n.outputs) outs.push_back(forwards ? Tensor() : Tensor::zeros(g.value(o).type));
-      ref::KernelArgs args{g, n, ni, {}, outs, *this};
-      args.in.reserve(n.inputs.size());
-      for (ValueId v : n.inputs) {
-        const Tensor& t = vals[static_cast<size_t>(v)];
-        if (!t.valid()) {
-          throw Error(ErrorCode::kInternal, "value '%" + g.value(v).name + "' used before it was computed",
-                      {.graph = g.name(), .node = g.node_label(ni)});
-        }
-        args.in.push_back(&t);
-      }
-      auto t0 = std::chrono::steady_clock::now();
-      ref::kernel_for(n.op)(args);
-      if (profiling && depth <= 1) {
-        double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
-        profile.push_back({g.node_label(ni), n.op, us});
-      }
-      for (size_t k = 0; k < n.outputs.size(); ++k) {
-        if (!outs[k].valid() || outs[k].type() != g.value(n.outputs[k]).type) {
-          throw Error(ErrorCode::kInternal, "kernel left output " + std::to_string(k) + " unset or mistyped",
-                      {.graph = g.name(), .node = g.node_label(ni)});
-        }
-        vals[static_cast<size_t>(n.outputs[k])] = std::move(outs[k]);
-      }
-      for (ValueId v : n.inputs) {
-        if (--uses[static_cast<size_t>(v)] == 0) vals[static_cast<size_t>(v)] = Tensor();
-      }
-    }
-    std::vector<Tensor> result;
-    result.reserve(g.outputs().size());
-    for (ValueId v : g.outputs()) result.push_back(vals[static_cast<size_t>(v)]);
-    return result;
-  }
+  State(const Module& m, InterpreterOptions o) : module(m), ctx(m, o.threads) {}
 };
 
 Interpreter::Interpreter(const Module& module, InterpreterOptions options)
@@ -137,15 +146,8 @@ Interpreter::~Interpreter() = default;
 
 std::vector<Tensor> Interpreter::run(const std::vector<Tensor>& inputs) {
   state_->profile.clear();
-  state_->depth = 1;
-  try {
-    auto r = state_->execute(state_->module.main(), inputs);
-    state_->depth = 0;
-    return r;
-  } catch (...) {
-    state_->depth = 0;
-    throw;
-  }
+  return ref::execute_graph(state_->module.main(), inputs, state_->ctx,
+                            state_->profiling ? &state_->profile : nullptr);
 }
 
 std::map<std::string, Tensor> Interpreter::run(const std::map<std::string, Tensor>& inputs) {
@@ -177,9 +179,7 @@ std::map<std::string, Tensor> Interpreter::run(const std::map<std::string, Tenso
   return r;
 }
 
-void Interpreter::reset_variables() {
-  for (auto& [name, t] : state_->variables) t = state_->variable_initial.at(name).clone();
-}
+void Interpreter::reset_variables() { state_->ctx.reset_variables(); }
 
 void Interpreter::set_profiling(bool on) { state_->profiling = on; }
 const std::vector<NodeProfile>& Interpreter::profile() const { return state_->profile; }

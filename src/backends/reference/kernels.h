@@ -3,11 +3,13 @@
 // through a table built from op_list.inc, so a missing kernel is a link error.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
 #include "weft/error.h"
 #include "weft/graph.h"
+#include "weft/interpreter.h"
 #include "weft/tensor.h"
 
 namespace weft::ref {
@@ -49,5 +51,34 @@ using KernelFn = void (*)(KernelArgs&);
 #undef WEFT_OP
 
 KernelFn kernel_for(Op op);
+
+// The ExecContext of one execution of a module: sub-graphs of the module, its TOSA variables (kept
+// between runs) and the thread count. One per Interpreter or runtime Context; not thread-safe.
+class ModuleContext : public ExecContext {
+ public:
+  ModuleContext(const Module& module, int threads) : module_(module), threads_(threads) {}
+  std::vector<Tensor> run_graph(const std::string& name, const std::vector<Tensor>& inputs) override;
+  Tensor* find_variable(const std::string& name) override;
+  void declare_variable(const std::string& name, Tensor initial) override;
+  int threads() const override { return threads_; }
+  void reset_variables();  // every variable back to its initial value
+
+ private:
+  const Module& module_;
+  int threads_;
+  int depth_ = 0;
+  std::map<std::string, Tensor> variables_;
+  std::map<std::string, Tensor> variable_initial_;
+};
+
+// CONST, IDENTITY and RESHAPE: their kernels share an existing buffer (output(0) is replaced by a
+// view) instead of writing into a pre-allocated output.
+bool forwards_buffer(Op op);
+
+// Executes graph `g` on `inputs` (in its input order) with fresh buffers for every value, released
+// after their last use; returns the outputs in order. Used for entry graphs by the Interpreter and
+// for COND_IF / WHILE_LOOP bodies everywhere. `profile`, when set, receives one record per node.
+std::vector<Tensor> execute_graph(const Graph& g, const std::vector<Tensor>& inputs, ExecContext& ctx,
+                                  std::vector<NodeProfile>* profile = nullptr);
 
 }  // namespace weft::ref
