@@ -1,0 +1,108 @@
+// The runtime: load a model once, create execution contexts, bind inputs and outputs, run many times.
+//
+//   auto model = weft::Model::load("model.vgf");            // or .weft
+//   weft::Context ctx(model, {.threads = 4});                // prepares everything once
+//   ctx.set_input("image", image);                           // borrowed, not copied
+//   ctx.run();
+//   const weft::Tensor& logits = ctx.output("logits");      // valid until the next run
+//
+// A Model is immutable and may be shared by any number of Contexts; each Context owns its arena,
+// its bindings and its TOSA variables, so contexts of one model run concurrently from different
+// threads. A single Context is not thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "weft/graph.h"
+#include "weft/tensor.h"
+
+namespace weft {
+
+struct IoInfo {
+  std::string name;
+  TensorType type;
+};
+
+// What the memory planner decided for the entry graph.
+struct MemoryStats {
+  size_t arena_bytes = 0;         // peak: the size of each context's arena
+  size_t intermediate_bytes = 0;  // sum of every intermediate's size (what one buffer each would take)
+  int intermediates = 0;
+  int in_place_nodes = 0;         // elementwise nodes that overwrite a dying input
+  size_t output_bytes = 0;        // runtime-allocated output buffers
+  size_t constant_bytes = 0;      // constants, used in place (mapped or shared, never copied)
+};
+
+class Model {
+ public:
+  // Loads .weft (text form) or .vgf (container) by extension. Verifies and plans the model.
+  // Throws weft::Error naming the file on any problem; nothing is run.
+  static std::shared_ptr<const Model> load(const std::string& path);
+  // From an in-memory module (verified here).
+  static std::shared_ptr<const Model> from_module(Module module);
+
+  ~Model();
+  const Module& module() const;
+  const std::vector<IoInfo>& inputs() const;
+  const std::vector<IoInfo>& outputs() const;
+  // Index of an input / output by name; throws Error(kNotFound) listing the names there are.
+  size_t input_index(std::string_view name) const;
+  size_t output_index(std::string_view name) const;
+  const MemoryStats& memory_stats() const;
+
+  struct Impl;
+  const Impl& impl() const { return *impl_; }
+
+ private:
+  explicit Model(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+struct ContextOptions {
+  int threads = 1;  // worker threads for heavy kernels; 0 = all hardware threads
+};
+
+class Context {
+ public:
+  // Prepares everything a run needs: the arena, views of every planned value, output buffers.
+  explicit Context(std::shared_ptr<const Model> model, ContextOptions options = {});
+  ~Context();
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  const Model& model() const;
+
+  // Binds an input. The tensor's buffer is borrowed (no copy) and must stay unchanged while runs
+  // use it. Its type must equal the model's; otherwise Error(kInvalidArgument) and the previous
+  // binding stays.
+  void set_input(std::string_view name, const Tensor& value);
+  void set_input(size_t index, const Tensor& value);
+  // Makes the runtime write output `name` into caller memory of exactly the output's byte size
+  // (data must stay valid while bound). bind_output(name, nullptr, 0) returns to a
+  // runtime-allocated buffer.
+  void bind_output(std::string_view name, void* data, size_t bytes);
+
+  // Runs the entry graph. Throws Error(kInvalidArgument) naming the inputs not bound yet, and
+  // Error(kRuntime) naming the node when an operator's REQUIRE fails.
+  void run();
+  // Convenience: binds `inputs` in the model's input order, runs, returns copies of the outputs.
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs);
+
+  // The outputs of the last run: views of the context's (or the caller's) output memory, valid
+  // until the next run; clone() to keep them.
+  const Tensor& output(std::string_view name) const;
+  const Tensor& output(size_t index) const;
+
+  // TOSA variables back to their initial values.
+  void reset_variables();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace weft

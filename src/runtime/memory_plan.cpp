@@ -1,0 +1,137 @@
+#include "runtime/memory_plan.h"
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+#include "backends/reference/kernels.h"
+
+namespace weft::runtime {
+namespace {
+
+size_t align_up(size_t n) { return (n + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment; }
+
+// Operators whose kernels compute output[i] from input[i] (and broadcast operands) only, reading
+// element i before writing it: the output may overwrite an input of the same type and shape.
+bool elementwise_in_place_ok(const Node& n) {
+  const OpDef& d = op_def(n.op);
+  std::string_view group = d.group;
+  if (n.op == Op::TABLE) return false;  // the table operand is not elementwise
+  return group == "activation" || group == "elementwise-binary" || group == "elementwise-unary";
+}
+
+// A slice of the arena shared by one value, or by a chain of in-place values.
+struct Slot {
+  size_t bytes = 0;
+  int first = 0;  // node index that writes it first
+  int last = 0;   // node index of the last read (graph outputs: past the last node)
+  size_t offset = 0;
+};
+
+}  // namespace
+
+MemoryPlan plan_memory(const Graph& g) {
+  const size_t nv = g.values().size();
+  const int end_of_graph = static_cast<int>(g.nodes().size());
+  MemoryPlan plan;
+  plan.values.resize(nv);
+  plan.in_place.assign(g.nodes().size(), false);
+
+  // Storage roots: an alias (IDENTITY / RESHAPE output) reads and extends its input's storage.
+  std::vector<ValueId> root(nv);
+  std::iota(root.begin(), root.end(), 0);
+  for (ValueId v : g.inputs()) plan.values[static_cast<size_t>(v)].place = Place::kInput;
+  for (size_t i = 0; i < g.outputs().size(); ++i) {
+    ValuePlan& p = plan.values[static_cast<size_t>(g.outputs()[i])];
+    if (p.place != Place::kInput && p.output_index < 0) {
+      p.place = Place::kOutput;
+      p.output_index = static_cast<int>(i);
+    }
+  }
+  for (const Node& n : g.nodes()) {
+    if (n.op == Op::CONST) {
+      plan.values[static_cast<size_t>(n.outputs[0])].place = Place::kConstant;
+    } else if (ref::forwards_buffer(n.op)) {
+      ValueId out = n.outputs[0];
+      plan.values[static_cast<size_t>(out)].place = Place::kAlias;
+      root[static_cast<size_t>(out)] = root[static_cast<size_t>(n.inputs[0])];
+    }
+  }
+  for (size_t v = 0; v < nv; ++v) plan.values[v].bytes = g.values()[v].type.byte_size();
+
+  // Last read of each root's storage, through any of its aliases.
+  std::vector<int> last_use(nv, -1);
+  auto touch = [&](ValueId v, int at) {
+    size_t r = static_cast<size_t>(root[static_cast<size_t>(v)]);
+    last_use[r] = std::max(last_use[r], at);
+  };
+  for (int ni = 0; ni < end_of_graph; ++ni) {
+    for (ValueId v : g.node(ni).inputs) touch(v, ni);
+  }
+  for (ValueId v : g.outputs()) touch(v, end_of_graph);
+
+  // One slot per arena value, except that an in-place output joins its input's slot.
+  std::vector<Slot> slots;
+  std::vector<int> slot_of(nv, -1);
+  for (int ni = 0; ni < end_of_graph; ++ni) {
+    const Node& n = g.node(ni);
+    for (ValueId o : n.outputs) {
+      ValuePlan& p = plan.values[static_cast<size_t>(o)];
+      if (p.place != Place::kArena) continue;
+      const TensorType& ot = g.value(o).type;
+      int joined = -1;
+      if (n.outputs.size() == 1 && elementwise_in_place_ok(n)) {
+        for (ValueId in : n.inputs) {
+          size_t r = static_cast<size_t>(in);
+          if (root[r] != in || slot_of[r] < 0 || last_use[r] != ni || g.value(in).type != ot) continue;
+          joined = slot_of[r];
+          break;
+        }
+      }
+      if (joined >= 0) {
+        slot_of[static_cast<size_t>(o)] = joined;
+        Slot& s = slots[static_cast<size_t>(joined)];
+        s.last = std::max(s.last, std::max(ni, last_use[static_cast<size_t>(o)]));
+        plan.in_place[static_cast<size_t>(ni)] = true;
+        ++plan.in_place_nodes;
+      } else {
+        slot_of[static_cast<size_t>(o)] = static_cast<int>(slots.size());
+        slots.push_back({p.bytes, ni, std::max(ni, last_use[static_cast<size_t>(o)]), 0});
+      }
+      plan.intermediate_bytes += p.bytes;
+      ++plan.intermediates;
+    }
+  }
+
+  // Greedy placement, largest first: each slot takes the lowest offset that does not overlap a
+  // placed slot whose lifetime intersects its own.
+  std::vector<size_t> order(slots.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return slots[a].bytes > slots[b].bytes; });
+  std::vector<size_t> placed;
+  std::vector<std::pair<size_t, size_t>> busy;  // [begin, end) of conflicting slots
+  for (size_t si : order) {
+    Slot& s = slots[si];
+    busy.clear();
+    for (size_t pi : placed) {
+      const Slot& o = slots[pi];
+      if (o.first <= s.last && s.first <= o.last) busy.emplace_back(o.offset, o.offset + align_up(o.bytes));
+    }
+    std::sort(busy.begin(), busy.end());
+    size_t offset = 0;
+    const size_t need = align_up(s.bytes);
+    for (const auto& [b, e] : busy) {
+      if (offset + need <= b) break;
+      offset = std::max(offset, e);
+    }
+    s.offset = offset;
+    plan.arena_bytes = std::max(plan.arena_bytes, offset + need);
+    placed.push_back(si);
+  }
+  for (size_t v = 0; v < nv; ++v) {
+    if (slot_of[v] >= 0) plan.values[v].offset = slots[static_cast<size_t>(slot_of[v])].offset;
+  }
+  return plan;
+}
+
+}  // namespace weft::runtime

@@ -1,0 +1,260 @@
+// Models and execution contexts: everything is prepared when a Context is created (the arena, a
+// view of every planned value, the output buffers, per-node operand tables), so that run() only
+// zero-fills outputs and calls the kernels.
+#include "weft/runtime.h"
+
+#include <cstring>
+#include <filesystem>
+
+#include "backends/reference/kernels.h"
+#include "runtime/memory_plan.h"
+#include "weft/text.h"
+#include "weft/verify.h"
+
+namespace weft {
+
+struct Model::Impl {
+  Module module;
+  std::string source;  // file the model came from ("" for in-memory modules)
+  std::vector<IoInfo> inputs, outputs;
+  runtime::MemoryPlan plan;
+  MemoryStats stats;
+
+  const Graph& graph() const { return module.main(); }
+};
+
+namespace {
+
+std::string names_of(const std::vector<IoInfo>& infos) {
+  std::string r;
+  for (const IoInfo& i : infos) r += (r.empty() ? "" : ", ") + i.name + " " + i.type.str();
+  return r.empty() ? "(none)" : r;
+}
+
+size_t index_of(const std::vector<IoInfo>& infos, std::string_view name, const char* what, const Model::Impl& m) {
+  for (size_t i = 0; i < infos.size(); ++i)
+    if (infos[i].name == name) return i;
+  throw Error(ErrorCode::kNotFound,
+              std::string("the model has no ") + what + " named '" + std::string(name) + "'; its " + what +
+                  "s are: " + names_of(infos),
+              {.file = m.source, .graph = m.graph().name()});
+}
+
+}  // namespace
+
+std::shared_ptr<const Model> Model::from_module(Module module) {
+  verify_or_throw(module);
+  auto impl = std::make_unique<Impl>();
+  impl->module = std::move(module);
+  const Graph& g = impl->graph();
+  for (ValueId v : g.inputs()) impl->inputs.push_back({g.value(v).name, g.value(v).type});
+  for (ValueId v : g.outputs()) impl->outputs.push_back({g.value(v).name, g.value(v).type});
+  impl->plan = runtime::plan_memory(g);
+  MemoryStats& s = impl->stats;
+  s.arena_bytes = impl->plan.arena_bytes;
+  s.intermediate_bytes = impl->plan.intermediate_bytes;
+  s.intermediates = impl->plan.intermediates;
+  s.in_place_nodes = impl->plan.in_place_nodes;
+  for (const IoInfo& o : impl->outputs) s.output_bytes += o.type.byte_size();
+  s.constant_bytes = g.constant_bytes();
+  return std::shared_ptr<const Model>(new Model(std::move(impl)));
+}
+
+std::shared_ptr<const Model> Model::load(const std::string& path) {
+  std::string ext = std::filesystem::path(path).extension().string();
+  Module module;
+  if (ext == ".weft") {
+    module = load_weft(path);
+  } else {
+    throw Error(ErrorCode::kUnsupported,
+                "unknown model file type '" + ext + "' (Weft loads .weft models)", {.file = path});
+  }
+  try {
+    auto model = from_module(std::move(module));
+    const_cast<Impl&>(*model->impl_).source = path;
+    return model;
+  } catch (const Error& e) {
+    throw e.with_context({.file = path});
+  }
+}
+
+Model::Model(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Model::~Model() = default;
+const Module& Model::module() const { return impl_->module; }
+const std::vector<IoInfo>& Model::inputs() const { return impl_->inputs; }
+const std::vector<IoInfo>& Model::outputs() const { return impl_->outputs; }
+size_t Model::input_index(std::string_view name) const { return index_of(impl_->inputs, name, "input", *impl_); }
+size_t Model::output_index(std::string_view name) const { return index_of(impl_->outputs, name, "output", *impl_); }
+const MemoryStats& Model::memory_stats() const { return impl_->stats; }
+
+// ---- Context ----
+
+struct Context::Impl {
+  std::shared_ptr<const Model> model;
+  const Model::Impl& m;
+  const Graph& g;
+  ref::ModuleContext exec;
+  Buffer arena;
+  std::vector<Tensor> views;            // per value: its planned storage (arena slice, constant, output)
+  std::vector<Tensor> input_values;     // per graph input: the bound tensor
+  std::vector<bool> input_bound;
+  std::vector<Tensor> output_storage;   // per graph output: where results are delivered
+  std::vector<const Tensor*> current;   // per value: the tensor holding it in the current run
+  std::vector<std::vector<Tensor>> node_outs;           // per node: the kernel's output vector
+  std::vector<std::vector<const Tensor*>> node_ins;     // per node: the kernel's input pointers
+
+  Impl(std::shared_ptr<const Model> mdl, ContextOptions o)
+      : model(std::move(mdl)), m(model->impl()), g(m.graph()), exec(m.module, o.threads) {
+    const runtime::MemoryPlan& plan = m.plan;
+    const size_t nv = g.values().size();
+    arena = Buffer::allocate(plan.arena_bytes);
+    views.resize(nv);
+    current.assign(nv, nullptr);
+    input_values.resize(g.inputs().size());
+    input_bound.assign(g.inputs().size(), false);
+    output_storage.resize(g.outputs().size());
+    for (size_t j = 0; j < g.outputs().size(); ++j) output_storage[j] = Tensor::zeros(g.value(g.outputs()[j]).type);
+    std::shared_ptr<const void> arena_owner(arena.data(), [keep = arena](const void*) {});
+    for (size_t v = 0; v < nv; ++v) {
+      const runtime::ValuePlan& p = plan.values[v];
+      const TensorType& t = g.values()[v].type;
+      if (p.place == runtime::Place::kArena) {
+        uint8_t* base = const_cast<uint8_t*>(arena.data()) + p.offset;
+        views[v] = Tensor(t, Buffer::wrap_mutable(arena_owner, base, p.bytes));
+      } else if (p.place == runtime::Place::kOutput) {
+        views[v] = output_storage[static_cast<size_t>(p.output_index)];
+      }
+      current[v] = &views[v];
+    }
+    for (const Node& n : g.nodes()) {
+      if (n.op == Op::CONST) views[static_cast<size_t>(n.outputs[0])] = n.attr_tensor("values");
+    }
+    node_outs.resize(g.nodes().size());
+    node_ins.resize(g.nodes().size());
+    for (size_t ni = 0; ni < g.nodes().size(); ++ni) {
+      const Node& n = g.nodes()[ni];
+      node_ins[ni].resize(n.inputs.size());
+      node_outs[ni].resize(n.outputs.size());
+    }
+  }
+
+  void check_input(size_t i, const Tensor& t) const {
+    const IoInfo& info = m.inputs.at(i);
+    if (t.type() != info.type)
+      throw Error(ErrorCode::kInvalidArgument, "input '" + info.name + "' expects " + info.type.str() + ", got " +
+                                                   t.type().str(),
+                  {.file = m.source, .graph = g.name(), .operand = info.name});
+    if (!t.valid())
+      throw Error(ErrorCode::kInvalidArgument, "input '" + info.name + "' has no data",
+                  {.file = m.source, .graph = g.name(), .operand = info.name});
+  }
+
+  void run() {
+    std::string missing;
+    for (size_t i = 0; i < input_bound.size(); ++i)
+      if (!input_bound[i]) missing += (missing.empty() ? "" : ", ") + m.inputs[i].name + " " + m.inputs[i].type.str();
+    if (!missing.empty())
+      throw Error(ErrorCode::kInvalidArgument, "inputs not bound: " + missing, {.file = m.source, .graph = g.name()});
+    const runtime::MemoryPlan& plan = m.plan;
+    for (size_t i = 0; i < g.inputs().size(); ++i) current[static_cast<size_t>(g.inputs()[i])] = &input_values[i];
+    for (size_t ni = 0; ni < g.nodes().size(); ++ni) {
+      const Node& n = g.nodes()[ni];
+      std::vector<Tensor>& outs = node_outs[ni];
+      const bool forwards = ref::forwards_buffer(n.op);
+      for (size_t k = 0; k < outs.size(); ++k) {
+        if (forwards) {
+          outs[k] = Tensor();
+          continue;
+        }
+        const Tensor& view = views[static_cast<size_t>(n.outputs[k])];
+        if (!outs[k].buffer().same_storage(view.buffer()) || outs[k].type() != view.type()) outs[k] = view;
+        if (!plan.in_place[ni] && outs[k].byte_size() > 0) std::memset(outs[k].mutable_bytes(), 0, outs[k].byte_size());
+      }
+      std::vector<const Tensor*>& ins = node_ins[ni];
+      for (size_t j = 0; j < ins.size(); ++j) ins[j] = current[static_cast<size_t>(n.inputs[j])];
+      ref::KernelArgs args{g, n, static_cast<int>(ni), ins, outs, exec};
+      ref::kernel_for(n.op)(args);
+      for (size_t k = 0; k < outs.size(); ++k) {
+        const size_t o = static_cast<size_t>(n.outputs[k]);
+        if (!outs[k].valid() || outs[k].type() != g.values()[o].type)
+          throw Error(ErrorCode::kInternal, "kernel left output " + std::to_string(k) + " unset or mistyped",
+                      {.graph = g.name(), .node = g.node_label(static_cast<int>(ni))});
+        current[o] = &outs[k];
+      }
+    }
+    // Outputs not computed straight into their storage (graph inputs, constants, views, results
+    // of control flow) are copied there.
+    for (size_t j = 0; j < g.outputs().size(); ++j) {
+      const Tensor* t = current[static_cast<size_t>(g.outputs()[j])];
+      Tensor& dst = output_storage[j];
+      if (t->bytes() != dst.bytes() && dst.byte_size() > 0) std::memcpy(dst.mutable_bytes(), t->bytes(), dst.byte_size());
+    }
+  }
+};
+
+Context::Context(std::shared_ptr<const Model> model, ContextOptions options) {
+  if (!model) throw Error(ErrorCode::kInvalidArgument, "Context needs a model (got a null pointer)");
+  impl_ = std::make_unique<Impl>(std::move(model), options);
+}
+Context::~Context() = default;
+const Model& Context::model() const { return *impl_->model; }
+
+void Context::set_input(size_t index, const Tensor& value) {
+  if (index >= impl_->input_values.size())
+    throw Error(ErrorCode::kInvalidArgument, "input index " + std::to_string(index) + " out of range (the model has " +
+                                                 std::to_string(impl_->input_values.size()) + " inputs)");
+  impl_->check_input(index, value);
+  impl_->input_values[index] = value;
+  impl_->input_bound[index] = true;
+}
+
+void Context::set_input(std::string_view name, const Tensor& value) { set_input(model().input_index(name), value); }
+
+void Context::bind_output(std::string_view name, void* data, size_t bytes) {
+  const size_t j = model().output_index(name);
+  const IoInfo& info = model().outputs()[j];
+  Tensor storage;
+  if (data == nullptr && bytes == 0) {
+    storage = Tensor::zeros(info.type);
+  } else {
+    if (data == nullptr || bytes != info.type.byte_size())
+      throw Error(ErrorCode::kInvalidArgument,
+                  "output '" + info.name + "' (" + info.type.str() + ") needs " + std::to_string(info.type.byte_size()) +
+                      " bytes of memory, got " + std::to_string(bytes) + (data ? "" : " at a null pointer"),
+                  {.operand = info.name});
+    storage = Tensor(info.type, Buffer::wrap_mutable(nullptr, data, bytes));
+  }
+  Impl& im = *impl_;
+  im.output_storage[j] = storage;
+  // The value computed straight into this output (if any) now writes to the new storage.
+  const size_t v = static_cast<size_t>(im.g.outputs()[j]);
+  if (im.m.plan.values[v].place == runtime::Place::kOutput && im.m.plan.values[v].output_index == static_cast<int>(j))
+    im.views[v] = storage;
+}
+
+void Context::run() { impl_->run(); }
+
+std::vector<Tensor> Context::run(const std::vector<Tensor>& inputs) {
+  if (inputs.size() != impl_->input_values.size())
+    throw Error(ErrorCode::kInvalidArgument, "the model takes " + std::to_string(impl_->input_values.size()) +
+                                                 " inputs, got " + std::to_string(inputs.size()));
+  for (size_t i = 0; i < inputs.size(); ++i) impl_->check_input(i, inputs[i]);
+  for (size_t i = 0; i < inputs.size(); ++i) set_input(i, inputs[i]);
+  run();
+  std::vector<Tensor> out;
+  for (const Tensor& t : impl_->output_storage) out.push_back(t.clone());
+  return out;
+}
+
+const Tensor& Context::output(size_t index) const {
+  if (index >= impl_->output_storage.size())
+    throw Error(ErrorCode::kInvalidArgument, "output index " + std::to_string(index) + " out of range (the model has " +
+                                                 std::to_string(impl_->output_storage.size()) + " outputs)");
+  return impl_->output_storage[index];
+}
+
+const Tensor& Context::output(std::string_view name) const { return output(model().output_index(name)); }
+
+void Context::reset_variables() { impl_->exec.reset_variables(); }
+
+}  // namespace weft
