@@ -1,0 +1,1265 @@
+// The SPIR-V graph-module validator: the rule list, the reporter and the module-level and graph
+// rules. The binary stage is in validate_binary.cpp, the TOSA.001000.1 instruction rules in
+// validate_tosa.cpp. Rule identifiers are stable (docs/spirv.md, tests/spirv/corpus/invalid).
+//
+// Decisions beyond the specification text:
+//  - A rank-0 tensor type is `OpTypeTensorARM %elem %uint_0` without a shape (how Weft writes
+//    scalars); otherwise Rank is 1..MAX_RANK (6, TOSA level 8K) and Shape holds Rank positive
+//    dimensions whose product stays below 2^31 (TOSA level 8K, MAX_LOG2_SIZE 31).
+//  - graph.all-outputs-set: every output of the graph type must be assigned, either whole or,
+//    for an OpTypeArray output, every element; an OpTypeRuntimeArray output needs one element.
+//  - Graph inputs need not all be defined (an unused input may have no OpGraphInputARM).
+//  - Values defined inside a graph (OpGraphInputARM, OpExtInst, OpCompositeExtract results) may
+//    only be used inside that graph (debug and annotation instructions excepted).
+//  - Only OpExtInst of TOSA.001000.1 is accepted; OpExtInst and OpCompositeExtract only appear
+//    inside graph definitions (Weft modules have no functions).
+//  - The module's profiles are those of `OpModuleProcessed "weft.profiles=..."`, else all.
+#include <algorithm>
+#include <cstring>
+#include <functional>
+
+#include "spirv/text.h"
+#include "spirv/validate_internal.h"
+
+namespace weft::spirv {
+namespace {
+
+constexpr RuleInfo kRules[] = {
+    {"binary.header", "at least 5 header words, the SPIR-V magic number in host order, version 1.0-1.6, schema 0"},
+    {"binary.word-count", "every instruction's word count is at least 1 and does not run past the end"},
+    {"binary.opcode", "every opcode is a known instruction"},
+    {"binary.operands", "operands match the instruction's grammar (count, enumerants, literal widths)"},
+    {"binary.string", "literal strings are nul-terminated within their instruction"},
+    {"binary.id-bound", "every id is nonzero and below the header's bound"},
+    {"layout.order", "instructions follow the logical layout; graphs come after all other sections"},
+    {"layout.memory-model", "exactly one OpMemoryModel"},
+    {"layout.entry-point", "at least one OpEntryPoint unless the Linkage or GraphARM capability is declared"},
+    {"id.defined-once", "each result id is defined by one instruction"},
+    {"id.undefined", "every referenced id is defined somewhere in the module"},
+    {"id.defined-before-use", "ids are defined before use (forward references only from debug, annotation and entry-point instructions)"},
+    {"id.kind", "Result Type operands are types; struct members and pointees are types"},
+    {"id.scope", "values defined inside a graph are used only inside that graph"},
+    {"capability.graph", "graph instructions need OpCapability GraphARM"},
+    {"capability.tensors", "OpTypeTensorARM needs OpCapability TensorsARM"},
+    {"capability.type", "scalar types need their capability (Int8, Int16, Int64, Float16, Float64, BFloat16TypeKHR, Float8EXT)"},
+    {"extension.graph", "the GraphARM capability needs OpExtension \"SPV_ARM_graph\""},
+    {"extension.tensors", "the TensorsARM capability and SPV_ARM_graph need OpExtension \"SPV_ARM_tensors\""},
+    {"extension.type", "BFloat16TypeKHR needs SPV_KHR_bfloat16, Float8EXT needs SPV_EXT_float8"},
+    {"exts.tosa-import", "OpExtInst uses an OpExtInstImport \"TOSA.001000.1\""},
+    {"type.scalar", "OpTypeInt width 8/16/32/64 and signedness 0/1; OpTypeFloat width 16/32/64, or 16 with BFloat16KHR, or 8 with a Float8 encoding"},
+    {"type.array", "OpTypeArray/OpTypeRuntimeArray element is a type; Length is a positive integer constant"},
+    {"type.tensor.element", "a tensor's Element Type is a scalar boolean, integer or floating-point type"},
+    {"type.tensor.rank", "a tensor's Rank is an integer OpConstant from 0 (no shape) to MAX_RANK 6"},
+    {"type.tensor.shape", "a tensor's Shape is an OpConstantComposite array of Rank positive integer constants"},
+    {"type.tensor.size", "a tensor's dimensions and element count stay below 2^31"},
+    {"type.graph.outputs", "a graph type has at least one output"},
+    {"type.graph.num-inputs", "a graph type's NumInputs does not exceed its number of InOut types"},
+    {"type.graph.interface", "graph inputs and outputs are tensors or (runtime) arrays of tensors"},
+    {"constant.type", "OpConstant has an integer or float type (unused high literal bits clear), OpConstantTrue/False a bool type"},
+    {"constant.composite", "OpConstantComposite constituents are constants matching its array, struct or tensor type in count and type"},
+    {"variable.type", "OpVariable's Result Type is a pointer of the same storage class"},
+    {"graph.constant-type", "OpGraphConstantARM's Result Type is an OpTypeTensorARM"},
+    {"graph.constant-id-unique", "GraphConstantID values are unique in the module"},
+    {"graph.entry-point-required", "with the GraphARM capability there is at least one OpGraphEntryPointARM"},
+    {"graph.entry-point-graph", "OpGraphEntryPointARM's Graph is an OpGraphARM"},
+    {"graph.entry-point-interface", "entry-point interface: one UniformConstant OpVariable per graph input then output, pointing to its type"},
+    {"graph.entry-point-name-unique", "graph entry-point names are unique"},
+    {"graph.type", "OpGraphARM's Result Type is an OpTypeGraphARM"},
+    {"graph.end", "each OpGraphARM is closed by OpGraphEndARM before the next one begins; no OpGraphEndARM without OpGraphARM"},
+    {"graph.body-instruction", "a graph definition contains only OpGraphInputARM, OpGraphSetOutputARM, OpExtInst and OpCompositeExtract"},
+    {"graph.index-constant", "InputIndex, OutputIndex and ElementIndex are 32-bit integer OpConstants"},
+    {"graph.input-placement", "OpGraphInputARM immediately follows OpGraphARM or OpGraphInputARM"},
+    {"graph.input-index-range", "InputIndex is below the graph type's NumInputs"},
+    {"graph.input-index-unique", "an input (or input element) is defined by at most one OpGraphInputARM per graph"},
+    {"graph.input-type", "OpGraphInputARM's Result Type is the input's type (or its element type with ElementIndex)"},
+    {"graph.input-element-index", "ElementIndex only for array-of-tensor inputs, at most one, below the array length"},
+    {"graph.output-placement", "OpGraphSetOutputARM immediately precedes OpGraphEndARM or OpGraphSetOutputARM"},
+    {"graph.output-index-range", "OutputIndex is below the graph type's number of outputs"},
+    {"graph.output-index-unique", "an output (or output element) is set by at most one OpGraphSetOutputARM per graph"},
+    {"graph.output-type", "the Value's type is the output's type (or its element type with ElementIndex)"},
+    {"graph.output-element-index", "ElementIndex only for array-of-tensor outputs, at most one, below the array length"},
+    {"graph.output-required", "a graph definition contains at least one OpGraphSetOutputARM"},
+    {"graph.all-outputs-set", "every output of the graph type is set (whole, or every element of an array output)"},
+    {"graph.composite-extract", "OpCompositeExtract takes one member of a struct value; its Result Type is that member's type"},
+    {"tosa.profiles", "OpModuleProcessed \"weft.profiles=...\" names known TOSA profiles and extensions"},
+    {"tosa.instruction", "the instruction number is a TOSA.001000.1 instruction"},
+    {"tosa.operand-count", "operand count as the TOSA.001000.1 grammar gives (tensor lists: at least one)"},
+    {"tosa.attribute", "attribute operands are constants of their kind: i32 scalar, bool, enum, i32 list tensor, element-typed scalar"},
+    {"tosa.attribute-value", "enumeration attributes are in range; list attributes have the required length"},
+    {"tosa.tensor-operand", "tensor operands are tensor-typed values (graph values or tensor constants)"},
+    {"tosa.shape-operand", "shape operands are rank-1 i32 tensor constants"},
+    {"tosa.result-type", "the Result Type is a tensor type (FFT2D/RFFT2D: a struct of two tensor types)"},
+    {"tosa.rank", "operand and result ranks are within the operator's bounds"},
+    {"tosa.types", "element types form a combination of the operator table (and fixed-type operands have their type)"},
+    {"tosa.profile", "the matching type combination is enabled by the module's profiles"},
+};
+
+bool is_known_rule(const std::string& id) {
+  return std::any_of(std::begin(kRules), std::end(kRules), [&](const RuleInfo& r) { return id == r.id; });
+}
+
+std::string raw_instruction(const validation::Inst& in) {
+  std::string s = in.name();
+  for (size_t k = 1; k < in.size(); ++k) s += " " + std::to_string(in.words[k]);
+  return s;
+}
+
+}  // namespace
+
+std::string Diagnostic::str() const {
+  std::string s = "error[" + rule + "] @" + std::to_string(offset) + ": " + message;
+  if (!instruction.empty()) s += "\n  " + instruction;
+  return s;
+}
+
+std::span<const RuleInfo> validation_rules() { return kRules; }
+
+namespace validation {
+
+// ---------------------------------------------------------------------------------------------
+// Reporter
+
+Reporter::Reporter(std::span<const uint32_t> words) : words_(words) {}
+
+// The disassembler is only built when a diagnostic needs names (valid modules never pay for it).
+const Disassembler* Reporter::disassembler() const {
+  if (!dis_tried_) {
+    dis_tried_ = true;
+    try {
+      dis_ = std::make_unique<Disassembler>(words_);
+    } catch (const std::exception&) {
+      dis_.reset();  // stream not splittable: fall back to raw forms
+    }
+  }
+  return dis_.get();
+}
+
+Reporter::~Reporter() = default;
+
+void Reporter::add(std::string rule, const Inst* inst, std::string message, std::vector<uint32_t> ids) {
+  Diagnostic d;
+  d.rule = std::move(rule);
+  d.message = std::move(message);
+  d.ids = std::move(ids);
+  if (inst != nullptr) {
+    d.offset = inst->offset;
+    d.instruction = raw_instruction(*inst);  // replaced by the disassembly in finish()
+  }
+  add(std::move(d));
+}
+
+void Reporter::add(Diagnostic d) {
+  if (!is_known_rule(d.rule)) d.message = "(unlisted rule) " + d.message;
+  diags_.push_back(std::move(d));
+}
+
+std::string Reporter::name(uint32_t id) const {
+  if (const Disassembler* dis = disassembler()) {
+    try {
+      return dis->id_name(id);
+    } catch (const std::exception&) {
+    }
+  }
+  return "%" + std::to_string(id);
+}
+
+std::vector<Diagnostic> Reporter::finish() {
+  for (Diagnostic& d : diags_) {
+    const Disassembler* dis = d.offset != 0 ? disassembler() : nullptr;
+    if (dis == nullptr) continue;
+    try {
+      std::string text = dis->instruction(d.offset);
+      if (!text.empty()) d.instruction = std::move(text);
+    } catch (const std::exception&) {
+    }
+  }
+  std::stable_sort(diags_.begin(), diags_.end(),
+                   [](const Diagnostic& a, const Diagnostic& b) { return a.offset < b.offset; });
+  return std::move(diags_);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Helpers
+
+namespace {
+
+enum Section : int {
+  kAnywhere = 0,  // OpNop, OpLine, OpNoLine
+  kSecCapability = 1,
+  kSecExtension,
+  kSecImport,
+  kSecMemoryModel,
+  kSecEntryPoint,
+  kSecExecutionMode,
+  kSecDebugString,
+  kSecDebugName,
+  kSecModuleProcessed,
+  kSecAnnotation,
+  kSecTypes,
+  kSecGraphs,
+  kGraphBody,  // only inside a graph definition
+};
+
+const char* section_name(int s) {
+  switch (s) {
+    case kSecCapability: return "capabilities";
+    case kSecExtension: return "extensions";
+    case kSecImport: return "extended instruction imports";
+    case kSecMemoryModel: return "memory model";
+    case kSecEntryPoint: return "entry points";
+    case kSecExecutionMode: return "execution modes";
+    case kSecDebugString: return "debug strings and sources";
+    case kSecDebugName: return "debug names";
+    case kSecModuleProcessed: return "OpModuleProcessed";
+    case kSecAnnotation: return "annotations";
+    case kSecTypes: return "types, constants and global variables";
+    case kSecGraphs: return "graph entry points and definitions";
+    default: return "graph bodies";
+  }
+}
+
+bool starts_with(const char* s, const char* prefix) { return std::strncmp(s, prefix, std::strlen(prefix)) == 0; }
+
+bool is_type_decl(const Inst& in) { return starts_with(in.name(), "OpType"); }
+
+bool is_constant_decl(uint16_t op) {
+  return op == kOpConstantTrue || op == kOpConstantFalse || op == kOpConstant || op == kOpConstantComposite ||
+         op == kOpConstantNull;
+}
+
+int section_of(const Inst& in) {
+  switch (in.opcode()) {
+    case kOpNop:
+    case kOpLine:
+    case kOpNoLine: return kAnywhere;
+    case kOpCapability: return kSecCapability;
+    case kOpExtension: return kSecExtension;
+    case kOpExtInstImport: return kSecImport;
+    case kOpMemoryModel: return kSecMemoryModel;
+    case kOpEntryPoint: return kSecEntryPoint;
+    case kOpExecutionMode: return kSecExecutionMode;
+    case kOpString:
+    case kOpSource:
+    case kOpSourceExtension: return kSecDebugString;
+    case kOpName:
+    case kOpMemberName: return kSecDebugName;
+    case kOpModuleProcessed: return kSecModuleProcessed;
+    case kOpDecorate:
+    case kOpMemberDecorate: return kSecAnnotation;
+    case kOpVariable:
+    case kOpTypeTensorARM:
+    case kOpTypeGraphARM:
+    case kOpGraphConstantARM: return kSecTypes;
+    case kOpGraphEntryPointARM:
+    case kOpGraphARM: return kSecGraphs;
+    default:
+      if (is_type_decl(in) || is_constant_decl(in.opcode()) || starts_with(in.name(), "OpSpecConstant")) {
+        return kSecTypes;
+      }
+      return kGraphBody;
+  }
+}
+
+// Debug and annotation instructions may name ids defined later and inside graphs.
+bool is_debug_or_annotation(const Inst& in) {
+  int s = section_of(in);
+  return s >= kSecDebugString && s <= kSecAnnotation;
+}
+
+// Whether word `w` of `in` may refer to an id defined later in the module.
+bool forward_reference_allowed(const Inst& in, size_t w) {
+  switch (in.opcode()) {
+    case kOpName:
+    case kOpMemberName:
+    case kOpDecorate:
+    case kOpMemberDecorate:
+    case kOpExecutionMode:
+    case kOpGraphEntryPointARM: return w == 1;
+    case kOpEntryPoint: return w >= 2;
+    default: return false;
+  }
+}
+
+// The string starting at word `first`; nullopt if it does not parse.
+std::optional<std::string> string_at(const Inst& in, size_t first, size_t* next = nullptr) {
+  size_t n = 0;
+  try {
+    std::string s = read_string(Instruction{in.offset, in.words}, first, &n);
+    if (next != nullptr) *next = n;
+    return s;
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+constexpr int64_t kMaxElements = (int64_t{1} << 31) - 1;  // TOSA level 8K: MAX_LOG2_SIZE 31
+constexpr uint32_t kCapFloat64 = 10;
+constexpr uint32_t kCapLinkage = 5;
+
+std::string join_names(const std::vector<std::string>& v, const char* sep = ", ") {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? sep : "") + v[i];
+  return s;
+}
+
+}  // namespace
+
+std::string TensorInfo::str() const {
+  std::string s = dtype ? dtype_name(*dtype) : "?";
+  if (rank < 0) return s + "[*]";
+  s += "[";
+  for (int k = 0; k < rank; ++k) s += (k ? "," : "") + (has_shape ? std::to_string(dims[k]) : std::string("?"));
+  return s + "]";
+}
+
+// ---------------------------------------------------------------------------------------------
+// Lookups
+
+Checker::Checker(const ParsedModule& module, Reporter& reporter)
+    : m_(module), insts_(module.insts), r_(reporter), graph_of_(module.insts.size(), -1) {}
+
+const Inst* Checker::def_anywhere(uint32_t id) const {
+  auto it = defs_.find(id);
+  return it == defs_.end() ? nullptr : &insts_[it->second];
+}
+
+const Inst* Checker::def_before(uint32_t id, size_t at) const {
+  auto it = defs_.find(id);
+  return it == defs_.end() || it->second >= at ? nullptr : &insts_[it->second];
+}
+
+std::optional<int64_t> Checker::int_constant(uint32_t id, size_t at, uint32_t* width) const {
+  const Inst* c = def_before(id, at);
+  if (c == nullptr || c->opcode() != kOpConstant) return std::nullopt;
+  const Inst* t = def_before(c->result_type, at);
+  if (t == nullptr || t->opcode() != kOpTypeInt) return std::nullopt;
+  uint32_t w = t->word(2);
+  bool is_signed = t->word(3) == 1;
+  if (width != nullptr) *width = w;
+  if (w == 64) {
+    uint64_t v = uint64_t{c->word(3)} | (uint64_t{c->word(4)} << 32);
+    return static_cast<int64_t>(v);
+  }
+  uint32_t v = c->word(3);
+  if (w < 32) v &= (1u << w) - 1;
+  if (is_signed && w <= 32 && w > 0 && (v >> (w - 1)) & 1) return static_cast<int64_t>(v) - (int64_t{1} << w);
+  return static_cast<int64_t>(v);
+}
+
+std::optional<DType> Checker::scalar_dtype(uint32_t type_id, size_t at) const {
+  const Inst* t = def_before(type_id, at);
+  if (t == nullptr) return std::nullopt;
+  switch (t->opcode()) {
+    case kOpTypeBool: return DType::kBool;
+    case kOpTypeInt:
+      switch (t->word(2)) {
+        case 8: return DType::kInt8;
+        case 16: return DType::kInt16;
+        case 32: return DType::kInt32;
+        case 64: return DType::kInt48;  // Weft's i48 mapping
+        default: return std::nullopt;
+      }
+    case kOpTypeFloat: {
+      uint32_t w = t->word(2);
+      if (t->size() < 4) return w == 16 ? std::optional(DType::kFp16) : w == 32 ? std::optional(DType::kFp32) : std::nullopt;
+      uint32_t enc = t->word(3);
+      if (w == 16 && enc == kFPEncodingBFloat16KHR) return DType::kBf16;
+      if (w == 8 && enc == kFPEncodingFloat8E4M3EXT) return DType::kFp8E4M3;
+      if (w == 8 && enc == kFPEncodingFloat8E5M2EXT) return DType::kFp8E5M2;
+      return std::nullopt;
+    }
+    default: return std::nullopt;
+  }
+}
+
+const TensorInfo* Checker::tensor_type(uint32_t type_id) const {
+  auto it = tensors_.find(type_id);
+  return it == tensors_.end() ? nullptr : &it->second;
+}
+
+bool Checker::is_broken_tensor_type(uint32_t type_id) const {
+  const Inst* d = def_anywhere(type_id);
+  return d != nullptr && d->opcode() == kOpTypeTensorARM && tensor_type(type_id) == nullptr;
+}
+
+std::string Checker::describe_type(uint32_t type_id) const {
+  if (const TensorInfo* t = tensor_type(type_id)) return r_.name(type_id) + " (tensor " + t->str() + ")";
+  if (const Inst* d = def_anywhere(type_id)) return r_.name(type_id) + " (" + d->name() + ")";
+  return r_.name(type_id);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Module-wide passes
+
+void Checker::collect_declarations() {
+  for (size_t i = 0; i < insts_.size(); ++i) {
+    const Inst& in = insts_[i];
+    if (in.result != 0) {
+      auto [it, inserted] = defs_.emplace(in.result, i);
+      if (!inserted) {
+        r_.add("id.defined-once", &in,
+               "id " + r_.name(in.result) + " is already defined by " + insts_[it->second].name() + " at @" +
+                   std::to_string(insts_[it->second].offset),
+               {in.result});
+      }
+    }
+    switch (in.opcode()) {
+      case kOpCapability: capabilities_.insert(in.word(1)); break;
+      case kOpExtension:
+        if (auto s = string_at(in, 1)) extensions_.insert(*s);
+        break;
+      case kOpExtInstImport:
+        if (auto s = string_at(in, 2)) imports_.emplace(in.result, *s);
+        break;
+      case kOpModuleProcessed: {
+        static constexpr std::string_view kKey = "weft.profiles=";
+        auto s = string_at(in, 1);
+        if (!s || s->rfind(kKey, 0) != 0) break;
+        ProfileSet set = 0;
+        std::string_view rest = std::string_view(*s).substr(kKey.size());
+        std::vector<std::string> unknown;
+        while (!rest.empty()) {
+          size_t plus = rest.find('+');
+          std::string_view part = rest.substr(0, plus);
+          if (auto p = parse_profile(part)) {
+            set |= *p;
+          } else {
+            unknown.emplace_back(part);
+          }
+          rest = plus == std::string_view::npos ? std::string_view() : rest.substr(plus + 1);
+        }
+        // An empty list is a module that claims no profile (it can only pass values through).
+        if (!unknown.empty()) {
+          r_.add("tosa.profiles", &in, "unknown profile or extension '" + join_names(unknown, "', '") + "'");
+        } else {
+          profiles_ = set;
+        }
+        break;
+      }
+      default: break;
+    }
+  }
+}
+
+void Checker::check_layout(size_t i) {
+  const Inst& in = insts_[i];
+  uint16_t op = in.opcode();
+  if (in_graph()) {
+    bool allowed = op == kOpGraphInputARM || op == kOpGraphSetOutputARM || op == kOpExtInst ||
+                   op == kOpCompositeExtract || op == kOpGraphEndARM || op == kOpGraphARM;
+    if (!allowed) {
+      r_.add("graph.body-instruction", &in,
+             std::string(in.name()) + " inside graph " + r_.name(insts_[graph_->begin].result) +
+                 ": a graph definition may only contain OpGraphInputARM, OpGraphSetOutputARM, OpExtInst and "
+                 "OpCompositeExtract");
+    }
+    return;
+  }
+  if (op == kOpGraphEndARM) {
+    r_.add("graph.end", &in, "OpGraphEndARM without a matching OpGraphARM");
+    return;
+  }
+  int s = section_of(in);
+  if (s == kAnywhere) return;
+  if (s == kGraphBody) {
+    r_.add("layout.order", &in, std::string(in.name()) + " may only appear inside a graph definition");
+    return;
+  }
+  if (s < section_) {
+    const Inst& prev = insts_[section_index_];
+    r_.add("layout.order", &in,
+           std::string(in.name()) + " (" + section_name(s) + ") after " + prev.name() + " at @" +
+               std::to_string(prev.offset) + " (" + section_name(section_) + ")");
+    return;
+  }
+  if (s > section_) {
+    section_ = s;
+    section_index_ = i;
+  }
+}
+
+void Checker::check_references(size_t i) {
+  const Inst& in = insts_[i];
+  for (const ParsedOperand& op : in.operands) {
+    if (op.kind != OperandKind::kIdRef && op.kind != OperandKind::kIdResultType) continue;
+    if (op.first_word >= in.size()) continue;
+    uint32_t id = in.words[op.first_word];
+    auto it = defs_.find(id);
+    if (it == defs_.end()) {
+      r_.add("id.undefined", &in, std::string(in.name()) + " uses " + r_.name(id) + ", which is never defined", {id});
+      continue;
+    }
+    size_t d = it->second;
+    const Inst& def = insts_[d];
+    if (d >= i && !forward_reference_allowed(in, op.first_word)) {
+      r_.add("id.defined-before-use", &in,
+             std::string(in.name()) + " uses " + r_.name(id) +
+                 (d == i ? " in its own definition" : " before its definition at @" + std::to_string(def.offset)),
+             {id});
+      continue;
+    }
+    if (d < i && graph_of_[d] >= 0 && graph_of_[d] != graph_of_[i] && !is_debug_or_annotation(in)) {
+      r_.add("id.scope", &in,
+             r_.name(id) + " is defined inside graph " + r_.name(insts_[static_cast<size_t>(graph_of_[d])].result) +
+                 " and cannot be used " +
+                 (graph_of_[i] >= 0 ? "in graph " + r_.name(insts_[static_cast<size_t>(graph_of_[i])].result)
+                                    : std::string("outside it")),
+             {id});
+      continue;
+    }
+    if (op.kind == OperandKind::kIdResultType && d < i && !is_type_decl(def)) {
+      r_.add("id.kind", &in,
+             "Result Type " + r_.name(id) + " of " + in.name() + " is an " + def.name() + ", not a type", {id});
+    }
+  }
+}
+
+void Checker::check_capabilities_and_extensions() {
+  auto has_ext = [&](const char* e) { return extensions_.count(e) != 0; };
+  const Inst* first_graph_inst = nullptr;
+  const Inst* first_tensor = nullptr;
+  for (const Inst& in : insts_) {
+    uint16_t op = in.opcode();
+    bool graph_inst = op == kOpTypeGraphARM || (op >= kOpGraphConstantARM && op <= kOpGraphEndARM);
+    if (graph_inst && first_graph_inst == nullptr) first_graph_inst = &in;
+    if (op == kOpTypeTensorARM && first_tensor == nullptr) first_tensor = &in;
+    if (op == kOpCapability) {
+      uint32_t cap = in.word(1);
+      if (cap == kCapGraphARM && !has_ext("SPV_ARM_graph")) {
+        r_.add("extension.graph", &in, "capability GraphARM needs OpExtension \"SPV_ARM_graph\"");
+      }
+      if (cap == kCapTensorsARM && !has_ext("SPV_ARM_tensors")) {
+        r_.add("extension.tensors", &in, "capability TensorsARM needs OpExtension \"SPV_ARM_tensors\"");
+      }
+      if (cap == kCapBFloat16TypeKHR && !has_ext("SPV_KHR_bfloat16")) {
+        r_.add("extension.type", &in, "capability BFloat16TypeKHR needs OpExtension \"SPV_KHR_bfloat16\"");
+      }
+      if (cap == kCapFloat8EXT && !has_ext("SPV_EXT_float8")) {
+        r_.add("extension.type", &in, "capability Float8EXT needs OpExtension \"SPV_EXT_float8\"");
+      }
+    }
+    if (op == kOpExtension && string_at(in, 1) == "SPV_ARM_graph" && !has_ext("SPV_ARM_tensors")) {
+      r_.add("extension.tensors", &in, "SPV_ARM_graph requires OpExtension \"SPV_ARM_tensors\"");
+    }
+  }
+  if (first_graph_inst != nullptr && capabilities_.count(kCapGraphARM) == 0) {
+    r_.add("capability.graph", first_graph_inst,
+           std::string(first_graph_inst->name()) + " needs OpCapability GraphARM, which is not declared");
+  }
+  if (first_tensor != nullptr && capabilities_.count(kCapTensorsARM) == 0) {
+    r_.add("capability.tensors", first_tensor, "OpTypeTensorARM needs OpCapability TensorsARM, which is not declared");
+  }
+}
+
+void Checker::check_module_requirements() {
+  const Inst* memory_model = nullptr;
+  const Inst* graph_capability = nullptr;
+  bool entry_point = false, graph_entry_point = false;
+  for (const Inst& in : insts_) {
+    switch (in.opcode()) {
+      case kOpMemoryModel:
+        if (memory_model != nullptr) {
+          r_.add("layout.memory-model", &in,
+                 "second OpMemoryModel (the first is at @" + std::to_string(memory_model->offset) + ")");
+        }
+        memory_model = &in;
+        break;
+      case kOpCapability:
+        if (in.word(1) == kCapGraphARM && graph_capability == nullptr) graph_capability = &in;
+        break;
+      case kOpEntryPoint: entry_point = true; break;
+      case kOpGraphEntryPointARM: graph_entry_point = true; break;
+      default: break;
+    }
+  }
+  if (memory_model == nullptr) r_.add("layout.memory-model", nullptr, "the module has no OpMemoryModel");
+  if (!entry_point && capabilities_.count(kCapLinkage) == 0 && capabilities_.count(kCapGraphARM) == 0) {
+    r_.add("layout.entry-point", nullptr,
+           "the module has no OpEntryPoint and declares neither the Linkage nor the GraphARM capability");
+  }
+  if (graph_capability != nullptr && !graph_entry_point) {
+    r_.add("graph.entry-point-required", graph_capability,
+           "the GraphARM capability is declared but the module has no OpGraphEntryPointARM");
+  }
+}
+
+void Checker::check_entry_points() {
+  for (size_t i = 0; i < insts_.size(); ++i) {
+    const Inst& in = insts_[i];
+    if (in.opcode() != kOpGraphEntryPointARM) continue;
+    uint32_t graph_id = in.word(1);
+    size_t next = 0;
+    std::optional<std::string> name = string_at(in, 2, &next);
+    if (name) {
+      auto [it, inserted] = entry_names_.emplace(*name, i);
+      if (!inserted) {
+        r_.add("graph.entry-point-name-unique", &in,
+               "entry point name \"" + *name + "\" is already used at @" + std::to_string(insts_[it->second].offset));
+      }
+    }
+    const Inst* graph = def_anywhere(graph_id);
+    if (graph == nullptr) continue;  // id.undefined
+    if (graph->opcode() != kOpGraphARM) {
+      r_.add("graph.entry-point-graph", &in,
+             "Graph " + r_.name(graph_id) + " is an " + graph->name() + ", not an OpGraphARM", {graph_id});
+      continue;
+    }
+    auto gt = graph_types_.find(graph->result_type);
+    if (gt == graph_types_.end() || !name) continue;  // graph.type / type.graph.* reported
+    const GraphTypeInfo& type = gt->second;
+    std::span<const uint32_t> iface = in.words.subspan(std::min(next, in.size()));
+    if (iface.size() != type.types.size()) {
+      r_.add("graph.entry-point-interface", &in,
+             "graph " + r_.name(graph_id) + " has " + std::to_string(type.num_inputs) + " inputs and " +
+                 std::to_string(type.num_outputs()) + " outputs but the entry point lists " +
+                 std::to_string(iface.size()) + " interface variables",
+             {graph_id});
+      continue;
+    }
+    for (size_t k = 0; k < iface.size(); ++k) {
+      uint32_t var = iface[k];
+      bool is_input = k < type.num_inputs;
+      std::string what = (is_input ? "input " + std::to_string(k) : "output " + std::to_string(k - type.num_inputs));
+      const Inst* v = def_before(var, i);
+      if (v == nullptr) continue;  // id.* reported
+      const Inst* ptr = v->opcode() == kOpVariable ? def_before(v->result_type, i) : nullptr;
+      std::string problem;
+      if (v->opcode() != kOpVariable) {
+        problem = " is an " + std::string(v->name()) + ", not an OpVariable";
+      } else if (v->word(3) != kStorageUniformConstant) {
+        problem = " is not in the UniformConstant storage class";
+      } else if (ptr != nullptr && ptr->opcode() == kOpTypePointer && ptr->word(3) != type.types[k]) {
+        problem = " points to " + describe_type(ptr->word(3)) + " but " + what + " of graph " + r_.name(graph_id) +
+                  " has type " + describe_type(type.types[k]);
+      }
+      if (!problem.empty()) {
+        r_.add("graph.entry-point-interface", &in, "interface " + what + " " + r_.name(var) + problem, {var});
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Types and constants
+
+void Checker::check_type_int_float(const Inst& in) {
+  uint32_t w = in.word(2);
+  auto need_cap = [&](uint32_t cap, const char* cap_name) {
+    if (capabilities_.count(cap) == 0) {
+      r_.add("capability.type", &in, std::string(in.name()) + " " + std::to_string(w) + " needs OpCapability " + cap_name);
+    }
+  };
+  if (in.opcode() == kOpTypeInt) {
+    if ((w != 8 && w != 16 && w != 32 && w != 64) || in.word(3) > 1) {
+      r_.add("type.scalar", &in,
+             "OpTypeInt width must be 8, 16, 32 or 64 and signedness 0 or 1, got " + std::to_string(w) + " " +
+                 std::to_string(in.word(3)));
+      return;
+    }
+    if (w == 8) need_cap(kCapInt8, "Int8");
+    if (w == 16) need_cap(kCapInt16, "Int16");
+    if (w == 64) need_cap(kCapInt64, "Int64");
+    return;
+  }
+  if (in.size() < 4) {
+    if (w != 16 && w != 32 && w != 64) {
+      r_.add("type.scalar", &in, "OpTypeFloat width must be 16, 32 or 64 without an encoding, got " + std::to_string(w));
+      return;
+    }
+    if (w == 16) need_cap(kCapFloat16, "Float16");
+    if (w == 64) need_cap(kCapFloat64, "Float64");
+    return;
+  }
+  uint32_t enc = in.word(3);
+  bool fp8 = enc == kFPEncodingFloat8E4M3EXT || enc == kFPEncodingFloat8E5M2EXT;
+  if (enc == kFPEncodingBFloat16KHR && w == 16) {
+    need_cap(kCapBFloat16TypeKHR, "BFloat16TypeKHR");
+  } else if (fp8 && w == 8) {
+    need_cap(kCapFloat8EXT, "Float8EXT");
+  } else {
+    r_.add("type.scalar", &in,
+           "OpTypeFloat width " + std::to_string(w) + " does not fit encoding " + std::to_string(enc) +
+               " (BFloat16KHR needs 16, Float8E4M3EXT/Float8E5M2EXT need 8; others are not supported)");
+  }
+}
+
+void Checker::check_type_array(size_t i) {
+  const Inst& in = insts_[i];
+  uint32_t elem = in.word(2);
+  const Inst* e = def_before(elem, i);
+  if (e != nullptr && !is_type_decl(*e)) {
+    r_.add("type.array", &in, "Element Type " + r_.name(elem) + " is an " + e->name() + ", not a type", {elem});
+  }
+  if (in.opcode() != kOpTypeArray) return;
+  uint32_t len = in.word(3);
+  if (def_before(len, i) == nullptr) return;  // id.* reported
+  auto n = int_constant(len, i);
+  if (!n || *n <= 0) {
+    r_.add("type.array", &in,
+           "Length " + r_.name(len) + (n ? " is " + std::to_string(*n) + ", not positive" : " is not an integer OpConstant"),
+           {len});
+  }
+}
+
+void Checker::check_type_tensor(size_t i) {
+  const Inst& in = insts_[i];
+  uint32_t elem = in.word(2);
+  uint32_t rank_id = in.size() >= 4 ? in.word(3) : 0;
+  uint32_t shape_id = in.size() >= 5 ? in.word(4) : 0;
+  TensorInfo t;
+  t.elem_type = elem;
+  bool ok = true;
+  const Inst* e = def_before(elem, i);
+  if (e != nullptr) {
+    uint16_t op = e->opcode();
+    if (op != kOpTypeBool && op != kOpTypeInt && op != kOpTypeFloat) {
+      r_.add("type.tensor.element", &in,
+             "Element Type " + r_.name(elem) + " is an " + e->name() + ", not a scalar boolean, integer or float type",
+             {elem});
+      ok = false;
+    }
+    t.dtype = scalar_dtype(elem, i);
+  } else {
+    ok = false;  // id.* reported
+  }
+  if (rank_id != 0 && def_before(rank_id, i) != nullptr) {
+    auto rank = int_constant(rank_id, i);
+    if (!rank) {
+      r_.add("type.tensor.rank", &in, "Rank " + r_.name(rank_id) + " is not an integer OpConstant", {rank_id});
+      ok = false;
+    } else if (*rank < 0 || *rank > kMaxRank) {
+      r_.add("type.tensor.rank", &in,
+             "Rank " + r_.name(rank_id) + " is " + std::to_string(*rank) + "; it must be 0 to MAX_RANK " +
+                 std::to_string(kMaxRank),
+             {rank_id});
+      ok = false;
+    } else {
+      t.rank = static_cast<int>(*rank);
+    }
+  } else if (rank_id != 0) {
+    ok = false;
+  }
+  if (shape_id != 0 && ok) {
+    const Inst* s = def_before(shape_id, i);
+    if (s == nullptr) return;
+    auto shape_error = [&](const std::string& why) {
+      r_.add("type.tensor.shape", &in, "Shape " + r_.name(shape_id) + " " + why, {shape_id});
+    };
+    const Inst* arr = s->opcode() == kOpConstantComposite ? def_before(s->result_type, i) : nullptr;
+    if (t.rank == 0) return shape_error("given for a rank-0 tensor (omit it)");
+    if (arr == nullptr || arr->opcode() != kOpTypeArray) {
+      return shape_error("must be an OpConstantComposite of an integer array type, got " + std::string(s->name()));
+    }
+    const Inst* ae = def_before(arr->word(2), i);
+    if (ae == nullptr || ae->opcode() != kOpTypeInt) return shape_error("must be an array of integers");
+    size_t count = s->size() - 3;
+    if (count != static_cast<size_t>(t.rank)) {
+      return shape_error("has " + std::to_string(count) + " dimensions but Rank is " + std::to_string(t.rank));
+    }
+    int64_t elements = 1;
+    for (size_t k = 0; k < count; ++k) {
+      uint32_t dim_id = s->word(3 + k);
+      auto dim = int_constant(dim_id, i);
+      if (!dim || *dim <= 0) {
+        return shape_error("dimension " + std::to_string(k) + " (" + r_.name(dim_id) + ") " +
+                           (dim ? "is " + std::to_string(*dim) + ", not positive" : "is not an integer OpConstant"));
+      }
+      if (*dim > kMaxElements || elements > kMaxElements / *dim) {
+        r_.add("type.tensor.size", &in,
+               "Shape " + r_.name(shape_id) + ": dimension " + std::to_string(k) + " = " + std::to_string(*dim) +
+                   " makes the element count exceed 2^31 - 1 (TOSA level 8K)",
+               {shape_id, dim_id});
+        return;
+      }
+      elements *= *dim;
+      t.dims[k] = *dim;
+    }
+    t.has_shape = true;
+  }
+  if (ok) tensors_.emplace(in.result, t);
+}
+
+void Checker::check_type_graph(size_t i) {
+  const Inst& in = insts_[i];
+  GraphTypeInfo g;
+  g.num_inputs = in.word(2);
+  g.types = in.words.subspan(std::min<size_t>(3, in.size()));
+  if (g.num_inputs > g.types.size()) {
+    r_.add("type.graph.num-inputs", &in,
+           "NumInputs is " + std::to_string(g.num_inputs) + " but only " + std::to_string(g.types.size()) +
+               " InOut types are given");
+    return;
+  }
+  bool ok = true;
+  if (g.types.size() == g.num_inputs) {
+    r_.add("type.graph.outputs", &in, "graph type " + r_.name(in.result) + " has no outputs");
+    ok = false;
+  }
+  for (size_t k = 0; k < g.types.size(); ++k) {
+    const Inst* t = def_before(g.types[k], i);
+    if (t == nullptr) {
+      ok = false;
+      continue;
+    }
+    const Inst* elem = t;
+    if (t->opcode() == kOpTypeArray || t->opcode() == kOpTypeRuntimeArray) elem = def_before(t->word(2), i);
+    if (elem == nullptr || elem->opcode() != kOpTypeTensorARM) {
+      std::string what = k < g.num_inputs ? "input " + std::to_string(k) : "output " + std::to_string(k - g.num_inputs);
+      r_.add("type.graph.interface", &in,
+             what + " type " + describe_type(g.types[k]) + " is not a tensor or an array of tensors", {g.types[k]});
+      ok = false;
+    }
+  }
+  if (ok) graph_types_.emplace(in.result, g);
+}
+
+void Checker::check_constant(size_t i) {
+  const Inst& in = insts_[i];
+  const Inst* t = def_before(in.result_type, i);
+  if (t == nullptr) return;
+  if (in.opcode() != kOpConstant) {
+    if (t->opcode() != kOpTypeBool) {
+      r_.add("constant.type", &in, std::string(in.name()) + " needs a bool type, got " + describe_type(in.result_type),
+             {in.result_type});
+    }
+    return;
+  }
+  if (t->opcode() != kOpTypeInt && t->opcode() != kOpTypeFloat) {
+    r_.add("constant.type", &in, "OpConstant needs an integer or float type, got " + describe_type(in.result_type),
+           {in.result_type});
+    return;
+  }
+  uint32_t w = t->word(2);
+  if (w >= 32 || w == 0) return;
+  uint32_t v = in.word(3), high = v >> w;
+  bool sign_extended = t->opcode() == kOpTypeInt && t->word(3) == 1 && ((v >> (w - 1)) & 1) &&
+                       high == (0xffffffffu >> w);
+  if (high != 0 && !sign_extended) {
+    r_.add("constant.type", &in,
+           "literal " + std::to_string(v) + " has bits set above the " + std::to_string(w) + "-bit type's width");
+  }
+}
+
+void Checker::check_constant_composite(size_t i) {
+  const Inst& in = insts_[i];
+  const Inst* t = def_before(in.result_type, i);
+  if (t == nullptr) return;
+  std::span<const uint32_t> parts = in.words.subspan(3);
+  auto fail = [&](const std::string& why, std::vector<uint32_t> ids = {}) {
+    r_.add("constant.composite", &in, "composite " + r_.name(in.result) + ": " + why, std::move(ids));
+  };
+  // Expected constituent count (nullopt: unknown) and type of constituent k.
+  std::optional<int64_t> count;
+  std::function<bool(size_t, uint32_t)> type_ok;
+  std::string expected_desc;
+  switch (t->opcode()) {
+    case kOpTypeArray: {
+      count = int_constant(t->word(3), i);
+      uint32_t elem = t->word(2);
+      type_ok = [elem](size_t, uint32_t ty) { return ty == elem; };
+      expected_desc = r_.name(elem);
+      break;
+    }
+    case kOpTypeStruct: {
+      count = static_cast<int64_t>(t->size()) - 2;
+      type_ok = [t](size_t k, uint32_t ty) { return t->word(2 + k) == ty; };
+      expected_desc = "the member type";
+      break;
+    }
+    case kOpTypeTensorARM: {
+      const TensorInfo* ti = tensor_type(in.result_type);
+      if (ti == nullptr) return;  // type.tensor.* reported
+      if (ti->rank < 1 || !ti->has_shape) return fail("its tensor type " + describe_type(in.result_type) + " has no shape");
+      count = ti->dims[0];
+      if (ti->rank == 1) {
+        uint32_t elem = ti->elem_type;
+        type_ok = [elem](size_t, uint32_t ty) { return ty == elem; };
+        expected_desc = r_.name(elem);
+      } else {
+        TensorInfo want = *ti;
+        std::copy(ti->dims.begin() + 1, ti->dims.end(), want.dims.begin());
+        want.rank = ti->rank - 1;
+        type_ok = [this, want](size_t, uint32_t ty) {
+          const TensorInfo* c = tensor_type(ty);
+          return c != nullptr && c->elem_type == want.elem_type && c->rank == want.rank && c->has_shape &&
+                 std::equal(c->dims.begin(), c->dims.begin() + want.rank, want.dims.begin());
+        };
+        expected_desc = "a tensor " + want.str();
+      }
+      break;
+    }
+    default: return fail("its type " + describe_type(in.result_type) + " is not an array, struct or tensor type");
+  }
+  if (count && *count != static_cast<int64_t>(parts.size())) {
+    return fail("has " + std::to_string(parts.size()) + " constituents, its type needs " + std::to_string(*count));
+  }
+  for (size_t k = 0; k < parts.size(); ++k) {
+    const Inst* c = def_before(parts[k], i);
+    if (c == nullptr) continue;  // id.* reported
+    if (!is_constant_decl(c->opcode())) {
+      return fail("constituent " + std::to_string(k) + " " + r_.name(parts[k]) + " is an " + c->name() +
+                      ", not a constant",
+                  {parts[k]});
+    }
+    if (!type_ok(k, c->result_type)) {
+      return fail("constituent " + std::to_string(k) + " " + r_.name(parts[k]) + " has type " +
+                      describe_type(c->result_type) + ", expected " + expected_desc,
+                  {parts[k]});
+    }
+  }
+}
+
+void Checker::check_variable(size_t i) {
+  const Inst& in = insts_[i];
+  const Inst* p = def_before(in.result_type, i);
+  if (p == nullptr) return;
+  if (p->opcode() != kOpTypePointer || p->word(2) != in.word(3)) {
+    r_.add("variable.type", &in,
+           "OpVariable " + r_.name(in.result) + ": Result Type " + describe_type(in.result_type) +
+               " must be an OpTypePointer of the variable's storage class",
+           {in.result_type});
+  }
+}
+
+void Checker::check_graph_constant(size_t i) {
+  const Inst& in = insts_[i];
+  const Inst* t = def_before(in.result_type, i);
+  if (t != nullptr && t->opcode() != kOpTypeTensorARM) {
+    r_.add("graph.constant-type", &in,
+           "graph constant " + r_.name(in.result) + " has type " + describe_type(in.result_type) +
+               ", not an OpTypeTensorARM",
+           {in.result_type});
+  }
+  uint32_t id = in.word(3);
+  auto [it, inserted] = graph_constant_ids_.emplace(id, i);
+  if (!inserted) {
+    r_.add("graph.constant-id-unique", &in,
+           "GraphConstantID " + std::to_string(id) + " of " + r_.name(in.result) + " is already used by " +
+               r_.name(insts_[it->second].result) + " at @" + std::to_string(insts_[it->second].offset),
+           {in.result, insts_[it->second].result});
+  }
+}
+
+void Checker::check_ext_inst_set(size_t i) {
+  const Inst& in = insts_[i];
+  uint32_t set = in.word(3);
+  const Inst* d = def_before(set, i);
+  if (d == nullptr) return;
+  auto it = imports_.find(set);
+  if (d->opcode() != kOpExtInstImport || it == imports_.end() || it->second != kTosaSetName) {
+    r_.add("exts.tosa-import", &in,
+           "Set " + r_.name(set) + " is " +
+               (it != imports_.end() ? "the import of \"" + it->second + "\"" : std::string("an ") + d->name()) +
+               ", not an OpExtInstImport of \"" + kTosaSetName + "\"",
+           {set});
+    return;
+  }
+  if (in_graph()) check_tosa(i);
+}
+
+void Checker::check_composite_extract(size_t i) {
+  const Inst& in = insts_[i];
+  uint32_t comp = in.word(3);
+  const Inst* c = def_before(comp, i);
+  if (c == nullptr) return;
+  const Inst* st = c->result_type != 0 ? def_before(c->result_type, i) : nullptr;
+  auto fail = [&](const std::string& why) { r_.add("graph.composite-extract", &in, why, {comp}); };
+  if (st == nullptr || st->opcode() != kOpTypeStruct) {
+    return fail("Composite " + r_.name(comp) + " must be a value of struct type (a two-output operator's result)");
+  }
+  if (in.size() != 5) return fail("OpCompositeExtract of " + r_.name(comp) + " must have exactly one index");
+  uint32_t k = in.word(4);
+  size_t members = st->size() - 2;
+  if (k >= members) {
+    return fail("index " + std::to_string(k) + " is out of range: " + r_.name(comp) + " has " +
+                std::to_string(members) + " members");
+  }
+  if (st->word(2 + k) != in.result_type) {
+    fail("Result Type " + describe_type(in.result_type) + " differs from member " + std::to_string(k) + " type " +
+         describe_type(st->word(2 + k)));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Graph definitions
+
+void Checker::begin_graph(size_t i) {
+  const Inst& in = insts_[i];
+  if (in_graph()) {
+    const Inst& open = insts_[graph_->begin];
+    r_.add("graph.end", &open,
+           "graph " + r_.name(open.result) + " has no OpGraphEndARM before OpGraphARM " + r_.name(in.result) +
+               " at @" + std::to_string(in.offset),
+           {open.result});
+    end_graph(SIZE_MAX);
+  }
+  graph_.emplace();
+  graph_->begin = i;
+  const Inst* t = def_before(in.result_type, i);
+  if (t != nullptr && t->opcode() != kOpTypeGraphARM) {
+    r_.add("graph.type", &in,
+           "graph " + r_.name(in.result) + " has Result Type " + describe_type(in.result_type) +
+               ", not an OpTypeGraphARM",
+           {in.result_type});
+  }
+  auto gt = graph_types_.find(in.result_type);
+  if (gt != graph_types_.end()) graph_->type = &gt->second;
+}
+
+void Checker::end_graph(size_t end_index) {
+  OpenGraph g = std::move(*graph_);
+  graph_.reset();
+  const Inst& begin = insts_[g.begin];
+  const Inst* at = end_index == SIZE_MAX ? &begin : &insts_[end_index];
+  if (!g.any_output) {
+    r_.add("graph.output-required", at, "graph " + r_.name(begin.result) + " sets no output (no OpGraphSetOutputARM)",
+           {begin.result});
+    return;
+  }
+  if (g.type == nullptr) return;
+  // An output is complete when set whole, or (arrays) element by element. Only outputs that have
+  // an OpGraphSetOutputARM are visited, so the cost follows the graph's size, not the type's.
+  auto complete = [&](uint32_t j, const Slot& slot) {
+    if (slot.whole) return true;
+    const Inst* t = def_anywhere(g.type->types[g.type->num_inputs + j]);
+    if (t == nullptr || t->opcode() != kOpTypeArray) return !slot.elements.empty();
+    auto len = int_constant(t->word(3), g.begin);
+    return !len || static_cast<int64_t>(slot.elements.size()) >= *len;
+  };
+  size_t done = 0;
+  for (const auto& [j, slot] : g.outputs) done += complete(j, slot) ? 1 : 0;
+  size_t missing_count = g.type->num_outputs() - done;
+  std::vector<std::string> missing;
+  constexpr size_t kListed = 8;
+  for (uint32_t j = 0; j < g.type->num_outputs() && missing.size() < std::min(missing_count, kListed); ++j) {
+    auto it = g.outputs.find(j);
+    if (it == g.outputs.end()) {
+      missing.push_back(std::to_string(j));
+    } else if (!complete(j, it->second)) {
+      missing.push_back(std::to_string(j) + " (only " + std::to_string(it->second.elements.size()) + " elements)");
+    }
+  }
+  if (missing_count > missing.size()) missing.push_back("... (" + std::to_string(missing_count) + " in all)");
+  if (!missing.empty()) {
+    r_.add("graph.all-outputs-set", at,
+           "graph " + r_.name(begin.result) + " does not set output" + (missing.size() > 1 ? "s " : " ") +
+               join_names(missing),
+           {begin.result});
+  }
+}
+
+void Checker::check_graph_io(size_t i, bool input) {
+  const Inst& in = insts_[i];
+  const std::string io = input ? "input" : "output";
+  auto rule = [&](const char* suffix) { return "graph." + io + "-" + suffix; };
+  const Inst& graph = insts_[graph_->begin];
+  std::string gname = r_.name(graph.result);
+  // Placement.
+  if (input) {
+    uint16_t prev = insts_[i - 1].opcode();  // i > begin: this is inside a graph
+    if (prev != kOpGraphARM && prev != kOpGraphInputARM) {
+      r_.add(rule("placement"), &in,
+             "OpGraphInputARM must immediately follow OpGraphARM or OpGraphInputARM, not " +
+                 std::string(insts_[i - 1].name()));
+    }
+  } else {
+    uint16_t next = i + 1 < insts_.size() ? insts_[i + 1].opcode() : 0;
+    if (next != kOpGraphEndARM && next != kOpGraphSetOutputARM) {
+      r_.add(rule("placement"), &in,
+             std::string("OpGraphSetOutputARM must immediately precede OpGraphEndARM or OpGraphSetOutputARM, not ") +
+                 (i + 1 < insts_.size() ? insts_[i + 1].name() : "the end of the module"));
+    }
+  }
+  // Operands: index, optional element index.
+  size_t index_word = input ? 3 : 2;
+  uint32_t index_id = in.word(index_word);
+  std::span<const uint32_t> element_ids = in.words.subspan(std::min(index_word + 1, in.size()));
+  if (element_ids.size() > 1) {
+    r_.add(rule("element-index"), &in, "at most one ElementIndex may be given, got " + std::to_string(element_ids.size()));
+    return;
+  }
+  auto index_value = [&](uint32_t id, const char* what) -> std::optional<int64_t> {
+    if (def_before(id, i) == nullptr) return std::nullopt;  // id.* reported
+    uint32_t width = 0;
+    auto v = int_constant(id, i, &width);
+    if (!v || width != 32) {
+      r_.add("graph.index-constant", &in, std::string(what) + " " + r_.name(id) + " must be a 32-bit integer OpConstant",
+             {id});
+      return std::nullopt;
+    }
+    return v;
+  };
+  auto index = index_value(index_id, input ? "InputIndex" : "OutputIndex");
+  std::optional<int64_t> element;
+  if (!element_ids.empty()) {
+    element = index_value(element_ids[0], "ElementIndex");
+    if (!element) return;
+  }
+  if (!index) return;
+  if (!input) graph_->any_output = true;
+  if (graph_->type == nullptr) return;
+  const GraphTypeInfo& gt = *graph_->type;
+  uint32_t count = input ? gt.num_inputs : gt.num_outputs();
+  if (*index < 0 || *index >= count) {
+    r_.add(rule("index-range"), &in,
+           std::string(input ? "InputIndex " : "OutputIndex ") + r_.name(index_id) + " = " + std::to_string(*index) +
+               " is out of range: graph " + gname + " has " + std::to_string(count) + " " + io + "s",
+           {index_id});
+    return;
+  }
+  auto slot_index = static_cast<uint32_t>(*index);
+  uint32_t iface = gt.types[(input ? 0 : gt.num_inputs) + slot_index];
+  uint32_t expected = iface;
+  const Inst* it = def_anywhere(iface);
+  if (element) {
+    bool array = it != nullptr && (it->opcode() == kOpTypeArray || it->opcode() == kOpTypeRuntimeArray);
+    if (!array) {
+      r_.add(rule("element-index"), &in,
+             "ElementIndex given but " + io + " " + std::to_string(slot_index) + " of graph " + gname + " has type " +
+                 describe_type(iface) + ", not an array of tensors",
+             {element_ids[0]});
+      return;
+    }
+    if (it->opcode() == kOpTypeArray) {
+      auto len = int_constant(it->word(3), i);
+      if (len && (*element < 0 || *element >= *len)) {
+        r_.add(rule("element-index"), &in,
+               "ElementIndex " + std::to_string(*element) + " is out of range for " + io + " " +
+                   std::to_string(slot_index) + " (an array of " + std::to_string(*len) + ")",
+               {element_ids[0]});
+        return;
+      }
+    }
+    expected = it->word(2);
+  }
+  // Uniqueness.
+  Slot& slot = (input ? graph_->inputs : graph_->outputs)[slot_index];
+  bool duplicate = element ? (slot.whole || !slot.elements.insert(static_cast<uint32_t>(*element)).second)
+                           : (slot.whole || !slot.elements.empty());
+  if (!element) slot.whole = true;
+  if (duplicate) {
+    r_.add(rule("index-unique"), &in,
+           io + " " + std::to_string(slot_index) + (element ? " element " + std::to_string(*element) : "") +
+               " of graph " + gname + " is " + (input ? "defined" : "set") + " more than once",
+           {index_id});
+    return;
+  }
+  // Type.
+  uint32_t actual = in.result_type;
+  if (!input) {
+    uint32_t value = in.word(1);
+    const Inst* v = def_before(value, i);
+    if (v == nullptr) return;
+    if (v->result_type == 0) {
+      r_.add(rule("type"), &in, "Value " + r_.name(value) + " is an " + v->name() + ", not a value", {value});
+      return;
+    }
+    actual = v->result_type;
+  }
+  if (actual != expected) {
+    r_.add(rule("type"), &in,
+           std::string(input ? "Result Type " : "Value type ") + describe_type(actual) + " differs from " + io + " " +
+               std::to_string(slot_index) + (element ? " element" : "") + " type " + describe_type(expected) +
+               " of graph " + gname,
+           {actual, expected});
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Driver
+
+void Checker::check_instruction(size_t i) {
+  const Inst& in = insts_[i];
+  switch (in.opcode()) {
+    case kOpTypeInt:
+    case kOpTypeFloat: check_type_int_float(in); break;
+    case kOpTypeArray:
+    case kOpTypeRuntimeArray: check_type_array(i); break;
+    case kOpTypeStruct:
+    case kOpTypePointer: {
+      size_t first = in.opcode() == kOpTypeStruct ? 2 : 3;
+      for (size_t k = first; k < in.size(); ++k) {
+        const Inst* t = def_before(in.word(k), i);
+        if (t != nullptr && !is_type_decl(*t)) {
+          r_.add("id.kind", &in, std::string(in.name()) + " operand " + r_.name(in.word(k)) + " is an " + t->name() +
+                                     ", not a type",
+                 {in.word(k)});
+        }
+      }
+      break;
+    }
+    case kOpTypeTensorARM: check_type_tensor(i); break;
+    case kOpTypeGraphARM: check_type_graph(i); break;
+    case kOpConstant:
+    case kOpConstantTrue:
+    case kOpConstantFalse: check_constant(i); break;
+    case kOpConstantComposite: check_constant_composite(i); break;
+    case kOpVariable: check_variable(i); break;
+    case kOpGraphConstantARM: check_graph_constant(i); break;
+    case kOpExtInst: check_ext_inst_set(i); break;
+    case kOpCompositeExtract:
+      if (in_graph()) check_composite_extract(i);
+      break;
+    case kOpGraphInputARM:
+    case kOpGraphSetOutputARM:
+      if (in_graph()) check_graph_io(i, in.opcode() == kOpGraphInputARM);
+      break;
+    case kOpGraphEndARM:
+      if (in_graph()) end_graph(i);
+      break;
+    default: break;
+  }
+}
+
+void Checker::run() {
+  collect_declarations();
+  check_capabilities_and_extensions();
+  for (size_t i = 0; i < insts_.size(); ++i) {
+    const Inst& in = insts_[i];
+    if (in.opcode() == kOpGraphARM) {
+      check_layout(i);  // section order, before the graph opens
+      begin_graph(i);
+    } else {
+      graph_of_[i] = in_graph() ? static_cast<int>(graph_->begin) : -1;
+      check_layout(i);
+    }
+    check_references(i);
+    check_instruction(i);
+  }
+  if (in_graph()) {
+    const Inst& open = insts_[graph_->begin];
+    r_.add("graph.end", &open, "graph " + r_.name(open.result) + " has no OpGraphEndARM", {open.result});
+    end_graph(SIZE_MAX);
+  }
+  check_entry_points();
+  check_module_requirements();
+}
+
+}  // namespace validation
+
+std::vector<Diagnostic> validate(std::span<const uint32_t> words) {
+  try {
+    validation::ParsedModule module;
+    if (auto d = validation::parse_module(words, module)) {
+      validation::Reporter r(words);
+      r.add(std::move(*d));
+      std::vector<Diagnostic> out = r.finish();
+      if (out[0].offset != 0 && out[0].instruction.empty() && out[0].offset < words.size()) {
+        // The stream cannot be split into instructions: describe the offending first word.
+        uint32_t w = words[out[0].offset];
+        out[0].instruction = "<word count " + std::to_string(w >> 16) + ", opcode " + std::to_string(w & 0xffff) + ">";
+      }
+      return out;
+    }
+    validation::Reporter r(words);
+    validation::Checker(module, r).run();
+    return r.finish();
+  } catch (const std::exception& e) {
+    Diagnostic d;
+    d.rule = "internal";
+    d.message = std::string("validator failure: ") + e.what();
+    return {d};
+  }
+}
+
+}  // namespace weft::spirv
