@@ -7,6 +7,7 @@ PACKAGES=(
   build-essential g++ cmake ninja-build ccache pkg-config git
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev
+  flatbuffers-compiler libflatbuffers-dev
   python3 python3-numpy
 )
 

@@ -10,6 +10,7 @@
 #include "runtime/memory_plan.h"
 #include "weft/text.h"
 #include "weft/verify.h"
+#include "weft/vgf.h"
 
 namespace weft {
 
@@ -65,9 +66,22 @@ std::shared_ptr<const Model> Model::load(const std::string& path) {
   Module module;
   if (ext == ".weft") {
     module = load_weft(path);
+  } else if (ext == ".vgf") {
+    // The container is checked as a whole (layout, tables, module validation) before anything
+    // is decoded; constants stay in the mapped file and the module's tensors point into it.
+    vgf::Container c = vgf::load(path);
+    const size_t segments = c.sequence.segments.size();
+    if (segments != 1 || c.sequence.segments[0].type != vgf::ModuleType::kGraph)
+      throw Error(ErrorCode::kUnsupported,
+                  "the runtime runs models of one GRAPH segment; this one has " + std::to_string(segments) +
+                      " segments" + (segments ? std::string(", the first of type ") +
+                                                     vgf::module_type_name(c.sequence.segments[0].type)
+                                               : std::string()),
+                  {.file = path});
+    module = vgf::to_module(c, 0, path);
   } else {
     throw Error(ErrorCode::kUnsupported,
-                "unknown model file type '" + ext + "' (Weft loads .weft models)", {.file = path});
+                "unknown model file type '" + ext + "' (Weft loads .weft and .vgf models)", {.file = path});
   }
   try {
     auto model = from_module(std::move(module));

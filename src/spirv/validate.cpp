@@ -1019,7 +1019,7 @@ void Checker::end_graph(size_t end_index) {
   if (g.type == nullptr) return;
   // An output is complete when set whole, or (arrays) element by element. Only outputs that have
   // an OpGraphSetOutputARM are visited, so the cost follows the graph's size, not the type's.
-  auto complete = [&](uint32_t j, const Slot& slot) {
+  auto complete = [&](uint32_t j, const GraphSlot& slot) {
     if (slot.whole) return true;
     const Inst* t = def_anywhere(g.type->types[g.type->num_inputs + j]);
     if (t == nullptr || t->opcode() != kOpTypeArray) return !slot.elements.empty();
@@ -1133,7 +1133,7 @@ void Checker::check_graph_io(size_t i, bool input) {
     expected = it->word(2);
   }
   // Uniqueness.
-  Slot& slot = (input ? graph_->inputs : graph_->outputs)[slot_index];
+  GraphSlot& slot = (input ? graph_->inputs : graph_->outputs)[slot_index];
   bool duplicate = element ? (slot.whole || !slot.elements.insert(static_cast<uint32_t>(*element)).second)
                            : (slot.whole || !slot.elements.empty());
   if (!element) slot.whole = true;

@@ -94,6 +94,20 @@ struct GraphTypeInfo {
   uint32_t num_outputs() const { return static_cast<uint32_t>(types.size()) - num_inputs; }
 };
 
+// The graph definition being checked: which inputs and outputs (or elements of them) are set.
+// (At namespace scope: clang cannot use default member initializers of a nested class in
+// std::optional members of the enclosing class.)
+struct GraphSlot {
+  bool whole = false;
+  std::unordered_set<uint32_t> elements;
+};
+struct OpenGraph {
+  size_t begin = 0;
+  const GraphTypeInfo* type = nullptr;
+  std::unordered_map<uint32_t, GraphSlot> inputs, outputs;
+  bool any_output = false;
+};
+
 class Checker {
  public:
   Checker(const ParsedModule& module, Reporter& reporter);
@@ -133,16 +147,6 @@ class Checker {
   void check_composite_extract(size_t i);
 
   // ---- graph definitions ----
-  struct Slot {
-    bool whole = false;
-    std::unordered_set<uint32_t> elements;
-  };
-  struct OpenGraph {
-    size_t begin = 0;
-    const GraphTypeInfo* type = nullptr;
-    std::unordered_map<uint32_t, Slot> inputs, outputs;
-    bool any_output = false;
-  };
   void begin_graph(size_t i);
   void end_graph(size_t end_index);  // end_index: the OpGraphEndARM, or SIZE_MAX at module end
   void check_graph_io(size_t i, bool input);

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <filesystem>
 #include <random>
 #include <thread>
 
@@ -13,6 +14,7 @@
 #include "weft/runtime.h"
 #include "weft/text.h"
 #include "weft/verify.h"
+#include "weft/vgf.h"
 
 namespace weft {
 namespace {
@@ -152,6 +154,22 @@ TEST(Runtime, BundledExampleMatchesTheInterpreterAndItsExpectedOutput) {
   Tensor expected = read_npy(dir + "expected_logits.npy");
   for (int64_t i = 0; i < expected.num_elements(); ++i)
     EXPECT_NEAR(ctx.output(0).at_double(i), expected.at_double(i), 1e-4) << i;
+}
+
+TEST(Runtime, CompiledVgfRunsLikeTheTextModel) {
+  const std::string dir = WEFT_SOURCE_DIR "/examples/tiny_cnn/";
+  auto text_model = Model::load(dir + "tiny_cnn.weft");
+  const std::string path = (std::filesystem::temp_directory_path() / "weft_runtime_test.vgf").string();
+  vgf::save(vgf::from_module(text_model->module()), path);
+  auto vgf_model = Model::load(path);
+  ASSERT_EQ(vgf_model->inputs().size(), 1u);
+  EXPECT_EQ(vgf_model->inputs()[0].name, "image");
+  EXPECT_EQ(vgf_model->outputs()[0].name, "logits");
+  EXPECT_EQ(vgf_model->memory_stats().constant_bytes, text_model->memory_stats().constant_bytes);
+  Tensor image = read_npy(dir + "image.npy");
+  Context a(text_model), b(vgf_model);
+  EXPECT_TRUE(a.run({image})[0].identical(b.run({image})[0]));
+  std::filesystem::remove(path);
 }
 
 TEST(Runtime, CallerOwnedOutputsAreWrittenInPlace) {

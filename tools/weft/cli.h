@@ -93,5 +93,9 @@ int cmd_spirv(Args& args);
 int cmd_compile(Args& args);
 extern const char* const kSpirvHelp;
 extern const char* const kCompileHelp;
+// cmd_vgf.cpp: `weft dump` and the VGF output of `weft compile`.
+int cmd_dump(Args& args);
+int compile_vgf(const std::string& model, const std::string& out);
+extern const char* const kDumpHelp;
 
 }  // namespace weft::cli

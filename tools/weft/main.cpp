@@ -6,6 +6,7 @@
 //   weft ops [--op NAME]
 //   weft compile MODEL.weft --emit spirv -o FILE.spv        (cmd_spirv.cpp)
 //   weft spirv dis|as|val ...                               (cmd_spirv.cpp)
+//   weft compile MODEL.weft -o FILE.vgf; weft dump FILE.vgf  (cmd_vgf.cpp)
 //
 // Exit codes: 0 success, 1 a model/input/runtime error (reported as "weft: error: <Error::what()>"),
 // 2 a usage error (bad flags or arguments). Arguments are parsed by hand: the grammar is small and
@@ -19,6 +20,7 @@
 #include <exception>
 #include <fstream>
 #include <functional>
+#include <iomanip>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -32,9 +34,9 @@
 #include "weft/dtype.h"
 #include "weft/error.h"
 #include "weft/graph.h"
-#include "weft/interpreter.h"
 #include "weft/npy.h"
 #include "weft/ops.h"
+#include "weft/runtime.h"
 #include "weft/tensor.h"
 #include "weft/text.h"
 #include "weft/verify.h"
@@ -55,7 +57,8 @@ Commands:
   check   Verify a model and print a summary of it
   fmt     Print a model in canonical text form (or check that it is canonical)
   ops     Print the TOSA operator table with type support, profiles and backends
-  compile Write a model as a SPIR-V graph module (--emit spirv)
+  compile Write a model as a VGF container (-o FILE.vgf) or a SPIR-V graph module (--emit spirv)
+  dump    Print a VGF container as JSON
   spirv   Disassemble, assemble and validate SPIR-V graph modules (dis, as, val)
 
 Options:
@@ -66,17 +69,19 @@ Exit status: 0 success, 1 model or input error, 2 usage error.
 )";
 
 constexpr const char* kRunHelp =
-    R"(Usage: weft run MODEL.weft [--input NAME=FILE.npy]... [--output NAME=FILE.npy]...
-                [--print] [--threads N]
+    R"(Usage: weft run MODEL.weft|MODEL.vgf [--input NAME=FILE.npy]... [--output NAME=FILE.npy]...
+                [--print] [--threads N] [--stats]
 
-Loads and verifies MODEL, reads every input of its entry graph from a .npy file, runs the
-reference interpreter and writes or prints the outputs.
+Loads and verifies MODEL, reads every input of its entry graph from a .npy file, runs it with the
+runtime (planned memory, reference kernels) and writes or prints the outputs.
 
 Options:
   -i, --input NAME=FILE.npy    Input NAME of the entry graph (one per input; all are required)
   -o, --output NAME=FILE.npy   Write output NAME to FILE (repeatable)
   -p, --print                  Print the outputs (the default when no --output is given)
   -t, --threads N              Worker threads for heavy kernels (0 = all cores; default 1)
+  -s, --stats                  Print the memory plan: peak arena bytes against the sum of all
+                               intermediate sizes, in-place nodes, output and constant bytes
   -h, --help                   Show this help
 )";
 
@@ -310,7 +315,7 @@ bool contains_id(const std::vector<ValueId>& ids, ValueId id) {
 int cmd_run(Args& args) {
   std::string model_path;
   std::vector<std::pair<std::string, std::string>> inputs, outputs;
-  bool print = false;
+  bool print = false, stats = false;
   int threads = 1;
   while (!args.done()) {
     std::string flag, positional;
@@ -330,6 +335,9 @@ int cmd_run(Args& args) {
     } else if (flag == "-p" || flag == "--print") {
       no_inline_value(args, flag, inline_value);
       print = true;
+    } else if (flag == "-s" || flag == "--stats") {
+      no_inline_value(args, flag, inline_value);
+      stats = true;
     } else if (flag == "-t" || flag == "--threads") {
       threads = parse_threads(args.value(flag, inline_value));
     } else {
@@ -343,9 +351,8 @@ int cmd_run(Args& args) {
     }
   }
 
-  Module module = load_weft(model_path);
-  verify_or_throw(module);
-  const Graph& g = module.main();
+  std::shared_ptr<const Model> model = Model::load(model_path);
+  const Graph& g = model->module().main();
 
   // Names first, so that every naming mistake is reported before any file is read.
   std::map<std::string, std::string> input_files;
@@ -393,15 +400,23 @@ int cmd_run(Args& args) {
     in_tensors.push_back(std::move(t));
   }
 
-  InterpreterOptions options;
-  options.threads = threads;
-  options.verify = false;  // verified above
-  Interpreter interp(module, options);
-  std::vector<Tensor> results = interp.run(in_tensors);
+  Context ctx(model, {.threads = threads});
+  std::vector<Tensor> results = ctx.run(in_tensors);
 
   std::map<std::string, const Tensor*> by_name;
   for (size_t i = 0; i < results.size(); ++i) by_name[g.value(g.outputs()[i]).name] = &results[i];
   for (const auto& [name, file] : outputs) write_npy(file, *by_name.at(name));
+  if (stats) {
+    const MemoryStats& st = model->memory_stats();
+    std::cout << "memory plan: arena " << st.arena_bytes << " bytes peak for " << st.intermediates
+              << " intermediates of " << st.intermediate_bytes << " bytes in all";
+    if (st.intermediate_bytes > 0)
+      std::cout << " (" << std::fixed << std::setprecision(1)
+                << 100.0 * static_cast<double>(st.arena_bytes) / static_cast<double>(st.intermediate_bytes)
+                << "%)" << std::defaultfloat;
+    std::cout << "; " << st.in_place_nodes << " nodes in place; outputs " << st.output_bytes << " bytes; constants "
+              << st.constant_bytes << " bytes used in place\n";
+  }
   if (print || outputs.empty()) {
     for (size_t i = 0; i < results.size(); ++i) {
       if (i) std::cout << "\n";
@@ -698,6 +713,7 @@ const std::map<std::string, std::pair<Command, const char*>>& commands() {
       {"ops", {cmd_ops, kOpsHelp}},
       {"compile", {cmd_compile, kCompileHelp}},
       {"spirv", {cmd_spirv, kSpirvHelp}},
+      {"dump", {cmd_dump, kDumpHelp}},
   };
   return m;
 }
@@ -723,14 +739,14 @@ int dispatch(const std::vector<std::string>& argv) {
     }
     auto it = commands().find(argv[1]);
     if (it == commands().end())
-      usage_error("unknown command '" + argv[1] + "' (commands: run, check, fmt, ops, compile, spirv)");
+      usage_error("unknown command '" + argv[1] + "' (commands: run, check, fmt, ops, compile, dump, spirv)");
     std::cout << it->second.second;
     return kExitOk;
   }
   auto it = commands().find(first);
   if (it == commands().end()) {
     if (first[0] == '-') usage_error("unknown option '" + first + "' (see `weft --help`)");
-    usage_error("unknown command '" + first + "' (commands: run, check, fmt, ops, compile, spirv; see `weft --help`)");
+    usage_error("unknown command '" + first + "' (commands: run, check, fmt, ops, compile, dump, spirv; see `weft --help`)");
   }
   Args args(first, std::vector<std::string>(argv.begin() + 1, argv.end()));
   return it->second.first(args);

@@ -1,0 +1,281 @@
+// The VGF container of Arm's ML SDK for Vulkan: Weft's deployable artifact. A VGF file holds the
+// SPIR-V modules of a model (GRAPH modules with Weft's TOSA graphs, COMPUTE modules with shaders),
+// the table of its resources (inputs, outputs, intermediates, constants), the sequence of segments
+// that run it, and the constant data. Layout, the facts behind it and Weft's rules: docs/vgf.md.
+//
+//   vgf::Container c = vgf::from_module(module);   // IR -> container (spirv::encode)
+//   vgf::save(c, "model.vgf");                      // version 0.4.3, 8-byte aligned sections
+//   vgf::Container r = vgf::load("model.vgf");     // mmap; checked; constants point into the map
+//   weft::Module m = vgf::to_module(r);             // GRAPH segment -> IR (spirv::decode)
+//
+// Every malformed input is a weft::Error (kParse for a broken layout, kVerify for tables that
+// disagree with each other or a module that fails validation, kUnsupported for a newer format)
+// whose location names the file and whose message names the section or field and the rule broken.
+#pragma once
+
+#include <compare>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "weft/dtype.h"
+#include "weft/graph.h"
+#include "weft/spirv.h"
+#include "weft/tensor.h"
+
+namespace weft::vgf {
+
+// ---- Constants of the format ------------------------------------------------------------------
+
+inline constexpr size_t kHeaderSize = 128;
+inline constexpr uint32_t kOldMagic = 0xF0E1D2C3;  // magic of older files (u32, little-endian)
+inline constexpr uint64_t kSectionAlignment = 8;   // since format 0.4.3
+// VK_HEADER_VERSION written by Weft: the Vulkan headers whose enumerant values (VkFormat,
+// VkDescriptorType, including the VK_ARM_tensors ones below) Weft's writer follows.
+inline constexpr uint16_t kVkHeaderVersion = 320;
+
+// VkDescriptorType values.
+inline constexpr uint32_t kDescriptorTypeStorageBuffer = 7;
+inline constexpr uint32_t kDescriptorTypeTensorARM = 1000460000;  // VK_DESCRIPTOR_TYPE_TENSOR_ARM
+inline constexpr uint32_t kNoDescriptorType = 0xFFFFFFFF;         // constants: no descriptor
+// DescriptorSetInfo::set_index when not given: the set is the entry's position in set_infos.
+inline constexpr uint32_t kSetIndexUnset = 0xFFFFFFFF;
+
+// VkFormat values of one-component tensor elements.
+namespace format {
+inline constexpr uint32_t kUndefined = 0;
+inline constexpr uint32_t kR8Uint = 13;
+inline constexpr uint32_t kR8Sint = 14;
+inline constexpr uint32_t kR16Uint = 74;
+inline constexpr uint32_t kR16Sint = 75;
+inline constexpr uint32_t kR16Sfloat = 76;
+inline constexpr uint32_t kR32Uint = 98;
+inline constexpr uint32_t kR32Sint = 99;
+inline constexpr uint32_t kR32Sfloat = 100;
+inline constexpr uint32_t kR64Uint = 110;
+inline constexpr uint32_t kR64Sint = 111;
+inline constexpr uint32_t kR8BoolARM = 1000460000;
+inline constexpr uint32_t kR16SfloatBfloat16ARM = 1000460001;
+inline constexpr uint32_t kR8SfloatFloat8E4M3ARM = 1000460002;
+inline constexpr uint32_t kR8SfloatFloat8E5M2ARM = 1000460003;
+}  // namespace format
+
+// ---- The tables -------------------------------------------------------------------------------
+
+enum class ModuleType : uint8_t { kCompute = 0, kGraph = 1 };
+// The ModuleCode union's type tag (0: no code, a placeholder provided at load time).
+enum class CodeType : uint8_t { kNone = 0, kSpirv = 1, kGlsl = 2, kHlsl = 3 };
+enum class ResourceCategory : uint8_t { kInput = 0, kOutput = 1, kIntermediate = 2, kConstant = 3 };
+// How the constant section of a file was stored. Weft always writes kRaw.
+enum class ConstantEncoding : uint8_t { kRaw, kLegacyFlatbuffers };
+
+const char* module_type_name(ModuleType t);              // "COMPUTE", "GRAPH"
+const char* code_type_name(CodeType t);                  // "NONE", "SPIRV", "GLSL", "HLSL"
+const char* category_name(ResourceCategory c);           // "INPUT", ...
+std::string descriptor_type_name(uint32_t vk_descriptor_type);  // "VK_DESCRIPTOR_TYPE_TENSOR_ARM", or the number
+std::string format_name(uint32_t vk_format);                    // "VK_FORMAT_R32_SFLOAT", or the number
+
+struct Version {
+  uint8_t major = 0;
+  uint8_t minor = 4;
+  uint8_t patch = 3;
+  auto operator<=>(const Version&) const = default;
+  std::string str() const;  // "0.4.3"
+};
+
+// A section's place in the file.
+struct Section {
+  uint64_t offset = 0;
+  uint64_t size = 0;
+  bool operator==(const Section&) const = default;
+};
+
+struct Header {
+  bool old_magic = false;  // the file used the old magic 0xF0E1D2C3
+  uint16_t vk_header_version = kVkHeaderVersion;
+  Version version;
+  // Where load() found the sections; save() computes its own and ignores these.
+  Section modules, sequence, resources, constants;
+};
+
+struct Module {
+  ModuleType type = ModuleType::kGraph;
+  std::string name;
+  std::string entry_point;
+  CodeType code_type = CodeType::kNone;
+  std::vector<uint32_t> spirv;  // code_type kSpirv
+  std::string source;           // code_type kGlsl / kHlsl
+  bool operator==(const Module&) const = default;
+};
+
+struct SamplerConfig {
+  uint32_t min_filter = 0;
+  uint32_t mag_filter = 0;
+  uint32_t address_mode_u = 0;
+  uint32_t address_mode_v = 0;
+  uint32_t border_color = 0;
+  bool operator==(const SamplerConfig&) const = default;
+};
+
+// One row of the model resource table. Shape dimensions of -1 are unknown (not allowed for
+// constants). Strides are in bytes, one per dimension (VkTensorDescriptionARM::pStrides);
+// empty strides mean the packed row-major layout.
+struct Resource {
+  uint32_t vk_descriptor_type = kDescriptorTypeTensorARM;
+  uint32_t vk_format = format::kUndefined;
+  ResourceCategory category = ResourceCategory::kInput;
+  std::vector<int64_t> shape;
+  std::vector<int64_t> strides;
+  std::optional<SamplerConfig> sampler;  // the ExtraConfig union
+  bool operator==(const Resource&) const = default;
+};
+
+// A binding number tied to a row of the resource table.
+struct BindingSlot {
+  uint32_t binding = 0;
+  uint32_t mrt_index = 0;
+  bool operator==(const BindingSlot&) const = default;
+};
+
+struct DescriptorSetInfo {
+  std::vector<BindingSlot> bindings;
+  uint32_t set_index = kSetIndexUnset;
+  bool operator==(const DescriptorSetInfo&) const = default;
+};
+
+struct PushConstantRange {
+  uint32_t stage_flags = 0;
+  uint32_t offset = 0;
+  uint32_t size = 0;
+  bool operator==(const PushConstantRange&) const = default;
+};
+
+struct Segment {
+  ModuleType type = ModuleType::kGraph;
+  std::string name;
+  uint32_t module_index = 0;
+  std::vector<DescriptorSetInfo> set_infos;
+  std::vector<BindingSlot> inputs;
+  std::vector<BindingSlot> outputs;
+  std::vector<uint32_t> constants;       // indexes into Container::constants
+  std::vector<uint32_t> dispatch_shape;  // 3 entries (COMPUTE: workgroups; GRAPH: 0,0,0) or none
+  std::vector<PushConstantRange> push_constant_ranges;
+  bool operator==(const Segment&) const = default;
+
+  // The descriptor set number of set_infos[i]: its set_index, else its position.
+  uint32_t set_number(size_t i) const;
+};
+
+struct Sequence {
+  std::vector<Segment> segments;
+  std::vector<BindingSlot> inputs;   // the model's inputs, in order
+  std::vector<BindingSlot> outputs;  // the model's outputs, in order
+  std::vector<std::string> input_names;
+  std::vector<std::string> output_names;
+  bool operator==(const Sequence&) const = default;
+};
+
+// A constant's data. Its type (format, shape) is the resource at mrt_index. After load() the
+// bytes are a view into the memory-mapped file (never copied); the Buffer keeps the map alive.
+struct Constant {
+  uint32_t mrt_index = 0;
+  int64_t sparsity_dimension = -1;  // -1: dense; >= 0: 2:4 sparse along that dimension
+  Buffer data;                      // unpadded bytes
+};
+
+struct Container {
+  Header header;
+  std::vector<Module> modules;
+  std::vector<Resource> resources;
+  Sequence sequence;
+  std::vector<Constant> constants;
+  ConstantEncoding constant_encoding = ConstantEncoding::kRaw;
+};
+
+// Same modules, resources, sequence and constants (bytes compared); the header is not compared.
+bool equal_tables(const Container& a, const Container& b);
+
+// ---- Reading ----------------------------------------------------------------------------------
+
+struct ReadOptions {
+  // Run spirv::validate() on every GRAPH module (a diagnostic is an Error(kVerify)).
+  bool validate_modules = true;
+};
+
+// Maps `path` read-only and decodes it: every offset and size is checked against the file, each
+// FlatBuffers section goes through the FlatBuffers verifier, then check() runs. Constants are
+// Buffers into the mapping.
+Container load(const std::string& path, const ReadOptions& options = {});
+// The same for bytes already in memory; constants share `bytes`' storage (no copy).
+Container parse(const Buffer& bytes, std::string_view source_name, const ReadOptions& options = {});
+
+// The rules that tie the tables together (docs/vgf.md, "Checks"): indexes in range, segment and
+// module types agreeing, constants' sizes matching their resources, a GRAPH module's interface
+// variables and graph constants matching the segment's bindings and constants, modules valid.
+// load() and save() call it; throws Error(kVerify) naming `source_name` and the field.
+void check(const Container& c, std::string_view source_name, const ReadOptions& options = {});
+
+// ---- Writing ----------------------------------------------------------------------------------
+
+struct WriteOptions {
+  // check() the container (without re-validating its modules) before writing. Off only to
+  // produce broken files on purpose (tests, fuzzing seeds).
+  bool check = true;
+};
+
+// Format 0.4.3: magic "VGF1", sections in the order header, modules, sequence, resources,
+// constants, each at an 8-byte aligned offset; the raw CONST00 constant section, every payload
+// padded to 8 bytes. The same container gives the same bytes. save() writes PATH.tmp and renames
+// it over PATH (a container still mapping the old file keeps valid bytes).
+void save(const Container& c, const std::string& path, const WriteOptions& options = {});
+std::vector<uint8_t> serialize(const Container& c, const WriteOptions& options = {});
+
+// ---- Models -----------------------------------------------------------------------------------
+
+struct BuildOptions {
+  spirv::EncodeOptions encode;
+};
+
+// One GRAPH module (spirv::encode of `module`, entry point = the entry graph's name) and one
+// GRAPH segment; a resource per entry-graph input (INPUT), output (OUTPUT) and graph constant
+// (CONSTANT, in GraphConstantID order, so that GraphConstantID i is constant i), each with its
+// format, shape and packed byte strides; bindings read from the module's interface variables;
+// the sequence's inputs/outputs named after the graph's. Constant data is shared, not copied.
+// Throws what spirv::encode throws, and Error(kUnsupported) for tensor-array interfaces.
+Container from_module(const weft::Module& module, const BuildOptions& options = {});
+
+// The data of a GRAPH segment's graph constants for spirv::decode(): GraphConstantID = the
+// constant's index in Container::constants, typed by its resource; tensors share the buffers.
+std::vector<spirv::GraphConstant> graph_constants(const Container& c, size_t segment);
+
+// Decodes GRAPH segment `segment` back into IR (spirv::decode with graph_constants()).
+weft::Module to_module(const Container& c, size_t segment = 0, std::string_view source_name = "<vgf>");
+
+// ---- Formats ----------------------------------------------------------------------------------
+
+// The VkFormat Weft writes for an element type (none for i4 and shape).
+std::optional<uint32_t> format_of(DType t);
+// The element type of a tensor format (the UINT formats read as the signed type of that width;
+// R64 as i48, Weft's 64-bit storage); none for formats that are not tensor elements Weft knows.
+std::optional<DType> dtype_of(uint32_t vk_format);
+// Bytes per element of a tensor format Weft knows.
+std::optional<size_t> element_size(uint32_t vk_format);
+// Packed row-major byte strides of `shape` with `element_bytes` per element.
+std::vector<int64_t> packed_strides(const std::vector<int64_t>& shape, size_t element_bytes);
+// The tensor type of a resource (format known, every dimension >= 0), else none.
+std::optional<TensorType> tensor_type(const Resource& r);
+
+// ---- Inspection ---------------------------------------------------------------------------------
+
+struct DumpOptions {
+  bool disassemble = false;  // add each SPIR-V module's disassembly ("disassembly": text)
+};
+// The whole container as JSON (header, modules, resources, sequence, constants with their
+// sizes), pretty-printed with 2-space indentation. Deterministic: two builds diff cleanly.
+std::string to_json(const Container& c, const DumpOptions& options = {});
+
+}  // namespace weft::vgf

@@ -1,0 +1,51 @@
+// Pieces shared by the VGF reader, checker, writer and model builder (src/package/).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "weft/error.h"
+
+namespace weft::vgf::detail {
+
+[[noreturn]] inline void fail(ErrorCode code, std::string_view source, std::string message) {
+  throw Error(code, std::move(message), {.file = std::string(source)});
+}
+
+// Overflow-safe arithmetic on u64 (nullopt on overflow).
+inline std::optional<uint64_t> add(uint64_t a, uint64_t b) {
+  uint64_t r;
+  if (__builtin_add_overflow(a, b, &r)) return std::nullopt;
+  return r;
+}
+inline std::optional<uint64_t> mul(uint64_t a, uint64_t b) {
+  uint64_t r;
+  if (__builtin_mul_overflow(a, b, &r)) return std::nullopt;
+  return r;
+}
+inline uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }  // callers keep v small
+
+// Bytes of a tensor of `shape` with `element_bytes` per element; nullopt on a negative
+// dimension or overflow past 2^63.
+std::optional<uint64_t> tensor_bytes(const std::vector<int64_t>& shape, uint64_t element_bytes);
+
+// What the container rules need to know about a GRAPH module, read from its instruction stream.
+struct InterfaceVariable {
+  uint32_t id = 0;
+  std::optional<uint32_t> set;      // DescriptorSet decoration
+  std::optional<uint32_t> binding;  // Binding decoration
+};
+struct GraphModuleFacts {
+  bool has_entry_point = false;
+  std::string entry_name;                     // of the first OpGraphEntryPointARM
+  std::vector<InterfaceVariable> interface;   // its interface variables, in order
+  std::vector<uint32_t> graph_constant_ids;   // GraphConstantID of every OpGraphConstantARM
+};
+// Throws Error(kParse) on a malformed stream.
+GraphModuleFacts scan_graph_module(std::span<const uint32_t> words);
+
+}  // namespace weft::vgf::detail

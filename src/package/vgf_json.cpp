@@ -1,0 +1,146 @@
+// `weft dump`: a VGF container as JSON (keys in a fixed order, so two builds diff cleanly).
+#include <cstdio>
+
+#include <nlohmann/json.hpp>
+
+#include "weft/spirv.h"
+#include "weft/vgf.h"
+
+namespace weft::vgf {
+
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+Json section(const Section& s) { return Json{{"offset", s.offset}, {"size", s.size}}; }
+
+Json slots(const std::vector<BindingSlot>& v) {
+  Json a = Json::array();
+  for (const BindingSlot& s : v) a.push_back(Json{{"binding", s.binding}, {"mrt_index", s.mrt_index}});
+  return a;
+}
+
+std::string fnv1a64(const Buffer& b) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  const uint8_t* p = b.data();
+  for (size_t i = 0; i < b.size(); ++i) {
+    h ^= p[i];
+    h *= 0x100000001b3ull;
+  }
+  char buf[20];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+}  // namespace
+
+std::string to_json(const Container& c, const DumpOptions& options) {
+  Json j;
+  const Header& h = c.header;
+  j["header"] = Json{{"magic", h.old_magic ? "0xF0E1D2C3" : "VGF1"},
+                     {"vk_header_version", h.vk_header_version},
+                     {"version", h.version.str()},
+                     {"sections",
+                      Json{{"modules", section(h.modules)},
+                           {"sequence", section(h.sequence)},
+                           {"resources", section(h.resources)},
+                           {"constants", section(h.constants)}}}};
+
+  Json mods = Json::array();
+  for (size_t i = 0; i < c.modules.size(); ++i) {
+    const Module& m = c.modules[i];
+    Json o{{"index", i},
+           {"type", module_type_name(m.type)},
+           {"name", m.name},
+           {"entry_point", m.entry_point},
+           {"code_type", code_type_name(m.code_type)}};
+    if (m.code_type == CodeType::kSpirv) {
+      o["spirv_words"] = m.spirv.size();
+      if (options.disassemble) {
+        try {
+          o["disassembly"] = spirv::disassemble(m.spirv);
+        } catch (const Error& e) {
+          o["disassembly_error"] = e.what();
+        }
+      }
+    } else if (m.code_type != CodeType::kNone) {
+      o["source_bytes"] = m.source.size();
+      if (options.disassemble) o["source"] = m.source;
+    }
+    mods.push_back(std::move(o));
+  }
+  j["modules"] = std::move(mods);
+
+  Json res = Json::array();
+  for (size_t i = 0; i < c.resources.size(); ++i) {
+    const Resource& r = c.resources[i];
+    Json o{{"index", i},
+           {"category", category_name(r.category)},
+           {"vk_descriptor_type", descriptor_type_name(r.vk_descriptor_type)},
+           {"vk_format", format_name(r.vk_format)},
+           {"shape", r.shape},
+           {"strides", r.strides}};
+    if (r.sampler) {
+      const SamplerConfig& s = *r.sampler;
+      o["sampler"] = Json{{"min_filter", s.min_filter},
+                          {"mag_filter", s.mag_filter},
+                          {"address_mode_u", s.address_mode_u},
+                          {"address_mode_v", s.address_mode_v},
+                          {"border_color", s.border_color}};
+    }
+    res.push_back(std::move(o));
+  }
+  j["resources"] = std::move(res);
+
+  Json segs = Json::array();
+  for (size_t i = 0; i < c.sequence.segments.size(); ++i) {
+    const Segment& s = c.sequence.segments[i];
+    Json sets = Json::array();
+    for (size_t d = 0; d < s.set_infos.size(); ++d) {
+      sets.push_back(Json{{"set", s.set_number(d)},
+                          {"set_index", s.set_infos[d].set_index == kSetIndexUnset
+                                            ? Json(nullptr)
+                                            : Json(s.set_infos[d].set_index)},
+                          {"bindings", slots(s.set_infos[d].bindings)}});
+    }
+    Json pcr = Json::array();
+    for (const PushConstantRange& p : s.push_constant_ranges)
+      pcr.push_back(Json{{"stage_flags", p.stage_flags}, {"offset", p.offset}, {"size", p.size}});
+    segs.push_back(Json{{"index", i},
+                        {"type", module_type_name(s.type)},
+                        {"name", s.name},
+                        {"module_index", s.module_index},
+                        {"set_infos", std::move(sets)},
+                        {"inputs", slots(s.inputs)},
+                        {"outputs", slots(s.outputs)},
+                        {"constants", s.constants},
+                        {"dispatch_shape", s.dispatch_shape},
+                        {"push_constant_ranges", std::move(pcr)}});
+  }
+  j["sequence"] = Json{{"segments", std::move(segs)},
+                       {"inputs", slots(c.sequence.inputs)},
+                       {"outputs", slots(c.sequence.outputs)},
+                       {"input_names", c.sequence.input_names},
+                       {"output_names", c.sequence.output_names}};
+
+  Json ks = Json::array();
+  uint64_t total = 0;
+  for (size_t i = 0; i < c.constants.size(); ++i) {
+    const Constant& k = c.constants[i];
+    total += k.data.size();
+    ks.push_back(Json{{"index", i},
+                      {"mrt_index", k.mrt_index},
+                      {"sparsity_dimension", k.sparsity_dimension},
+                      {"size", k.data.size()},
+                      {"fnv1a64", fnv1a64(k.data)}});
+  }
+  j["constants"] = Json{{"encoding", c.constant_encoding == ConstantEncoding::kRaw ? "CONST00" : "legacy FlatBuffers"},
+                        {"count", c.constants.size()},
+                        {"total_size", total},
+                        {"entries", std::move(ks)}};
+  // Strings from the file (names, disassembly of OpName/OpString) need not be UTF-8: replace
+  // what is not rather than throw.
+  return j.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+}
+
+}  // namespace weft::vgf

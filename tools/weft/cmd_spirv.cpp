@@ -1,0 +1,222 @@
+// `weft spirv dis|as|val` (SPIR-V graph modules as text and their validation) and
+// `weft compile MODEL --emit spirv` (the portable artifact, until the VGF container carries it).
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "cli.h"
+#include "weft/error.h"
+#include "weft/npy.h"
+#include "weft/spirv.h"
+#include "weft/text.h"
+#include "weft/verify.h"
+
+namespace weft::cli {
+
+const char* const kSpirvHelp = R"(Usage: weft spirv <dis|as|val> ...
+
+SPIR-V graph modules (SPV_ARM_graph, SPV_ARM_tensors, TOSA.001000.1):
+
+  weft spirv dis FILE.spv [-o OUT.spvasm] [--raw-id] [--no-header] [--offsets]
+      Disassemble to text (friendly %names from OpName unless --raw-id).
+  weft spirv as FILE.spvasm -o FILE.spv
+      Assemble text (what `dis` prints) into a binary module.
+  weft spirv val FILE.spv|FILE.spvasm [--rules]
+      Validate; exit status 0 when valid, 1 with one diagnostic per rule broken otherwise.
+      --rules lists every rule the validator checks.
+)";
+
+const char* const kCompileHelp = R"(Usage: weft compile MODEL.weft -o FILE.vgf
+       weft compile MODEL.weft --emit spirv -o FILE.spv
+
+Verifies MODEL and writes it as a VGF container (--emit vgf, the default for an output ending
+in .vgf): one GRAPH module and segment, a resource per input, output and graph constant, and the
+constants' data (docs/vgf.md). With --emit spirv, writes the bare SPIR-V graph module instead.
+Constants larger than 16 elements become graph constants (OpGraphConstantARM) whose data stays
+out of the module: with --emit spirv they are written as FILE.constants/<GraphConstantID>.npy.
+
+Options:
+  --emit vgf|spirv    Output kind (default: vgf when the output ends in .vgf)
+  -o, --output FILE   Output path
+  -h, --help          Show this help
+)";
+
+namespace {
+
+std::vector<uint32_t> load_module(const std::string& path) {
+  // .spvasm (or anything that is not a binary module) is assembled; binaries are read as words.
+  std::string bytes = read_file(path);
+  bool text = path.size() > 7 && path.substr(path.size() - 7) == ".spvasm";
+  if (text) return spirv::assemble(bytes, path);
+  return spirv::words_from_bytes(
+      std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()), path);
+}
+
+void write_text(const std::string& path, const std::string& text) {
+  if (path.empty() || path == "-") {
+    std::cout << text;
+    return;
+  }
+  std::ofstream f(path, std::ios::binary);
+  if (!f || !(f << text) || !f.flush()) throw Error(ErrorCode::kIo, "cannot write file", {.file = path});
+}
+
+int spirv_dis(Args& args) {
+  std::string in, out;
+  spirv::DisassembleOptions opt;
+  while (!args.done()) {
+    std::string flag, positional;
+    std::optional<std::string> v;
+    args.next(&flag, &v, &positional);
+    if (flag.empty()) {
+      if (!in.empty()) usage_error("`weft spirv dis` takes one module, got '" + in + "' and '" + positional + "'");
+      in = positional;
+    } else if (flag == "-o" || flag == "--output") {
+      out = args.value(flag, v);
+    } else if (flag == "--raw-id") {
+      no_inline_value(args, flag, v);
+      opt.friendly_names = false;
+    } else if (flag == "--no-header") {
+      no_inline_value(args, flag, v);
+      opt.header = false;
+    } else if (flag == "--offsets") {
+      no_inline_value(args, flag, v);
+      opt.offsets = true;
+    } else {
+      unknown_option(args, flag);
+    }
+  }
+  if (in.empty()) usage_error("`weft spirv dis` needs a .spv file (see `weft spirv --help`)");
+  std::vector<uint32_t> words = load_module(in);
+  write_text(out, spirv::disassemble(words, opt));
+  return kExitOk;
+}
+
+int spirv_as(Args& args) {
+  std::string in, out;
+  while (!args.done()) {
+    std::string flag, positional;
+    std::optional<std::string> v;
+    args.next(&flag, &v, &positional);
+    if (flag.empty()) {
+      if (!in.empty()) usage_error("`weft spirv as` takes one file, got '" + in + "' and '" + positional + "'");
+      in = positional;
+    } else if (flag == "-o" || flag == "--output") {
+      out = args.value(flag, v);
+    } else {
+      unknown_option(args, flag);
+    }
+  }
+  if (in.empty()) usage_error("`weft spirv as` needs a .spvasm file (see `weft spirv --help`)");
+  if (out.empty()) usage_error("`weft spirv as` needs -o FILE.spv");
+  std::vector<uint32_t> words = spirv::assemble(read_file(in), in);
+  spirv::write_file(out, words);
+  return kExitOk;
+}
+
+int spirv_val(Args& args) {
+  std::string in;
+  bool rules = false;
+  while (!args.done()) {
+    std::string flag, positional;
+    std::optional<std::string> v;
+    args.next(&flag, &v, &positional);
+    if (flag.empty()) {
+      if (!in.empty()) usage_error("`weft spirv val` takes one module, got '" + in + "' and '" + positional + "'");
+      in = positional;
+    } else if (flag == "--rules") {
+      no_inline_value(args, flag, v);
+      rules = true;
+    } else {
+      unknown_option(args, flag);
+    }
+  }
+  if (rules) {
+    for (const spirv::RuleInfo& r : spirv::validation_rules()) std::cout << r.id << "  " << r.description << "\n";
+    if (in.empty()) return kExitOk;
+  }
+  if (in.empty()) usage_error("`weft spirv val` needs a module (see `weft spirv --help`)");
+  std::vector<uint32_t> words = load_module(in);
+  std::vector<spirv::Diagnostic> diags = spirv::validate(words);
+  for (const spirv::Diagnostic& d : diags) std::cerr << in << ": " << d.str() << "\n";
+  if (!diags.empty()) {
+    std::cerr << in << ": " << diags.size() << " error" << (diags.size() == 1 ? "" : "s") << "\n";
+    return kExitError;
+  }
+  std::cout << in << ": valid\n";
+  return kExitOk;
+}
+
+}  // namespace
+
+int cmd_spirv(Args& args) {
+  if (args.done()) usage_error("`weft spirv` needs a subcommand: dis, as or val (see `weft spirv --help`)");
+  std::string flag, sub;
+  std::optional<std::string> v;
+  args.next(&flag, &v, &sub);
+  if (flag == "-h" || flag == "--help") {
+    std::cout << kSpirvHelp;
+    return kExitOk;
+  }
+  if (!flag.empty()) usage_error("`weft spirv` needs a subcommand before options: dis, as or val");
+  Args rest = args.rest("spirv " + sub);
+  if (sub == "dis") return spirv_dis(rest);
+  if (sub == "as") return spirv_as(rest);
+  if (sub == "val") return spirv_val(rest);
+  usage_error("unknown subcommand '" + sub + "' of `weft spirv` (dis, as, val)");
+}
+
+int cmd_compile(Args& args) {
+  std::string model, out, emit;
+  while (!args.done()) {
+    std::string flag, positional;
+    std::optional<std::string> v;
+    args.next(&flag, &v, &positional);
+    if (flag.empty()) {
+      if (!model.empty()) usage_error("`weft compile` takes one model, got '" + model + "' and '" + positional + "'");
+      model = positional;
+    } else if (flag == "-o" || flag == "--output") {
+      out = args.value(flag, v);
+    } else if (flag == "--emit") {
+      emit = args.value(flag, v);
+    } else {
+      unknown_option(args, flag);
+    }
+  }
+  if (model.empty()) usage_error("`weft compile` needs a model file (see `weft compile --help`)");
+  if (emit.empty() && out.size() > 4 && out.substr(out.size() - 4) == ".vgf") emit = "vgf";
+  if (emit.empty()) usage_error("`weft compile` needs -o FILE.vgf or --emit vgf|spirv");
+  if (emit != "spirv" && emit != "vgf") usage_error("--emit expects 'vgf' or 'spirv', got '" + emit + "'");
+  if (emit == "vgf") {
+    if (out.empty()) usage_error("`weft compile` needs -o FILE.vgf");
+    return compile_vgf(model, out);
+  }
+  if (out.empty()) usage_error("`weft compile` needs -o FILE.spv");
+
+  Module m = load_weft(model);
+  verify_or_throw(m);
+  spirv::Binary bin = spirv::encode(m);
+  spirv::write_file(out, bin.words);
+  size_t const_bytes = 0;
+  if (!bin.constants.empty()) {
+    std::filesystem::path dir = out + ".constants";
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) throw Error(ErrorCode::kIo, "cannot create directory: " + ec.message(), {.file = dir.string()});
+    for (const spirv::GraphConstant& c : bin.constants) {
+      write_npy((dir / (std::to_string(c.id) + ".npy")).string(), c.tensor);
+      const_bytes += c.tensor.byte_size();
+    }
+  }
+  std::cout << out << ": " << bin.words.size() * 4 << " bytes";
+  if (!bin.constants.empty()) {
+    std::cout << ", " << bin.constants.size() << " graph constants (" << const_bytes << " bytes) in " << out
+              << ".constants/";
+  }
+  std::cout << "\n";
+  return kExitOk;
+}
+
+}  // namespace weft::cli
