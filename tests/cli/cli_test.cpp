@@ -436,14 +436,68 @@ TEST(Cli, ExampleIsCanonicalAndReproducible) {
 }
 
 TEST(Cli, DemoScriptCommandsWork) {
-  // scripts/demo.sh runs exactly these two commands from the source tree.
+  // scripts/demo.sh runs exactly these commands from the source tree.
   TempDir d;
   Result c = weft(d, "check '" + kExampleDir + "/tiny_cnn.weft'");
   EXPECT_EQ(c.rc, 0) << c.all();
-  Result r = weft(
-      d, "run '" + kExampleDir + "/tiny_cnn.weft' --input image='" + kExampleDir + "/image.npy' --print");
+  Result k = weft(d, "compile '" + kExampleDir + "/tiny_cnn.weft' -o tiny_cnn.vgf");
+  EXPECT_EQ(k.rc, 0) << k.all();
+  EXPECT_HAS(k.out, "tiny_cnn.vgf: VGF 0.4.3, 1 module");
+  Result r = weft(d, "run tiny_cnn.vgf --input image='" + kExampleDir + "/image.npy' --print --stats");
   EXPECT_EQ(r.rc, 0) << r.all();
   EXPECT_HAS(r.out, "%logits: f32[1,10]");
+  EXPECT_HAS(r.out, "memory plan: arena 1280 bytes peak for 7 intermediates of 2424 bytes in all");
+}
+
+TEST(Cli, VgfAndTextModelsGiveTheSameOutputs) {
+  TempDir d;
+  copy_example(d);
+  ASSERT_EQ(weft(d, "compile tiny_cnn.weft -o m.vgf").rc, 0);
+  ASSERT_EQ(weft(d, "run tiny_cnn.weft --input image=image.npy --output logits=a.npy").rc, 0);
+  ASSERT_EQ(weft(d, "run m.vgf --input image=image.npy --output logits=b.npy").rc, 0);
+  EXPECT_TRUE(read_npy(d.file("a.npy")).identical(read_npy(d.file("b.npy"))));
+  // Running a .vgf without its inputs lists them, as for .weft.
+  Result missing = weft(d, "run m.vgf");
+  EXPECT_EQ(missing.rc, 1);
+  EXPECT_HAS(missing.err, "missing input image");
+  // A damaged container is refused before anything runs, naming the file.
+  std::string bytes = slurp(d.file("m.vgf"));
+  std::ofstream(d.file("cut.vgf"), std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+  Result cut = weft(d, "run cut.vgf --input image=image.npy");
+  EXPECT_EQ(cut.rc, 1);
+  EXPECT_HAS(cut.err, "cut.vgf");
+}
+
+TEST(Cli, SpirvCompileDisassembleAssembleValidate) {
+  TempDir d;
+  copy_example(d);
+  Result k = weft(d, "compile tiny_cnn.weft --emit spirv -o m.spv");
+  ASSERT_EQ(k.rc, 0) << k.all();
+  EXPECT_HAS(k.out, "2 graph constants");
+  EXPECT_TRUE(fs::exists(d.file("m.spv.constants/0.npy")));
+  Result dis = weft(d, "spirv dis m.spv -o m.spvasm");
+  ASSERT_EQ(dis.rc, 0) << dis.all();
+  std::string text = slurp(d.file("m.spvasm"));
+  EXPECT_HAS(text, "OpExtInst %tensor_float_1x8x8x4 %tosa CONV2D");
+  EXPECT_HAS(text, "OpGraphEntryPointARM");
+  Result as = weft(d, "spirv as m.spvasm -o again.spv");
+  ASSERT_EQ(as.rc, 0) << as.all();
+  EXPECT_EQ(slurp(d.file("again.spv")), slurp(d.file("m.spv")));
+  Result val = weft(d, "spirv val m.spv");
+  EXPECT_EQ(val.rc, 0) << val.all();
+  EXPECT_HAS(val.out, "m.spv: valid");
+  // Remove the graph's last OpGraphSetOutputARM: the validator names the rule.
+  std::string broken = text;
+  size_t at = broken.find("OpGraphSetOutputARM");
+  ASSERT_NE(at, std::string::npos);
+  size_t line_start = broken.rfind('\n', at) + 1;
+  broken.erase(line_start, broken.find('\n', at) + 1 - line_start);
+  d.write("broken.spvasm", broken);
+  Result bad = weft(d, "spirv val broken.spvasm");
+  EXPECT_EQ(bad.rc, 1);
+  EXPECT_HAS(bad.err, "error[graph.");
+  Result usage = weft(d, "spirv frob m.spv");
+  EXPECT_EQ(usage.rc, 2);
 }
 
 }  // namespace
