@@ -7,70 +7,15 @@
 #include <cstring>
 #include <random>
 
+#include "common/module_compare.h"
 #include "weft/graph.h"
 #include "weft/text.h"
 
 namespace weft {
 namespace {
 
-// ---- Structural comparison ----
 
-bool same_attr(const AttrValue& a, const AttrValue& b) {
-  if (a.index() != b.index()) return false;
-  return std::visit(
-      [&](const auto& x) {
-        using T = std::decay_t<decltype(x)>;
-        if constexpr (std::is_same_v<T, Tensor>) {
-          return x.identical(std::get<Tensor>(b));
-        } else {
-          return x == std::get<T>(b);
-        }
-      },
-      a);
-}
-
-void expect_same_graph(const Graph& a, const Graph& b) {
-  SCOPED_TRACE("graph " + a.name());
-  EXPECT_EQ(a.name(), b.name());
-  ASSERT_EQ(a.values().size(), b.values().size());
-  auto name = [](const Graph& g, ValueId id) { return g.value(id).name; };
-  auto names = [&](const Graph& g, const std::vector<ValueId>& ids) {
-    std::vector<std::string> r;
-    for (ValueId id : ids) r.push_back(name(g, id));
-    return r;
-  };
-  EXPECT_EQ(names(a, a.inputs()), names(b, b.inputs()));
-  EXPECT_EQ(names(a, a.outputs()), names(b, b.outputs()));
-  for (const Value& v : a.values()) {
-    auto id = b.find_value(v.name);
-    ASSERT_TRUE(id.has_value()) << v.name;
-    EXPECT_EQ(b.value(*id).type, v.type) << v.name;
-    EXPECT_EQ(b.value(*id).producer, v.producer) << v.name;
-    EXPECT_EQ(b.value(*id).producer_output, v.producer_output) << v.name;
-  }
-  ASSERT_EQ(a.nodes().size(), b.nodes().size());
-  for (size_t i = 0; i < a.nodes().size(); ++i) {
-    const Node& na = a.nodes()[i];
-    const Node& nb = b.nodes()[i];
-    SCOPED_TRACE(std::string("node ") + op_name(na.op));
-    EXPECT_EQ(na.op, nb.op);
-    EXPECT_EQ(na.name, nb.name);
-    EXPECT_EQ(na.data_file, nb.data_file);
-    EXPECT_EQ(names(a, na.inputs), names(b, nb.inputs));
-    EXPECT_EQ(names(a, na.outputs), names(b, nb.outputs));
-    ASSERT_EQ(na.attrs.size(), nb.attrs.size());
-    for (size_t k = 0; k < na.attrs.size(); ++k) {
-      EXPECT_TRUE(same_attr(na.attrs[k], nb.attrs[k])) << "attribute " << op_def(na.op).attrs[k].name;
-    }
-  }
-}
-
-void expect_same_module(const Module& a, const Module& b) {
-  EXPECT_EQ(a.entry(), b.entry());
-  EXPECT_EQ(a.profiles(), b.profiles());
-  ASSERT_EQ(a.graphs().size(), b.graphs().size());
-  for (size_t i = 0; i < a.graphs().size(); ++i) expect_same_graph(a.graphs()[i], b.graphs()[i]);
-}
+using test::expect_same_module;
 
 // Prints, parses, prints again; both texts must be equal and the parsed module equal to `m`.
 std::string round_trip(const Module& m) {
