@@ -14,7 +14,6 @@
 namespace weft {
 namespace {
 
-
 using test::expect_same_module;
 
 // Prints, parses, prints again; both texts must be equal and the parsed module equal to `m`.
