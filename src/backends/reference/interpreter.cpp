@@ -56,16 +56,17 @@ std::vector<Tensor> execute_graph(const Graph& g, const std::vector<Tensor>& inp
     // fill by sharing; everything else writes into fresh zero-filled tensors.
     const bool forwards = forwards_buffer(n.op);
     for (ValueId o : n.outputs) outs.push_back(forwards ? Tensor() : Tensor::zeros(g.value(o).type));
-    KernelArgs args{g, n, ni, {}, outs, ctx};
-    args.in.reserve(n.inputs.size());
+    std::vector<const Tensor*> ins;
+    ins.reserve(n.inputs.size());
     for (ValueId v : n.inputs) {
       const Tensor& t = vals[static_cast<size_t>(v)];
       if (!t.valid()) {
         throw Error(ErrorCode::kInternal, "value '%" + g.value(v).name + "' used before it was computed",
                     {.graph = g.name(), .node = g.node_label(ni)});
       }
-      args.in.push_back(&t);
+      ins.push_back(&t);
     }
+    KernelArgs args{g, n, ni, ins, outs, ctx};
     auto t0 = std::chrono::steady_clock::now();
     kernel_for(n.op)(args);
     if (profile) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <map>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -30,11 +31,14 @@ struct KernelArgs {
   const Graph& graph;
   const Node& node;
   int node_index;
-  std::vector<const Tensor*> in;  // one per node.inputs entry
+  std::span<const Tensor* const> in;  // one per node.inputs entry
   std::vector<Tensor>& out;       // one per node.outputs entry, pre-allocated (zero-filled, writable)
   ExecContext& ctx;
 
-  const Tensor& input(size_t i) const { return *in.at(i); }
+  const Tensor& input(size_t i) const {
+    if (i >= in.size()) fail("operand " + std::to_string(i) + " missing (the node has " + std::to_string(in.size()) + ")");
+    return *in[i];
+  }
   Tensor& output(size_t i) { return out.at(i); }
   // Error(kRuntime) located at this node, e.g. for a failed REQUIRE.
   [[noreturn]] void fail(const std::string& message) const;
