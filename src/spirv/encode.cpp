@@ -200,6 +200,7 @@ class Encoder {
   // An OpConstantComposite of a tensor type (interned unless `named`, which declares a new one).
   uint32_t tensor_constant(DType t, std::span<const int64_t> shape, const uint8_t* data, bool named);
   uint32_t int_list_constant(std::span<const int64_t> values, bool named);
+  uint32_t composite_from_scratch(size_t base, bool named);
 
   void name(uint32_t id, std::string_view s);
   void decorate(uint32_t id, uint32_t decoration, uint32_t value);
@@ -328,6 +329,12 @@ uint32_t Encoder::tensor_constant(DType t, std::span<const int64_t> shape, const
       scratch_.push_back(c);
     }
   }
+  return composite_from_scratch(base, named);
+}
+
+// The OpConstantComposite whose operands (type, constituents) were pushed to scratch_ from
+// `base`: a fresh named constant, or the shared one with those operands. Pops them.
+uint32_t Encoder::composite_from_scratch(size_t base, bool named) {
   const std::span<const uint32_t> ops = std::span<const uint32_t>(scratch_).subspan(base);
   const uint32_t id =
       named ? declare(kOpConstantComposite, ops, true, fresh()) : intern(kOpConstantComposite, ops, true);
@@ -344,11 +351,7 @@ uint32_t Encoder::int_list_constant(std::span<const int64_t> values, bool named)
     const uint32_t c = uint_constant(static_cast<uint32_t>(static_cast<int32_t>(v)));  // range checked before
     scratch_.push_back(c);
   }
-  const std::span<const uint32_t> ops = std::span<const uint32_t>(scratch_).subspan(base);
-  const uint32_t id =
-      named ? declare(kOpConstantComposite, ops, true, fresh()) : intern(kOpConstantComposite, ops, true);
-  scratch_.resize(base);
-  return id;
+  return composite_from_scratch(base, named);
 }
 
 void Encoder::name(uint32_t id, std::string_view s) {
