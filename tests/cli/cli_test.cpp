@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "common/temp_dir.h"
 #include "weft/npy.h"
 #include "weft/ops.h"
 
@@ -23,24 +24,10 @@ namespace fs = std::filesystem;
 
 const std::string kExampleDir = std::string(WEFT_SOURCE_DIR) + "/examples/tiny_cnn";
 
-class TempDir {
+// Temporary directories of this suite are named weft_cli_test.XXXXXX.
+class TempDir : public test::TempDir {
  public:
-  TempDir() {
-    const char* base = std::getenv("TMPDIR");
-    std::string tmpl = std::string(base && *base ? base : "/tmp") + "/weft_cli_test.XXXXXX";
-    if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-  std::string file(const std::string& name) const { return path_ + "/" + name; }
-  void write(const std::string& name, const std::string& text) const { std::ofstream(file(name)) << text; }
-
- private:
-  std::string path_;
+  TempDir() : test::TempDir("weft_cli_test") {}
 };
 
 struct Result {

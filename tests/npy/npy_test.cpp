@@ -1,5 +1,6 @@
 // Tests of the .npy reader and writer: in-memory round trips, every error path, a small fuzz of
 // truncations and corrupted headers, and a cross-check against numpy itself in both directions.
+#include "common/temp_dir.h"
 #include "weft/npy.h"
 
 #include <gtest/gtest.h>
@@ -20,23 +21,10 @@
 namespace weft {
 namespace {
 
-// A fresh directory under $TMPDIR (or /tmp), removed with its contents at the end of the test.
-class TempDir {
+// Temporary directories of this suite are named weft_npy_test.XXXXXX.
+class TempDir : public test::TempDir {
  public:
-  TempDir() {
-    const char* base = std::getenv("TMPDIR");
-    std::string tmpl = std::string(base && *base ? base : "/tmp") + "/weft_npy_test.XXXXXX";
-    if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
+  TempDir() : test::TempDir("weft_npy_test") {}
 };
 
 // A hand-made .npy file: preamble for `version`, the given header dict, padding, data.

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "common/temp_dir.h"
 #include "weft/text.h"
 #include "weft/verify.h"
 #include "weft/vgf.h"
@@ -47,22 +48,10 @@ vgf::BuildOptions all_graph_constants() {
 
 vgf::Container model_container() { return vgf::from_module(parse_weft(kModel), all_graph_constants()); }
 
-class TempDir {
+// Temporary directories of this suite are named weft_vgf_test.XXXXXX.
+class TempDir : public test::TempDir {
  public:
-  TempDir() {
-    const char* base = std::getenv("TMPDIR");
-    std::string tmpl = std::string(base && *base ? base : "/tmp") + "/weft_vgf_test.XXXXXX";
-    if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string file(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
+  TempDir() : test::TempDir("weft_vgf_test") {}
 };
 
 Buffer to_buffer(const Bytes& b) {
