@@ -14,27 +14,15 @@
 #include <string>
 #include <vector>
 
+#include "common/temp_dir.h"
 #include "weft/npy.h"
 
 namespace weft {
 namespace {
 
-class TempDir {
+class TempDir : public test::TempDir {
  public:
-  TempDir() {
-    const char* base = std::getenv("TMPDIR");
-    std::string tmpl = std::string(base && *base ? base : "/tmp") + "/weft_npy_numpy.XXXXXX";
-    if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
+  TempDir() : test::TempDir("weft_npy_numpy") {}
 };
 
 std::string slurp(const std::string& path) {
