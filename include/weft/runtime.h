@@ -1,6 +1,6 @@
 // The runtime: load a model once, create execution contexts, bind inputs and outputs, run many times.
 //
-//   auto model = weft::Model::load("model.vgf");            // or .weft
+//   auto model = weft::Model::load("model.vgf");            // or .weft, .onnx
 //   weft::Context ctx(model, {.threads = 4});                // prepares everything once
 //   ctx.set_input("image", image);                           // borrowed, not copied
 //   ctx.run();
@@ -18,9 +18,20 @@
 #include <vector>
 
 #include "weft/graph.h"
+#include "weft/onnx.h"
 #include "weft/tensor.h"
 
 namespace weft {
+
+// How model files are read: .onnx files are imported with `onnx` (static input shapes, ...).
+struct LoadOptions {
+  OnnxImportOptions onnx;
+};
+
+// The module of a model file, by extension: .weft (text form), .vgf (the container's single GRAPH
+// segment; its constants stay in the mapped file) or .onnx (imported and lowered to TOSA).
+// Errors name the file.
+Module read_model(const std::string& path, const LoadOptions& options = {});
 
 struct IoInfo {
   std::string name;
@@ -39,9 +50,9 @@ struct MemoryStats {
 
 class Model {
  public:
-  // Loads .weft (text form) or .vgf (container) by extension. Verifies and plans the model.
-  // Throws weft::Error naming the file on any problem; nothing is run.
-  static std::shared_ptr<const Model> load(const std::string& path);
+  // Loads .weft (text form), .vgf (container) or .onnx (imported) by extension. Verifies and plans
+  // the model. Throws weft::Error naming the file on any problem; nothing is run.
+  static std::shared_ptr<const Model> load(const std::string& path, const LoadOptions& options = {});
   // From an in-memory module (verified here).
   static std::shared_ptr<const Model> from_module(Module module);
 

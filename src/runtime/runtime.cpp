@@ -61,12 +61,11 @@ std::shared_ptr<const Model> Model::from_module(Module module) {
   return std::shared_ptr<const Model>(new Model(std::move(impl)));
 }
 
-std::shared_ptr<const Model> Model::load(const std::string& path) {
+Module read_model(const std::string& path, const LoadOptions& options) {
   std::string ext = std::filesystem::path(path).extension().string();
-  Module module;
-  if (ext == ".weft") {
-    module = load_weft(path);
-  } else if (ext == ".vgf") {
+  if (ext == ".weft") return load_weft(path);
+  if (ext == ".onnx") return import_onnx(path, options.onnx);
+  if (ext == ".vgf") {
     // The container is checked as a whole (layout, tables, module validation) before anything
     // is decoded; constants stay in the mapped file and the module's tensors point into it.
     vgf::Container c = vgf::load(path);
@@ -78,11 +77,14 @@ std::shared_ptr<const Model> Model::load(const std::string& path) {
                                                      vgf::module_type_name(c.sequence.segments[0].type)
                                                : std::string()),
                   {.file = path});
-    module = vgf::to_module(c, 0, path);
-  } else {
-    throw Error(ErrorCode::kUnsupported,
-                "unknown model file type '" + ext + "' (Weft loads .weft and .vgf models)", {.file = path});
+    return vgf::to_module(c, 0, path);
   }
+  throw Error(ErrorCode::kUnsupported,
+              "unknown model file type '" + ext + "' (Weft reads .weft, .vgf and .onnx models)", {.file = path});
+}
+
+std::shared_ptr<const Model> Model::load(const std::string& path, const LoadOptions& options) {
+  Module module = read_model(path, options);
   try {
     auto model = from_module(std::move(module));
     const_cast<Impl&>(*model->impl_).source = path;

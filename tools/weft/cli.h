@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "weft/runtime.h"
+
 namespace weft::cli {
 
 // The project version, from project(weft VERSION ...) in the top-level CMakeLists.txt.
@@ -84,6 +86,11 @@ inline void no_inline_value(const Args& args, const std::string& flag, const std
   if (v) usage_error("option " + flag + " takes no value (see `weft " + args.command() + " --help`)");
 }
 
+// `--shape NAME=1x3x224x224`: a static shape for an ONNX input with dynamic dimensions.
+void add_shape_option(LoadOptions& options, const std::string& value);
+constexpr const char* kShapeHelp =
+    "  --shape NAME=DIMS            Static shape of an ONNX input with dynamic dimensions, e.g.\n"
+    "                               --shape input=1x3x224x224 (repeatable)\n";
 
 // The whole content of a file (binary-safe). Throws weft::Error(kIo) naming the file.
 std::string read_file(const std::string& path);
@@ -95,7 +102,10 @@ extern const char* const kSpirvHelp;
 extern const char* const kCompileHelp;
 // cmd_vgf.cpp: `weft dump` and the VGF output of `weft compile`.
 int cmd_dump(Args& args);
-int compile_vgf(const std::string& model, const std::string& out);
+int compile_vgf(const std::string& model, const std::string& out, const LoadOptions& options);
+// cmd_import.cpp: `weft import MODEL.onnx -o OUT.weft`.
+int cmd_import(Args& args);
+extern const char* const kImportHelp;
 extern const char* const kDumpHelp;
 
 }  // namespace weft::cli

@@ -28,10 +28,10 @@ SPIR-V graph modules (SPV_ARM_graph, SPV_ARM_tensors, TOSA.001000.1):
       --rules lists every rule the validator checks.
 )";
 
-const char* const kCompileHelp = R"(Usage: weft compile MODEL.weft -o FILE.vgf
-       weft compile MODEL.weft --emit spirv -o FILE.spv
+const char* const kCompileHelp = R"(Usage: weft compile MODEL.weft|MODEL.onnx -o FILE.vgf [--shape NAME=DIMS]...
+       weft compile MODEL.weft|MODEL.onnx --emit spirv -o FILE.spv
 
-Verifies MODEL and writes it as a VGF container (--emit vgf, the default for an output ending
+Verifies MODEL (an ONNX model is imported and lowered to TOSA first) and writes it as a VGF container (--emit vgf, the default for an output ending
 in .vgf): one GRAPH module and segment, a resource per input, output and graph constant, and the
 constants' data (docs/vgf.md). With --emit spirv, writes the bare SPIR-V graph module instead.
 Constants larger than 16 elements become graph constants (OpGraphConstantARM) whose data stays
@@ -40,6 +40,7 @@ out of the module: with --emit spirv they are written as FILE.constants/<GraphCo
 Options:
   --emit vgf|spirv    Output kind (default: vgf when the output ends in .vgf)
   -o, --output FILE   Output path
+  --shape NAME=DIMS   Static shape of an ONNX input with dynamic dimensions (repeatable)
   -h, --help          Show this help
 )";
 
@@ -170,6 +171,7 @@ int cmd_spirv(Args& args) {
 
 int cmd_compile(Args& args) {
   std::string model, out, emit;
+  LoadOptions load;
   while (!args.done()) {
     std::string flag, positional;
     std::optional<std::string> v;
@@ -181,6 +183,11 @@ int cmd_compile(Args& args) {
       out = args.value(flag, v);
     } else if (flag == "--emit") {
       emit = args.value(flag, v);
+    } else if (flag == "--shape") {
+      add_shape_option(load, args.value(flag, v));
+    } else if (flag == "-h" || flag == "--help") {
+      std::cout << kCompileHelp;
+      return kExitOk;
     } else {
       unknown_option(args, flag);
     }
@@ -191,11 +198,11 @@ int cmd_compile(Args& args) {
   if (emit != "spirv" && emit != "vgf") usage_error("--emit expects 'vgf' or 'spirv', got '" + emit + "'");
   if (emit == "vgf") {
     if (out.empty()) usage_error("`weft compile` needs -o FILE.vgf");
-    return compile_vgf(model, out);
+    return compile_vgf(model, out, load);
   }
   if (out.empty()) usage_error("`weft compile` needs -o FILE.spv");
 
-  Module m = load_weft(model);
+  Module m = read_model(model, load);
   verify_or_throw(m);
   spirv::Binary bin = spirv::encode(m);
   spirv::write_file(out, bin.words);

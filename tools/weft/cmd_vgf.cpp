@@ -63,8 +63,8 @@ int cmd_dump(Args& args) {
   return kExitOk;
 }
 
-int compile_vgf(const std::string& model, const std::string& out) {
-  Module m = load_weft(model);
+int compile_vgf(const std::string& model, const std::string& out, const LoadOptions& options) {
+  Module m = read_model(model, options);
   verify_or_throw(m);
   vgf::Container c = vgf::from_module(m);
   vgf::save(c, out);

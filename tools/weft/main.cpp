@@ -53,8 +53,9 @@ constexpr const char* kMainHelp = R"(Usage: weft <command> [options]
 Weft runs and inspects ML dataflow graphs written with the TOSA 1.0 operator set.
 
 Commands:
-  run     Run a model on .npy inputs with the reference interpreter
+  run     Run a model (.weft, .vgf or .onnx) on .npy inputs with the reference interpreter
   check   Verify a model and print a summary of it
+  import  Import an ONNX model and write it in Weft's text form (.weft)
   fmt     Print a model in canonical text form (or check that it is canonical)
   ops     Print the TOSA operator table with type support, profiles and backends
   compile Write a model as a VGF container (-o FILE.vgf) or a SPIR-V graph module (--emit spirv)
@@ -69,11 +70,13 @@ Exit status: 0 success, 1 model or input error, 2 usage error.
 )";
 
 constexpr const char* kRunHelp =
-    R"(Usage: weft run MODEL.weft|MODEL.vgf [--input NAME=FILE.npy]... [--output NAME=FILE.npy]...
-                [--print] [--threads N] [--stats]
+    R"(Usage: weft run MODEL.weft|MODEL.vgf|MODEL.onnx [--input NAME=FILE.npy]... [--output NAME=FILE.npy]...
+                [--print] [--threads N] [--stats] [--shape NAME=DIMS]...
 
 Loads and verifies MODEL, reads every input of its entry graph from a .npy file, runs it with the
-runtime (planned memory, reference kernels) and writes or prints the outputs.
+runtime (planned memory, reference kernels) and writes or prints the outputs. An ONNX model is
+imported first; its int64 inputs are carried as int32 (int64 .npy files are accepted and
+range-checked) and its int64 outputs are written as int32.
 
 Options:
   -i, --input NAME=FILE.npy    Input NAME of the entry graph (one per input; all are required)
@@ -82,10 +85,12 @@ Options:
   -t, --threads N              Worker threads for heavy kernels (0 = all cores; default 1)
   -s, --stats                  Print the memory plan: peak arena bytes against the sum of all
                                intermediate sizes, in-place nodes, output and constant bytes
+  --shape NAME=DIMS            Static shape of an ONNX input with dynamic dimensions, e.g.
+                               --shape input=1x3x224x224 (repeatable)
   -h, --help                   Show this help
 )";
 
-constexpr const char* kCheckHelp = R"(Usage: weft check MODEL.weft
+constexpr const char* kCheckHelp = R"(Usage: weft check MODEL.weft|MODEL.vgf|MODEL.onnx [--shape NAME=DIMS]...
 
 Verifies MODEL (structure, types, shapes and every TOSA ERROR_IF rule) and prints a summary:
 entry graph, inputs, outputs, operator counts, nodes, constant bytes, graphs and profiles.
@@ -317,6 +322,7 @@ int cmd_run(Args& args) {
   std::vector<std::pair<std::string, std::string>> inputs, outputs;
   bool print = false, stats = false;
   int threads = 1;
+  LoadOptions load;
   while (!args.done()) {
     std::string flag, positional;
     std::optional<std::string> inline_value;
@@ -340,6 +346,8 @@ int cmd_run(Args& args) {
       stats = true;
     } else if (flag == "-t" || flag == "--threads") {
       threads = parse_threads(args.value(flag, inline_value));
+    } else if (flag == "--shape") {
+      add_shape_option(load, args.value(flag, inline_value));
     } else {
       unknown_option(args, flag);
     }
@@ -351,7 +359,7 @@ int cmd_run(Args& args) {
     }
   }
 
-  std::shared_ptr<const Model> model = Model::load(model_path);
+  std::shared_ptr<const Model> model = Model::load(model_path, load);
   const Graph& g = model->module().main();
 
   // Names first, so that every naming mistake is reported before any file is read.
@@ -389,7 +397,21 @@ int cmd_run(Args& args) {
     const std::string& file = input_files.at(v.name);
     Tensor t;
     try {
-      t = read_npy(file, v.type.dtype);
+      t = read_npy(file);
+      if (t.dtype() == DType::kInt48 && v.type.dtype == DType::kInt32) {
+        // int64 data for an input carried as int32 (ONNX int64): converted when every value fits.
+        Tensor n = Tensor::zeros({DType::kInt32, t.shape()});
+        for (int64_t i = 0; i < t.num_elements(); ++i) {
+          const int64_t x = t.at_int(i);
+          if (x < INT32_MIN || x > INT32_MAX)
+            model_error("input '" + v.name + "': " + file + " holds int64 value " + std::to_string(x) + " at flat index " +
+                        std::to_string(i) + ", outside the int32 range the model carries it in");
+          n.mutable_data<int32_t>()[i] = static_cast<int32_t>(x);
+        }
+        t = n;
+      } else if (t.dtype() != v.type.dtype) {
+        t = read_npy(file, v.type.dtype);  // reports the mismatch in the reader's words
+      }
     } catch (const Error& e) {
       throw e.with_context({.operand = v.name});  // say which input the file was meant for
     }
@@ -430,6 +452,7 @@ int cmd_run(Args& args) {
 
 int cmd_check(Args& args) {
   std::string model_path;
+  LoadOptions load;
   while (!args.done()) {
     std::string flag, positional;
     std::optional<std::string> inline_value;
@@ -441,13 +464,15 @@ int cmd_check(Args& args) {
     } else if (flag == "-h" || flag == "--help") {
       std::cout << kCheckHelp;
       return kExitOk;
+    } else if (flag == "--shape") {
+      add_shape_option(load, args.value(flag, inline_value));
     } else {
       unknown_option(args, flag);
     }
   }
   if (model_path.empty()) usage_error("`weft check` needs a model file (see `weft check --help`)");
 
-  Module module = load_weft(model_path);
+  Module module = read_model(model_path, load);
   std::vector<Error> diagnostics = verify_module(module);
   if (!diagnostics.empty()) {
     std::cerr << "weft: error: " << model_path << " is invalid: " << diagnostics.size() << " diagnostic"
@@ -712,6 +737,7 @@ const std::map<std::string, std::pair<Command, const char*>>& commands() {
       {"fmt", {cmd_fmt, kFmtHelp}},
       {"ops", {cmd_ops, kOpsHelp}},
       {"compile", {cmd_compile, kCompileHelp}},
+      {"import", {cmd_import, kImportHelp}},
       {"spirv", {cmd_spirv, kSpirvHelp}},
       {"dump", {cmd_dump, kDumpHelp}},
   };

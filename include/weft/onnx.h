@@ -1,0 +1,40 @@
+// The ONNX frontend: reads an ONNX model (Debian's libonnx protobuf definitions), resolves its
+// shapes, folds its constant sub-graphs and lowers every node to TOSA 1.0 operators.
+//
+// Layout: ONNX's NCHW tensors are carried as NHWC inside the TOSA graph. Convolution weights are
+// transposed once at import time, and layout-neutral operators (element-wise, concat, reductions,
+// pooling, resize, ...) work on NHWC directly, so a CNN keeps transposes only at its boundaries.
+// Graph inputs and outputs keep ONNX's names, shapes and layouts.
+//
+// Types: ONNX int64 becomes TOSA int32 (values are range-checked where known at import time; the
+// runtime converts int64 inputs given by the caller), bool, int8/16/32, float16 and float32 map
+// directly; float64, uint8 and other types are reported as unsupported.
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+
+#include "weft/graph.h"
+
+namespace weft {
+
+struct OnnxImportOptions {
+  // Static shapes for inputs whose ONNX shape has symbolic or unknown dimensions (or to override
+  // a declared shape with a compatible one), as given by `--shape NAME=1x3x224x224`.
+  std::map<std::string, Shape> input_shapes;
+  // Verify the lowered module with the TOSA verifier (a failure is an importer bug).
+  bool verify = true;
+};
+
+// Imports `path`. Errors carry the file and, for a node, its name, op type, domain and opset.
+Module import_onnx(const std::string& path, const OnnxImportOptions& options = {});
+// Imports a serialized ModelProto; `source` names it in errors. External data is resolved
+// relative to `base_dir` ("" = not allowed).
+Module import_onnx_bytes(std::string_view bytes, const std::string& source, const OnnxImportOptions& options = {},
+                         const std::string& base_dir = "");
+
+// The ONNX operators (domain "" / "ai.onnx") the frontend lowers, sorted by name.
+std::vector<std::string> onnx_supported_ops();
+
+}  // namespace weft

@@ -1,0 +1,323 @@
+#!/usr/bin/python3
+"""Exports the ONNX test models for Weft's importer, with a seeded input and PyTorch's output.
+
+Run with Debian's interpreter (torch 1.13, torchvision 0.14, onnx 1.12 live only there):
+
+    /usr/bin/python3 scripts/onnx/export_models.py [--out build/models] [--models a,b] [--force] [--ops]
+
+For each model NAME this writes, in the output directory:
+    NAME.onnx        opset 17, constant-folded, static shapes, input "input" ("input_ids" for
+                     bert_encoder), output "output"
+    NAME.input.npy   the seeded random input (images ~N(0,1) float32 NCHW; token ids int64 in [0,1000))
+    NAME.torch.npy   PyTorch's output for that input (float32)
+
+Weights are random (torch.manual_seed(0) before building each model); nothing is downloaded.
+A model whose three files already exist is skipped unless --force.
+"""
+
+import argparse
+import collections
+import math
+import os
+import sys
+import time
+import warnings
+
+import numpy as np
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+OPSET = 17
+IMAGE_SHAPE = (1, 3, 224, 224)
+
+# name -> (input name, kind). The importer tests and compare_models.py read this table.
+MODELS = {
+    "mobilenet_v2": ("input", "image"),
+    "resnet18": ("input", "image"),
+    "resnet50": ("input", "image"),
+    "squeezenet1_1": ("input", "image"),
+    "efficientnet_b0": ("input", "image"),
+    "vit_b_16": ("input", "image"),
+    "bert_encoder": ("input_ids", "tokens"),
+}
+OUTPUT_NAME = "output"
+
+# bert_encoder's configuration.
+BERT_VOCAB = 1000
+BERT_SEQ = 128
+BERT_HIDDEN = 256
+BERT_LAYERS = 4
+BERT_HEADS = 4
+BERT_FFN = 1024
+
+
+def model_files(out_dir, name):
+    base = os.path.join(out_dir, name)
+    return {"onnx": base + ".onnx", "input": base + ".input.npy", "torch": base + ".torch.npy"}
+
+
+def parse_model_list(text):
+    """'a,b' -> ['a', 'b'] in the given order; '' / 'all' / None -> every model."""
+    if not text or text == "all":
+        return list(MODELS)
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    unknown = [n for n in names if n not in MODELS]
+    if unknown:
+        raise SystemExit("unknown model(s): %s (known: %s)" % (", ".join(unknown), ", ".join(MODELS)))
+    return names
+
+
+# --------------------------------------------------------------------------------------------
+# bert_encoder: a small BERT-style encoder (post-LayerNorm, as BERT), written with explicit
+# matmul/softmax so that the exported graph is plain MatMul/Add/Softmax/Reshape/Transpose.
+# No attention mask: every one of the 128 tokens attends to all others.
+# --------------------------------------------------------------------------------------------
+
+
+def build_bert():
+    import torch
+    from torch import nn
+
+    class SelfAttention(nn.Module):
+        def __init__(self, hidden, heads):
+            super().__init__()
+            self.heads = heads
+            self.head_dim = hidden // heads
+            self.query = nn.Linear(hidden, hidden)
+            self.key = nn.Linear(hidden, hidden)
+            self.value = nn.Linear(hidden, hidden)
+            self.out = nn.Linear(hidden, hidden)
+
+        def split(self, x):  # [B, S, H] -> [B, heads, S, head_dim]
+            b, s, _ = x.shape
+            return x.reshape(b, s, self.heads, self.head_dim).transpose(1, 2)
+
+        def forward(self, x):
+            b, s, h = x.shape
+            q = self.split(self.query(x))
+            k = self.split(self.key(x))
+            v = self.split(self.value(x))
+            scores = torch.matmul(q, k.transpose(-1, -2)) * (1.0 / math.sqrt(self.head_dim))
+            probs = torch.softmax(scores, dim=-1)
+            ctx = torch.matmul(probs, v)  # [B, heads, S, head_dim]
+            ctx = ctx.transpose(1, 2).reshape(b, s, h)
+            return self.out(ctx)
+
+    class Layer(nn.Module):
+        def __init__(self, hidden, heads, ffn):
+            super().__init__()
+            self.attention = SelfAttention(hidden, heads)
+            self.attention_norm = nn.LayerNorm(hidden, eps=1e-12)
+            self.ffn_in = nn.Linear(hidden, ffn)
+            self.act = nn.GELU()  # exact (erf) GELU, as BERT
+            self.ffn_out = nn.Linear(ffn, hidden)
+            self.ffn_norm = nn.LayerNorm(hidden, eps=1e-12)
+
+        def forward(self, x):
+            x = self.attention_norm(x + self.attention(x))
+            return self.ffn_norm(x + self.ffn_out(self.act(self.ffn_in(x))))
+
+    class BertEncoder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.word_embeddings = nn.Embedding(BERT_VOCAB, BERT_HIDDEN)
+            self.position_embeddings = nn.Embedding(BERT_SEQ, BERT_HIDDEN)
+            self.embedding_norm = nn.LayerNorm(BERT_HIDDEN, eps=1e-12)
+            self.layers = nn.ModuleList(Layer(BERT_HIDDEN, BERT_HEADS, BERT_FFN) for _ in range(BERT_LAYERS))
+            # BERT's initialisation: N(0, 0.02) weights, zero biases, LayerNorm (1, 0).
+            for m in self.modules():
+                if isinstance(m, (nn.Linear, nn.Embedding)):
+                    nn.init.normal_(m.weight, std=0.02)
+                if isinstance(m, nn.Linear):
+                    nn.init.zeros_(m.bias)
+
+        def forward(self, input_ids):
+            # Position ids as a constant slice of the table (static shape: the whole table).
+            x = self.word_embeddings(input_ids) + self.position_embeddings.weight[: input_ids.shape[1]].unsqueeze(0)
+            x = self.embedding_norm(x)
+            for layer in self.layers:
+                x = layer(x)
+            return x
+
+    return BertEncoder()
+
+
+def calibrate_batchnorm(model, batches=2, batch_size=8):
+    """Sets every BatchNorm's running mean/var to the statistics of seeded N(0,1) images.
+
+    torchvision's initialisation leaves eval-mode BatchNorm as the identity (mean 0, var 1).
+    With depthwise convolutions that is degenerate: kaiming_normal_(mode="fan_out") computes
+    fan_out of a [C,1,k,k] depthwise weight as C*k*k instead of k*k, so every depthwise layer
+    shrinks the signal by ~C and the random mobilenet_v2 / efficientnet_b0 produce outputs of
+    ~1e-9 / ~1e-14, where any comparison passes. Measuring the statistics, as training would,
+    keeps every layer at unit scale; the weights themselves stay random (seeded). Only the
+    BatchNorm modules run in training mode here (dropout / stochastic depth stay off).
+    """
+    import torch
+    from torch import nn
+
+    bns = [m for m in model.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)]
+    if not bns:
+        return
+    gen = torch.Generator().manual_seed(1)
+    model.eval()
+    saved = []
+    for m in bns:
+        saved.append(m.momentum)
+        m.reset_running_stats()
+        m.momentum = None  # cumulative average over the calibration batches
+        m.train()
+    with torch.no_grad():
+        for _ in range(batches):
+            model(torch.randn((batch_size,) + IMAGE_SHAPE[1:], generator=gen))
+    for m, momentum in zip(bns, saved):
+        m.momentum = momentum
+    model.eval()
+
+
+def build_model(name):
+    import torch
+    import torchvision
+    from torch import nn
+
+    torch.manual_seed(0)
+    if name == "bert_encoder":
+        model = build_bert()
+    else:
+        model = getattr(torchvision.models, name)(weights=None)
+    if name == "vit_b_16":
+        # torchvision zero-initialises the classification head, which makes the random model's
+        # output identically 0; give it N(0, 0.02) weights (the rest is torchvision's init).
+        nn.init.normal_(model.heads.head.weight, std=0.02)
+    calibrate_batchnorm(model)
+    model.eval()
+    return model
+
+
+def make_input(name):
+    rng = np.random.default_rng(0)
+    if MODELS[name][1] == "tokens":
+        return rng.integers(0, BERT_VOCAB, size=(1, BERT_SEQ), dtype=np.int64)
+    return rng.standard_normal(IMAGE_SHAPE, dtype=np.float32)
+
+
+def export_one(name, out_dir, force=False):
+    import torch
+    import onnx
+
+    files = model_files(out_dir, name)
+    if not force and all(os.path.exists(p) for p in files.values()):
+        print("%-16s exists, skipped (--force re-exports)" % name, flush=True)
+        return "skipped"
+
+    t0 = time.perf_counter()
+    model = build_model(name)
+    x = make_input(name)
+    xt = torch.from_numpy(x)
+    with torch.no_grad():
+        ref = model(xt).numpy().astype(np.float32)
+
+    input_name = MODELS[name][0]
+    tmp = files["onnx"] + ".tmp"
+    # Exported with grad enabled, on purpose (matters for vit_b_16): in eval mode under no_grad,
+    # torch 1.13's nn.MultiheadAttention takes its fused inference path,
+    # torch._native_multi_head_attention, which the ONNX exporter cannot export
+    # ("UnsupportedOperatorError: aten::_native_multi_head_attention ... opset version 17").
+    # The fast path is skipped when grad is enabled and a parameter requires grad, so the tracer
+    # records the ordinary Python path (in_proj MatMul, scaled Q.K^T, Softmax, out_proj): the
+    # same function with the same weights. Other models trace the same graph either way.
+    with torch.enable_grad():
+        torch.onnx.export(
+            model,
+            (xt,),
+            tmp,
+            export_params=True,
+            opset_version=OPSET,
+            do_constant_folding=True,
+            input_names=[input_name],
+            output_names=[OUTPUT_NAME],
+            dynamic_axes=None,
+        )
+    onnx.checker.check_model(tmp)
+    check_static(tmp, name)
+    os.replace(tmp, files["onnx"])
+    np.save(files["input"], x)
+    np.save(files["torch"], ref)
+    dt = time.perf_counter() - t0
+    size_mb = os.path.getsize(files["onnx"]) / 1e6
+    scale = float(np.abs(ref).max())
+    print("%-16s exported in %6.1f s  %8.1f MB  output %s max|y| %.3g" % (name, dt, size_mb, list(ref.shape), scale),
+          flush=True)
+    if not scale > 1e-3:
+        print("%-16s WARNING: output is (nearly) zero; comparisons on it prove little" % name, flush=True)
+    return "exported"
+
+
+def check_static(path, name):
+    import onnx
+
+    m = onnx.load(path, load_external_data=False)
+    for kind, values in (("input", m.graph.input), ("output", m.graph.output)):
+        for v in values:
+            if any(not d.HasField("dim_value") for d in v.type.tensor_type.shape.dim):
+                raise RuntimeError("%s: %s '%s' has a non-static shape" % (name, kind, v.name))
+
+
+def op_counts(path):
+    import onnx
+
+    m = onnx.load(path, load_external_data=False)
+    counts = collections.Counter()
+
+    def walk(graph):
+        for node in graph.node:
+            counts[(node.domain or "") + ("::" if node.domain else "") + node.op_type] += 1
+            for attr in node.attribute:
+                if attr.g is not None and attr.HasField("g"):
+                    walk(attr.g)
+                for g in attr.graphs:
+                    walk(g)
+
+    walk(m.graph)
+    return counts
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", default=os.path.join(REPO, "build", "models"),
+                    help="output directory (default <repo>/build/models)")
+    ap.add_argument("--models", default="all", help="comma-separated subset of: " + ",".join(MODELS))
+    ap.add_argument("--force", action="store_true", help="re-export models that already exist")
+    ap.add_argument("--ops", action="store_true", help="also print each model's ONNX op types and counts")
+    ap.add_argument("--threads", type=int, default=0, help="torch CPU threads (0 = torch's default)")
+    args = ap.parse_args(argv)
+
+    names = parse_model_list(args.models)
+    os.makedirs(args.out, exist_ok=True)
+
+    import torch
+
+    # Shapes are static by design; the tracer's warnings about Python values baked into the
+    # trace (e.g. vit_b_16's image-size assert) are expected and only noise here.
+    warnings.filterwarnings("ignore", category=torch.jit.TracerWarning)
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
+
+    failed = []
+    for name in names:
+        try:
+            export_one(name, args.out, args.force)
+        except Exception as e:  # report and go on with the other models
+            print("%-16s FAILED: %s: %s" % (name, type(e).__name__, e), file=sys.stderr, flush=True)
+            failed.append(name)
+            continue
+        if args.ops:
+            counts = op_counts(model_files(args.out, name)["onnx"])
+            print("    ops: " + ", ".join("%s x%d" % (k, v) for k, v in sorted(counts.items())), flush=True)
+    if failed:
+        print("export failed for: " + ", ".join(failed), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,830 @@
+// The ONNX importer: model loading, graph inputs and initializers, the walk over the nodes, the
+// emitter that folds constant sub-graphs with the reference kernels, layout bookkeeping and the
+// final clean-up. Operator lowerings live in lower_*.cpp.
+#include "frontends/onnx/importer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <numeric>
+#include <set>
+#include <sstream>
+
+#include <onnx/onnx_pb.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include "backends/reference/kernels.h"
+#include "weft/verify.h"
+
+namespace weft::onnxfe {
+
+const char* onnx_type_name(int t) {
+  switch (t) {
+    case kOFloat: return "float";
+    case kOUint8: return "uint8";
+    case kOInt8: return "int8";
+    case kOUint16: return "uint16";
+    case kOInt16: return "int16";
+    case kOInt32: return "int32";
+    case kOInt64: return "int64";
+    case kOString: return "string";
+    case kOBool: return "bool";
+    case kOFloat16: return "float16";
+    case kODouble: return "double";
+    case kOUint32: return "uint32";
+    case kOUint64: return "uint64";
+    case kOBfloat16: return "bfloat16";
+    default: return "undefined";
+  }
+}
+
+std::optional<DType> tosa_dtype(int t) {
+  switch (t) {
+    case kOFloat: return DType::kFp32;
+    case kOFloat16: return DType::kFp16;
+    case kOBfloat16: return DType::kBf16;
+    case kOInt8: return DType::kInt8;
+    case kOInt16: return DType::kInt16;
+    case kOInt32: return DType::kInt32;
+    case kOInt64: return DType::kInt32;
+    case kOBool: return DType::kBool;
+    default: return std::nullopt;
+  }
+}
+
+namespace {
+
+int onnx_type_of(DType t) {
+  switch (t) {
+    case DType::kFp32: return kOFloat;
+    case DType::kFp16: return kOFloat16;
+    case DType::kBf16: return kOBfloat16;
+    case DType::kInt8: return kOInt8;
+    case DType::kInt16: return kOInt16;
+    case DType::kInt32: return kOInt32;
+    case DType::kBool: return kOBool;
+    default: return kOUndefined;
+  }
+}
+
+std::string unsupported_type_message(int t) {
+  std::string s = std::string("ONNX type ") + onnx_type_name(t) + " has no TOSA 1.0 equivalent";
+  if (t == kODouble) s += " (TOSA has no float64; export the model in float32)";
+  if (t == kOUint8) s += " (TOSA 1.0 carries 8-bit data as signed int8; quantize to int8)";
+  return s;
+}
+
+bool is_identity(const std::vector<int64_t>& perm) {
+  for (size_t i = 0; i < perm.size(); ++i)
+    if (perm[i] != static_cast<int64_t>(i)) return false;
+  return true;
+}
+
+}  // namespace
+
+std::vector<int64_t> inverse_perm(const std::vector<int64_t>& perm) {
+  std::vector<int64_t> inv(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) inv[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
+  return inv;
+}
+
+// ---- tensors from protobuf ----------------------------------------------------------------------
+
+Tensor tensor_from_proto(const onnx::TensorProto& t, const std::string& what, const std::string& base_dir,
+                         std::shared_ptr<const std::vector<int64_t>>* exact_ints, int* onnx_type) {
+  const int et = t.data_type();
+  if (onnx_type) *onnx_type = et;
+  auto dt = tosa_dtype(et);
+  if (!dt) throw Error(ErrorCode::kUnsupported, what + ": " + unsupported_type_message(et));
+  Shape shape(t.dims().begin(), t.dims().end());
+  for (int64_t d : shape)
+    if (d < 0) throw Error(ErrorCode::kInvalidArgument, what + ": negative dimension in " + shape_str(shape));
+  const int64_t n = shape_elements(shape);
+
+  // The little-endian bytes of the data, from raw_data, external data or the typed fields.
+  std::string external;
+  const std::string* raw = nullptr;
+  if (t.data_location() == onnx::TensorProto::EXTERNAL) {
+    std::string location;
+    int64_t offset = 0, length = -1;
+    for (const auto& kv : t.external_data()) {
+      if (kv.key() == "location") location = kv.value();
+      else if (kv.key() == "offset") offset = std::stoll(kv.value());
+      else if (kv.key() == "length") length = std::stoll(kv.value());
+    }
+    if (base_dir.empty())
+      throw Error(ErrorCode::kInvalidArgument, what + ": external data ('" + location +
+                                                   "') needs the model's directory; load the model from a file");
+    std::filesystem::path p = std::filesystem::path(base_dir) / location;
+    std::ifstream f(p, std::ios::binary);
+    if (!f) throw Error(ErrorCode::kIo, what + ": cannot open external data file '" + p.string() + "'");
+    f.seekg(0, std::ios::end);
+    const int64_t fsize = f.tellg();
+    if (length < 0) length = fsize - offset;
+    if (offset < 0 || offset + length > fsize)
+      throw Error(ErrorCode::kInvalidArgument, what + ": external data range [" + std::to_string(offset) + ", " +
+                                                   std::to_string(offset + length) + ") lies outside '" +
+                                                   p.string() + "' (" + std::to_string(fsize) + " bytes)");
+    external.resize(static_cast<size_t>(length));
+    f.seekg(offset);
+    f.read(external.data(), length);
+    raw = &external;
+  } else if (t.has_raw_data()) {
+    raw = &t.raw_data();
+  }
+
+  auto count_error = [&](int64_t got) {
+    return Error(ErrorCode::kInvalidArgument, what + ": holds " + std::to_string(got) + " values, its shape " +
+                                                  shape_str(shape) + " needs " + std::to_string(n));
+  };
+  TensorType type{*dt, shape};
+  if (et == kOInt64) {
+    std::vector<int64_t> v(static_cast<size_t>(n));
+    if (raw) {
+      if (raw->size() != static_cast<size_t>(n) * 8) throw count_error(static_cast<int64_t>(raw->size() / 8));
+      std::memcpy(v.data(), raw->data(), raw->size());
+    } else {
+      if (t.int64_data_size() != n) throw count_error(t.int64_data_size());
+      std::copy(t.int64_data().begin(), t.int64_data().end(), v.begin());
+    }
+    Tensor out = Tensor::zeros(type);
+    int32_t* p = out.mutable_data<int32_t>();
+    for (int64_t i = 0; i < n; ++i)
+      p[i] = static_cast<int32_t>(std::clamp<int64_t>(v[static_cast<size_t>(i)], INT32_MIN, INT32_MAX));
+    if (exact_ints) *exact_ints = std::make_shared<const std::vector<int64_t>>(std::move(v));
+    return out;
+  }
+  Tensor out = Tensor::zeros(type);
+  const size_t bytes = type.byte_size();
+  if (raw) {
+    if (raw->size() != bytes)
+      throw count_error(static_cast<int64_t>(raw->size() / std::max<size_t>(storage_size(*dt), 1)));
+    std::memcpy(out.mutable_bytes(), raw->data(), bytes);
+  } else if (et == kOFloat) {
+    if (t.float_data_size() != n) throw count_error(t.float_data_size());
+    std::memcpy(out.mutable_bytes(), t.float_data().data(), bytes);
+  } else {
+    // int32_data carries int8/int16/int32/bool values and float16/bfloat16 bit patterns.
+    if (t.int32_data_size() != n) throw count_error(t.int32_data_size());
+    for (int64_t i = 0; i < n; ++i) {
+      const int32_t v = t.int32_data(static_cast<int>(i));
+      if (et == kOFloat16 || et == kOBfloat16) {
+        const uint16_t bits = static_cast<uint16_t>(v);
+        std::memcpy(out.mutable_bytes() + i * 2, &bits, 2);
+      } else {
+        store_from_int(*dt, out.mutable_bytes() + i * static_cast<int64_t>(storage_size(*dt)), v);
+      }
+    }
+  }
+  if (et != kOInt64 && exact_ints && (et == kOInt32 || et == kOInt16 || et == kOInt8)) {
+    auto ints = out.to_ints();
+    *exact_ints = std::make_shared<const std::vector<int64_t>>(std::move(ints));
+  }
+  return out;
+}
+
+// ---- the importer ---------------------------------------------------------------------------------
+
+Importer::Importer(const onnx::ModelProto& model, std::string source, const OnnxImportOptions& options,
+                   std::string base_dir)
+    : model_(model), g_(model.graph()), source_(std::move(source)), options_(options), base_dir_(std::move(base_dir)),
+      graph_("main") {
+  for (const auto& os : model.opset_import())
+    if (os.domain().empty() || os.domain() == "ai.onnx") opset_ = static_cast<int>(os.version());
+  if (opset_ == 0)
+    throw Error(ErrorCode::kInvalidArgument, "the model imports no opset of the default ONNX domain (ai.onnx)",
+                {.file = source_});
+  if (opset_ < 7)
+    throw Error(ErrorCode::kUnsupported,
+                "the model uses ai.onnx opset " + std::to_string(opset_) +
+                    "; Weft's ONNX frontend supports opsets 7 and later (convert it with onnx.version_converter)",
+                {.file = source_});
+}
+
+int Importer::num_inputs() const {
+  int n = node_->input_size();
+  while (n > 0 && node_->input(n - 1).empty()) --n;
+  return n;
+}
+
+bool Importer::has_input(int i) const { return i >= 0 && i < node_->input_size() && !node_->input(i).empty(); }
+
+const OVal& Importer::in(int i) const {
+  if (!has_input(i)) fail("input " + std::to_string(i) + " is required", ErrorCode::kInvalidArgument);
+  auto it = values_.find(node_->input(i));
+  if (it == values_.end())
+    fail("input " + std::to_string(i) + " '" + node_->input(i) + "' is not produced by any earlier node, input or "
+         "initializer (nodes must be in topological order)",
+         ErrorCode::kInvalidArgument);
+  return it->second;
+}
+
+int Importer::num_outputs() const { return node_->output_size(); }
+bool Importer::wants_output(int i) const { return i < node_->output_size() && !node_->output(i).empty(); }
+
+void Importer::set_out(int i, TVal v, std::vector<int64_t> perm, int onnx_type) {
+  if (!wants_output(i)) return;
+  if (is_identity(perm)) perm.clear();
+  OVal o;
+  if (onnx_type < 0) {
+    onnx_type = onnx_type_of(v.dtype());
+    // int64 flows stay int64 (ONNX semantics of later Cast/Shape users), carried as int32.
+    if (v.dtype() == DType::kInt32 && num_inputs() > 0 && has_input(0) && in(0).onnx_type == kOInt64) onnx_type = kOInt64;
+  }
+  o.onnx_type = onnx_type;
+  o.shape.resize(v.shape().size());
+  if (perm.empty()) o.shape = v.shape();
+  else {
+    if (perm.size() != v.shape().size()) fail("internal: layout of rank " + std::to_string(perm.size()) +
+                                              " for a value of rank " + std::to_string(v.rank()), ErrorCode::kInternal);
+    for (size_t k = 0; k < perm.size(); ++k) o.shape[static_cast<size_t>(perm[k])] = v.shape()[k];
+  }
+  o.perm = std::move(perm);
+  o.v = std::move(v);
+  values_[node_->output(i)] = std::move(o);
+}
+
+void Importer::set_out_const_ints(int i, std::vector<int64_t> values, Shape shape, int onnx_type) {
+  DType dt = tosa_dtype(onnx_type).value_or(DType::kInt32);
+  std::vector<int64_t> clamped(values);
+  for (auto& x : clamped) x = std::clamp<int64_t>(x, int_min(dt), int_max(dt));
+  TVal v = const_tensor(Tensor::from_ints({dt, shape}, clamped));
+  set_out(i, v, {}, onnx_type);
+  set_exact_ints(i, std::make_shared<const std::vector<int64_t>>(std::move(values)));
+}
+
+const onnx::AttributeProto* Importer::attr(const char* name) const {
+  for (const auto& a : node_->attribute())
+    if (a.name() == name) return &a;
+  return nullptr;
+}
+int64_t Importer::attr_int(const char* name, int64_t dflt) const {
+  const auto* a = attr(name);
+  if (!a) return dflt;
+  if (a->type() != onnx::AttributeProto::INT) fail(std::string("attribute '") + name + "' must be an int", ErrorCode::kInvalidArgument);
+  return a->i();
+}
+float Importer::attr_float(const char* name, float dflt) const {
+  const auto* a = attr(name);
+  if (!a) return dflt;
+  if (a->type() != onnx::AttributeProto::FLOAT) fail(std::string("attribute '") + name + "' must be a float", ErrorCode::kInvalidArgument);
+  return a->f();
+}
+std::string Importer::attr_str(const char* name, const std::string& dflt) const {
+  const auto* a = attr(name);
+  if (!a) return dflt;
+  if (a->type() != onnx::AttributeProto::STRING) fail(std::string("attribute '") + name + "' must be a string", ErrorCode::kInvalidArgument);
+  return a->s();
+}
+std::optional<std::vector<int64_t>> Importer::attr_ints(const char* name) const {
+  const auto* a = attr(name);
+  if (!a) return std::nullopt;
+  if (a->type() != onnx::AttributeProto::INTS) fail(std::string("attribute '") + name + "' must be a list of ints", ErrorCode::kInvalidArgument);
+  return std::vector<int64_t>(a->ints().begin(), a->ints().end());
+}
+std::optional<std::vector<float>> Importer::attr_floats(const char* name) const {
+  const auto* a = attr(name);
+  if (!a) return std::nullopt;
+  if (a->type() != onnx::AttributeProto::FLOATS) fail(std::string("attribute '") + name + "' must be a list of floats", ErrorCode::kInvalidArgument);
+  return std::vector<float>(a->floats().begin(), a->floats().end());
+}
+Tensor Importer::attr_tensor(const char* name) const {
+  const auto* a = attr(name);
+  if (!a || a->type() != onnx::AttributeProto::TENSOR) fail(std::string("attribute '") + name + "' must be a tensor", ErrorCode::kInvalidArgument);
+  return tensor_from_proto(a->t(), std::string("attribute '") + name + "'", base_dir_, nullptr, nullptr);
+}
+
+void Importer::fail(const std::string& msg, ErrorCode code) const {
+  throw Error(code, msg, {.file = source_, .node = node_label_});
+}
+
+std::vector<int64_t> Importer::const_ints(int i, const char* what) const {
+  const OVal& o = in(i);
+  if (o.ints) return *o.ints;
+  if (!o.v.is_const())
+    fail(std::string(what) + " (input " + std::to_string(i) + " '" + node_->input(i) +
+         "') must be known when the model is compiled; it is computed at run time here (give static shapes with --shape)");
+  if (!o.perm.empty()) return const_cast<Importer*>(this)->plain(o).c->to_ints();
+  return o.v.c->to_ints();
+}
+
+std::vector<double> Importer::const_doubles(int i, const char* what) const {
+  const OVal& o = in(i);
+  if (!o.v.is_const())
+    fail(std::string(what) + " (input " + std::to_string(i) + " '" + node_->input(i) +
+         "') must be a constant; it is computed at run time here");
+  if (!o.perm.empty()) return const_cast<Importer*>(this)->plain(o).c->to_doubles();
+  return o.v.c->to_doubles();
+}
+
+TVal Importer::const_tensor(Tensor t) const {
+  TVal v;
+  v.type = t.type();
+  v.c = std::make_shared<const Tensor>(std::move(t));
+  return v;
+}
+
+TVal Importer::scalar(DType dt, double x, int rank) const {
+  std::vector<double> vals{x};
+  return const_tensor(Tensor::from_doubles({dt, Shape(static_cast<size_t>(rank), 1)}, vals));
+}
+
+TVal Importer::shape_const(const std::vector<int64_t>& dims) const {
+  return const_tensor(Tensor::from_ints({DType::kShape, {static_cast<int64_t>(dims.size())}}, dims));
+}
+
+ValueId Importer::materialize(const TVal& v) {
+  if (!v.is_const()) return v.id;
+  auto it = materialized_.find(v.c.get());
+  if (it != materialized_.end()) return it->second.second;
+  Node n;
+  TensorType t = v.type;
+  if (v.dtype() == DType::kShape) {
+    n.op = Op::CONST_SHAPE;
+    n.attrs = make_attrs(Op::CONST_SHAPE, {{"values", v.c->to_ints()}});
+  } else {
+    n.op = Op::CONST;
+    n.attrs = make_attrs(Op::CONST, {{"values", *v.c}});
+  }
+  ValueId id = graph_.add_value(graph_.unique_name(v.dtype() == DType::kShape ? "shape" : "const"), t);
+  n.outputs = {id};
+  graph_.add_node(std::move(n));
+  materialized_[v.c.get()] = {v.c, id};  // the pointer keeps the key's tensor alive
+  return id;
+}
+
+std::vector<TVal> Importer::emit_multi(Op op, std::vector<TVal> inputs, Attrs attrs, std::vector<DType> out_dtypes) {
+  const bool foldable = std::all_of(inputs.begin(), inputs.end(), [](const TVal& v) { return v.is_const(); }) &&
+                        op != Op::CUSTOM && op != Op::VARIABLE && op != Op::VARIABLE_READ &&
+                        op != Op::VARIABLE_WRITE && op != Op::COND_IF && op != Op::WHILE_LOOP;
+  Node n;
+  n.op = op;
+  n.attrs = make_attrs(op, attrs);
+  if (foldable) {
+    // Constant folding: run the reference kernel on a one-node graph of constants.
+    Graph g("fold");
+    for (const TVal& v : inputs) {
+      Node c;
+      if (v.dtype() == DType::kShape) {
+        c.op = Op::CONST_SHAPE;
+        c.attrs = make_attrs(Op::CONST_SHAPE, {{"values", v.c->to_ints()}});
+      } else {
+        c.op = Op::CONST;
+        c.attrs = make_attrs(Op::CONST, {{"values", *v.c}});
+      }
+      ValueId id = g.add_value(g.unique_name("in"), v.type);
+      c.outputs = {id};
+      g.add_node(std::move(c));
+      n.inputs.push_back(id);
+    }
+    // Declared output types decide where the input types allow several (CAST, RESCALE).
+    for (DType d : out_dtypes) n.outputs.push_back(g.add_value(g.unique_name("hint"), {d, {}}));
+    std::vector<TensorType> types = infer_output_types(g, n, nullptr);
+    n.outputs.clear();
+    for (const TensorType& t : types) n.outputs.push_back(g.add_value(g.unique_name("out"), t));
+    std::vector<ValueId> outs = n.outputs;
+    g.add_node(std::move(n));
+    g.set_outputs(outs);
+    Module empty;
+    ref::ModuleContext ctx(empty, 1);
+    std::vector<Tensor> results = ref::execute_graph(g, {}, ctx);
+    std::vector<TVal> r;
+    for (Tensor& t : results) r.push_back(const_tensor(std::move(t)));
+    return r;
+  }
+  for (const TVal& v : inputs) n.inputs.push_back(materialize(v));
+  for (DType d : out_dtypes) n.outputs.push_back(hint_value(d));
+  std::vector<TensorType> types = infer_output_types(graph_, n, nullptr);
+  n.outputs.clear();
+  std::vector<TVal> r;
+  for (const TensorType& t : types) {
+    ValueId id = graph_.add_value(graph_.unique_name("t" + std::to_string(graph_.values().size())), t);
+    n.outputs.push_back(id);
+    r.push_back(TVal{id, nullptr, t});
+  }
+  graph_.add_node(std::move(n));
+  return r;
+}
+
+TVal Importer::emit(Op op, std::vector<TVal> inputs, Attrs attrs) {
+  return emit_multi(op, std::move(inputs), std::move(attrs)).at(0);
+}
+
+TVal Importer::emit_as(Op op, DType out, std::vector<TVal> inputs, Attrs attrs) {
+  return emit_multi(op, std::move(inputs), std::move(attrs), {out}).at(0);
+}
+
+// Values that only declare an output type for inference; they get no producer and are dropped by
+// prune_graph. One per type is enough.
+ValueId Importer::hint_value(DType d) {
+  auto it = hints_.find(d);
+  if (it != hints_.end()) return it->second;
+  ValueId id = graph_.add_value(graph_.unique_name(std::string("type_hint_") + dtype_name(d)), {d, {}});
+  hints_[d] = id;
+  return id;
+}
+
+TVal Importer::reshape(const TVal& v, const Shape& shape) {
+  if (v.shape() == shape) return v;
+  if (v.is_const()) {
+    // A view of the same bytes: no kernel needed.
+    return const_tensor(Tensor({v.dtype(), shape}, v.c->buffer()));
+  }
+  return emit(Op::RESHAPE, {v, shape_const(shape)});
+}
+
+TVal Importer::transpose(const TVal& v, const std::vector<int64_t>& perm) {
+  if (is_identity(perm)) return v;
+  // When only dimensions of size 1 move, the bytes are already in order: a RESHAPE does it.
+  int64_t last = -1;
+  bool ordered = true;
+  Shape out(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) {
+    out[i] = v.shape()[static_cast<size_t>(perm[i])];
+    if (out[i] != 1) {
+      if (perm[i] < last) ordered = false;
+      last = perm[i];
+    }
+  }
+  if (ordered) return reshape(v, out);
+  return emit(Op::TRANSPOSE, {v}, {{"perms", perm}});
+}
+
+TVal Importer::cast(const TVal& v, DType to) {
+  if (v.dtype() == to) return v;
+  return emit_as(Op::CAST, to, {v});
+}
+
+TVal Importer::mul(const TVal& a, const TVal& b) { return emit(Op::MUL, {a, b, scalar(DType::kInt8, 0, 1)}); }
+
+TVal Importer::slice(const TVal& v, const std::vector<int64_t>& start, const std::vector<int64_t>& size) {
+  if (v.shape() == Shape(size.begin(), size.end()) &&
+      std::all_of(start.begin(), start.end(), [](int64_t s) { return s == 0; }))
+    return v;
+  return emit(Op::SLICE, {v, shape_const(start), shape_const(size)});
+}
+
+TVal Importer::clamp(const TVal& v, double lo, double hi) {
+  std::vector<double> l{lo}, h{hi};
+  return emit(Op::CLAMP, {v},
+              {{"min_val", Tensor::from_doubles({v.dtype(), {}}, l)}, {"max_val", Tensor::from_doubles({v.dtype(), {}}, h)}});
+}
+
+TVal Importer::reduce(Op op, const TVal& v, int64_t axis) { return emit(op, {v}, {{"axis", axis}}); }
+
+TVal Importer::to_rank(const TVal& v, int rank) {
+  if (v.rank() >= rank) return v;
+  Shape s(static_cast<size_t>(rank - v.rank()), 1);
+  s.insert(s.end(), v.shape().begin(), v.shape().end());
+  return reshape(v, s);
+}
+
+TVal Importer::plain(const OVal& o) {
+  if (o.perm.empty()) return o.v;
+  if (o.plain_cache) return *o.plain_cache;
+  TVal t = transpose(o.v, inverse_perm(o.perm));
+  const_cast<OVal&>(o).plain_cache = std::make_shared<TVal>(t);
+  return t;
+}
+
+TVal Importer::in_layout(const OVal& o, const std::vector<int64_t>& perm) {
+  if (perm == o.perm || (perm.empty() && is_identity(o.perm)) || (o.perm.empty() && is_identity(perm))) return o.v;
+  if (perm.empty()) return plain(o);
+  if (static_cast<int>(perm.size()) != o.v.rank())
+    fail("internal: layout of rank " + std::to_string(perm.size()) + " for a value of rank " + std::to_string(o.v.rank()),
+         ErrorCode::kInternal);
+  if (o.perm.empty()) return transpose(o.v, perm);
+  std::vector<int64_t> inv = inverse_perm(o.perm), r(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) r[i] = inv[static_cast<size_t>(perm[i])];
+  return transpose(o.v, r);
+}
+
+std::vector<TVal> Importer::elementwise_operands(const std::vector<int>& idx, std::vector<int64_t>* perm_out,
+                                                 Shape* shape_out) {
+  // Numpy broadcasting of the ONNX shapes.
+  size_t rank = 0;
+  for (int i : idx) rank = std::max(rank, in(i).shape.size());
+  Shape out(rank, 1);
+  for (int i : idx) {
+    const Shape& s = in(i).shape;
+    for (size_t k = 0; k < s.size(); ++k) {
+      int64_t& o = out[rank - s.size() + k];
+      const int64_t d = s[k];
+      if (d == o || d == 1) continue;
+      if (o == 1) {
+        o = d;
+        continue;
+      }
+      fail("inputs cannot be broadcast together: input " + std::to_string(i) + " has shape " + shape_str(s) +
+               ", the others broadcast to " + shape_str(out),
+           ErrorCode::kInvalidArgument);
+    }
+  }
+  // The layout: that of the first full-rank operand computed at run time that has one.
+  std::vector<int64_t> perm;
+  for (int i : idx)
+    if (!in(i).perm.empty() && in(i).shape.size() == rank && !in(i).v.is_const()) {
+      perm = in(i).perm;
+      break;
+    }
+  std::vector<TVal> r;
+  for (int i : idx) {
+    const OVal& o = in(i);
+    if (o.shape.size() == rank) {
+      r.push_back(in_layout(o, perm));
+    } else {
+      TVal t = to_rank(plain(o), static_cast<int>(rank));
+      r.push_back(perm.empty() ? t : transpose(t, perm));
+    }
+  }
+  *perm_out = perm;
+  *shape_out = out;
+  return r;
+}
+
+// ---- the walk -------------------------------------------------------------------------------------
+
+OVal Importer::make_const_oval(const onnx::TensorProto& t, const std::string& what) {
+  OVal o;
+  Tensor tensor = tensor_from_proto(t, what, base_dir_, &o.ints, &o.onnx_type);
+  o.shape = tensor.shape();
+  o.v = const_tensor(std::move(tensor));
+  return o;
+}
+
+void Importer::import_initializers() {
+  for (const auto& t : g_.initializer()) {
+    try {
+      values_[t.name()] = make_const_oval(t, "initializer '" + t.name() + "'");
+    } catch (const Error& e) {
+      // An initializer nobody can represent is only an error if a node uses it; remember why.
+      if (e.code() != ErrorCode::kUnsupported) throw e.with_context({.file = source_});
+      OVal bad;
+      bad.onnx_type = t.data_type();
+      values_.erase(t.name());
+    }
+  }
+}
+
+void Importer::import_inputs() {
+  std::set<std::string> initializers;
+  for (const auto& t : g_.initializer()) initializers.insert(t.name());
+  std::set<std::string> known;
+  for (const auto& vi : g_.input()) {
+    const std::string& name = vi.name();
+    known.insert(name);
+    if (initializers.count(name)) continue;  // an input with a default value: treated as the constant
+    Location loc{.file = source_, .operand = name};
+    if (!vi.type().has_tensor_type())
+      throw Error(ErrorCode::kUnsupported, "graph input '" + name + "' is not a tensor (sequences, maps and optionals are not supported)", loc);
+    const auto& tt = vi.type().tensor_type();
+    auto dt = tosa_dtype(tt.elem_type());
+    if (!dt) throw Error(ErrorCode::kUnsupported, "graph input '" + name + "': " + unsupported_type_message(tt.elem_type()), loc);
+    Shape shape;
+    auto given = options_.input_shapes.find(name);
+    if (!tt.has_shape()) {
+      if (given == options_.input_shapes.end())
+        throw Error(ErrorCode::kInvalidArgument, "graph input '" + name + "' has no shape; give one with --shape " + name + "=D0xD1x...", loc);
+      shape = given->second;
+    } else {
+      const auto& dims = tt.shape().dim();
+      if (given != options_.input_shapes.end()) {
+        if (static_cast<int>(given->second.size()) != dims.size())
+          throw Error(ErrorCode::kInvalidArgument,
+                      "--shape " + name + "=" + shape_str(given->second) + " has rank " + std::to_string(given->second.size()) +
+                          " but the model declares rank " + std::to_string(dims.size()), loc);
+        for (int k = 0; k < dims.size(); ++k)
+          if (dims[k].has_dim_value() && dims[k].dim_value() != given->second[static_cast<size_t>(k)])
+            throw Error(ErrorCode::kInvalidArgument,
+                        "--shape " + name + "=" + shape_str(given->second) + " disagrees with the model's dimension " +
+                            std::to_string(k) + " (" + std::to_string(dims[k].dim_value()) + ")", loc);
+        shape = given->second;
+      } else {
+        for (int k = 0; k < dims.size(); ++k) {
+          if (dims[k].has_dim_value() && dims[k].dim_value() >= 0) {
+            shape.push_back(dims[k].dim_value());
+          } else {
+            std::string what = dims[k].has_dim_param() ? "'" + dims[k].dim_param() + "'" : "unknown";
+            throw Error(ErrorCode::kInvalidArgument,
+                        "graph input '" + name + "' has a dynamic dimension " + std::to_string(k) + " (" + what +
+                            "); Weft compiles static shapes: give it with --shape " + name + "=" +
+                            [&] {
+                              std::string s;
+                              for (int j = 0; j < dims.size(); ++j)
+                                s += (j ? "x" : "") + (dims[j].has_dim_value() ? std::to_string(dims[j].dim_value()) : std::string("N"));
+                              return s;
+                            }(),
+                        loc);
+          }
+        }
+      }
+    }
+    for (int64_t d : shape)
+      if (d <= 0) throw Error(ErrorCode::kInvalidArgument, "graph input '" + name + "' has shape " + shape_str(shape) + " with a dimension < 1", loc);
+    OVal o;
+    o.onnx_type = tt.elem_type();
+    o.shape = shape;
+    o.v = TVal{graph_.add_input(name, {*dt, shape}), nullptr, {*dt, shape}};
+    values_[name] = o;
+  }
+  for (const auto& [name, shape] : options_.input_shapes)
+    if (!known.count(name))
+      throw Error(ErrorCode::kInvalidArgument, "--shape names '" + name + "', which is not an input of the model", {.file = source_});
+}
+
+void Importer::lower_node(const onnx::NodeProto& n) {
+  node_ = &n;
+  const std::string dom = n.domain().empty() ? "ai.onnx" : n.domain();
+  node_label_ = (n.name().empty() ? (n.output_size() ? n.output(0) : std::string("?")) : n.name()) + " (" +
+                n.op_type() + ", domain " + dom + ", opset " + std::to_string(opset_) + ")";
+  if (!(n.domain().empty() || n.domain() == "ai.onnx")) {
+    fail("operator " + n.op_type() + " of domain '" + n.domain() +
+         "' is not an ONNX standard operator and Weft has no lowering for it; replace it before export, or "
+         "carry it as a custom operator (tosa.CUSTOM) once it is registered with Weft");
+  }
+  const auto& rules = op_rules();
+  auto it = std::find_if(rules.begin(), rules.end(), [&](const OpRule& r) { return n.op_type() == r.op_type; });
+  if (it == rules.end())
+    fail("operator " + n.op_type() + " is not supported by Weft's ONNX frontend (`weft ops --onnx` lists the "
+         "supported ones); replace it before export, or carry it as a custom operator (tosa.CUSTOM) once it is "
+         "registered with Weft");
+  for (int i = 0; i < n.input_size(); ++i)
+    if (!n.input(i).empty() && !values_.count(n.input(i)))
+      fail("input " + std::to_string(i) + " '" + n.input(i) +
+               "' is not produced by any earlier node, graph input or supported initializer",
+           ErrorCode::kInvalidArgument);
+  try {
+    it->lower(*this, n);
+  } catch (const Error& e) {
+    if (!e.location().node.empty()) throw;
+    throw Error(e.code(), e.message(), {.file = source_, .node = node_label_, .operand = e.location().operand});
+  }
+  for (int i = 0; i < n.output_size(); ++i) {
+    if (n.output(i).empty()) continue;
+    auto v = values_.find(n.output(i));
+    if (v == values_.end()) fail("output " + std::to_string(i) + " '" + n.output(i) + "' is not supported", ErrorCode::kUnsupported);
+    // Name the TOSA value after the ONNX one where it is a fresh, same-layout result.
+    TVal& t = v->second.v;
+    if (!t.is_const() && v->second.perm.empty()) {
+      const Value& val = graph_.value(t.id);
+      if (val.producer >= 0 && val.name.size() > 1 && val.name[0] == 't' && std::isdigit(static_cast<unsigned char>(val.name[1])))
+        graph_.rename_value(t.id, graph_.unique_name(n.output(i)));
+    }
+  }
+}
+
+void Importer::finish_outputs() {
+  node_ = nullptr;
+  node_label_.clear();
+  std::set<ValueId> used;
+  std::vector<ValueId> outs;
+  for (const auto& vi : g_.output()) {
+    const std::string& name = vi.name();
+    auto it = values_.find(name);
+    if (it == values_.end())
+      throw Error(ErrorCode::kInvalidArgument, "graph output '" + name + "' is not produced by any node", {.file = source_, .operand = name});
+    TVal t = plain(it->second);
+    ValueId id = materialize(t);
+    const Value& val = graph_.value(id);
+    const bool is_input = std::find(graph_.inputs().begin(), graph_.inputs().end(), id) != graph_.inputs().end();
+    if (is_input || used.count(id) || (val.name != name && graph_.find_value(name) && *graph_.find_value(name) != id)) {
+      Node n;
+      n.op = Op::IDENTITY;
+      n.inputs = {id};
+      n.attrs = make_attrs(Op::IDENTITY, {});
+      if (auto other = graph_.find_value(name)) graph_.rename_value(*other, graph_.unique_name(name + "_0"));
+      ValueId nid = graph_.add_value(name, val.type);
+      n.outputs = {nid};
+      graph_.add_node(std::move(n));
+      id = nid;
+    } else if (val.name != name) {
+      graph_.rename_value(id, name);
+    }
+    used.insert(id);
+    outs.push_back(id);
+  }
+  graph_.set_outputs(outs);
+}
+
+Module Importer::run() {
+  import_initializers();
+  import_inputs();
+  for (const auto& n : g_.node()) lower_node(n);
+  finish_outputs();
+  Module m(prune_graph(graph_));
+  if (options_.verify) {
+    auto errors = verify_module(m);
+    if (!errors.empty())
+      throw Error(ErrorCode::kInternal, "the lowered TOSA graph fails verification (a Weft bug): " + std::string(errors[0].what()),
+                  {.file = source_});
+  }
+  return m;
+}
+
+// ---- dead-node removal ----------------------------------------------------------------------------
+
+Graph prune_graph(const Graph& g) {
+  std::vector<char> live_value(g.values().size(), 0), live_node(g.nodes().size(), 0);
+  for (ValueId o : g.outputs()) live_value[static_cast<size_t>(o)] = 1;
+  for (int i = static_cast<int>(g.nodes().size()) - 1; i >= 0; --i) {
+    const Node& n = g.node(i);
+    bool live = false;
+    for (ValueId o : n.outputs) live = live || live_value[static_cast<size_t>(o)];
+    if (!live) continue;
+    live_node[static_cast<size_t>(i)] = 1;
+    for (ValueId v : n.inputs) live_value[static_cast<size_t>(v)] = 1;
+  }
+  Graph out(g.name());
+  std::vector<ValueId> map(g.values().size(), kNoValue);
+  for (ValueId in : g.inputs()) map[static_cast<size_t>(in)] = out.add_input(g.value(in).name, g.value(in).type);
+  for (size_t i = 0; i < g.nodes().size(); ++i) {
+    if (!live_node[i]) continue;
+    Node n = g.nodes()[i];
+    for (ValueId& v : n.inputs) v = map[static_cast<size_t>(v)];
+    for (ValueId& v : n.outputs) {
+      ValueId nv = out.add_value(g.value(v).name, g.value(v).type);
+      map[static_cast<size_t>(v)] = nv;
+      v = nv;
+    }
+    out.add_node(std::move(n));
+  }
+  std::vector<ValueId> outs;
+  for (ValueId o : g.outputs()) outs.push_back(map[static_cast<size_t>(o)]);
+  out.set_outputs(outs);
+  return out;
+}
+
+namespace {
+
+Module import_model(onnx::ModelProto& model, const std::string& source, const OnnxImportOptions& options,
+                    const std::string& base_dir) {
+  if (!model.has_graph()) throw Error(ErrorCode::kInvalidArgument, "the model has no graph", {.file = source});
+  Importer imp(model, source, options, base_dir);
+  return imp.run();
+}
+
+}  // namespace
+}  // namespace weft::onnxfe
+
+namespace weft {
+
+Module import_onnx_bytes(std::string_view bytes, const std::string& source, const OnnxImportOptions& options,
+                         const std::string& base_dir) {
+  onnx::ModelProto model;
+  if (bytes.size() > static_cast<size_t>(INT32_MAX) || !model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
+    throw Error(ErrorCode::kParse, "not a valid ONNX model (the protobuf ModelProto does not parse)", {.file = source});
+  return onnxfe::import_model(model, source, options, base_dir);
+}
+
+Module import_onnx(const std::string& path, const OnnxImportOptions& options) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw Error(ErrorCode::kIo, "cannot open the model file", {.file = path});
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  std::string bytes = ss.str();
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  if (dir.empty()) dir = ".";
+  return import_onnx_bytes(bytes, path, options, dir);
+}
+
+std::vector<std::string> onnx_supported_ops() {
+  std::vector<std::string> r;
+  for (const auto& rule : onnxfe::op_rules()) r.push_back(rule.op_type);
+  std::sort(r.begin(), r.end());
+  return r;
+}
+
+}  // namespace weft
+
+namespace weft::onnxfe {
+
+void Importer::alias_out(int i, const OVal& v) {
+  if (!wants_output(i)) return;
+  OVal o = v;
+  o.plain_cache = v.plain_cache;
+  values_[node_->output(i)] = std::move(o);
+}
+
+void Importer::set_exact_ints(int i, std::shared_ptr<const std::vector<int64_t>> ints) {
+  if (!wants_output(i)) return;
+  values_[node_->output(i)].ints = std::move(ints);
+}
+
+int64_t norm_axis(const Importer& imp, int64_t axis, int64_t rank, const char* what) {
+  if (axis < -rank || axis >= std::max<int64_t>(rank, 1))
+    imp.fail(std::string(what) + " " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank) +
+                 " (must be in [" + std::to_string(-rank) + ", " + std::to_string(rank - 1) + "])",
+             ErrorCode::kInvalidArgument);
+  return axis < 0 ? axis + rank : axis;
+}
+
+int64_t tosa_axis(const std::vector<int64_t>& perm, int64_t onnx_axis) {
+  if (perm.empty()) return onnx_axis;
+  for (size_t i = 0; i < perm.size(); ++i)
+    if (perm[i] == onnx_axis) return static_cast<int64_t>(i);
+  return onnx_axis;
+}
+
+}  // namespace weft::onnxfe

@@ -1,0 +1,176 @@
+// Internal interface of the ONNX frontend: the state of one import and the helpers that the
+// operator lowerings (lower_*.cpp) share. Nothing here is public API.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "weft/error.h"
+#include "weft/graph.h"
+#include "weft/onnx.h"
+
+namespace onnx {
+class NodeProto;
+class TensorProto;
+class AttributeProto;
+class ModelProto;
+class GraphProto;
+}  // namespace onnx
+
+namespace weft::onnxfe {
+
+// ONNX TensorProto.DataType values used here.
+enum OnnxType : int {
+  kOUndefined = 0, kOFloat = 1, kOUint8 = 2, kOInt8 = 3, kOUint16 = 4, kOInt16 = 5, kOInt32 = 6, kOInt64 = 7,
+  kOString = 8, kOBool = 9, kOFloat16 = 10, kODouble = 11, kOUint32 = 12, kOUint64 = 13, kOBfloat16 = 16,
+};
+const char* onnx_type_name(int t);
+// The TOSA type an ONNX element type is carried as; nullopt when there is none.
+std::optional<DType> tosa_dtype(int onnx_type);
+
+// A TOSA-side value: a value of the graph being built, or a constant that is not (yet) in the
+// graph. Constants are folded through operators and only become CONST nodes where an operator
+// that runs at inference time consumes them.
+struct TVal {
+  ValueId id = kNoValue;
+  std::shared_ptr<const Tensor> c;  // set for constants
+  TensorType type;
+  bool is_const() const { return c != nullptr; }
+  int rank() const { return type.rank(); }
+  const Shape& shape() const { return type.shape; }
+  DType dtype() const { return type.dtype; }
+};
+
+// An ONNX value: its TOSA value holds transpose(onnx_value, perm) (dimension i of the TOSA value is
+// dimension perm[i] of the ONNX one); an empty perm means the layouts are the same.
+struct OVal {
+  TVal v;
+  std::vector<int64_t> perm;
+  int onnx_type = kOUndefined;
+  Shape shape;  // ONNX shape
+  // Exact values of int64 constants (TOSA carries them as int32; shape arithmetic reads these).
+  std::shared_ptr<const std::vector<int64_t>> ints;
+  std::shared_ptr<TVal> plain_cache;  // the value in ONNX layout, once materialized
+};
+
+class Importer;
+using LowerFn = void (*)(Importer&, const onnx::NodeProto&);
+
+struct OpRule {
+  const char* op_type;
+  LowerFn lower;
+};
+// The ONNX operators of the default domain that the frontend lowers (lower_table.cpp).
+const std::vector<OpRule>& op_rules();
+
+class Importer {
+ public:
+  Importer(const onnx::ModelProto& model, std::string source, const OnnxImportOptions& options, std::string base_dir);
+  Module run();
+
+  // ---- the node being lowered ----
+  const onnx::NodeProto& node() const { return *node_; }
+  int opset() const { return opset_; }
+  int num_inputs() const;       // count of node inputs, trailing empty names removed
+  bool has_input(int i) const;  // present and not the empty name
+  const OVal& in(int i) const;  // throws naming the input when missing
+  int num_outputs() const;
+  bool wants_output(int i) const;  // output i exists and has a name
+  void set_out(int i, TVal v, std::vector<int64_t> perm = {}, int onnx_type = -1);
+  void alias_out(int i, const OVal& v);
+  // Records the exact int64 values of constant output i (shape arithmetic).
+  void set_exact_ints(int i, std::shared_ptr<const std::vector<int64_t>> ints);  // the output is the input value itself (Identity, Dropout)
+  void set_out_const_ints(int i, std::vector<int64_t> values, Shape shape, int onnx_type = kOInt64);
+
+  // Attributes of the current node.
+  const onnx::AttributeProto* attr(const char* name) const;
+  int64_t attr_int(const char* name, int64_t dflt) const;
+  float attr_float(const char* name, float dflt) const;
+  std::string attr_str(const char* name, const std::string& dflt) const;
+  std::optional<std::vector<int64_t>> attr_ints(const char* name) const;
+  std::optional<std::vector<float>> attr_floats(const char* name) const;
+  Tensor attr_tensor(const char* name) const;
+
+  // Errors located at the current node.
+  [[noreturn]] void fail(const std::string& msg, ErrorCode code = ErrorCode::kUnsupported) const;
+  void require(bool cond, const std::string& msg) const {
+    if (!cond) fail(msg, ErrorCode::kInvalidArgument);
+  }
+
+  // ---- constants ----
+  // The values of input i, which must be known at import time (`what` names it in the error).
+  std::vector<int64_t> const_ints(int i, const char* what) const;
+  std::vector<double> const_doubles(int i, const char* what) const;
+  bool is_const(int i) const { return has_input(i) && in(i).v.is_const(); }
+  TVal const_tensor(Tensor t) const;
+  TVal scalar(DType dt, double v, int rank = 1) const;  // shape [1,...,1] of `rank` dims (rank 0 allowed)
+  TVal shape_const(const std::vector<int64_t>& dims) const;  // a shape_t value
+
+  // ---- emitting TOSA operators (folded when every input is constant) ----
+  TVal emit(Op op, std::vector<TVal> inputs, Attrs attrs = {});
+  std::vector<TVal> emit_multi(Op op, std::vector<TVal> inputs, Attrs attrs, std::vector<DType> out_dtypes = {});
+  // With the output's element type given (CAST, RESCALE, and rows the inputs leave open).
+  TVal emit_as(Op op, DType out, std::vector<TVal> inputs, Attrs attrs = {});
+
+  // Common building blocks.
+  TVal reshape(const TVal& v, const Shape& shape);
+  TVal transpose(const TVal& v, const std::vector<int64_t>& perm);
+  TVal cast(const TVal& v, DType to);
+  TVal add(const TVal& a, const TVal& b) { return emit(Op::ADD, {a, b}); }
+  TVal sub(const TVal& a, const TVal& b) { return emit(Op::SUB, {a, b}); }
+  TVal mul(const TVal& a, const TVal& b);
+  TVal slice(const TVal& v, const std::vector<int64_t>& start, const std::vector<int64_t>& size);
+  TVal clamp(const TVal& v, double lo, double hi);
+  TVal reduce(Op op, const TVal& v, int64_t axis);
+  // Brings a and b (TOSA values) to the same rank by inserting leading 1s.
+  TVal to_rank(const TVal& v, int rank);
+
+  // ---- layouts ----
+  // The value in ONNX's layout (emits a TRANSPOSE, or a RESHAPE when only size-1 dimensions move).
+  TVal plain(const OVal& v);
+  // The value in layout `perm` (an empty perm is ONNX's layout).
+  TVal in_layout(const OVal& v, const std::vector<int64_t>& perm);
+  // Elementwise operands: the layout the output takes and each operand broadcast-ready in it.
+  std::vector<TVal> elementwise_operands(const std::vector<int>& inputs, std::vector<int64_t>* perm, Shape* onnx_shape);
+
+  const std::string& source() const { return source_; }
+  Graph& graph() { return graph_; }
+
+ private:
+  friend struct ImporterAccess;
+  void import_initializers();
+  void import_inputs();
+  void lower_node(const onnx::NodeProto& n);
+  void finish_outputs();
+  ValueId materialize(const TVal& v);
+  ValueId hint_value(DType d);
+  OVal make_const_oval(const onnx::TensorProto& t, const std::string& what);
+
+  const onnx::ModelProto& model_;
+  const onnx::GraphProto& g_;
+  std::string source_;
+  OnnxImportOptions options_;
+  std::string base_dir_;
+  int opset_ = 0;
+  Graph graph_;
+  std::map<std::string, OVal> values_;
+  std::map<const Tensor*, std::pair<std::shared_ptr<const Tensor>, ValueId>> materialized_;
+  std::map<DType, ValueId> hints_;
+  const onnx::NodeProto* node_ = nullptr;
+  std::string node_label_;
+};
+
+Tensor tensor_from_proto(const onnx::TensorProto& t, const std::string& what, const std::string& base_dir,
+                         std::shared_ptr<const std::vector<int64_t>>* exact_ints, int* onnx_type);
+std::vector<int64_t> inverse_perm(const std::vector<int64_t>& perm);
+int64_t norm_axis(const Importer& imp, int64_t axis, int64_t rank, const char* what = "axis");
+// The position in the TOSA value of ONNX dimension `onnx_axis` of a value with layout `perm`.
+int64_t tosa_axis(const std::vector<int64_t>& perm, int64_t onnx_axis);
+// Removes nodes whose results no output needs.
+Graph prune_graph(const Graph& g);
+
+}  // namespace weft::onnxfe

@@ -1,0 +1,595 @@
+// Lowerings of ONNX's element-wise, activation, reduction, normalization and quantization
+// operators. Element-wise operators keep their operands' layout (NHWC inside a CNN).
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include <onnx/onnx_pb.h>
+
+#include "frontends/onnx/importer.h"
+#include "frontends/onnx/lower.h"
+
+namespace weft::onnxfe {
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// out = op(inputs...) with numpy broadcasting, in the operands' layout.
+void binary(Importer& imp, Op op, int out_type = -1) {
+  std::vector<int64_t> perm;
+  Shape shape;
+  auto ops = imp.elementwise_operands({0, 1}, &perm, &shape);
+  TVal r = op == Op::MUL ? imp.mul(ops[0], ops[1]) : imp.emit(op, ops);
+  imp.set_out(0, r, perm, out_type);
+}
+
+// f applied to input 0, layout kept.
+template <class F>
+void unary(Importer& imp, F f, int out_type = -1) {
+  const OVal& x = imp.in(0);
+  imp.set_out(0, f(x.v), x.perm, out_type < 0 ? x.onnx_type : out_type);
+}
+
+TVal full_like(Importer& imp, const TVal& v, double x) { return imp.scalar(v.dtype(), x, v.rank()); }
+
+void require_float(Importer& imp, const TVal& v) {
+  if (!is_float(v.dtype())) imp.fail(std::string("the input type ") + dtype_name(v.dtype()) + " is not supported here (floating point only)");
+}
+
+TVal sqrt_of(Importer& imp, const TVal& v) { return imp.emit(Op::POW, {v, full_like(imp, v, 0.5)}); }
+
+// Variadic Max/Min/Sum/Mean: a chain of binary operators over all inputs.
+void variadic(Importer& imp, Op op, bool mean) {
+  const int n = imp.num_inputs();
+  std::vector<int> idx(static_cast<size_t>(n));
+  std::iota(idx.begin(), idx.end(), 0);
+  std::vector<int64_t> perm;
+  Shape shape;
+  auto ops = imp.elementwise_operands(idx, &perm, &shape);
+  TVal acc = ops[0];
+  for (size_t i = 1; i < ops.size(); ++i) acc = op == Op::MUL ? imp.mul(acc, ops[i]) : imp.emit(op, {acc, ops[i]});
+  if (mean) acc = imp.mul(acc, full_like(imp, acc, 1.0 / n));
+  // A single input of lower rank than the broadcast shape: make the shape explicit.
+  imp.set_out(0, acc, perm, imp.in(0).onnx_type);
+}
+
+// Axes of a reduction, ONNX numbering, sorted; empty = reduce nothing (noop_with_empty_axes).
+std::vector<int64_t> reduce_axes(Importer& imp, int64_t rank, bool* noop) {
+  std::optional<std::vector<int64_t>> axes;
+  if (imp.has_input(1)) axes = imp.const_ints(1, "axes");
+  else axes = imp.attr_ints("axes");
+  *noop = false;
+  std::vector<int64_t> r;
+  if (!axes || axes->empty()) {
+    if (imp.attr_int("noop_with_empty_axes", 0)) {
+      *noop = true;
+      return r;
+    }
+    for (int64_t i = 0; i < rank; ++i) r.push_back(i);
+    return r;
+  }
+  for (int64_t a : *axes) r.push_back(norm_axis(imp, a, rank, "axes"));
+  std::sort(r.begin(), r.end());
+  r.erase(std::unique(r.begin(), r.end()), r.end());
+  return r;
+}
+
+// Finishes a reduction computed with kept dimensions: drops them unless keepdims, keeping the
+// remaining dimensions' layout.
+void finish_reduce(Importer& imp, const OVal& x, TVal v, const std::vector<int64_t>& axes, bool keepdims, int out_type) {
+  if (keepdims) {
+    imp.set_out(0, v, x.perm, out_type);
+    return;
+  }
+  const size_t r = x.shape.size();
+  std::vector<int64_t> perm = x.perm;
+  if (perm.empty()) {
+    perm.resize(r);
+    std::iota(perm.begin(), perm.end(), 0);
+  }
+  // Remaining ONNX dims renumbered; the TOSA value keeps its order of the remaining ones.
+  std::vector<int64_t> renum(r, -1);
+  int64_t k = 0;
+  for (size_t d = 0; d < r; ++d)
+    if (std::find(axes.begin(), axes.end(), static_cast<int64_t>(d)) == axes.end()) renum[d] = k++;
+  Shape s;
+  std::vector<int64_t> np;
+  for (size_t i = 0; i < r; ++i) {
+    const int64_t od = perm[i];
+    if (renum[static_cast<size_t>(od)] < 0) continue;
+    s.push_back(v.shape()[i]);
+    np.push_back(renum[static_cast<size_t>(od)]);
+  }
+  imp.set_out(0, imp.reshape(v, s), np, out_type);
+}
+
+enum class Red { kSum, kMean, kMax, kMin, kProd, kL1, kL2, kSumSquare, kLogSum, kLogSumExp };
+
+void reduction(Importer& imp, Red kind) {
+  const OVal& x = imp.in(0);
+  const int64_t r = static_cast<int64_t>(x.shape.size());
+  bool noop = false;
+  std::vector<int64_t> axes = reduce_axes(imp, r, &noop);
+  const bool keepdims = imp.attr_int("keepdims", 1) != 0;
+  TVal v = x.v;
+  if (kind == Red::kL1) v = imp.emit(Op::ABS, {v});
+  if (kind == Red::kL2 || kind == Red::kSumSquare) v = imp.mul(v, v);
+  TVal max_kept;
+  if (kind == Red::kLogSumExp) {
+    // Stable: max + log(sum(exp(x - max))).
+    TVal m = v;
+    for (int64_t a : axes) m = imp.reduce(Op::REDUCE_MAX, m, tosa_axis(x.perm, a));
+    max_kept = m;
+    v = imp.emit(Op::EXP, {imp.sub(v, m)});
+  }
+  if (noop) {
+    imp.set_out(0, v, x.perm, x.onnx_type);
+    return;
+  }
+  Op op = Op::REDUCE_SUM;
+  if (kind == Red::kMax) op = Op::REDUCE_MAX;
+  if (kind == Red::kMin) op = Op::REDUCE_MIN;
+  if (kind == Red::kProd) op = Op::REDUCE_PRODUCT;
+  int64_t count = 1;
+  for (int64_t a : axes) {
+    v = imp.reduce(op, v, tosa_axis(x.perm, a));
+    count *= x.shape[static_cast<size_t>(a)];
+  }
+  if (kind == Red::kMean) {
+    if (!is_float(v.dtype())) imp.fail("ReduceMean of integers is not supported");
+    v = imp.mul(v, full_like(imp, v, 1.0 / static_cast<double>(count)));
+  }
+  if (kind == Red::kL2) v = sqrt_of(imp, v);
+  if (kind == Red::kLogSum) v = imp.emit(Op::LOG, {v});
+  if (kind == Red::kLogSumExp) v = imp.add(imp.emit(Op::LOG, {v}), max_kept);
+  finish_reduce(imp, x, v, axes, keepdims, x.onnx_type);
+}
+
+// Softmax / LogSoftmax over the TOSA axes `axes` of v.
+TVal softmax_core(Importer& imp, TVal v, const std::vector<int64_t>& axes, bool log) {
+  TVal m = v;
+  for (int64_t a : axes) m = imp.reduce(Op::REDUCE_MAX, m, a);
+  TVal d = imp.sub(v, m);
+  TVal e = imp.emit(Op::EXP, {d});
+  TVal s = e;
+  for (int64_t a : axes) s = imp.reduce(Op::REDUCE_SUM, s, a);
+  if (log) return imp.sub(d, imp.emit(Op::LOG, {s}));
+  return imp.mul(e, imp.emit(Op::RECIPROCAL, {s}));
+}
+
+void softmax(Importer& imp, bool log) {
+  const OVal& x = imp.in(0);
+  require_float(imp, x.v);
+  const int64_t r = static_cast<int64_t>(x.shape.size());
+  if (imp.opset() >= 13) {
+    const int64_t axis = norm_axis(imp, imp.attr_int("axis", -1), r);
+    imp.set_out(0, softmax_core(imp, x.v, {tosa_axis(x.perm, axis)}, log), x.perm, x.onnx_type);
+    return;
+  }
+  // Before opset 13: the input is seen as 2-D [prod(shape[:axis]), prod(shape[axis:])].
+  const int64_t axis = norm_axis(imp, imp.attr_int("axis", 1), r);
+  if (!x.perm.empty() && axis == r - 1) {
+    imp.set_out(0, softmax_core(imp, x.v, {tosa_axis(x.perm, axis)}, log), x.perm, x.onnx_type);
+    return;
+  }
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < r; ++i) (i < axis ? outer : inner) *= x.shape[static_cast<size_t>(i)];
+  TVal v = imp.reshape(imp.plain(x), {outer, inner});
+  imp.set_out(0, imp.reshape(softmax_core(imp, v, {1}, log), x.shape), {}, x.onnx_type);
+}
+
+// A per-channel vector (C values, ONNX dim 1) shaped to broadcast against x in x's layout.
+TVal channel_vector(Importer& imp, const OVal& x, TVal vec) {
+  const size_t r = x.shape.size();
+  Shape s(r, 1);
+  s[1] = vec.shape().empty() ? 1 : shape_elements(vec.shape());
+  TVal v = imp.reshape(vec, s);
+  return x.perm.empty() ? v : imp.transpose(v, x.perm);
+}
+
+// Integer RESCALE parameters for a real scale: multiplier (31-bit) and shift, as TOSA defines them.
+std::pair<int32_t, int8_t> rescale_params(Importer& imp, double scale) {
+  if (!(scale > 0) || !std::isfinite(scale)) imp.fail("quantization scale " + std::to_string(scale) + " must be positive", ErrorCode::kInvalidArgument);
+  int exp = 0;
+  const double m = std::frexp(scale, &exp);  // scale = m * 2^exp, m in [0.5, 1)
+  int64_t mult = static_cast<int64_t>(std::llround(m * (1LL << 31)));
+  if (mult == (1LL << 31)) {
+    mult /= 2;
+    ++exp;
+  }
+  int shift = 31 - exp;
+  if (shift > 62) {
+    // Too small to represent: the result is 0 (multiplier shifted away).
+    mult >>= (shift - 62);
+    shift = 62;
+  }
+  if (shift < 2) imp.fail("quantization scale " + std::to_string(scale) + " is too large for an int32 RESCALE", ErrorCode::kUnsupported);
+  return {static_cast<int32_t>(mult), static_cast<int8_t>(shift)};
+}
+
+}  // namespace
+
+// Shared with lower_nn.cpp: RESCALE of int32 accumulators to int8 with per-tensor or per-channel
+// scales (channels on the last TOSA axis).
+TVal rescale_to(Importer& imp, const TVal& acc, const std::vector<double>& scales, int64_t out_zp, DType out,
+                int64_t in_zp) {
+  std::vector<int64_t> mult, shift;
+  for (double s : scales) {
+    auto [m, sh] = rescale_params(imp, s);
+    mult.push_back(m);
+    shift.push_back(sh);
+  }
+  const bool per_channel = scales.size() > 1;
+  const int64_t nc = static_cast<int64_t>(scales.size());
+  TVal tm = imp.const_tensor(Tensor::from_ints({DType::kInt32, {nc}}, mult));
+  TVal ts = imp.const_tensor(Tensor::from_ints({DType::kInt8, {nc}}, shift));
+  return imp.emit_as(Op::RESCALE, out,
+                     {acc, tm, ts, imp.scalar(acc.dtype(), static_cast<double>(in_zp), 1), imp.scalar(out, static_cast<double>(out_zp), 1)},
+                     {{"scale32", true}, {"rounding_mode", static_cast<int64_t>(RoundingMode::kDouble)}, {"per_channel", per_channel}});
+}
+
+void lower_Add(Importer& imp, const onnx::NodeProto&) { binary(imp, Op::ADD); }
+void lower_Sub(Importer& imp, const onnx::NodeProto&) { binary(imp, Op::SUB); }
+void lower_Mul(Importer& imp, const onnx::NodeProto&) { binary(imp, Op::MUL); }
+void lower_Max(Importer& imp, const onnx::NodeProto&) { variadic(imp, Op::MAXIMUM, false); }
+void lower_Min(Importer& imp, const onnx::NodeProto&) { variadic(imp, Op::MINIMUM, false); }
+void lower_Sum(Importer& imp, const onnx::NodeProto&) { variadic(imp, Op::ADD, false); }
+void lower_Mean(Importer& imp, const onnx::NodeProto&) { variadic(imp, Op::ADD, true); }
+
+void lower_Div(Importer& imp, const onnx::NodeProto&) {
+  std::vector<int64_t> perm;
+  Shape shape;
+  auto ops = imp.elementwise_operands({0, 1}, &perm, &shape);
+  TVal r;
+  if (is_float(ops[0].dtype())) {
+    r = imp.mul(ops[0], imp.emit(Op::RECIPROCAL, {ops[1]}));
+  } else {
+    r = imp.emit(Op::INTDIV, ops);
+  }
+  imp.set_out(0, r, perm, imp.in(0).onnx_type);
+}
+
+void lower_Pow(Importer& imp, const onnx::NodeProto&) {
+  const OVal& b = imp.in(1);
+  if (b.v.is_const() && shape_elements(b.shape) == 1 && is_float(imp.in(0).v.dtype())) {
+    const double e = b.v.c->at_double(0);
+    if (e == 1.0) { imp.alias_out(0, imp.in(0)); return; }
+    if (e == 2.0) { unary(imp, [&](TVal v) { return imp.mul(v, v); }); return; }
+    if (e == 3.0) { unary(imp, [&](TVal v) { return imp.mul(imp.mul(v, v), v); }); return; }
+    if (e == -1.0) { unary(imp, [&](TVal v) { return imp.emit(Op::RECIPROCAL, {v}); }); return; }
+  }
+  std::vector<int64_t> perm;
+  Shape shape;
+  auto ops = imp.elementwise_operands({0, 1}, &perm, &shape);
+  require_float(imp, ops[0]);
+  if (ops[1].dtype() != ops[0].dtype()) ops[1] = imp.cast(ops[1], ops[0].dtype());
+  imp.set_out(0, imp.emit(Op::POW, ops), perm, imp.in(0).onnx_type);
+}
+
+void lower_Equal(Importer& imp, const onnx::NodeProto&) { binary(imp, Op::EQUAL, kOBool); }
+void lower_Greater(Importer& imp, const onnx::NodeProto&) { binary(imp, Op::GREATER, kOBool); }
+void lower_GreaterOrEqual(Importer& imp, const onnx::NodeProto&) { binary(imp, Op::GREATER_EQUAL, kOBool); }
+void lower_Less(Importer& imp, const onnx::NodeProto&) {
+  std::vector<int64_t> perm;
+  Shape shape;
+  auto ops = imp.elementwise_operands({0, 1}, &perm, &shape);
+  imp.set_out(0, imp.emit(Op::GREATER, {ops[1], ops[0]}), perm, kOBool);
+}
+void lower_LessOrEqual(Importer& imp, const onnx::NodeProto&) {
+  std::vector<int64_t> perm;
+  Shape shape;
+  auto ops = imp.elementwise_operands({0, 1}, &perm, &shape);
+  imp.set_out(0, imp.emit(Op::GREATER_EQUAL, {ops[1], ops[0]}), perm, kOBool);
+}
+void lower_And(Importer& imp, const onnx::NodeProto&) { binary(imp, Op::LOGICAL_AND, kOBool); }
+void lower_Or(Importer& imp, const onnx::NodeProto&) { binary(imp, Op::LOGICAL_OR, kOBool); }
+void lower_Xor(Importer& imp, const onnx::NodeProto&) { binary(imp, Op::LOGICAL_XOR, kOBool); }
+void lower_Not(Importer& imp, const onnx::NodeProto&) { unary(imp, [&](TVal v) { return imp.emit(Op::LOGICAL_NOT, {v}); }); }
+
+#define WEFT_SIMPLE_UNARY(NAME, OP) \
+  void lower_##NAME(Importer& imp, const onnx::NodeProto&) { unary(imp, [&](TVal v) { return imp.emit(Op::OP, {v}); }); }
+WEFT_SIMPLE_UNARY(Exp, EXP)
+WEFT_SIMPLE_UNARY(Log, LOG)
+WEFT_SIMPLE_UNARY(Abs, ABS)
+WEFT_SIMPLE_UNARY(Reciprocal, RECIPROCAL)
+WEFT_SIMPLE_UNARY(Floor, FLOOR)
+WEFT_SIMPLE_UNARY(Ceil, CEIL)
+WEFT_SIMPLE_UNARY(Sigmoid, SIGMOID)
+WEFT_SIMPLE_UNARY(Tanh, TANH)
+WEFT_SIMPLE_UNARY(Erf, ERF)
+WEFT_SIMPLE_UNARY(Sin, SIN)
+WEFT_SIMPLE_UNARY(Cos, COS)
+#undef WEFT_SIMPLE_UNARY
+
+void lower_Sqrt(Importer& imp, const onnx::NodeProto&) {
+  unary(imp, [&](TVal v) {
+    require_float(imp, v);
+    return sqrt_of(imp, v);
+  });
+}
+
+void lower_Neg(Importer& imp, const onnx::NodeProto&) {
+  unary(imp, [&](TVal v) {
+    if (is_float(v.dtype())) return imp.emit(Op::NEGATE, {v, imp.scalar(v.dtype(), 0, 1), imp.scalar(v.dtype(), 0, 1)});
+    return imp.sub(full_like(imp, v, 0), v);
+  });
+}
+
+void lower_Sign(Importer& imp, const onnx::NodeProto&) {
+  unary(imp, [&](TVal v) {
+    TVal pos = imp.emit(Op::GREATER, {v, full_like(imp, v, 0)});
+    TVal neg = imp.emit(Op::GREATER, {full_like(imp, v, 0), v});
+    return imp.emit(Op::SELECT, {pos, full_like(imp, v, 1), imp.emit(Op::SELECT, {neg, full_like(imp, v, -1), full_like(imp, v, 0)})});
+  });
+}
+
+void lower_Relu(Importer& imp, const onnx::NodeProto&) {
+  unary(imp, [&](TVal v) {
+    return imp.clamp(v, 0, is_float(v.dtype()) ? kInf : static_cast<double>(int_max(v.dtype())));
+  });
+}
+
+void lower_LeakyRelu(Importer& imp, const onnx::NodeProto&) {
+  const double alpha = imp.attr_float("alpha", 0.01f);
+  unary(imp, [&](TVal v) {
+    require_float(imp, v);
+    TVal scaled = imp.mul(v, full_like(imp, v, alpha));
+    TVal pos = imp.emit(Op::GREATER_EQUAL, {v, full_like(imp, v, 0)});
+    return imp.emit(Op::SELECT, {pos, v, scaled});
+  });
+}
+
+void lower_PRelu(Importer& imp, const onnx::NodeProto&) {
+  std::vector<int64_t> perm;
+  Shape shape;
+  auto ops = imp.elementwise_operands({0, 1}, &perm, &shape);
+  TVal x = ops[0];
+  if (x.shape() != shape) {
+    // The slope is larger than x in some dimension: broadcast x explicitly.
+    imp.fail("the slope " + shape_str(imp.in(1).shape) + " broadcasts beyond the input " + shape_str(imp.in(0).shape), ErrorCode::kInvalidArgument);
+  }
+  TVal pos = imp.emit(Op::GREATER_EQUAL, {x, full_like(imp, x, 0)});
+  imp.set_out(0, imp.emit(Op::SELECT, {pos, x, imp.mul(x, ops[1])}), perm, imp.in(0).onnx_type);
+}
+
+void lower_Elu(Importer& imp, const onnx::NodeProto&) {
+  const double alpha = imp.attr_float("alpha", 1.f);
+  unary(imp, [&](TVal v) {
+    require_float(imp, v);
+    TVal neg = imp.mul(imp.sub(imp.emit(Op::EXP, {v}), full_like(imp, v, 1)), full_like(imp, v, alpha));
+    return imp.emit(Op::SELECT, {imp.emit(Op::GREATER, {v, full_like(imp, v, 0)}), v, neg});
+  });
+}
+
+void lower_Softplus(Importer& imp, const onnx::NodeProto&) {
+  unary(imp, [&](TVal v) {
+    require_float(imp, v);
+    // log(1 + exp(x)) = max(x, 0) + log(1 + exp(-|x|)), which does not overflow.
+    TVal e = imp.emit(Op::EXP, {imp.emit(Op::NEGATE, {imp.emit(Op::ABS, {v}), imp.scalar(v.dtype(), 0, 1), imp.scalar(v.dtype(), 0, 1)})});
+    return imp.add(imp.clamp(v, 0, kInf), imp.emit(Op::LOG, {imp.add(e, full_like(imp, v, 1))}));
+  });
+}
+
+void lower_Softsign(Importer& imp, const onnx::NodeProto&) {
+  unary(imp, [&](TVal v) {
+    require_float(imp, v);
+    return imp.mul(v, imp.emit(Op::RECIPROCAL, {imp.add(imp.emit(Op::ABS, {v}), full_like(imp, v, 1))}));
+  });
+}
+
+void lower_HardSigmoid(Importer& imp, const onnx::NodeProto&) {
+  const double alpha = imp.attr_float("alpha", 0.2f), beta = imp.attr_float("beta", 0.5f);
+  unary(imp, [&](TVal v) {
+    require_float(imp, v);
+    return imp.clamp(imp.add(imp.mul(v, full_like(imp, v, alpha)), full_like(imp, v, beta)), 0, 1);
+  });
+}
+
+void lower_HardSwish(Importer& imp, const onnx::NodeProto&) {
+  unary(imp, [&](TVal v) {
+    require_float(imp, v);
+    TVal hs = imp.clamp(imp.add(imp.mul(v, full_like(imp, v, 1.0 / 6.0)), full_like(imp, v, 0.5)), 0, 1);
+    return imp.mul(v, hs);
+  });
+}
+
+void lower_Clip(Importer& imp, const onnx::NodeProto&) {
+  const OVal& x = imp.in(0);
+  const DType dt = x.v.dtype();
+  const bool fp = is_float(dt);
+  double lo = fp ? -kInf : static_cast<double>(int_min(dt)), hi = fp ? kInf : static_cast<double>(int_max(dt));
+  if (imp.opset() < 11) {
+    lo = imp.attr_float("min", static_cast<float>(lo));
+    hi = imp.attr_float("max", static_cast<float>(hi));
+    imp.set_out(0, imp.clamp(x.v, lo, hi), x.perm, x.onnx_type);
+    return;
+  }
+  TVal v = x.v;
+  bool runtime_bound = false;
+  for (int i : {1, 2}) {
+    if (!imp.has_input(i)) continue;
+    if (imp.is_const(i)) {
+      double b = imp.const_doubles(i, i == 1 ? "min" : "max").at(0);
+      (i == 1 ? lo : hi) = b;
+    } else {
+      runtime_bound = true;
+    }
+  }
+  if (lo > hi) {
+    // ONNX: when min > max every value becomes max.
+    imp.set_out(0, imp.emit(Op::MAXIMUM, {imp.mul(v, full_like(imp, v, 0)), full_like(imp, v, hi)}), x.perm, x.onnx_type);
+    return;
+  }
+  v = imp.clamp(v, lo, hi);
+  if (runtime_bound) {
+    for (int i : {1, 2}) {
+      if (!imp.has_input(i) || imp.is_const(i)) continue;
+      TVal b = imp.to_rank(imp.plain(imp.in(i)), v.rank());
+      v = imp.emit(i == 1 ? Op::MAXIMUM : Op::MINIMUM, {v, b});
+    }
+  }
+  imp.set_out(0, v, x.perm, x.onnx_type);
+}
+
+void lower_Gelu(Importer& imp, const onnx::NodeProto&) {
+  const std::string approx = imp.attr_str("approximate", "none");
+  unary(imp, [&](TVal v) {
+    require_float(imp, v);
+    TVal inner;
+    if (approx == "tanh") {
+      TVal x3 = imp.mul(imp.mul(v, v), v);
+      TVal t = imp.mul(imp.add(v, imp.mul(x3, full_like(imp, v, 0.044715))), full_like(imp, v, std::sqrt(2.0 / M_PI)));
+      inner = imp.emit(Op::TANH, {t});
+    } else if (approx == "none") {
+      inner = imp.emit(Op::ERF, {imp.mul(v, full_like(imp, v, M_SQRT1_2))});
+    } else {
+      imp.fail("approximate = '" + approx + "' is not one of none, tanh", ErrorCode::kInvalidArgument);
+    }
+    return imp.mul(imp.mul(v, full_like(imp, v, 0.5)), imp.add(inner, full_like(imp, v, 1)));
+  });
+}
+
+void lower_Softmax(Importer& imp, const onnx::NodeProto&) { softmax(imp, false); }
+void lower_LogSoftmax(Importer& imp, const onnx::NodeProto&) { softmax(imp, true); }
+
+void lower_ReduceSum(Importer& imp, const onnx::NodeProto&) { reduction(imp, Red::kSum); }
+void lower_ReduceMean(Importer& imp, const onnx::NodeProto&) { reduction(imp, Red::kMean); }
+void lower_ReduceMax(Importer& imp, const onnx::NodeProto&) { reduction(imp, Red::kMax); }
+void lower_ReduceMin(Importer& imp, const onnx::NodeProto&) { reduction(imp, Red::kMin); }
+void lower_ReduceProd(Importer& imp, const onnx::NodeProto&) { reduction(imp, Red::kProd); }
+void lower_ReduceL1(Importer& imp, const onnx::NodeProto&) { reduction(imp, Red::kL1); }
+void lower_ReduceL2(Importer& imp, const onnx::NodeProto&) { reduction(imp, Red::kL2); }
+void lower_ReduceSumSquare(Importer& imp, const onnx::NodeProto&) { reduction(imp, Red::kSumSquare); }
+void lower_ReduceLogSum(Importer& imp, const onnx::NodeProto&) { reduction(imp, Red::kLogSum); }
+void lower_ReduceLogSumExp(Importer& imp, const onnx::NodeProto&) { reduction(imp, Red::kLogSumExp); }
+
+namespace {
+void arg_reduce(Importer& imp, bool min) {
+  const OVal& x = imp.in(0);
+  const int64_t r = static_cast<int64_t>(x.shape.size());
+  const int64_t axis = norm_axis(imp, imp.attr_int("axis", 0), r);
+  const bool keepdims = imp.attr_int("keepdims", 1) != 0;
+  const bool last = imp.attr_int("select_last_index", 0) != 0;
+  const int64_t ta = tosa_axis(x.perm, axis);
+  TVal v = x.v;
+  if (min) v = is_float(v.dtype()) ? imp.emit(Op::NEGATE, {v, imp.scalar(v.dtype(), 0, 1), imp.scalar(v.dtype(), 0, 1)})
+                                   : imp.sub(full_like(imp, v, 0), v);
+  if (last) v = imp.emit(Op::REVERSE, {v}, {{"axis", ta}});
+  TVal idx = imp.emit(Op::ARGMAX, {v}, {{"axis", ta}});
+  if (last) idx = imp.sub(full_like(imp, idx, static_cast<double>(x.shape[static_cast<size_t>(axis)] - 1)), idx);
+  // ARGMAX drops the axis; put it back as size 1 to share the reduction epilogue.
+  Shape kept = x.v.shape();
+  kept[static_cast<size_t>(ta)] = 1;
+  idx = imp.reshape(idx, kept);
+  finish_reduce(imp, x, idx, {axis}, keepdims, kOInt64);
+}
+}  // namespace
+
+void lower_ArgMax(Importer& imp, const onnx::NodeProto&) { arg_reduce(imp, false); }
+void lower_ArgMin(Importer& imp, const onnx::NodeProto&) { arg_reduce(imp, true); }
+
+void lower_BatchNormalization(Importer& imp, const onnx::NodeProto&) {
+  const OVal& x = imp.in(0);
+  if (imp.attr_int("training_mode", 0)) imp.fail("training_mode = 1 is not supported (Weft compiles for inference)");
+  if (imp.wants_output(1) || imp.wants_output(2)) imp.fail("the running mean/variance outputs exist only in training mode");
+  require_float(imp, x.v);
+  const double eps = imp.attr_float("epsilon", 1e-5f);
+  // y = x * a + b with a = scale / sqrt(var + eps), b = bias - mean * a (constants fold).
+  TVal scale = imp.plain(imp.in(1)), bias = imp.plain(imp.in(2)), mean = imp.plain(imp.in(3)), var = imp.plain(imp.in(4));
+  TVal a = imp.mul(scale, imp.emit(Op::RSQRT, {imp.add(var, imp.scalar(var.dtype(), eps, var.rank()))}));
+  TVal b = imp.sub(bias, imp.mul(mean, a));
+  TVal y = imp.add(imp.mul(x.v, channel_vector(imp, x, a)), channel_vector(imp, x, b));
+  imp.set_out(0, y, x.perm, x.onnx_type);
+}
+
+void lower_InstanceNormalization(Importer& imp, const onnx::NodeProto&) {
+  const OVal& x = imp.in(0);
+  require_float(imp, x.v);
+  const double eps = imp.attr_float("epsilon", 1e-5f);
+  const size_t r = x.shape.size();
+  TVal v = x.v;
+  int64_t count = 1;
+  TVal mean = v;
+  for (size_t d = 2; d < r; ++d) {
+    mean = imp.reduce(Op::REDUCE_SUM, mean, tosa_axis(x.perm, static_cast<int64_t>(d)));
+    count *= x.shape[d];
+  }
+  mean = imp.mul(mean, full_like(imp, mean, 1.0 / static_cast<double>(count)));
+  TVal dv = imp.sub(v, mean);
+  TVal var = imp.mul(dv, dv);
+  for (size_t d = 2; d < r; ++d) var = imp.reduce(Op::REDUCE_SUM, var, tosa_axis(x.perm, static_cast<int64_t>(d)));
+  var = imp.mul(var, full_like(imp, var, 1.0 / static_cast<double>(count)));
+  TVal y = imp.mul(dv, imp.emit(Op::RSQRT, {imp.add(var, full_like(imp, var, eps))}));
+  y = imp.add(imp.mul(y, channel_vector(imp, x, imp.plain(imp.in(1)))), channel_vector(imp, x, imp.plain(imp.in(2))));
+  imp.set_out(0, y, x.perm, x.onnx_type);
+}
+
+void lower_LayerNormalization(Importer& imp, const onnx::NodeProto&) {
+  const OVal& x = imp.in(0);
+  require_float(imp, x.v);
+  const int64_t r = static_cast<int64_t>(x.shape.size());
+  const int64_t axis = norm_axis(imp, imp.attr_int("axis", -1), r);
+  const double eps = imp.attr_float("epsilon", 1e-5f);
+  if (imp.wants_output(1) || imp.wants_output(2)) imp.fail("the Mean and InvStdDev outputs are not supported");
+  TVal v = imp.plain(x);
+  int64_t count = 1;
+  TVal mean = v;
+  for (int64_t d = axis; d < r; ++d) {
+    mean = imp.reduce(Op::REDUCE_SUM, mean, d);
+    count *= x.shape[static_cast<size_t>(d)];
+  }
+  mean = imp.mul(mean, full_like(imp, mean, 1.0 / static_cast<double>(count)));
+  TVal dv = imp.sub(v, mean);
+  TVal var = imp.mul(dv, dv);
+  for (int64_t d = axis; d < r; ++d) var = imp.reduce(Op::REDUCE_SUM, var, d);
+  var = imp.mul(var, full_like(imp, var, 1.0 / static_cast<double>(count)));
+  TVal y = imp.mul(dv, imp.emit(Op::RSQRT, {imp.add(var, full_like(imp, var, eps))}));
+  y = imp.mul(y, imp.to_rank(imp.plain(imp.in(1)), static_cast<int>(r)));
+  if (imp.has_input(2)) y = imp.add(y, imp.to_rank(imp.plain(imp.in(2)), static_cast<int>(r)));
+  imp.set_out(0, y, {}, x.onnx_type);
+}
+
+// ---- quantization -----------------------------------------------------------------------------------
+
+namespace {
+// Scale / zero point operand i of a (De)QuantizeLinear, shaped to broadcast against x along `axis`.
+TVal quant_param(Importer& imp, const OVal& x, int i, int64_t axis, DType dt) {
+  const OVal& p = imp.in(i);
+  TVal v = imp.cast(imp.plain(p), dt);
+  if (shape_elements(p.shape) == 1) return imp.reshape(v, Shape(x.shape.size(), 1));
+  Shape s(x.shape.size(), 1);
+  s[static_cast<size_t>(axis)] = shape_elements(p.shape);
+  v = imp.reshape(v, s);
+  return x.perm.empty() ? v : imp.transpose(v, x.perm);
+}
+}  // namespace
+
+void lower_QuantizeLinear(Importer& imp, const onnx::NodeProto&) {
+  const OVal& x = imp.in(0);
+  require_float(imp, x.v);
+  const int64_t axis = norm_axis(imp, imp.attr_int("axis", 1), std::max<int64_t>(static_cast<int64_t>(x.shape.size()), 1));
+  int zp_type = kOUint8;
+  if (imp.has_input(2)) zp_type = imp.in(2).onnx_type;
+  if (zp_type != kOInt8 && zp_type != kOInt16)
+    imp.fail(std::string("quantization to ") + onnx_type_name(zp_type) + " is not supported: TOSA 1.0 quantizes to signed int8 (or int16); export with int8 (QuantType.QInt8)");
+  const DType out = zp_type == kOInt8 ? DType::kInt8 : DType::kInt16;
+  TVal scale = quant_param(imp, x, 1, axis, x.v.dtype());
+  TVal v = imp.mul(x.v, imp.emit(Op::RECIPROCAL, {scale}));
+  if (imp.has_input(2)) v = imp.add(v, quant_param(imp, x, 2, axis, x.v.dtype()));
+  // CAST rounds half to even and saturates, as QuantizeLinear requires.
+  imp.set_out(0, imp.cast(v, out), x.perm, zp_type);
+}
+
+void lower_DequantizeLinear(Importer& imp, const onnx::NodeProto&) {
+  const OVal& x = imp.in(0);
+  if (x.onnx_type != kOInt8 && x.onnx_type != kOInt16 && x.onnx_type != kOInt32)
+    imp.fail(std::string("dequantization of ") + onnx_type_name(x.onnx_type) + " is not supported (int8, int16, int32 are)");
+  const int64_t axis = norm_axis(imp, imp.attr_int("axis", 1), std::max<int64_t>(static_cast<int64_t>(x.shape.size()), 1));
+  TVal v = imp.cast(x.v, DType::kFp32);
+  if (imp.has_input(2)) v = imp.sub(v, quant_param(imp, x, 2, axis, DType::kFp32));
+  v = imp.mul(v, quant_param(imp, x, 1, axis, DType::kFp32));
+  imp.set_out(0, v, x.perm, kOFloat);
+}
+
+}  // namespace weft::onnxfe

@@ -1,0 +1,536 @@
+// Lowerings of ONNX's convolution, pooling, matrix-multiplication and resize operators. Spatial
+// operators run on NHWC values; their weights are transposed once (folded at import time).
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include <onnx/onnx_pb.h>
+
+#include "frontends/onnx/importer.h"
+#include "frontends/onnx/lower.h"
+
+namespace weft::onnxfe {
+
+TVal rescale_to(Importer& imp, const TVal& acc, const std::vector<double>& scales, int64_t out_zp, DType out, int64_t in_zp);
+
+namespace {
+
+const std::vector<int64_t> kNhwc = {0, 2, 3, 1};
+const std::vector<int64_t> kNwc = {0, 2, 1};
+
+// One spatial dimension of a window operator, fitted to TOSA's exact output-size rule.
+struct Axis {
+  int64_t in = 0, k = 1, stride = 1, dil = 1;
+  int64_t pb = 0, pe = 0;  // padding that TOSA applies
+  int64_t crop = 0;        // trailing input rows/columns that no window reads
+  int64_t out = 0;
+};
+
+Axis fit_axis(Importer& imp, int64_t in, int64_t k, int64_t stride, int64_t dil, int64_t pb, int64_t pe,
+              const std::string& auto_pad, bool ceil_mode, const char* dim) {
+  Axis a;
+  a.in = in;
+  a.k = k;
+  a.stride = stride;
+  a.dil = dil;
+  if (stride < 1 || dil < 1 || k < 1) imp.fail(std::string("kernel, strides and dilations must be >= 1 (") + dim + ")", ErrorCode::kInvalidArgument);
+  const int64_t keff = (k - 1) * dil + 1;
+  if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    const int64_t out = (in + stride - 1) / stride;
+    const int64_t total = std::max<int64_t>(0, (out - 1) * stride + keff - in);
+    pb = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+    pe = total - pb;
+  } else if (auto_pad == "VALID") {
+    pb = pe = 0;
+  } else if (auto_pad != "NOTSET" && !auto_pad.empty()) {
+    imp.fail("auto_pad '" + auto_pad + "' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID", ErrorCode::kInvalidArgument);
+  }
+  if (pb < 0 || pe < 0) imp.fail(std::string("negative pads are not supported (") + dim + ")", ErrorCode::kInvalidArgument);
+  const int64_t span = in + pb + pe - keff;
+  if (span < 0) imp.fail(std::string("the kernel (") + std::to_string(keff) + ") is larger than the padded input (" + std::to_string(in + pb + pe) + ") along " + dim, ErrorCode::kInvalidArgument);
+  int64_t out = (ceil_mode ? (span + stride - 1) / stride : span / stride) + 1;
+  // With ceil_mode the last window must start inside the input or the leading padding.
+  if (ceil_mode && (out - 1) * stride >= in + pb) --out;
+  a.out = out;
+  a.pb = pb;
+  // TOSA requires (in + pb + pe - keff) to be an exact multiple of the stride.
+  int64_t need = (out - 1) * stride + keff - in - pb;
+  if (need < 0) {
+    a.crop = -need;
+    need = 0;
+  }
+  a.pe = need;
+  return a;
+}
+
+// Pads / strides / dilations / kernel attributes of a 2-D window operator over NHWC input
+// [N, H, W, C]. Input of rank 3 ([N, C, W]) is treated as H = 1.
+struct Window {
+  Axis h, w;
+  bool one_d = false;
+};
+
+Window window_attrs(Importer& imp, const Shape& nchw, const std::vector<int64_t>& kernel, bool ceil_mode) {
+  Window win;
+  const size_t sp = nchw.size() - 2;
+  if (sp != 1 && sp != 2) imp.fail("only 1-D and 2-D windows are supported (the input has " + std::to_string(sp) + " spatial dimensions)");
+  win.one_d = sp == 1;
+  auto strides = imp.attr_ints("strides").value_or(std::vector<int64_t>(sp, 1));
+  auto dil = imp.attr_ints("dilations").value_or(std::vector<int64_t>(sp, 1));
+  auto pads = imp.attr_ints("pads").value_or(std::vector<int64_t>(2 * sp, 0));
+  const std::string auto_pad = imp.attr_str("auto_pad", "NOTSET");
+  if (strides.size() != sp || dil.size() != sp || pads.size() != 2 * sp || kernel.size() != sp)
+    imp.fail("kernel_shape, strides, dilations and pads must have one (pads: two) value per spatial dimension (" + std::to_string(sp) + ")", ErrorCode::kInvalidArgument);
+  if (win.one_d) {
+    win.h = fit_axis(imp, 1, 1, 1, 1, 0, 0, "NOTSET", false, "H");
+    win.w = fit_axis(imp, nchw[2], kernel[0], strides[0], dil[0], pads[0], pads[1], auto_pad, ceil_mode, "W");
+  } else {
+    win.h = fit_axis(imp, nchw[2], kernel[0], strides[0], dil[0], pads[0], pads[2], auto_pad, ceil_mode, "H");
+    win.w = fit_axis(imp, nchw[3], kernel[1], strides[1], dil[1], pads[1], pads[3], auto_pad, ceil_mode, "W");
+  }
+  return win;
+}
+
+// The input as NHWC [N, H, W, C], cropped where no window reads.
+TVal nhwc_input(Importer& imp, const OVal& x, const Window& win) {
+  TVal v;
+  if (win.one_d) {
+    v = imp.in_layout(x, kNwc);  // [N, W, C]
+    v = imp.reshape(v, {x.shape[0], 1, x.shape[2], x.shape[1]});
+  } else {
+    v = imp.in_layout(x, kNhwc);
+  }
+  if (win.h.crop || win.w.crop) {
+    Shape s = v.shape();
+    v = imp.slice(v, {0, 0, 0, 0}, {s[0], s[1] - win.h.crop, s[2] - win.w.crop, s[3]});
+  }
+  return v;
+}
+
+// Sets output 0 from an NHWC result.
+void set_nhwc_out(Importer& imp, const TVal& y, const Window& win, int onnx_type) {
+  if (win.one_d) {
+    const Shape& s = y.shape();
+    imp.set_out(0, imp.reshape(y, {s[0], s[2], s[3]}), kNwc, onnx_type);
+  } else {
+    imp.set_out(0, y, kNhwc, onnx_type);
+  }
+}
+
+AttrValue acc_for(DType in) {
+  if (in == DType::kInt8) return static_cast<int64_t>(AccType::kInt32);
+  if (in == DType::kInt16) return static_cast<int64_t>(AccType::kInt48);
+  return static_cast<int64_t>(AccType::kFp32);
+}
+
+std::vector<int64_t> pad_attr(const Window& w) { return {w.h.pb, w.h.pe, w.w.pb, w.w.pe}; }
+
+// Conv and QLinearConv share everything but the operand positions and the epilogue.
+struct ConvOperands {
+  int x, w, b;
+  bool quant;
+};
+
+void conv(Importer& imp, const ConvOperands& ops) {
+  const OVal& x = imp.in(ops.x);
+  const OVal& w = imp.in(ops.w);
+  if (x.shape.size() != w.shape.size()) imp.fail("the input " + shape_str(x.shape) + " and the weights " + shape_str(w.shape) + " differ in rank", ErrorCode::kInvalidArgument);
+  if (x.shape.size() < 3) imp.fail("the input must have a channel and at least one spatial dimension", ErrorCode::kInvalidArgument);
+  const int64_t group = imp.attr_int("group", 1);
+  const int64_t c = x.shape[1], oc = w.shape[0];
+  if (group < 1 || c % group || oc % group || w.shape[1] * group != c)
+    imp.fail("group " + std::to_string(group) + " does not fit input channels " + std::to_string(c) + " and weights " + shape_str(w.shape), ErrorCode::kInvalidArgument);
+  std::vector<int64_t> kernel(w.shape.begin() + 2, w.shape.end());
+  if (auto ks = imp.attr_ints("kernel_shape"); ks && *ks != kernel)
+    imp.fail("kernel_shape " + shape_str(*ks) + " disagrees with the weights " + shape_str(w.shape), ErrorCode::kInvalidArgument);
+  Window win = window_attrs(imp, x.shape, kernel, false);
+  TVal in = nhwc_input(imp, x, win);
+  const DType dt = in.dtype();
+  if (ops.quant && dt != DType::kInt8) imp.fail("QLinearConv supports int8 input (uint8 has no TOSA type)");
+  TVal wt = imp.plain(w);  // [OC, C/g, (KH,) KW]
+  if (win.one_d) wt = imp.reshape(wt, {oc, w.shape[1], 1, w.shape[2]});
+  const int64_t kh = wt.shape()[2], kw = wt.shape()[3];
+  TVal bias = imp.has_input(ops.b) ? imp.plain(imp.in(ops.b)) : imp.scalar(ops.quant ? DType::kInt32 : dt, 0, 1);
+  if (!imp.has_input(ops.b)) bias = imp.const_tensor(Tensor::zeros({bias.dtype(), {oc}}));
+  int64_t in_zp = 0, w_zp = 0;
+  if (ops.quant) {
+    in_zp = imp.const_ints(2, "x_zero_point").at(0);
+    auto wz = imp.const_ints(5, "w_zero_point");
+    for (int64_t z : wz)
+      if (z != wz[0]) imp.fail("per-channel weight zero points that differ are not supported (TOSA has one weight_zp)");
+    w_zp = wz.at(0);
+  }
+  const DType wdt = wt.dtype();
+  TVal izp = imp.scalar(dt, static_cast<double>(in_zp), 1), wzp = imp.scalar(wdt, static_cast<double>(w_zp), 1);
+  Attrs attrs{{"pad", pad_attr(win)}, {"stride", std::vector<int64_t>{win.h.stride, win.w.stride}},
+              {"dilation", std::vector<int64_t>{win.h.dil, win.w.dil}}, {"acc_type", acc_for(dt)}};
+  TVal y;
+  if (group == 1) {
+    y = imp.emit(Op::CONV2D, {in, imp.transpose(wt, {0, 2, 3, 1}), bias, izp, wzp}, attrs);
+  } else if (group == c && w.shape[1] == 1) {
+    const int64_t m = oc / c;
+    TVal wd = imp.transpose(imp.reshape(wt, {c, m, kh, kw}), {2, 3, 0, 1});  // [KH, KW, C, M]
+    y = imp.emit(Op::DEPTHWISE_CONV2D, {in, wd, bias, izp, wzp}, attrs);
+  } else {
+    const int64_t cg = c / group, ocg = oc / group;
+    std::vector<TVal> parts;
+    const Shape is = in.shape();
+    for (int64_t g = 0; g < group; ++g) {
+      TVal xi = imp.slice(in, {0, 0, 0, g * cg}, {is[0], is[1], is[2], cg});
+      TVal wi = imp.transpose(imp.slice(wt, {g * ocg, 0, 0, 0}, {ocg, cg, kh, kw}), {0, 2, 3, 1});
+      TVal bi = bias.shape()[0] == 1 ? bias : imp.slice(bias, {g * ocg}, {ocg});
+      parts.push_back(imp.emit(Op::CONV2D, {xi, wi, bi, izp, wzp}, attrs));
+    }
+    y = imp.emit(Op::CONCAT, parts, {{"axis", int64_t{3}}});
+  }
+  if (ops.quant) {
+    auto xs = imp.const_doubles(1, "x_scale"), ws = imp.const_doubles(4, "w_scale"), ys = imp.const_doubles(6, "y_scale");
+    std::vector<double> scales;
+    for (double s : ws) scales.push_back(xs.at(0) * s / ys.at(0));
+    const int64_t yzp = imp.has_input(7) ? imp.const_ints(7, "y_zero_point").at(0) : 0;
+    if (imp.has_input(7) && imp.in(7).onnx_type != kOInt8) imp.fail("y_zero_point must be int8 (uint8 has no TOSA type)");
+    y = rescale_to(imp, y, scales, yzp, DType::kInt8, 0);
+    set_nhwc_out(imp, y, win, kOInt8);
+    return;
+  }
+  set_nhwc_out(imp, y, win, x.onnx_type);
+}
+
+// Pooling over the NHWC input. `global` takes the whole spatial extent.
+void pool(Importer& imp, bool max, bool global) {
+  const OVal& x = imp.in(0);
+  if (x.shape.size() < 3) imp.fail("the input must have a channel and at least one spatial dimension", ErrorCode::kInvalidArgument);
+  if (imp.wants_output(1)) imp.fail("the Indices output of MaxPool is not supported");
+  if (global && x.shape.size() != 4 && x.shape.size() != 3) {
+    imp.fail("global pooling supports 1-D and 2-D inputs");
+  }
+  std::vector<int64_t> kernel;
+  bool ceil_mode = false;
+  Window win;
+  if (global) {
+    kernel.assign(x.shape.begin() + 2, x.shape.end());
+    win.one_d = x.shape.size() == 3;
+    win.h = fit_axis(imp, win.one_d ? 1 : x.shape[2], win.one_d ? 1 : kernel[0], 1, 1, 0, 0, "NOTSET", false, "H");
+    win.w = fit_axis(imp, x.shape.back(), kernel.back(), 1, 1, 0, 0, "NOTSET", false, "W");
+  } else {
+    kernel = imp.attr_ints("kernel_shape").value_or(std::vector<int64_t>{});
+    ceil_mode = imp.attr_int("ceil_mode", 0) != 0;
+    win = window_attrs(imp, x.shape, kernel, ceil_mode);
+    if (win.h.dil != 1 || win.w.dil != 1) imp.fail("pooling with dilations other than 1 is not supported (TOSA pools have no dilation)");
+  }
+  TVal in = nhwc_input(imp, x, win);
+  const DType dt = in.dtype();
+  const bool count_pad = !max && imp.attr_int("count_include_pad", 0) != 0;
+  // Padding TOSA cannot express inside the pool (counted in the average, or not smaller than the
+  // kernel) is added explicitly.
+  const int64_t ipt = win.h.pb, ipl = win.w.pb;
+  int64_t ext_b = 0, ext_r = 0;  // ceil-mode overhang beyond the declared pads stays implicit
+  const auto pads = imp.attr_ints("pads").value_or(std::vector<int64_t>(4, 0));
+  const bool explicit_pad = count_pad || win.h.pb >= win.h.k || win.h.pe >= win.h.k || win.w.pb >= win.w.k || win.w.pe >= win.w.k;
+  if (explicit_pad && (ipt || ipl || win.h.pe || win.w.pe)) {
+    int64_t dpb = 0, dpr = 0;  // declared bottom/right pads
+    if (global || imp.attr_str("auto_pad", "NOTSET") != "NOTSET") {
+      dpb = win.h.pe;
+      dpr = win.w.pe;
+    } else if (win.one_d) {
+      dpr = std::min(pads.at(1), win.w.pe);
+    } else {
+      dpb = std::min(pads.at(2), win.h.pe);
+      dpr = std::min(pads.at(3), win.w.pe);
+    }
+    ext_b = win.h.pe - dpb;
+    ext_r = win.w.pe - dpr;
+    const double fill = max ? (is_float(dt) ? -std::numeric_limits<double>::infinity() : static_cast<double>(int_min(dt))) : 0.0;
+    in = imp.emit(Op::PAD, {in, imp.shape_const({0, 0, ipt, dpb, ipl, dpr, 0, 0}), imp.scalar(dt, fill, 1)});
+    win.h.pb = win.w.pb = 0;
+    win.h.pe = ext_b;
+    win.w.pe = ext_r;
+    if (ext_b >= win.h.k || ext_r >= win.w.k) imp.fail("ceil_mode overhang as large as the kernel is not supported");
+  }
+  Attrs attrs{{"kernel", std::vector<int64_t>{win.h.k, win.w.k}}, {"stride", std::vector<int64_t>{win.h.stride, win.w.stride}},
+              {"pad", pad_attr(win)}};
+  TVal y;
+  if (max) {
+    y = imp.emit(Op::MAX_POOL2D, {in}, attrs);
+  } else {
+    attrs.emplace_back("acc_type", acc_for(dt));
+    y = imp.emit(Op::AVG_POOL2D, {in, imp.scalar(dt, 0, 1), imp.scalar(dt, 0, 1)}, attrs);
+  }
+  set_nhwc_out(imp, y, win, x.onnx_type);
+}
+
+// [.., M, K] x [.., K, N] with numpy broadcasting of the batch dimensions, as MATMUL on rank 3.
+TVal matmul(Importer& imp, TVal a, TVal b, int64_t a_zp, int64_t b_zp, Shape* out_shape) {
+  const bool a1 = a.rank() == 1, b1 = b.rank() == 1;
+  if (a1) a = imp.reshape(a, {1, a.shape()[0]});
+  if (b1) b = imp.reshape(b, {b.shape()[0], 1});
+  const Shape as = a.shape(), bs = b.shape();
+  const int64_t m = as[as.size() - 2], k = as.back(), n = bs.back();
+  if (bs[bs.size() - 2] != k) imp.fail("inner dimensions differ: " + shape_str(as) + " x " + shape_str(bs), ErrorCode::kInvalidArgument);
+  Shape ab(as.begin(), as.end() - 2), bb(bs.begin(), bs.end() - 2);
+  const size_t br = std::max(ab.size(), bb.size());
+  ab.insert(ab.begin(), br - ab.size(), 1);
+  bb.insert(bb.begin(), br - bb.size(), 1);
+  Shape batch(br);
+  for (size_t i = 0; i < br; ++i) {
+    if (ab[i] != bb[i] && ab[i] != 1 && bb[i] != 1) imp.fail("batch dimensions cannot be broadcast: " + shape_str(as) + " x " + shape_str(bs), ErrorCode::kInvalidArgument);
+    batch[i] = std::max(ab[i], bb[i]);
+  }
+  const int64_t nb = shape_elements(batch);
+  TVal zpa = imp.scalar(a.dtype(), static_cast<double>(a_zp), 1), zpb = imp.scalar(b.dtype(), static_cast<double>(b_zp), 1);
+  TVal y;
+  if (shape_elements(bb) == 1) {
+    // B is shared by every batch: fold the batch into M.
+    y = imp.emit(Op::MATMUL, {imp.reshape(a, {1, shape_elements(ab) * m, k}), imp.reshape(b, {1, k, n}), zpa, zpb});
+  } else {
+    auto tile_to = [&](TVal v, const Shape& own, int64_t r0, int64_t r1) {
+      Shape full = own;
+      full.push_back(r0);
+      full.push_back(r1);
+      v = imp.reshape(v, full);
+      std::vector<int64_t> mult(full.size(), 1);
+      bool any = false;
+      for (size_t i = 0; i < br; ++i)
+        if (own[i] != batch[i]) { mult[i] = batch[i]; any = true; }
+      if (any) v = imp.emit(Op::TILE, {v, imp.shape_const(mult)});
+      return imp.reshape(v, {nb, r0, r1});
+    };
+    y = imp.emit(Op::MATMUL, {tile_to(a, ab, m, k), tile_to(b, bb, k, n), zpa, zpb});
+  }
+  Shape os = batch;
+  if (!a1) os.push_back(m);
+  if (!b1) os.push_back(n);
+  if (a1 && b1 && os.empty()) os = {};
+  *out_shape = os;
+  return y;
+}
+
+// Fraction p/q close to x with q <= max_q (continued fractions).
+std::pair<int64_t, int64_t> rational(double x, int64_t max_q) {
+  int64_t p0 = 0, q0 = 1, p1 = 1, q1 = 0;
+  double v = x;
+  for (int i = 0; i < 40; ++i) {
+    const double a = std::floor(v);
+    const int64_t ai = static_cast<int64_t>(a);
+    const int64_t p2 = ai * p1 + p0, q2 = ai * q1 + q0;
+    if (q2 > max_q) break;
+    p0 = p1; q0 = q1; p1 = p2; q1 = q2;
+    if (std::fabs(static_cast<double>(p1) / static_cast<double>(q1) - x) < 1e-9 * x) break;
+    const double frac = v - a;
+    if (frac < 1e-12) break;
+    v = 1.0 / frac;
+  }
+  return {p1, q1};
+}
+
+}  // namespace
+
+void lower_Conv(Importer& imp, const onnx::NodeProto&) { conv(imp, {0, 1, 2, false}); }
+void lower_QLinearConv(Importer& imp, const onnx::NodeProto&) { conv(imp, {0, 3, 8, true}); }
+
+void lower_ConvTranspose(Importer& imp, const onnx::NodeProto&) {
+  const OVal& x = imp.in(0);
+  const OVal& w = imp.in(1);  // [C, OC/g, KH, KW]
+  if (x.shape.size() != 4 || w.shape.size() != 4) imp.fail("only 2-D ConvTranspose is supported");
+  const int64_t group = imp.attr_int("group", 1);
+  const int64_t c = x.shape[1];
+  if (group < 1 || c % group || w.shape[0] != c) imp.fail("group " + std::to_string(group) + " does not fit input channels " + std::to_string(c) + " and weights " + shape_str(w.shape), ErrorCode::kInvalidArgument);
+  const int64_t ocg = w.shape[1], oc = ocg * group, kh = w.shape[2], kw = w.shape[3];
+  auto strides = imp.attr_ints("strides").value_or(std::vector<int64_t>{1, 1});
+  auto dil = imp.attr_ints("dilations").value_or(std::vector<int64_t>{1, 1});
+  if (dil != std::vector<int64_t>{1, 1}) imp.fail("ConvTranspose with dilations is not supported (TOSA's TRANSPOSE_CONV2D has none)");
+  auto pads = imp.attr_ints("pads").value_or(std::vector<int64_t>{0, 0, 0, 0});
+  auto opad = imp.attr_ints("output_padding").value_or(std::vector<int64_t>{0, 0});
+  const std::string auto_pad = imp.attr_str("auto_pad", "NOTSET");
+  const int64_t ih = x.shape[2], iw = x.shape[3];
+  if (auto oshape = imp.attr_ints("output_shape")) {
+    const auto& os = *oshape;
+    const size_t off = os.size() == 4 ? 2 : 0;
+    for (int d = 0; d < 2; ++d) {
+      const int64_t in = d ? iw : ih, k = d ? kw : kh;
+      const int64_t total = strides[static_cast<size_t>(d)] * (in - 1) + opad[static_cast<size_t>(d)] + k - os.at(off + static_cast<size_t>(d));
+      const int64_t half = total / 2;
+      pads[static_cast<size_t>(d)] = auto_pad == "SAME_UPPER" ? total - half : half;
+      pads[static_cast<size_t>(d) + 2] = total - pads[static_cast<size_t>(d)];
+    }
+  } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    for (int d = 0; d < 2; ++d) {
+      const int64_t in = d ? iw : ih, k = d ? kw : kh;
+      const int64_t total = strides[static_cast<size_t>(d)] * (in - 1) + opad[static_cast<size_t>(d)] + k - in * strides[static_cast<size_t>(d)];
+      const int64_t half = total / 2;
+      pads[static_cast<size_t>(d)] = auto_pad == "SAME_UPPER" ? half : total - half;
+      pads[static_cast<size_t>(d) + 2] = total - pads[static_cast<size_t>(d)];
+    }
+  } else if (auto_pad == "VALID") {
+    pads = {0, 0, 0, 0};
+  }
+  TVal in = imp.in_layout(x, kNhwc);
+  TVal wt = imp.plain(w);
+  TVal bias = imp.has_input(2) ? imp.plain(imp.in(2)) : imp.const_tensor(Tensor::zeros({in.dtype(), {oc}}));
+  Attrs attrs{{"out_pad", std::vector<int64_t>{-pads[0], -pads[2] + opad[0], -pads[1], -pads[3] + opad[1]}},
+              {"stride", std::vector<int64_t>{strides[0], strides[1]}}, {"acc_type", acc_for(in.dtype())}};
+  TVal zp = imp.scalar(in.dtype(), 0, 1), wzp = imp.scalar(wt.dtype(), 0, 1);
+  std::vector<TVal> parts;
+  const Shape is = in.shape();
+  const int64_t cg = c / group;
+  for (int64_t g = 0; g < group; ++g) {
+    TVal xi = group == 1 ? in : imp.slice(in, {0, 0, 0, g * cg}, {is[0], is[1], is[2], cg});
+    TVal wi = group == 1 ? wt : imp.slice(wt, {g * cg, 0, 0, 0}, {cg, ocg, kh, kw});
+    wi = imp.transpose(wi, {1, 2, 3, 0});  // [OC/g, KH, KW, C/g]
+    TVal bi = group == 1 ? bias : imp.slice(bias, {g * ocg}, {ocg});
+    parts.push_back(imp.emit(Op::TRANSPOSE_CONV2D, {xi, wi, bi, zp, wzp}, attrs));
+  }
+  TVal y = parts.size() == 1 ? parts[0] : imp.emit(Op::CONCAT, parts, {{"axis", int64_t{3}}});
+  imp.set_out(0, y, kNhwc, x.onnx_type);
+}
+
+void lower_MaxPool(Importer& imp, const onnx::NodeProto&) { pool(imp, true, false); }
+void lower_AveragePool(Importer& imp, const onnx::NodeProto&) { pool(imp, false, false); }
+void lower_GlobalAveragePool(Importer& imp, const onnx::NodeProto&) { pool(imp, false, true); }
+void lower_GlobalMaxPool(Importer& imp, const onnx::NodeProto&) { pool(imp, true, true); }
+
+void lower_Gemm(Importer& imp, const onnx::NodeProto&) {
+  TVal a = imp.plain(imp.in(0)), b = imp.plain(imp.in(1));
+  if (a.rank() != 2 || b.rank() != 2) imp.fail("A and B must be 2-D (got " + shape_str(a.shape()) + " and " + shape_str(b.shape()) + ")", ErrorCode::kInvalidArgument);
+  if (imp.attr_int("transA", 0)) a = imp.transpose(a, {1, 0});
+  if (imp.attr_int("transB", 0)) b = imp.transpose(b, {1, 0});
+  const double alpha = imp.attr_float("alpha", 1.f), beta = imp.attr_float("beta", 1.f);
+  Shape os;
+  TVal y = matmul(imp, a, b, 0, 0, &os);  // [1, M, N]
+  if (alpha != 1.0) y = imp.mul(y, imp.scalar(y.dtype(), alpha, 3));
+  if (imp.has_input(2) && beta != 0.0) {
+    TVal c = imp.to_rank(imp.plain(imp.in(2)), 3);
+    if (beta != 1.0) c = imp.mul(c, imp.scalar(c.dtype(), beta, 3));
+    y = imp.add(y, c);
+  }
+  imp.set_out(0, imp.reshape(y, os), {}, imp.in(0).onnx_type);
+}
+
+void lower_MatMul(Importer& imp, const onnx::NodeProto&) {
+  Shape os;
+  TVal y = matmul(imp, imp.plain(imp.in(0)), imp.plain(imp.in(1)), 0, 0, &os);
+  imp.set_out(0, imp.reshape(y, os), {}, imp.in(0).onnx_type);
+}
+
+void lower_QLinearMatMul(Importer& imp, const onnx::NodeProto&) {
+  if (imp.in(0).onnx_type != kOInt8 || imp.in(3).onnx_type != kOInt8)
+    imp.fail("QLinearMatMul supports int8 operands (uint8 has no TOSA type)");
+  const int64_t azp = imp.const_ints(2, "a_zero_point").at(0), bzp = imp.const_ints(5, "b_zero_point").at(0);
+  auto as = imp.const_doubles(1, "a_scale"), bs = imp.const_doubles(4, "b_scale"), ys = imp.const_doubles(6, "y_scale");
+  if (as.size() != 1 || bs.size() != 1 || ys.size() != 1) imp.fail("per-axis scales are not supported in QLinearMatMul");
+  const int64_t yzp = imp.const_ints(7, "y_zero_point").at(0);
+  Shape os;
+  TVal acc = matmul(imp, imp.plain(imp.in(0)), imp.plain(imp.in(3)), azp, bzp, &os);
+  TVal y = rescale_to(imp, acc, {as[0] * bs[0] / ys[0]}, yzp, DType::kInt8, 0);
+  imp.set_out(0, imp.reshape(y, os), {}, kOInt8);
+}
+
+namespace {
+
+void resize(Importer& imp, const std::vector<double>& scales_in, const std::vector<int64_t>& sizes_in, std::string mode,
+            std::string coord, std::string nearest) {
+  const OVal& x = imp.in(0);
+  if (x.shape.size() != 4) imp.fail("only 4-D [N,C,H,W] inputs can be resized (TOSA RESIZE is 2-D)");
+  Shape out = x.shape;
+  std::vector<double> scale(4, 1.0);
+  if (!sizes_in.empty()) {
+    if (sizes_in.size() != 4) imp.fail("sizes must have 4 values", ErrorCode::kInvalidArgument);
+    for (size_t i = 0; i < 4; ++i) {
+      out[i] = sizes_in[i];
+      scale[i] = static_cast<double>(sizes_in[i]) / static_cast<double>(x.shape[i]);
+    }
+  } else {
+    if (scales_in.size() != 4) imp.fail("scales must have 4 values", ErrorCode::kInvalidArgument);
+    for (size_t i = 0; i < 4; ++i) {
+      scale[i] = scales_in[i];
+      out[i] = static_cast<int64_t>(std::floor(static_cast<double>(x.shape[i]) * scales_in[i]));
+    }
+  }
+  if (out[0] != x.shape[0] || out[1] != x.shape[1]) imp.fail("only H and W can be resized (N and C must keep their size)");
+  if (mode == "cubic") imp.fail("cubic interpolation is not supported (TOSA RESIZE has nearest and bilinear)");
+  if (mode != "nearest" && mode != "linear") imp.fail("mode '" + mode + "' is not one of nearest, linear, cubic", ErrorCode::kInvalidArgument);
+  if (coord == "tf_crop_and_resize") imp.fail("coordinate_transformation_mode tf_crop_and_resize is not supported");
+  std::vector<int64_t> sc, off, border;
+  for (int d = 2; d < 4; ++d) {
+    const int64_t in = x.shape[static_cast<size_t>(d)], o = out[static_cast<size_t>(d)];
+    if (o < 1) imp.fail("the output would be empty", ErrorCode::kInvalidArgument);
+    int64_t n, q;
+    if (coord == "align_corners") {
+      n = std::max<int64_t>(o - 1, 1);
+      q = std::max<int64_t>(in - 1, o == 1 ? 1 : 0);
+      if (q == 0) q = 1;
+    } else if (!sizes_in.empty()) {
+      n = o;
+      q = in;
+    } else {
+      auto [p, qq] = rational(scale[static_cast<size_t>(d)], 1024);
+      n = p;
+      q = qq;
+    }
+    const int64_t g = std::gcd(n, q);
+    n /= g;
+    q /= g;
+    // Every mode is written with doubled scale so that half-pixel offsets are integers.
+    int64_t sn = 2 * n, sd = 2 * q, ofs = 0;
+    if (coord == "half_pixel" || (coord == "pytorch_half_pixel" && o > 1)) ofs = q - n;
+    else if (coord == "pytorch_half_pixel") ofs = -n;
+    else if (coord == "align_corners" && o == 1) { sd = 0; ofs = 0; }
+    else if (coord != "asymmetric" && coord != "align_corners" && coord != "tf_half_pixel_for_nn")
+      imp.fail("coordinate_transformation_mode '" + coord + "' is not supported", ErrorCode::kInvalidArgument);
+    if (coord == "tf_half_pixel_for_nn") ofs = q;  // x_in = (x_out + 0.5) / scale
+    if (sd == 0) sd = 2;  // a single output sample reads x_in = 0
+    if (mode == "nearest") {
+      // TOSA rounds half up; shift the sample point for ONNX's other rounding modes.
+      if (nearest == "round_prefer_floor") ofs -= 1;
+      else if (nearest == "floor") ofs -= n;
+      else if (nearest == "ceil") ofs += n - 1;
+      else if (nearest != "round_prefer_ceil") imp.fail("nearest_mode '" + nearest + "' is not one of round_prefer_floor, round_prefer_ceil, floor, ceil", ErrorCode::kInvalidArgument);
+    }
+    sc.push_back(sn);
+    sc.push_back(sd);
+    off.push_back(ofs);
+    border.push_back((o - 1) * sd - (in - 1) * sn + ofs);
+  }
+  TVal in = imp.in_layout(x, kNhwc);
+  TVal y = imp.emit(Op::RESIZE, {in, imp.shape_const(sc), imp.shape_const(off), imp.shape_const(border)},
+                    {{"mode", static_cast<int64_t>(mode == "nearest" ? ResizeMode::kNearest : ResizeMode::kBilinear)}});
+  imp.set_out(0, y, kNhwc, x.onnx_type);
+}
+
+}  // namespace
+
+void lower_Resize(Importer& imp, const onnx::NodeProto&) {
+  if (imp.attr_int("antialias", 0)) imp.fail("antialias = 1 is not supported");
+  if (imp.attr("axes")) imp.fail("the axes attribute of Resize is not supported");
+  std::vector<double> scales;
+  std::vector<int64_t> sizes;
+  std::string coord = "half_pixel", nearest = "round_prefer_floor";
+  if (imp.opset() < 11) {
+    scales = imp.const_doubles(1, "scales");
+    coord = "asymmetric";
+  } else {
+    if (imp.has_input(3)) sizes = imp.const_ints(3, "sizes");
+    else if (imp.has_input(2)) scales = imp.const_doubles(2, "scales");
+    if (!sizes.empty() && !scales.empty()) imp.fail("give scales or sizes, not both", ErrorCode::kInvalidArgument);
+    if (imp.has_input(2) && imp.has_input(3) && shape_elements(imp.in(2).shape) > 0 && !sizes.empty())
+      imp.fail("give scales or sizes, not both", ErrorCode::kInvalidArgument);
+    if (sizes.empty() && scales.empty()) imp.fail("scales or sizes is required", ErrorCode::kInvalidArgument);
+    coord = imp.attr_str("coordinate_transformation_mode", "half_pixel");
+    nearest = imp.attr_str("nearest_mode", "round_prefer_floor");
+    if (imp.attr_str("keep_aspect_ratio_policy", "stretch") != "stretch") imp.fail("keep_aspect_ratio_policy other than stretch is not supported");
+  }
+  resize(imp, scales, sizes, imp.attr_str("mode", "nearest"), coord, imp.opset() < 11 ? "floor" : nearest);
+}
+
+void lower_Upsample(Importer& imp, const onnx::NodeProto&) {
+  std::vector<double> scales;
+  if (imp.opset() < 9) {
+    auto s = imp.attr_floats("scales").value_or(std::vector<float>{});
+    scales.assign(s.begin(), s.end());
+  } else {
+    scales = imp.const_doubles(1, "scales");
+  }
+  resize(imp, scales, {}, imp.attr_str("mode", "nearest"), "asymmetric", "floor");
+}
+
+}  // namespace weft::onnxfe

@@ -1,0 +1,648 @@
+// Lowerings of ONNX's data-movement and shape operators: constants, shapes, reshapes, transposes,
+// concatenation, slicing, gathering, padding, casts and selection.
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include <onnx/onnx_pb.h>
+
+#include "frontends/onnx/importer.h"
+#include "frontends/onnx/lower.h"
+
+namespace weft::onnxfe {
+
+namespace {
+
+int64_t product(const Shape& s, size_t b, size_t e) {
+  int64_t p = 1;
+  for (size_t i = b; i < e; ++i) p *= s[i];
+  return p;
+}
+
+// Normalised, sorted, unique axes.
+std::vector<int64_t> norm_axes(const Importer& imp, std::vector<int64_t> axes, int64_t rank, const char* what) {
+  for (auto& a : axes) a = norm_axis(imp, a, rank, what);
+  std::vector<int64_t> s = axes;
+  std::sort(s.begin(), s.end());
+  if (std::adjacent_find(s.begin(), s.end()) != s.end()) imp.fail(std::string(what) + " lists an axis twice", ErrorCode::kInvalidArgument);
+  return s;
+}
+
+// The axes operand of Squeeze/Unsqueeze/Reduce*: an attribute before `input_since`, an input after.
+std::optional<std::vector<int64_t>> axes_operand(const Importer& imp, int input, const char* name = "axes") {
+  if (imp.has_input(input)) return imp.const_ints(input, name);
+  return imp.attr_ints(name);
+}
+
+// Reshape that keeps exact int64 constants exact.
+void set_reshaped(Importer& imp, int out, const OVal& x, const Shape& shape) {
+  TVal p = imp.plain(x);
+  TVal r = imp.reshape(p, shape);
+  imp.set_out(out, r, {}, x.onnx_type);
+  if (x.ints && r.is_const() && imp.wants_output(out)) {
+    // Same element order: the exact values carry over.
+    imp.set_exact_ints(out, x.ints);
+  }
+}
+
+}  // namespace
+
+void lower_Identity(Importer& imp, const onnx::NodeProto&) { imp.alias_out(0, imp.in(0)); }
+
+void lower_Dropout(Importer& imp, const onnx::NodeProto&) {
+  // Inference: the input passes through; the mask, if wanted, is all true.
+  if (imp.opset() >= 12 && imp.has_input(2) && imp.is_const(2)) {
+    auto t = imp.const_ints(2, "training_mode");
+    if (!t.empty() && t[0] != 0) imp.fail("training_mode = true is not supported (Weft compiles for inference)");
+  } else if (imp.opset() >= 12 && imp.has_input(2)) {
+    imp.fail("training_mode must be a constant (false) for inference");
+  }
+  imp.alias_out(0, imp.in(0));
+  if (imp.wants_output(1)) {
+    Tensor ones = Tensor::zeros({DType::kBool, imp.in(0).shape});
+    std::fill(ones.mutable_bytes(), ones.mutable_bytes() + ones.byte_size(), 1);
+    imp.set_out(1, imp.const_tensor(ones), {}, kOBool);
+  }
+}
+
+void lower_Constant(Importer& imp, const onnx::NodeProto& n) {
+  if (n.attribute_size() != 1) imp.fail("Constant needs exactly one value attribute", ErrorCode::kInvalidArgument);
+  const auto& a = n.attribute(0);
+  const std::string& name = a.name();
+  if (name == "value") {
+    std::shared_ptr<const std::vector<int64_t>> ints;
+    int ot = 0;
+    Tensor t = tensor_from_proto(a.t(), "attribute 'value'", "", &ints, &ot);
+    imp.set_out(0, imp.const_tensor(t), {}, ot);
+    if (ints) imp.set_exact_ints(0, ints);
+  } else if (name == "value_float") {
+    imp.set_out(0, imp.scalar(DType::kFp32, a.f(), 0), {}, kOFloat);
+  } else if (name == "value_floats") {
+    std::vector<double> v(a.floats().begin(), a.floats().end());
+    imp.set_out(0, imp.const_tensor(Tensor::from_doubles({DType::kFp32, {static_cast<int64_t>(v.size())}}, v)), {}, kOFloat);
+  } else if (name == "value_int") {
+    imp.set_out_const_ints(0, {a.i()}, {});
+  } else if (name == "value_ints") {
+    std::vector<int64_t> v(a.ints().begin(), a.ints().end());
+    imp.set_out_const_ints(0, v, {static_cast<int64_t>(v.size())});
+  } else {
+    imp.fail("Constant attribute '" + name + "' is not supported (sparse and string constants have no TOSA form)");
+  }
+}
+
+void lower_ConstantOfShape(Importer& imp, const onnx::NodeProto&) {
+  std::vector<int64_t> dims = imp.const_ints(0, "shape");
+  for (int64_t d : dims)
+    if (d < 0) imp.fail("shape " + shape_str(dims) + " has a negative dimension", ErrorCode::kInvalidArgument);
+  Tensor value = Tensor::from_doubles({DType::kFp32, {1}}, std::vector<double>{0.0});
+  int ot = kOFloat;
+  if (imp.attr("value")) {
+    const auto* a = imp.attr("value");
+    std::shared_ptr<const std::vector<int64_t>> ints;
+    value = tensor_from_proto(a->t(), "attribute 'value'", "", &ints, &ot);
+    if (value.num_elements() != 1) imp.fail("attribute 'value' must hold one element", ErrorCode::kInvalidArgument);
+    if (ints) {
+      std::vector<int64_t> all(static_cast<size_t>(shape_elements(dims)), (*ints)[0]);
+      imp.set_out_const_ints(0, all, dims, ot);
+      return;
+    }
+  }
+  if (shape_elements(dims) == 0) imp.fail("an empty tensor (shape " + shape_str(dims) + ") has no TOSA form");
+  Tensor t = Tensor::zeros({value.dtype(), dims});
+  const size_t es = storage_size(value.dtype());
+  for (int64_t i = 0; i < t.num_elements(); ++i) std::memcpy(t.mutable_bytes() + i * static_cast<int64_t>(es), value.bytes(), es);
+  imp.set_out(0, imp.const_tensor(t), {}, ot);
+}
+
+void lower_Shape(Importer& imp, const onnx::NodeProto&) {
+  const Shape& s = imp.in(0).shape;
+  const int64_t r = static_cast<int64_t>(s.size());
+  int64_t start = imp.attr_int("start", 0), end = imp.attr_int("end", r);
+  if (start < 0) start += r;
+  if (end < 0) end += r;
+  start = std::clamp<int64_t>(start, 0, r);
+  end = std::clamp<int64_t>(end, 0, r);
+  std::vector<int64_t> dims(s.begin() + start, s.begin() + std::max(start, end));
+  imp.set_out_const_ints(0, dims, {static_cast<int64_t>(dims.size())});
+}
+
+void lower_Size(Importer& imp, const onnx::NodeProto&) { imp.set_out_const_ints(0, {shape_elements(imp.in(0).shape)}, {}); }
+
+void lower_Range(Importer& imp, const onnx::NodeProto&) {
+  const OVal& s = imp.in(0);
+  if (s.onnx_type == kOFloat) {
+    double a = imp.const_doubles(0, "start")[0], b = imp.const_doubles(1, "limit")[0], d = imp.const_doubles(2, "delta")[0];
+    if (d == 0) imp.fail("delta is 0", ErrorCode::kInvalidArgument);
+    int64_t n = std::max<int64_t>(static_cast<int64_t>(std::ceil((b - a) / d)), 0);
+    std::vector<double> v(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = a + static_cast<double>(i) * d;
+    if (n == 0) imp.fail("Range produces an empty tensor, which has no TOSA form");
+    imp.set_out(0, imp.const_tensor(Tensor::from_doubles({DType::kFp32, {n}}, v)), {}, kOFloat);
+    return;
+  }
+  int64_t a = imp.const_ints(0, "start")[0], b = imp.const_ints(1, "limit")[0], d = imp.const_ints(2, "delta")[0];
+  if (d == 0) imp.fail("delta is 0", ErrorCode::kInvalidArgument);
+  int64_t n = std::max<int64_t>((b - a + d + (d > 0 ? -1 : 1)) / d, 0);
+  if (n == 0) imp.fail("Range produces an empty tensor, which has no TOSA form");
+  std::vector<int64_t> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = a + i * d;
+  imp.set_out_const_ints(0, v, {n}, s.onnx_type);
+}
+
+void lower_Reshape(Importer& imp, const onnx::NodeProto&) {
+  const OVal& x = imp.in(0);
+  std::vector<int64_t> spec = imp.opset() < 5 ? imp.attr_ints("shape").value_or(std::vector<int64_t>{}) : imp.const_ints(1, "shape");
+  const bool allowzero = imp.attr_int("allowzero", 0) != 0;
+  Shape out(spec.size());
+  int infer = -1;
+  int64_t known = 1;
+  for (size_t i = 0; i < spec.size(); ++i) {
+    int64_t d = spec[i];
+    if (d == 0 && !allowzero) {
+      if (i >= x.shape.size()) imp.fail("shape " + shape_str(spec) + " copies dimension " + std::to_string(i) + " (0), which the input " + shape_str(x.shape) + " lacks", ErrorCode::kInvalidArgument);
+      d = x.shape[i];
+    }
+    if (d == -1) {
+      if (infer >= 0) imp.fail("shape " + shape_str(spec) + " has more than one -1", ErrorCode::kInvalidArgument);
+      infer = static_cast<int>(i);
+      continue;
+    }
+    if (d < 0) imp.fail("shape " + shape_str(spec) + " has a negative dimension", ErrorCode::kInvalidArgument);
+    out[i] = d;
+    known *= d;
+  }
+  const int64_t total = shape_elements(x.shape);
+  if (infer >= 0) {
+    if (known == 0 || total % known != 0)
+      imp.fail("cannot reshape " + shape_str(x.shape) + " to " + shape_str(spec), ErrorCode::kInvalidArgument);
+    out[static_cast<size_t>(infer)] = total / known;
+  } else if (known != total) {
+    imp.fail("cannot reshape " + shape_str(x.shape) + " (" + std::to_string(total) + " elements) to " + shape_str(out),
+             ErrorCode::kInvalidArgument);
+  }
+  set_reshaped(imp, 0, x, out);
+}
+
+void lower_Flatten(Importer& imp, const onnx::NodeProto&) {
+  const OVal& x = imp.in(0);
+  const int64_t r = static_cast<int64_t>(x.shape.size());
+  int64_t axis = imp.attr_int("axis", 1);
+  if (axis < -r || axis > r) imp.fail("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(r), ErrorCode::kInvalidArgument);
+  if (axis < 0) axis += r;
+  set_reshaped(imp, 0, x, {product(x.shape, 0, static_cast<size_t>(axis)), product(x.shape, static_cast<size_t>(axis), x.shape.size())});
+}
+
+void lower_Squeeze(Importer& imp, const onnx::NodeProto&) {
+  const OVal& x = imp.in(0);
+  const int64_t r = static_cast<int64_t>(x.shape.size());
+  auto axes = axes_operand(imp, 1);
+  Shape out;
+  std::vector<int64_t> ax = axes ? norm_axes(imp, *axes, r, "axes") : std::vector<int64_t>{};
+  for (int64_t i = 0; i < r; ++i) {
+    const bool listed = std::find(ax.begin(), ax.end(), i) != ax.end();
+    if (listed && x.shape[static_cast<size_t>(i)] != 1)
+      imp.fail("cannot squeeze dimension " + std::to_string(i) + " of " + shape_str(x.shape) + ": its size is not 1", ErrorCode::kInvalidArgument);
+    if (listed || (!axes && x.shape[static_cast<size_t>(i)] == 1)) continue;
+    out.push_back(x.shape[static_cast<size_t>(i)]);
+  }
+  set_reshaped(imp, 0, x, out);
+}
+
+void lower_Unsqueeze(Importer& imp, const onnx::NodeProto&) {
+  const OVal& x = imp.in(0);
+  auto axes = axes_operand(imp, 1);
+  if (!axes) imp.fail("axes are required", ErrorCode::kInvalidArgument);
+  const int64_t r = static_cast<int64_t>(x.shape.size() + axes->size());
+  std::vector<int64_t> ax = norm_axes(imp, *axes, r, "axes");
+  Shape out;
+  size_t k = 0;
+  for (int64_t i = 0; i < r; ++i) {
+    if (std::find(ax.begin(), ax.end(), i) != ax.end()) out.push_back(1);
+    else out.push_back(x.shape[k++]);
+  }
+  set_reshaped(imp, 0, x, out);
+}
+
+void lower_Transpose(Importer& imp, const onnx::NodeProto&) {
+  const OVal& x = imp.in(0);
+  const int64_t r = static_cast<int64_t>(x.shape.size());
+  std::vector<int64_t> t = imp.attr_ints("perm").value_or(std::vector<int64_t>{});
+  if (t.empty())
+    for (int64_t i = r - 1; i >= 0; --i) t.push_back(i);
+  std::vector<int64_t> sorted = t;
+  std::sort(sorted.begin(), sorted.end());
+  for (int64_t i = 0; i < r; ++i)
+    if (static_cast<int64_t>(sorted.size()) != r || sorted[static_cast<size_t>(i)] != i)
+      imp.fail("perm " + shape_str(t) + " is not a permutation of the " + std::to_string(r) + " dimensions", ErrorCode::kInvalidArgument);
+  // No data moves here: the result is the same TOSA value in another layout. Transposes that a
+  // later operator needs are emitted there, and pairs that cancel never appear.
+  std::vector<int64_t> p = x.perm;
+  if (p.empty()) {
+    p.resize(static_cast<size_t>(r));
+    std::iota(p.begin(), p.end(), 0);
+  }
+  std::vector<int64_t> tinv = inverse_perm(t), q(p.size());
+  for (size_t i = 0; i < p.size(); ++i) q[i] = tinv[static_cast<size_t>(p[i])];
+  imp.set_out(0, x.v, q, x.onnx_type);
+}
+
+void lower_Concat(Importer& imp, const onnx::NodeProto&) {
+  const int n = imp.num_inputs();
+  const OVal& first = imp.in(0);
+  const int64_t r = static_cast<int64_t>(first.shape.size());
+  const int64_t axis = norm_axis(imp, imp.attr_int("axis", imp.opset() < 4 ? 1 : 0), r);
+  std::vector<int64_t> perm;
+  for (int i = 0; i < n; ++i)
+    if (!imp.in(i).v.is_const() && !imp.in(i).perm.empty()) {
+      perm = imp.in(i).perm;
+      break;
+    }
+  std::vector<TVal> parts;
+  std::vector<std::shared_ptr<const std::vector<int64_t>>> ints;
+  bool all_ints = true;
+  for (int i = 0; i < n; ++i) {
+    const OVal& v = imp.in(i);
+    if (static_cast<int64_t>(v.shape.size()) != r) imp.fail("input " + std::to_string(i) + " has rank " + std::to_string(v.shape.size()) + ", input 0 has rank " + std::to_string(r), ErrorCode::kInvalidArgument);
+    for (int64_t k = 0; k < r; ++k)
+      if (k != axis && v.shape[static_cast<size_t>(k)] != first.shape[static_cast<size_t>(k)])
+        imp.fail("input " + std::to_string(i) + " has shape " + shape_str(v.shape) + ", which differs from input 0's " + shape_str(first.shape) + " outside axis " + std::to_string(axis), ErrorCode::kInvalidArgument);
+    if (v.shape[static_cast<size_t>(axis)] == 0) continue;  // empty pieces add nothing
+    parts.push_back(imp.in_layout(v, perm));
+    all_ints = all_ints && v.ints && r == 1;
+    ints.push_back(v.ints);
+  }
+  if (parts.empty()) imp.fail("every input is empty; an empty tensor has no TOSA form");
+  TVal out = parts.size() == 1 ? parts[0] : imp.emit(Op::CONCAT, parts, {{"axis", tosa_axis(perm, axis)}});
+  imp.set_out(0, out, perm, first.onnx_type);
+  if (all_ints && imp.wants_output(0)) {
+    std::vector<int64_t> joined;
+    for (auto& p : ints) joined.insert(joined.end(), p->begin(), p->end());
+    imp.set_exact_ints(0, std::make_shared<const std::vector<int64_t>>(joined));
+  }
+}
+
+void lower_Split(Importer& imp, const onnx::NodeProto&) {
+  const OVal& x = imp.in(0);
+  const int64_t r = static_cast<int64_t>(x.shape.size());
+  const int64_t axis = norm_axis(imp, imp.attr_int("axis", 0), r);
+  const int64_t len = x.shape[static_cast<size_t>(axis)];
+  const int outs = imp.num_outputs();
+  std::vector<int64_t> sizes;
+  if (imp.has_input(1)) sizes = imp.const_ints(1, "split");
+  else if (auto s = imp.attr_ints("split")) sizes = *s;
+  if (sizes.empty()) {
+    const int64_t parts = imp.attr("num_outputs") ? imp.attr_int("num_outputs", outs) : outs;
+    const int64_t each = (len + parts - 1) / parts;
+    for (int64_t i = 0; i < parts; ++i) sizes.push_back(std::min(each, len - i * each));
+  }
+  if (static_cast<int>(sizes.size()) != outs)
+    imp.fail("split has " + std::to_string(sizes.size()) + " sizes for " + std::to_string(outs) + " outputs", ErrorCode::kInvalidArgument);
+  if (std::accumulate(sizes.begin(), sizes.end(), int64_t{0}) != len)
+    imp.fail("split sizes " + shape_str(sizes) + " do not add up to the axis length " + std::to_string(len), ErrorCode::kInvalidArgument);
+  const int64_t ta = tosa_axis(x.perm, axis);
+  int64_t off = 0;
+  for (int i = 0; i < outs; ++i) {
+    if (sizes[static_cast<size_t>(i)] <= 0) imp.fail("split size " + std::to_string(sizes[static_cast<size_t>(i)]) + " of output " + std::to_string(i) + " is not positive (empty tensors have no TOSA form)");
+    std::vector<int64_t> start(static_cast<size_t>(r), 0), size(x.v.shape().begin(), x.v.shape().end());
+    start[static_cast<size_t>(ta)] = off;
+    size[static_cast<size_t>(ta)] = sizes[static_cast<size_t>(i)];
+    imp.set_out(i, imp.slice(x.v, start, size), x.perm, x.onnx_type);
+    off += sizes[static_cast<size_t>(i)];
+  }
+}
+
+void lower_Slice(Importer& imp, const onnx::NodeProto&) {
+  const OVal& x = imp.in(0);
+  const int64_t r = static_cast<int64_t>(x.shape.size());
+  std::vector<int64_t> starts, ends, axes, steps;
+  if (imp.opset() < 10) {
+    starts = imp.attr_ints("starts").value_or(std::vector<int64_t>{});
+    ends = imp.attr_ints("ends").value_or(std::vector<int64_t>{});
+    axes = imp.attr_ints("axes").value_or(std::vector<int64_t>{});
+  } else {
+    starts = imp.const_ints(1, "starts");
+    ends = imp.const_ints(2, "ends");
+    if (imp.has_input(3)) axes = imp.const_ints(3, "axes");
+    if (imp.has_input(4)) steps = imp.const_ints(4, "steps");
+  }
+  if (starts.size() != ends.size()) imp.fail("starts and ends differ in length", ErrorCode::kInvalidArgument);
+  if (axes.empty())
+    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  if (steps.empty()) steps.assign(starts.size(), 1);
+  if (axes.size() != starts.size() || steps.size() != starts.size()) imp.fail("starts, ends, axes and steps differ in length", ErrorCode::kInvalidArgument);
+  TVal v = x.v;
+  Shape vs = v.shape();
+  std::vector<int64_t> start(static_cast<size_t>(r), 0), size(vs.begin(), vs.end());
+  std::vector<std::pair<int64_t, int64_t>> strided;  // (tosa axis, step) for steps other than 1
+  std::vector<int64_t> seen;
+  for (size_t i = 0; i < starts.size(); ++i) {
+    const int64_t a = norm_axis(imp, axes[i], r, "axes");
+    if (std::find(seen.begin(), seen.end(), a) != seen.end()) imp.fail("axes list axis " + std::to_string(a) + " twice", ErrorCode::kInvalidArgument);
+    seen.push_back(a);
+    const int64_t d = x.shape[static_cast<size_t>(a)];
+    const int64_t st = steps[i];
+    if (st == 0) imp.fail("steps must not be 0", ErrorCode::kInvalidArgument);
+    int64_t b = starts[i], e = ends[i];
+    if (b < 0) b += d;
+    if (e < 0) e += d;
+    int64_t first, count;
+    if (st > 0) {
+      b = std::clamp<int64_t>(b, 0, d);
+      e = std::clamp<int64_t>(e, 0, d);
+      count = e > b ? (e - b + st - 1) / st : 0;
+      first = b;
+    } else {
+      b = std::clamp<int64_t>(b, 0, d - 1);
+      e = std::clamp<int64_t>(e, -1, d - 1);
+      count = b > e ? (b - e + (-st) - 1) / (-st) : 0;
+      first = b - (count - 1) * (-st);  // lowest index taken
+    }
+    if (count <= 0) imp.fail("the slice of axis " + std::to_string(a) + " is empty; empty tensors have no TOSA form");
+    const int64_t ta = tosa_axis(x.perm, a);
+    const int64_t step = st > 0 ? st : -st;
+    start[static_cast<size_t>(ta)] = first;
+    size[static_cast<size_t>(ta)] = (count - 1) * step + 1;
+    if (step != 1 || st < 0) strided.emplace_back(ta, st);
+  }
+  v = imp.slice(v, start, size);
+  for (auto [ta, st] : strided) {
+    const int64_t step = st > 0 ? st : -st;
+    if (step != 1) {
+      // Take every step-th element: pad the axis to a multiple of the step, split it into
+      // [count, step] and keep index 0 of the second.
+      Shape s = v.shape();
+      const int64_t len = s[static_cast<size_t>(ta)];
+      const int64_t count = (len - 1) / step + 1;
+      const int64_t padded = count * step;
+      if (padded != len) {
+        std::vector<int64_t> pad(static_cast<size_t>(2 * s.size()), 0);
+        pad[static_cast<size_t>(2 * ta + 1)] = padded - len;
+        v = imp.emit(Op::PAD, {v, imp.shape_const(pad), imp.scalar(v.dtype(), 0, 1)});
+      }
+      Shape split = v.shape();
+      split[static_cast<size_t>(ta)] = count;
+      split.insert(split.begin() + ta + 1, step);
+      v = imp.reshape(v, split);
+      std::vector<int64_t> st0(split.size(), 0), sz(split.begin(), split.end());
+      sz[static_cast<size_t>(ta + 1)] = 1;
+      v = imp.slice(v, st0, sz);
+      s[static_cast<size_t>(ta)] = count;
+      v = imp.reshape(v, s);
+    }
+    if (st < 0) v = imp.emit(Op::REVERSE, {v}, {{"axis", ta}});
+  }
+  imp.set_out(0, v, x.perm, x.onnx_type);
+  if (x.ints && r == 1 && v.is_const() && imp.wants_output(0)) {
+    // Exact int64 values of a sliced 1-D constant (shape arithmetic).
+    std::vector<int64_t> vals;
+    const int64_t b = start[0], st = strided.empty() ? 1 : strided[0].second;
+    const int64_t cnt = v.shape()[0];
+    for (int64_t i = 0; i < cnt; ++i) vals.push_back((*x.ints)[static_cast<size_t>(st > 0 ? b + i * st : b + size[0] - 1 + i * st)]);
+    imp.set_exact_ints(0, std::make_shared<const std::vector<int64_t>>(vals));
+  }
+}
+
+void lower_Gather(Importer& imp, const onnx::NodeProto&) {
+  const OVal& x = imp.in(0);
+  const OVal& idx = imp.in(1);
+  const int64_t r = static_cast<int64_t>(x.shape.size());
+  const int64_t axis = norm_axis(imp, imp.attr_int("axis", 0), r);
+  const int64_t k = x.shape[static_cast<size_t>(axis)];
+  Shape out_shape(x.shape.begin(), x.shape.begin() + axis);
+  out_shape.insert(out_shape.end(), idx.shape.begin(), idx.shape.end());
+  out_shape.insert(out_shape.end(), x.shape.begin() + axis + 1, x.shape.end());
+  if (shape_elements(out_shape) == 0) imp.fail("the result is empty; empty tensors have no TOSA form");
+  const int64_t outer = product(x.shape, 0, static_cast<size_t>(axis));
+  const int64_t inner = product(x.shape, static_cast<size_t>(axis + 1), x.shape.size());
+  if (idx.v.is_const()) {
+    std::vector<int64_t> iv = imp.const_ints(1, "indices");
+    for (auto& i : iv) {
+      if (i < -k || i >= k) imp.fail("index " + std::to_string(i) + " is out of range for axis " + std::to_string(axis) + " of size " + std::to_string(k), ErrorCode::kInvalidArgument);
+      if (i < 0) i += k;
+    }
+    if (x.ints && r == 1) {
+      // Shape arithmetic: gather exact values.
+      std::vector<int64_t> vals;
+      for (int64_t i : iv) vals.push_back((*x.ints)[static_cast<size_t>(i)]);
+      imp.set_out_const_ints(0, vals, out_shape, x.onnx_type);
+      return;
+    }
+    if (iv.size() == 1) {
+      // One index: a slice of the data (in its own layout), then a reshape.
+      const int64_t ta = tosa_axis(x.perm, axis);
+      std::vector<int64_t> start(static_cast<size_t>(r), 0), size(x.v.shape().begin(), x.v.shape().end());
+      start[static_cast<size_t>(ta)] = iv[0];
+      size[static_cast<size_t>(ta)] = 1;
+      TVal s = imp.slice(x.v, start, size);
+      if (idx.shape.size() == 1) {
+        imp.set_out(0, s, x.perm, x.onnx_type);
+      } else {
+        OVal tmp;
+        tmp.v = s;
+        tmp.perm = x.perm;
+        tmp.shape = x.shape;
+        tmp.shape[static_cast<size_t>(axis)] = 1;
+        imp.set_out(0, imp.reshape(imp.plain(tmp), out_shape), {}, x.onnx_type);
+      }
+      return;
+    }
+    TVal ti = imp.const_tensor(Tensor::from_ints({DType::kInt32, {1, static_cast<int64_t>(iv.size())}}, iv));
+    TVal vals = imp.reshape(imp.plain(x), {outer, k, inner});
+    if (outer > 1) ti = imp.emit(Op::TILE, {ti, imp.shape_const({outer, 1})});
+    imp.set_out(0, imp.reshape(imp.emit(Op::GATHER, {vals, ti}), out_shape), {}, x.onnx_type);
+    return;
+  }
+  TVal i = imp.plain(idx);
+  if (i.dtype() != DType::kInt32) imp.fail("indices must be int32 or int64");
+  const int64_t w = shape_elements(idx.shape);
+  i = imp.reshape(i, {1, w});
+  // Negative indices count from the end.
+  TVal zero = imp.scalar(DType::kInt32, 0, 2);
+  TVal neg = imp.emit(Op::GREATER, {zero, i});
+  i = imp.emit(Op::SELECT, {neg, imp.add(i, imp.scalar(DType::kInt32, static_cast<double>(k), 2)), i});
+  if (outer > 1) i = imp.emit(Op::TILE, {i, imp.shape_const({outer, 1})});
+  TVal vals = imp.reshape(imp.plain(x), {outer, k, inner});
+  imp.set_out(0, imp.reshape(imp.emit(Op::GATHER, {vals, i}), out_shape), {}, x.onnx_type);
+}
+
+void lower_Pad(Importer& imp, const onnx::NodeProto&) {
+  const OVal& x = imp.in(0);
+  const int64_t r = static_cast<int64_t>(x.shape.size());
+  std::vector<int64_t> pads;
+  double value = 0;
+  if (imp.opset() < 11) {
+    pads = imp.attr_ints("pads").value_or(std::vector<int64_t>{});
+    value = imp.attr_float("value", 0.f);
+  } else {
+    pads = imp.const_ints(1, "pads");
+    if (imp.has_input(2)) value = imp.const_doubles(2, "constant_value").at(0);
+  }
+  std::vector<int64_t> axes;
+  if (imp.has_input(3)) axes = norm_axes(imp, imp.const_ints(3, "axes"), r, "axes");
+  else
+    for (int64_t i = 0; i < r; ++i) axes.push_back(i);
+  if (pads.size() != 2 * axes.size())
+    imp.fail("pads has " + std::to_string(pads.size()) + " values; it needs 2 per padded axis (" + std::to_string(2 * axes.size()) + ")", ErrorCode::kInvalidArgument);
+  const std::string mode = imp.attr_str("mode", "constant");
+  if (mode != "constant" && mode != "reflect" && mode != "edge" && mode != "wrap")
+    imp.fail("mode '" + mode + "' is not one of constant, reflect, edge, wrap", ErrorCode::kInvalidArgument);
+  // Per TOSA axis: (before, after).
+  std::vector<int64_t> before(static_cast<size_t>(r), 0), after(static_cast<size_t>(r), 0);
+  const size_t na = axes.size();
+  for (size_t i = 0; i < na; ++i) {
+    const size_t ta = static_cast<size_t>(tosa_axis(x.perm, axes[i]));
+    before[ta] = pads[i];
+    after[ta] = pads[i + na];
+  }
+  TVal v = x.v;
+  // Negative pads crop.
+  {
+    std::vector<int64_t> start(static_cast<size_t>(r), 0), size(v.shape().begin(), v.shape().end());
+    bool crop = false;
+    for (size_t a = 0; a < static_cast<size_t>(r); ++a) {
+      if (before[a] < 0) { start[a] = -before[a]; size[a] += before[a]; before[a] = 0; crop = true; }
+      if (after[a] < 0) { size[a] += after[a]; after[a] = 0; crop = true; }
+      if (size[a] <= 0) imp.fail("the pads crop axis " + std::to_string(a) + " away completely");
+    }
+    if (crop) v = imp.slice(v, start, size);
+  }
+  if (mode == "constant") {
+    std::vector<int64_t> p;
+    bool any = false;
+    for (size_t a = 0; a < static_cast<size_t>(r); ++a) {
+      p.push_back(before[a]);
+      p.push_back(after[a]);
+      any = any || before[a] || after[a];
+    }
+    if (any) v = imp.emit(Op::PAD, {v, imp.shape_const(p), imp.scalar(v.dtype(), value, 1)});
+  } else {
+    for (size_t a = 0; a < static_cast<size_t>(r); ++a) {
+      if (!before[a] && !after[a]) continue;
+      const int64_t len = v.shape()[a];
+      auto piece = [&](int64_t from, int64_t n) {
+        std::vector<int64_t> start(static_cast<size_t>(r), 0), size(v.shape().begin(), v.shape().end());
+        start[a] = from;
+        size[a] = n;
+        return imp.slice(v, start, size);
+      };
+      std::vector<TVal> parts;
+      if (mode == "reflect") {
+        if (before[a] >= len || after[a] >= len) imp.fail("reflect padding of " + std::to_string(std::max(before[a], after[a])) + " needs an axis longer than " + std::to_string(len), ErrorCode::kInvalidArgument);
+        if (before[a]) parts.push_back(imp.emit(Op::REVERSE, {piece(1, before[a])}, {{"axis", static_cast<int64_t>(a)}}));
+        parts.push_back(v);
+        if (after[a]) parts.push_back(imp.emit(Op::REVERSE, {piece(len - 1 - after[a], after[a])}, {{"axis", static_cast<int64_t>(a)}}));
+      } else if (mode == "edge") {
+        std::vector<int64_t> mult(static_cast<size_t>(r), 1);
+        if (before[a]) { mult[a] = before[a]; parts.push_back(imp.emit(Op::TILE, {piece(0, 1), imp.shape_const(mult)})); }
+        parts.push_back(v);
+        if (after[a]) { mult[a] = after[a]; parts.push_back(imp.emit(Op::TILE, {piece(len - 1, 1), imp.shape_const(mult)})); }
+      } else {  // wrap
+        if (before[a] > len || after[a] > len) imp.fail("wrap padding longer than the axis is not supported");
+        if (before[a]) parts.push_back(piece(len - before[a], before[a]));
+        parts.push_back(v);
+        if (after[a]) parts.push_back(piece(0, after[a]));
+      }
+      v = imp.emit(Op::CONCAT, parts, {{"axis", static_cast<int64_t>(a)}});
+    }
+  }
+  imp.set_out(0, v, x.perm, x.onnx_type);
+}
+
+void lower_Tile(Importer& imp, const onnx::NodeProto&) {
+  const OVal& x = imp.in(0);
+  std::vector<int64_t> rep = imp.const_ints(1, "repeats");
+  if (rep.size() != x.shape.size()) imp.fail("repeats has " + std::to_string(rep.size()) + " values for rank " + std::to_string(x.shape.size()), ErrorCode::kInvalidArgument);
+  std::vector<int64_t> m(rep.size());
+  for (size_t i = 0; i < rep.size(); ++i) {
+    if (rep[i] < 1) imp.fail("repeats must be >= 1 (empty tensors have no TOSA form)");
+    m[static_cast<size_t>(tosa_axis(x.perm, static_cast<int64_t>(i)))] = rep[i];
+  }
+  imp.set_out(0, imp.emit(Op::TILE, {x.v, imp.shape_const(m)}), x.perm, x.onnx_type);
+}
+
+void lower_Expand(Importer& imp, const onnx::NodeProto&) {
+  const OVal& x = imp.in(0);
+  std::vector<int64_t> target = imp.const_ints(1, "shape");
+  const size_t r = std::max(target.size(), x.shape.size());
+  Shape xs(r - x.shape.size(), 1), out(r);
+  xs.insert(xs.end(), x.shape.begin(), x.shape.end());
+  Shape ts(r - target.size(), 1);
+  ts.insert(ts.end(), target.begin(), target.end());
+  std::vector<int64_t> mult(r, 1);
+  for (size_t i = 0; i < r; ++i) {
+    if (xs[i] != ts[i] && xs[i] != 1 && ts[i] != 1)
+      imp.fail("cannot expand " + shape_str(x.shape) + " to " + shape_str(target), ErrorCode::kInvalidArgument);
+    out[i] = std::max(xs[i], ts[i]);
+    if (xs[i] == 1) mult[i] = out[i];
+  }
+  TVal v = imp.reshape(imp.plain(x), xs);
+  if (std::any_of(mult.begin(), mult.end(), [](int64_t m) { return m != 1; })) v = imp.emit(Op::TILE, {v, imp.shape_const(mult)});
+  imp.set_out(0, v, {}, x.onnx_type);
+}
+
+void lower_Cast(Importer& imp, const onnx::NodeProto&) {
+  const OVal& x = imp.in(0);
+  const int to = static_cast<int>(imp.attr_int("to", 0));
+  auto dt = tosa_dtype(to);
+  if (!dt) imp.fail(std::string("cast to ") + onnx_type_name(to) + ": this type has no TOSA 1.0 equivalent");
+  if (x.ints && (to == kOInt64 || to == kOInt32)) {
+    imp.set_out_const_ints(0, *x.ints, x.shape, to);
+    return;
+  }
+  TVal v = x.v;
+  const DType from = v.dtype();
+  if (from == *dt) {
+    imp.set_out(0, v, x.perm, to);
+    return;
+  }
+  if (is_float(from) && !is_float(*dt)) {
+    if (*dt == DType::kBool) {
+      TVal z = imp.emit(Op::EQUAL, {v, imp.scalar(from, 0, v.rank())});
+      imp.set_out(0, imp.emit(Op::LOGICAL_NOT, {z}), x.perm, to);
+      return;
+    }
+    // ONNX (like C) truncates towards zero; TOSA's CAST rounds to nearest.
+    TVal pos = imp.emit(Op::GREATER_EQUAL, {v, imp.scalar(from, 0, v.rank())});
+    v = imp.emit(Op::SELECT, {pos, imp.emit(Op::FLOOR, {v}), imp.emit(Op::CEIL, {v})});
+  }
+  if (from == DType::kBool && is_float(*dt)) v = imp.cast(v, DType::kInt32);
+  imp.set_out(0, imp.cast(v, *dt), x.perm, to);
+}
+
+void lower_Where(Importer& imp, const onnx::NodeProto&) {
+  std::vector<int64_t> perm;
+  Shape shape;
+  auto ops = imp.elementwise_operands({0, 1, 2}, &perm, &shape);
+  imp.set_out(0, imp.emit(Op::SELECT, ops), perm, imp.in(1).onnx_type);
+}
+
+void lower_DepthToSpace(Importer& imp, const onnx::NodeProto&) {
+  const OVal& x = imp.in(0);
+  if (x.shape.size() != 4) imp.fail("the input must be 4-D [N,C,H,W]", ErrorCode::kInvalidArgument);
+  const int64_t b = imp.attr_int("blocksize", 0);
+  const int64_t n = x.shape[0], c = x.shape[1], h = x.shape[2], w = x.shape[3];
+  if (b < 1 || c % (b * b)) imp.fail("channels " + std::to_string(c) + " are not divisible by blocksize^2", ErrorCode::kInvalidArgument);
+  const bool crd = imp.attr_str("mode", "DCR") == "CRD";
+  TVal v = imp.plain(x);
+  if (crd) {
+    v = imp.reshape(v, {n, c / (b * b), b, b, h, w});
+    v = imp.transpose(v, {0, 1, 4, 2, 5, 3});
+  } else {
+    v = imp.reshape(v, {n, b, b, c / (b * b), h, w});
+    v = imp.transpose(v, {0, 3, 4, 1, 5, 2});
+  }
+  imp.set_out(0, imp.reshape(v, {n, c / (b * b), h * b, w * b}), {}, x.onnx_type);
+}
+
+void lower_SpaceToDepth(Importer& imp, const onnx::NodeProto&) {
+  const OVal& x = imp.in(0);
+  if (x.shape.size() != 4) imp.fail("the input must be 4-D [N,C,H,W]", ErrorCode::kInvalidArgument);
+  const int64_t b = imp.attr_int("blocksize", 0);
+  const int64_t n = x.shape[0], c = x.shape[1], h = x.shape[2], w = x.shape[3];
+  if (b < 1 || h % b || w % b) imp.fail("H and W must be divisible by blocksize", ErrorCode::kInvalidArgument);
+  TVal v = imp.reshape(imp.plain(x), {n, c, h / b, b, w / b, b});
+  v = imp.transpose(v, {0, 3, 5, 1, 2, 4});
+  imp.set_out(0, imp.reshape(v, {n, c * b * b, h / b, w / b}), {}, x.onnx_type);
+}
+
+}  // namespace weft::onnxfe

@@ -1,0 +1,88 @@
+// `weft import MODEL.onnx -o OUT.weft`: the ONNX frontend's result in Weft's text form, and the
+// `--shape` option shared by every command that reads a model.
+#include <iostream>
+
+#include "cli.h"
+#include "weft/error.h"
+#include "weft/onnx.h"
+#include "weft/text.h"
+
+namespace weft::cli {
+
+const char* const kImportHelp = R"(Usage: weft import MODEL.onnx -o OUT.weft [--shape NAME=DIMS]...
+       weft import --list-ops
+
+Imports an ONNX model: resolves its shapes (give dynamic dimensions with --shape), folds its
+constant sub-graphs, lowers every node to TOSA 1.0 operators with NCHW carried as NHWC inside the
+graph, verifies the result and writes it in Weft's text form. Constants larger than 16 elements
+are written as OUT.<value>.npy files beside OUT.weft, so the text stays readable.
+
+Options:
+  -o, --output OUT.weft   Output path ("-" prints the text form to stdout, constants inline)
+  --shape NAME=DIMS       Static shape of an input with dynamic dimensions, e.g.
+                          --shape input=1x3x224x224 (repeatable)
+  --list-ops              Print the ONNX operators the frontend lowers and exit
+  -h, --help              Show this help
+)";
+
+void add_shape_option(LoadOptions& options, const std::string& value) {
+  const size_t eq = value.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == value.size())
+    usage_error("--shape expects NAME=DIMS such as input=1x3x224x224, got '" + value + "'");
+  const std::string name = value.substr(0, eq);
+  Shape shape;
+  size_t pos = eq + 1;
+  while (pos <= value.size()) {
+    size_t x = value.find('x', pos);
+    if (x == std::string::npos) x = value.size();
+    const std::string d = value.substr(pos, x - pos);
+    if (d.empty() || d.size() > 12 || d.find_first_not_of("0123456789") != std::string::npos || std::stoll(d) < 1)
+      usage_error("--shape " + value + ": dimension '" + d + "' is not a positive integer");
+    shape.push_back(std::stoll(d));
+    pos = x + 1;
+  }
+  if (options.onnx.input_shapes.count(name)) usage_error("--shape gives input '" + name + "' twice");
+  options.onnx.input_shapes[name] = shape;
+}
+
+int cmd_import(Args& args) {
+  std::string model, out;
+  LoadOptions load;
+  bool list = false;
+  while (!args.done()) {
+    std::string flag, positional;
+    std::optional<std::string> v;
+    args.next(&flag, &v, &positional);
+    if (flag.empty()) {
+      if (!model.empty()) usage_error("`weft import` takes one model, got '" + model + "' and '" + positional + "'");
+      model = positional;
+    } else if (flag == "-o" || flag == "--output") {
+      out = args.value(flag, v);
+    } else if (flag == "--shape") {
+      add_shape_option(load, args.value(flag, v));
+    } else if (flag == "--list-ops") {
+      no_inline_value(args, flag, v);
+      list = true;
+    } else if (flag == "-h" || flag == "--help") {
+      std::cout << kImportHelp;
+      return kExitOk;
+    } else {
+      unknown_option(args, flag);
+    }
+  }
+  if (list) {
+    for (const std::string& op : onnx_supported_ops()) std::cout << op << "\n";
+    return kExitOk;
+  }
+  if (model.empty()) usage_error("`weft import` needs an ONNX model (see `weft import --help`)");
+  if (out.empty()) usage_error("`weft import` needs -o OUT.weft (or -o - for stdout)");
+  Module m = import_onnx(model, load.onnx);
+  if (out == "-") {
+    std::cout << print_weft(m);
+  } else {
+    save_weft(m, out);
+  }
+  return kExitOk;
+}
+
+}  // namespace weft::cli
