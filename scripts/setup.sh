@@ -8,8 +8,11 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev
   flatbuffers-compiler libflatbuffers-dev
-  python3 python3-numpy
+  libonnx-dev libprotobuf-dev protobuf-compiler
+  python3 python3-numpy python3-onnx python3-torch python3-torchvision
 )
+# Node.js runs ONNX Runtime (npm onnxruntime-node) for the model comparisons; any node >= 18 will do.
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then PACKAGES+=(nodejs npm); fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do

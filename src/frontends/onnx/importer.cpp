@@ -196,11 +196,8 @@ Importer::Importer(const onnx::ModelProto& model, std::string source, const Onnx
   if (opset_ == 0)
     throw Error(ErrorCode::kInvalidArgument, "the model imports no opset of the default ONNX domain (ai.onnx)",
                 {.file = source_});
-  if (opset_ < 7)
-    throw Error(ErrorCode::kUnsupported,
-                "the model uses ai.onnx opset " + std::to_string(opset_) +
-                    "; Weft's ONNX frontend supports opsets 7 and later (convert it with onnx.version_converter)",
-                {.file = source_});
+  if (opset_ < 1)
+    throw Error(ErrorCode::kInvalidArgument, "the model imports ai.onnx opset " + std::to_string(opset_), {.file = source_});
 }
 
 int Importer::num_inputs() const {
@@ -356,6 +353,14 @@ ValueId Importer::materialize(const TVal& v) {
 }
 
 std::vector<TVal> Importer::emit_multi(Op op, std::vector<TVal> inputs, Attrs attrs, std::vector<DType> out_dtypes) {
+  // TOSA's integer ADD, SUB, MAXIMUM, MINIMUM and INTDIV are int32 only: narrower integers are
+  // widened, computed and narrowed back (exact, with C's wrap-around on overflow).
+  if ((op == Op::ADD || op == Op::SUB || op == Op::MAXIMUM || op == Op::MINIMUM || op == Op::INTDIV) && !inputs.empty() &&
+      (inputs[0].dtype() == DType::kInt8 || inputs[0].dtype() == DType::kInt16)) {
+    const DType narrow = inputs[0].dtype();
+    for (TVal& v : inputs) v = cast(v, DType::kInt32);
+    return {cast(emit(op, std::move(inputs), std::move(attrs)), narrow)};
+  }
   const bool foldable = std::all_of(inputs.begin(), inputs.end(), [](const TVal& v) { return v.is_const(); }) &&
                         op != Op::CUSTOM && op != Op::VARIABLE && op != Op::VARIABLE_READ &&
                         op != Op::VARIABLE_WRITE && op != Op::COND_IF && op != Op::WHILE_LOOP;
@@ -404,7 +409,17 @@ std::vector<TVal> Importer::emit_multi(Op op, std::vector<TVal> inputs, Attrs at
     n.outputs.push_back(id);
     r.push_back(TVal{id, nullptr, t});
   }
-  graph_.add_node(std::move(n));
+  const int index = graph_.add_node(std::move(n));
+  // Every TOSA node is checked as it is made, so that a type TOSA 1.0 lacks is reported at the
+  // ONNX node that needs it.
+  std::vector<Error> errors;
+  verify_node(nullptr, graph_, index, kAllProfiles, errors);
+  if (!errors.empty()) {
+    std::string types;
+    for (const TVal& v : inputs) types += std::string(types.empty() ? "" : ", ") + v.type.str();
+    fail(std::string("this node needs TOSA ") + op_name(op) + " on " + types + ", which TOSA 1.0 does not define: " +
+         errors[0].message());
+  }
   return r;
 }
 
@@ -639,6 +654,9 @@ void Importer::lower_node(const onnx::NodeProto& n) {
   const std::string dom = n.domain().empty() ? "ai.onnx" : n.domain();
   node_label_ = (n.name().empty() ? (n.output_size() ? n.output(0) : std::string("?")) : n.name()) + " (" +
                 n.op_type() + ", domain " + dom + ", opset " + std::to_string(opset_) + ")";
+  if (opset_ < 7 && attr("broadcast"))
+    fail("the legacy 'broadcast' / 'axis' attributes (opsets before 7) are not supported; convert the model "
+         "to opset 7 or later with onnx.version_converter");
   if (!(n.domain().empty() || n.domain() == "ai.onnx")) {
     fail("operator " + n.op_type() + " of domain '" + n.domain() +
          "' is not an ONNX standard operator and Weft has no lowering for it; replace it before export, or "
@@ -647,9 +665,9 @@ void Importer::lower_node(const onnx::NodeProto& n) {
   const auto& rules = op_rules();
   auto it = std::find_if(rules.begin(), rules.end(), [&](const OpRule& r) { return n.op_type() == r.op_type; });
   if (it == rules.end())
-    fail("operator " + n.op_type() + " is not supported by Weft's ONNX frontend (`weft ops --onnx` lists the "
-         "supported ones); replace it before export, or carry it as a custom operator (tosa.CUSTOM) once it is "
-         "registered with Weft");
+    fail("operator " + n.op_type() + " is not supported by Weft's ONNX frontend (`weft import --list-ops` lists "
+         "the supported ones); replace it before export, or carry it as a custom operator (tosa.CUSTOM) once it "
+         "is registered with Weft");
   for (int i = 0; i < n.input_size(); ++i)
     if (!n.input(i).empty() && !values_.count(n.input(i)))
       fail("input " + std::to_string(i) + " '" + n.input(i) +

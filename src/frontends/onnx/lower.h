@@ -18,7 +18,9 @@ class NodeProto;
   X(Reciprocal) X(ReduceL1) X(ReduceL2) X(ReduceLogSum) X(ReduceLogSumExp) X(ReduceMax) X(ReduceMean)      \
   X(ReduceMin) X(ReduceProd) X(ReduceSum) X(ReduceSumSquare) X(Relu) X(Reshape) X(Resize) X(Shape)         \
   X(Sigmoid) X(Sign) X(Sin) X(Size) X(Slice) X(Softmax) X(Softplus) X(Softsign) X(SpaceToDepth) X(Split)   \
-  X(Sqrt) X(Squeeze) X(Sub) X(Sum) X(Tanh) X(Tile) X(Transpose) X(Unsqueeze) X(Upsample) X(Where) X(Xor)
+  X(Sqrt) X(Squeeze) X(Sub) X(Sum) X(Tanh) X(Tile) X(Transpose) X(Unsqueeze) X(Upsample) X(Where) X(Xor)       \
+  X(CastLike) X(Celu) X(Cosh) X(EyeLike) X(GatherElements) X(IsInf) X(IsNaN) X(MeanVarianceNormalization)   \
+  X(Mod) X(Sinh) X(Tan) X(ThresholdedRelu) X(Trilu)
 
 namespace weft::onnxfe {
 class Importer;

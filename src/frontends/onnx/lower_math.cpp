@@ -531,7 +531,6 @@ void lower_LayerNormalization(Importer& imp, const onnx::NodeProto&) {
   const int64_t r = static_cast<int64_t>(x.shape.size());
   const int64_t axis = norm_axis(imp, imp.attr_int("axis", -1), r);
   const double eps = imp.attr_float("epsilon", 1e-5f);
-  if (imp.wants_output(1) || imp.wants_output(2)) imp.fail("the Mean and InvStdDev outputs are not supported");
   TVal v = imp.plain(x);
   int64_t count = 1;
   TVal mean = v;
@@ -544,10 +543,121 @@ void lower_LayerNormalization(Importer& imp, const onnx::NodeProto&) {
   TVal var = imp.mul(dv, dv);
   for (int64_t d = axis; d < r; ++d) var = imp.reduce(Op::REDUCE_SUM, var, d);
   var = imp.mul(var, full_like(imp, var, 1.0 / static_cast<double>(count)));
-  TVal y = imp.mul(dv, imp.emit(Op::RSQRT, {imp.add(var, full_like(imp, var, eps))}));
+  TVal inv = imp.emit(Op::RSQRT, {imp.add(var, full_like(imp, var, eps))});
+  TVal y = imp.mul(dv, inv);
   y = imp.mul(y, imp.to_rank(imp.plain(imp.in(1)), static_cast<int>(r)));
   if (imp.has_input(2)) y = imp.add(y, imp.to_rank(imp.plain(imp.in(2)), static_cast<int>(r)));
   imp.set_out(0, y, {}, x.onnx_type);
+  imp.set_out(1, mean, {}, x.onnx_type);  // [d0..d(axis-1), 1, ..., 1]
+  imp.set_out(2, inv, {}, x.onnx_type);
+}
+
+void lower_MeanVarianceNormalization(Importer& imp, const onnx::NodeProto&) {
+  const OVal& x = imp.in(0);
+  require_float(imp, x.v);
+  const int64_t r = static_cast<int64_t>(x.shape.size());
+  std::vector<int64_t> axes = imp.attr_ints("axes").value_or(std::vector<int64_t>{0, 2, 3});
+  int64_t count = 1;
+  TVal mean = x.v;
+  for (int64_t& a : axes) {
+    a = norm_axis(imp, a, r, "axes");
+    mean = imp.reduce(Op::REDUCE_SUM, mean, tosa_axis(x.perm, a));
+    count *= x.shape[static_cast<size_t>(a)];
+  }
+  mean = imp.mul(mean, full_like(imp, mean, 1.0 / static_cast<double>(count)));
+  TVal dv = imp.sub(x.v, mean);
+  TVal var = imp.mul(dv, dv);
+  for (int64_t a : axes) var = imp.reduce(Op::REDUCE_SUM, var, tosa_axis(x.perm, a));
+  var = imp.mul(var, full_like(imp, var, 1.0 / static_cast<double>(count)));
+  // ONNX: (x - mean) / (sqrt(var) + 1e-9).
+  TVal den = imp.add(sqrt_of(imp, var), full_like(imp, var, 1e-9));
+  imp.set_out(0, imp.mul(dv, imp.emit(Op::RECIPROCAL, {den})), x.perm, x.onnx_type);
+}
+
+void lower_IsNaN(Importer& imp, const onnx::NodeProto&) {
+  unary(imp, [&](TVal v) { require_float(imp, v); return imp.emit(Op::LOGICAL_NOT, {imp.emit(Op::EQUAL, {v, v})}); }, kOBool);
+}
+
+void lower_IsInf(Importer& imp, const onnx::NodeProto&) {
+  const bool pos = imp.attr_int("detect_positive", 1) != 0, neg = imp.attr_int("detect_negative", 1) != 0;
+  unary(imp, [&](TVal v) {
+    require_float(imp, v);
+    TVal p = imp.emit(Op::EQUAL, {v, full_like(imp, v, kInf)});
+    TVal n = imp.emit(Op::EQUAL, {v, full_like(imp, v, -kInf)});
+    if (pos && neg) return imp.emit(Op::LOGICAL_OR, {p, n});
+    if (pos) return p;
+    if (neg) return n;
+    return imp.emit(Op::LOGICAL_AND, {p, n});  // all false
+  }, kOBool);
+}
+
+void lower_Tan(Importer& imp, const onnx::NodeProto&) {
+  unary(imp, [&](TVal v) { require_float(imp, v); return imp.mul(imp.emit(Op::SIN, {v}), imp.emit(Op::RECIPROCAL, {imp.emit(Op::COS, {v})})); });
+}
+
+namespace {
+TVal exp_neg(Importer& imp, const TVal& v) {
+  return imp.emit(Op::EXP, {imp.emit(Op::NEGATE, {v, imp.scalar(v.dtype(), 0, 1), imp.scalar(v.dtype(), 0, 1)})});
+}
+}  // namespace
+
+void lower_Sinh(Importer& imp, const onnx::NodeProto&) {
+  unary(imp, [&](TVal v) { require_float(imp, v); return imp.mul(imp.sub(imp.emit(Op::EXP, {v}), exp_neg(imp, v)), full_like(imp, v, 0.5)); });
+}
+
+void lower_Cosh(Importer& imp, const onnx::NodeProto&) {
+  unary(imp, [&](TVal v) { require_float(imp, v); return imp.mul(imp.add(imp.emit(Op::EXP, {v}), exp_neg(imp, v)), full_like(imp, v, 0.5)); });
+}
+
+void lower_ThresholdedRelu(Importer& imp, const onnx::NodeProto&) {
+  const double alpha = imp.attr_float("alpha", 1.f);
+  unary(imp, [&](TVal v) {
+    require_float(imp, v);
+    return imp.emit(Op::SELECT, {imp.emit(Op::GREATER, {v, full_like(imp, v, alpha)}), v, full_like(imp, v, 0)});
+  });
+}
+
+void lower_Celu(Importer& imp, const onnx::NodeProto&) {
+  const double alpha = imp.attr_float("alpha", 1.f);
+  unary(imp, [&](TVal v) {
+    require_float(imp, v);
+    // max(0, x) + min(0, alpha * (exp(x / alpha) - 1))
+    TVal e = imp.sub(imp.emit(Op::EXP, {imp.mul(v, full_like(imp, v, 1.0 / alpha))}), full_like(imp, v, 1));
+    TVal neg = imp.clamp(imp.mul(e, full_like(imp, v, alpha)), -kInf, 0);
+    return imp.add(imp.clamp(v, 0, kInf), neg);
+  });
+}
+
+void lower_Mod(Importer& imp, const onnx::NodeProto&) {
+  const bool fmod = imp.attr_int("fmod", 0) != 0;
+  std::vector<int64_t> perm;
+  Shape shape;
+  auto ops = imp.elementwise_operands({0, 1}, &perm, &shape);
+  TVal a = ops[0], b = ops[1];
+  TVal r;
+  if (is_float(a.dtype())) {
+    if (!fmod) imp.fail("Mod of floating-point values requires fmod = 1", ErrorCode::kInvalidArgument);
+    // a - trunc(a / b) * b
+    TVal q = imp.mul(a, imp.emit(Op::RECIPROCAL, {b}));
+    TVal pos = imp.emit(Op::GREATER_EQUAL, {q, full_like(imp, q, 0)});
+    TVal t = imp.emit(Op::SELECT, {pos, imp.emit(Op::FLOOR, {q}), imp.emit(Op::CEIL, {q})});
+    r = imp.sub(a, imp.mul(t, b));
+  } else {
+    const DType narrow = a.dtype();
+    a = imp.cast(a, DType::kInt32);
+    b = imp.cast(b, DType::kInt32);
+    r = imp.sub(a, imp.mul(imp.emit(Op::INTDIV, {a, b}), b));  // sign of the dividend (C's %)
+    if (!fmod) {
+      // Python's %: the sign of the divisor.
+      TVal zero = full_like(imp, r, 0);
+      TVal rneg = imp.emit(Op::GREATER, {zero, r}), bneg = imp.emit(Op::GREATER, {zero, b});
+      TVal nz = imp.emit(Op::LOGICAL_NOT, {imp.emit(Op::EQUAL, {r, zero})});
+      TVal fix = imp.emit(Op::LOGICAL_AND, {nz, imp.emit(Op::LOGICAL_XOR, {rneg, bneg})});
+      r = imp.emit(Op::SELECT, {fix, imp.add(r, b), r});
+    }
+    r = imp.cast(r, narrow);
+  }
+  imp.set_out(0, r, perm, imp.in(0).onnx_type);
 }
 
 // ---- quantization -----------------------------------------------------------------------------------

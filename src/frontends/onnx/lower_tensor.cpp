@@ -646,3 +646,86 @@ void lower_SpaceToDepth(Importer& imp, const onnx::NodeProto&) {
 }
 
 }  // namespace weft::onnxfe
+
+namespace weft::onnxfe {
+
+void lower_CastLike(Importer& imp, const onnx::NodeProto&) {
+  const OVal& x = imp.in(0);
+  const int to = imp.in(1).onnx_type;
+  auto dt = tosa_dtype(to);
+  if (!dt) imp.fail(std::string("cast to ") + onnx_type_name(to) + ": this type has no TOSA 1.0 equivalent");
+  TVal v = x.v;
+  if (is_float(v.dtype()) && !is_float(*dt) && *dt != DType::kBool) {
+    TVal pos = imp.emit(Op::GREATER_EQUAL, {v, imp.scalar(v.dtype(), 0, v.rank())});
+    v = imp.emit(Op::SELECT, {pos, imp.emit(Op::FLOOR, {v}), imp.emit(Op::CEIL, {v})});
+  }
+  if (v.dtype() == DType::kBool && is_float(*dt)) v = imp.cast(v, DType::kInt32);
+  if (is_float(v.dtype()) && *dt == DType::kBool) {
+    v = imp.emit(Op::LOGICAL_NOT, {imp.emit(Op::EQUAL, {v, imp.scalar(v.dtype(), 0, v.rank())})});
+  }
+  imp.set_out(0, imp.cast(v, *dt), x.perm, to);
+}
+
+void lower_Trilu(Importer& imp, const onnx::NodeProto&) {
+  const OVal& x = imp.in(0);
+  if (x.shape.size() < 2) imp.fail("the input must have rank >= 2", ErrorCode::kInvalidArgument);
+  const int64_t k = imp.has_input(1) ? imp.const_ints(1, "k").at(0) : 0;
+  const bool upper = imp.attr_int("upper", 1) != 0;
+  const int64_t rows = x.shape[x.shape.size() - 2], cols = x.shape.back();
+  // The kept positions are known at import time: a constant mask selects them.
+  Tensor mask = Tensor::zeros({DType::kBool, {rows, cols}});
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) mask.mutable_bytes()[i * cols + j] = upper ? (j - i >= k) : (j - i <= k);
+  TVal v = imp.plain(x);
+  TVal m = imp.to_rank(imp.const_tensor(mask), v.rank());
+  imp.set_out(0, imp.emit(Op::SELECT, {m, v, imp.scalar(v.dtype(), 0, v.rank())}), {}, x.onnx_type);
+}
+
+void lower_EyeLike(Importer& imp, const onnx::NodeProto&) {
+  const OVal& x = imp.in(0);
+  if (x.shape.size() != 2) imp.fail("the input must be 2-D", ErrorCode::kInvalidArgument);
+  const int64_t k = imp.attr_int("k", 0);
+  int ot = static_cast<int>(imp.attr_int("dtype", x.onnx_type));
+  auto dt = tosa_dtype(ot);
+  if (!dt) imp.fail(std::string("dtype ") + onnx_type_name(ot) + " has no TOSA 1.0 equivalent");
+  std::vector<double> vals(static_cast<size_t>(shape_elements(x.shape)), 0.0);
+  for (int64_t i = 0; i < x.shape[0]; ++i)
+    if (i + k >= 0 && i + k < x.shape[1]) vals[static_cast<size_t>(i * x.shape[1] + i + k)] = 1.0;
+  imp.set_out(0, imp.const_tensor(Tensor::from_doubles({*dt, x.shape}, vals)), {}, ot);
+}
+
+void lower_GatherElements(Importer& imp, const onnx::NodeProto&) {
+  const OVal& x = imp.in(0);
+  const OVal& idx = imp.in(1);
+  const int64_t r = static_cast<int64_t>(x.shape.size());
+  if (static_cast<int64_t>(idx.shape.size()) != r) imp.fail("indices must have the rank of the data", ErrorCode::kInvalidArgument);
+  const int64_t axis = norm_axis(imp, imp.attr_int("axis", 0), r);
+  const int64_t k = x.shape[static_cast<size_t>(axis)];
+  // Flat positions into the data: the index's own coordinates (known) with the axis coordinate
+  // replaced by the index value (run time): base + index * stride(axis).
+  std::vector<int64_t> stride(static_cast<size_t>(r), 1);
+  for (int64_t d = r - 2; d >= 0; --d) stride[static_cast<size_t>(d)] = stride[static_cast<size_t>(d + 1)] * x.shape[static_cast<size_t>(d + 1)];
+  const int64_t n = shape_elements(idx.shape);
+  std::vector<int64_t> base(static_cast<size_t>(n));
+  for (int64_t f = 0; f < n; ++f) {
+    int64_t rem = f, off = 0;
+    for (int64_t d = r - 1; d >= 0; --d) {
+      const int64_t c = rem % idx.shape[static_cast<size_t>(d)];
+      rem /= idx.shape[static_cast<size_t>(d)];
+      if (d != axis) {
+        if (c >= x.shape[static_cast<size_t>(d)]) imp.fail("indices shape " + shape_str(idx.shape) + " exceeds the data shape " + shape_str(x.shape) + " outside the axis", ErrorCode::kInvalidArgument);
+        off += c * stride[static_cast<size_t>(d)];
+      }
+    }
+    base[static_cast<size_t>(f)] = off;
+  }
+  TVal i = imp.reshape(imp.plain(idx), {1, n});
+  TVal zero = imp.scalar(DType::kInt32, 0, 2);
+  i = imp.emit(Op::SELECT, {imp.emit(Op::GREATER, {zero, i}), imp.add(i, imp.scalar(DType::kInt32, static_cast<double>(k), 2)), i});
+  TVal flat = imp.add(imp.const_tensor(Tensor::from_ints({DType::kInt32, {1, n}}, base)),
+                      imp.mul(i, imp.scalar(DType::kInt32, static_cast<double>(stride[static_cast<size_t>(axis)]), 2)));
+  TVal vals = imp.reshape(imp.plain(x), {1, shape_elements(x.shape), 1});
+  imp.set_out(0, imp.reshape(imp.emit(Op::GATHER, {vals, flat}), idx.shape), {}, x.onnx_type);
+}
+
+}  // namespace weft::onnxfe
