@@ -683,6 +683,11 @@ void Importer::lower_node(const onnx::NodeProto& n) {
     if (n.output(i).empty()) continue;
     auto v = values_.find(n.output(i));
     if (v == values_.end()) fail("output " + std::to_string(i) + " '" + n.output(i) + "' is not supported", ErrorCode::kUnsupported);
+    auto inferred = onnx_shapes_.find(n.output(i));
+    if (inferred != onnx_shapes_.end() && inferred->second != v->second.shape)
+      fail("output '" + n.output(i) + "' has shape " + shape_str(v->second.shape) + " here but " +
+               shape_str(inferred->second) + " by ONNX shape inference (a Weft bug)",
+           ErrorCode::kInternal);
     // Name the TOSA value after the ONNX one where it is a fresh, same-layout result.
     TVal& t = v->second.v;
     if (!t.is_const() && v->second.perm.empty()) {
@@ -726,9 +731,41 @@ void Importer::finish_outputs() {
   graph_.set_outputs(outs);
 }
 
+// ONNX's own shape inference, run on a copy of the model whose inputs carry the resolved static
+// shapes. Its static results cross-check the shapes the lowering produces (a mismatch is a Weft
+// bug, reported at the node). Inference failures are not errors here: the lowering decides.
+void Importer::infer_onnx_shapes() {
+  onnx::ModelProto copy = model_;
+  for (auto& vi : *copy.mutable_graph()->mutable_input()) {
+    auto it = values_.find(vi.name());
+    if (it == values_.end() || it->second.v.is_const() || !vi.type().has_tensor_type()) continue;
+    auto* shape = vi.mutable_type()->mutable_tensor_type()->mutable_shape();
+    shape->clear_dim();
+    for (int64_t d : it->second.shape) shape->add_dim()->set_dim_value(d);
+  }
+  try {
+    onnx::ShapeInferenceOptions opts(false, 0, true);
+    onnx::shape_inference::InferShapes(copy, onnx::OpSchemaRegistry::Instance(), opts);
+  } catch (const std::exception&) {
+    return;
+  }
+  auto take = [&](const onnx::ValueInfoProto& vi) {
+    if (!vi.type().has_tensor_type() || !vi.type().tensor_type().has_shape()) return;
+    Shape s;
+    for (const auto& d : vi.type().tensor_type().shape().dim()) {
+      if (!d.has_dim_value()) return;
+      s.push_back(d.dim_value());
+    }
+    onnx_shapes_[vi.name()] = s;
+  };
+  for (const auto& vi : copy.graph().value_info()) take(vi);
+  for (const auto& vi : copy.graph().output()) take(vi);
+}
+
 Module Importer::run() {
   import_initializers();
   import_inputs();
+  infer_onnx_shapes();
   for (const auto& n : g_.node()) lower_node(n);
   finish_outputs();
   Module m(prune_graph(graph_));

@@ -144,6 +144,7 @@ class Importer {
   friend struct ImporterAccess;
   void import_initializers();
   void import_inputs();
+  void infer_onnx_shapes();
   void lower_node(const onnx::NodeProto& n);
   void finish_outputs();
   ValueId materialize(const TVal& v);
@@ -160,6 +161,7 @@ class Importer {
   std::map<std::string, OVal> values_;
   std::map<const Tensor*, std::pair<std::shared_ptr<const Tensor>, ValueId>> materialized_;
   std::map<DType, ValueId> hints_;
+  std::map<std::string, Shape> onnx_shapes_;  // static shapes from ONNX's shape inference
   const onnx::NodeProto* node_ = nullptr;
   std::string node_label_;
 };
