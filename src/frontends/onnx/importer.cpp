@@ -574,11 +574,10 @@ void Importer::import_initializers() {
     try {
       values_[t.name()] = make_const_oval(t, "initializer '" + t.name() + "'");
     } catch (const Error& e) {
-      // An initializer nobody can represent is only an error if a node uses it; remember why.
+      // An initializer TOSA cannot represent is only an error if a node uses it; remember why.
       if (e.code() != ErrorCode::kUnsupported) throw e.with_context({.file = source_});
-      OVal bad;
-      bad.onnx_type = t.data_type();
       values_.erase(t.name());
+      unusable_[t.name()] = e.message();
     }
   }
 }
@@ -668,11 +667,14 @@ void Importer::lower_node(const onnx::NodeProto& n) {
     fail("operator " + n.op_type() + " is not supported by Weft's ONNX frontend (`weft import --list-ops` lists "
          "the supported ones); replace it before export, or carry it as a custom operator (tosa.CUSTOM) once it "
          "is registered with Weft");
-  for (int i = 0; i < n.input_size(); ++i)
+  for (int i = 0; i < n.input_size(); ++i) {
+    auto bad = unusable_.find(n.input(i));
+    if (bad != unusable_.end()) fail("input " + std::to_string(i) + " is " + bad->second);
     if (!n.input(i).empty() && !values_.count(n.input(i)))
       fail("input " + std::to_string(i) + " '" + n.input(i) +
-               "' is not produced by any earlier node, graph input or supported initializer",
+               "' is not produced by any earlier node, graph input or initializer",
            ErrorCode::kInvalidArgument);
+  }
   try {
     it->lower(*this, n);
   } catch (const Error& e) {

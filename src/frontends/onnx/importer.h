@@ -161,7 +161,8 @@ class Importer {
   std::map<std::string, OVal> values_;
   std::map<const Tensor*, std::pair<std::shared_ptr<const Tensor>, ValueId>> materialized_;
   std::map<DType, ValueId> hints_;
-  std::map<std::string, Shape> onnx_shapes_;  // static shapes from ONNX's shape inference
+  std::map<std::string, Shape> onnx_shapes_;
+  std::map<std::string, std::string> unusable_;  // initializers TOSA cannot carry: why  // static shapes from ONNX's shape inference
   const onnx::NodeProto* node_ = nullptr;
   std::string node_label_;
 };
