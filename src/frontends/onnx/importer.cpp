@@ -482,6 +482,13 @@ TVal Importer::slice(const TVal& v, const std::vector<int64_t>& start, const std
 }
 
 TVal Importer::clamp(const TVal& v, double lo, double hi) {
+  if (v.dtype() == DType::kInt32) {
+    // TOSA's CLAMP has no int32 row: MAXIMUM and MINIMUM against constants do it.
+    TVal r = v;
+    if (lo > static_cast<double>(INT32_MIN)) r = emit(Op::MAXIMUM, {r, scalar(DType::kInt32, lo, v.rank())});
+    if (hi < static_cast<double>(INT32_MAX)) r = emit(Op::MINIMUM, {r, scalar(DType::kInt32, hi, v.rank())});
+    return r;
+  }
   std::vector<double> l{lo}, h{hi};
   return emit(Op::CLAMP, {v},
               {{"min_val", Tensor::from_doubles({v.dtype(), {}}, l)}, {"max_val", Tensor::from_doubles({v.dtype(), {}}, h)}});
@@ -510,10 +517,24 @@ TVal Importer::in_layout(const OVal& o, const std::vector<int64_t>& perm) {
   if (static_cast<int>(perm.size()) != o.v.rank())
     fail("internal: layout of rank " + std::to_string(perm.size()) + " for a value of rank " + std::to_string(o.v.rank()),
          ErrorCode::kInternal);
-  if (o.perm.empty()) return transpose(o.v, perm);
-  std::vector<int64_t> inv = inverse_perm(o.perm), r(perm.size());
-  for (size_t i = 0; i < perm.size(); ++i) r[i] = inv[static_cast<size_t>(perm[i])];
-  return transpose(o.v, r);
+  if (!o.v.is_const() && o.layout_cache) {
+    auto it = o.layout_cache->find(perm);
+    if (it != o.layout_cache->end()) return it->second;
+  }
+  TVal t;
+  if (o.perm.empty()) {
+    t = transpose(o.v, perm);
+  } else {
+    std::vector<int64_t> inv = inverse_perm(o.perm), r(perm.size());
+    for (size_t i = 0; i < perm.size(); ++i) r[i] = inv[static_cast<size_t>(perm[i])];
+    t = transpose(o.v, r);
+  }
+  if (!o.v.is_const()) {
+    OVal& m = const_cast<OVal&>(o);
+    if (!m.layout_cache) m.layout_cache = std::make_shared<std::map<std::vector<int64_t>, TVal>>();
+    (*m.layout_cache)[perm] = t;
+  }
+  return t;
 }
 
 std::vector<TVal> Importer::elementwise_operands(const std::vector<int>& idx, std::vector<int64_t>* perm_out,

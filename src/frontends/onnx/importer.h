@@ -55,6 +55,9 @@ struct OVal {
   // Exact values of int64 constants (TOSA carries them as int32; shape arithmetic reads these).
   std::shared_ptr<const std::vector<int64_t>> ints;
   std::shared_ptr<TVal> plain_cache;  // the value in ONNX layout, once materialized
+  // The value in other layouts, once materialized (a graph input feeding several NHWC users is
+  // transposed once).
+  std::shared_ptr<std::map<std::vector<int64_t>, TVal>> layout_cache;
 };
 
 class Importer;

@@ -663,6 +663,12 @@ void lower_Mod(Importer& imp, const onnx::NodeProto&) {
 // ---- quantization -----------------------------------------------------------------------------------
 
 namespace {
+// The quantization axis; only checked when the scale is per-axis (ONNX ignores it otherwise).
+int64_t quant_axis(Importer& imp, const OVal& x) {
+  if (shape_elements(imp.in(1).shape) == 1) return 0;
+  return norm_axis(imp, imp.attr_int("axis", 1), static_cast<int64_t>(x.shape.size()));
+}
+
 // Scale / zero point operand i of a (De)QuantizeLinear, shaped to broadcast against x along `axis`.
 TVal quant_param(Importer& imp, const OVal& x, int i, int64_t axis, DType dt) {
   const OVal& p = imp.in(i);
@@ -678,16 +684,18 @@ TVal quant_param(Importer& imp, const OVal& x, int i, int64_t axis, DType dt) {
 void lower_QuantizeLinear(Importer& imp, const onnx::NodeProto&) {
   const OVal& x = imp.in(0);
   require_float(imp, x.v);
-  const int64_t axis = norm_axis(imp, imp.attr_int("axis", 1), std::max<int64_t>(static_cast<int64_t>(x.shape.size()), 1));
   int zp_type = kOUint8;
   if (imp.has_input(2)) zp_type = imp.in(2).onnx_type;
   if (zp_type != kOInt8 && zp_type != kOInt16)
     imp.fail(std::string("quantization to ") + onnx_type_name(zp_type) + " is not supported: TOSA 1.0 quantizes to signed int8 (or int16); export with int8 (QuantType.QInt8)");
   const DType out = zp_type == kOInt8 ? DType::kInt8 : DType::kInt16;
+  const int64_t axis = quant_axis(imp, x);
   TVal scale = quant_param(imp, x, 1, axis, x.v.dtype());
-  TVal v = imp.mul(x.v, imp.emit(Op::RECIPROCAL, {scale}));
-  if (imp.has_input(2)) v = imp.add(v, quant_param(imp, x, 2, axis, x.v.dtype()));
-  // CAST rounds half to even and saturates, as QuantizeLinear requires.
+  // y = saturate(round_half_even(x / scale) + zero_point): CAST rounds half to even (and
+  // saturates at int32), the zero point is added in int32, then the result is clamped.
+  TVal v = imp.cast(imp.mul(x.v, imp.emit(Op::RECIPROCAL, {scale})), DType::kInt32);
+  if (imp.has_input(2)) v = imp.add(v, quant_param(imp, x, 2, axis, DType::kInt32));
+  v = imp.clamp(v, static_cast<double>(int_min(out)), static_cast<double>(int_max(out)));
   imp.set_out(0, imp.cast(v, out), x.perm, zp_type);
 }
 
@@ -695,7 +703,7 @@ void lower_DequantizeLinear(Importer& imp, const onnx::NodeProto&) {
   const OVal& x = imp.in(0);
   if (x.onnx_type != kOInt8 && x.onnx_type != kOInt16 && x.onnx_type != kOInt32)
     imp.fail(std::string("dequantization of ") + onnx_type_name(x.onnx_type) + " is not supported (int8, int16, int32 are)");
-  const int64_t axis = norm_axis(imp, imp.attr_int("axis", 1), std::max<int64_t>(static_cast<int64_t>(x.shape.size()), 1));
+  const int64_t axis = quant_axis(imp, x);
   TVal v = imp.cast(x.v, DType::kFp32);
   if (imp.has_input(2)) v = imp.sub(v, quant_param(imp, x, 2, axis, DType::kFp32));
   v = imp.mul(v, quant_param(imp, x, 1, axis, DType::kFp32));

@@ -349,8 +349,9 @@ void lower_ConvTranspose(Importer& imp, const onnx::NodeProto&) {
     for (int d = 0; d < 2; ++d) {
       const int64_t in = d ? iw : ih, k = d ? kw : kh;
       const int64_t total = strides[static_cast<size_t>(d)] * (in - 1) + opad[static_cast<size_t>(d)] + k - os.at(off + static_cast<size_t>(d));
+      // As the ONNX specification splits it: SAME_UPPER puts the odd unit at the end.
       const int64_t half = total / 2;
-      pads[static_cast<size_t>(d)] = auto_pad == "SAME_UPPER" ? total - half : half;
+      pads[static_cast<size_t>(d)] = auto_pad == "SAME_UPPER" ? half : total - half;
       pads[static_cast<size_t>(d) + 2] = total - pads[static_cast<size_t>(d)];
     }
   } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {

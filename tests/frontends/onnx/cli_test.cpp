@@ -1,0 +1,190 @@
+// The `weft` tool on ONNX models: import, run (.onnx directly and via the imported .weft), int64
+// inputs, --shape, check and --list-ops. Runs the built binary (WEFT_CLI) in a temporary directory.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "common/temp_dir.h"
+#include "frontends/onnx/onnx_builder.h"
+#include "weft/npy.h"
+
+namespace weft {
+namespace {
+
+using namespace test::onnxb;
+
+struct Result {
+  int rc = -1;
+  std::string out, err;
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// Runs `weft <args>` in `dir`.
+Result weft_cli(const test::TempDir& dir, const std::string& args) {
+  const std::string out = dir.file(".stdout"), err = dir.file(".stderr");
+  const std::string cmd = "cd '" + dir.path() + "' && '" + std::string(WEFT_CLI) + "' " + args + " >'" + out + "' 2>'" + err + "'";
+  const int status = std::system(cmd.c_str());
+  Result r;
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  r.out = slurp(out);
+  r.err = slurp(err);
+  return r;
+}
+
+#define EXPECT_HAS(haystack, needle) \
+  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << "missing '" << (needle) << "' in: " << (haystack)
+
+// A NumPy 1.0 file of little-endian int64 ('<i8'), written byte by byte.
+void write_int64_npy(const std::string& path, const std::vector<int64_t>& shape, const std::vector<int64_t>& values) {
+  std::string dims;
+  for (int64_t d : shape) dims += std::to_string(d) + ", ";
+  if (shape.size() > 1) dims.resize(dims.size() - 2);
+  else if (shape.size() == 1) dims.resize(dims.size() - 1);
+  std::string header = "{'descr': '<i8', 'fortran_order': False, 'shape': (" + dims + "), }";
+  while ((10 + header.size() + 1) % 64) header += ' ';
+  header += '\n';
+  std::string bytes("\x93NUMPY\x01\x00", 8);
+  bytes += static_cast<char>(header.size() & 0xff);
+  bytes += static_cast<char>(header.size() >> 8);
+  bytes += header;
+  for (int64_t v : values) {
+    char b[8];
+    std::memcpy(b, &v, 8);  // little-endian host
+    bytes.append(b, 8);
+  }
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
+// x [1,2,4,4] -> Conv 3x3 pad 1 (3 channels) -> Relu -> y
+struct ConvModel {
+  Shape xs{1, 2, 4, 4}, ws{3, 2, 3, 3};
+  std::vector<float> w = ramp(54, 401), b = ramp(3, 402);
+  void save(const std::string& path) const {
+    ModelBuilder mb(13);
+    mb.input("x", kFloat, xs).init_f("w", ws, w).init_f("b", {3}, b).output("y");
+    attr_ints(mb.node("Conv", {"x", "w", "b"}, {"c"}), "pads", {1, 1, 1, 1});
+    mb.node("Relu", {"c"}, {"y"});
+    mb.save(path);
+  }
+  std::vector<float> reference(const std::vector<float>& x) const {
+    ConvParams p;
+    p.pads = {1, 1, 1, 1};
+    Shape ys;
+    auto y = ref_conv(x, xs, w, ws, b, p, &ys);
+    for (auto& v : y) v = std::max(v, 0.0f);
+    return y;
+  }
+};
+
+// ids int64 [3] -> Gather(emb [5,2]) -> y [3,2]
+void save_embedding(const std::string& path) {
+  ModelBuilder mb(13);
+  mb.input("ids", kInt64, {3}).init_f("emb", {5, 2}, {0, 1, 10, 11, 20, 21, 30, 31, 40, 41}).output("y");
+  mb.node("Gather", {"emb", "ids"}, {"y"});
+  mb.save(path);
+}
+
+TEST(OnnxCli, ImportedWeftAndOnnxRunToTheSameBytes) {
+  test::TempDir dir("weft_onnx_cli_test");
+  ConvModel cm;
+  cm.save(dir.file("m.onnx"));
+  const auto x = ramp(32, 403);
+  write_npy(dir.file("x.npy"), f32(cm.xs, x));
+
+  Result r = weft_cli(dir, "import m.onnx -o m.weft");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_HAS(slurp(dir.file("m.weft")), "CONV2D");
+  r = weft_cli(dir, "run m.weft --input x=x.npy --output y=y_weft.npy");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  r = weft_cli(dir, "run m.onnx --input x=x.npy --output y=y_onnx.npy");
+  ASSERT_EQ(r.rc, 0) << r.err;
+
+  const std::string a = slurp(dir.file("y_weft.npy")), b = slurp(dir.file("y_onnx.npy"));
+  ASSERT_FALSE(a.empty());
+  EXPECT_EQ(a, b);
+  Tensor y = read_npy(dir.file("y_onnx.npy"));
+  expect_near(y, {1, 3, 4, 4}, cm.reference(x));
+
+  // check verifies the .onnx model and exits 0.
+  r = weft_cli(dir, "check m.onnx");
+  EXPECT_EQ(r.rc, 0) << r.err;
+}
+
+TEST(OnnxCli, Int64InputIsConvertedAndRangeChecked) {
+  test::TempDir dir("weft_onnx_cli_test");
+  save_embedding(dir.file("emb.onnx"));
+  write_int64_npy(dir.file("ids.npy"), {3}, {4, -5, 2});
+  ASSERT_EQ(read_npy(dir.file("ids.npy")).to_ints(), (std::vector<int64_t>{4, -5, 2}));  // the file is well formed
+
+  Result r = weft_cli(dir, "run emb.onnx --input ids=ids.npy --output y=y.npy");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  expect_near(read_npy(dir.file("y.npy")), {3, 2}, {40, 41, 0, 1, 20, 21}, 0.0);
+
+  write_int64_npy(dir.file("big.npy"), {3}, {1, int64_t{1} << 40, 2});
+  r = weft_cli(dir, "run emb.onnx --input ids=big.npy --output y=y2.npy");
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_HAS(r.err, "input 'ids'");
+  EXPECT_HAS(r.err, "1099511627776");
+  EXPECT_HAS(r.err, "int32 range");
+}
+
+TEST(OnnxCli, ShapeOption) {
+  test::TempDir dir("weft_onnx_cli_test");
+  ModelBuilder mb(13);
+  mb.input_dims("x", kFloat, {std::string("batch"), int64_t{3}}).output("y");
+  mb.node("Neg", {"x"}, {"y"});
+  mb.save(dir.file("dyn.onnx"));
+
+  Result r = weft_cli(dir, "run dyn.onnx --shape bad");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_HAS(r.err, "--shape expects NAME=DIMS");
+  r = weft_cli(dir, "run dyn.onnx --shape x=0x3");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_HAS(r.err, "is not a positive integer");
+
+  r = weft_cli(dir, "import dyn.onnx -o d.weft");
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_HAS(r.err, "--shape x=Nx3");
+  r = weft_cli(dir, "import dyn.onnx -o d.weft --shape x=2x3 --shape y=2x3");
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_HAS(r.err, "not an input of the model");
+
+  write_npy(dir.file("x.npy"), f32({2, 3}, {1, -2, 3, -4, 5, -6}));
+  r = weft_cli(dir, "run dyn.onnx --shape x=2x3 --input x=x.npy --output y=y.npy");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  expect_near(read_npy(dir.file("y.npy")), {2, 3}, {-1, 2, -3, 4, -5, 6}, 0.0);
+  r = weft_cli(dir, "check dyn.onnx --shape x=4x3");
+  EXPECT_EQ(r.rc, 0) << r.err;
+}
+
+TEST(OnnxCli, ListOpsAndUnsupportedModel) {
+  test::TempDir dir("weft_onnx_cli_test");
+  Result r = weft_cli(dir, "import --list-ops");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  std::string want;
+  for (const std::string& op : onnx_supported_ops()) want += op + "\n";
+  EXPECT_EQ(r.out, want);
+
+  ModelBuilder mb(17);
+  mb.input("x", kFloat, {4}).output("y", kInt64);
+  mb.node("NonZero", {"x"}, {"y"}, "nz");
+  mb.save(dir.file("nz.onnx"));
+  r = weft_cli(dir, "import nz.onnx -o nz.weft");
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_HAS(r.err, "nz (NonZero, domain ai.onnx, opset 17)");
+}
+
+}  // namespace
+}  // namespace weft

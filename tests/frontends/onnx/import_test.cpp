@@ -1,0 +1,222 @@
+// The ONNX frontend's public API: importing from bytes and files, --shape options, the list of
+// supported operators, and every error path's code and message.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+
+#include "common/temp_dir.h"
+#include "frontends/onnx/onnx_builder.h"
+#include "weft/runtime.h"
+
+namespace weft {
+namespace {
+
+using namespace test::onnxb;
+
+// Runs `f`, expecting a weft::Error with `code`; returns what() ("" when nothing was thrown).
+template <class F>
+std::string error_of(F&& f, ErrorCode code) {
+  try {
+    f();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), code) << error_code_name(e.code()) << ": " << e.what();
+    return e.what();
+  }
+  ADD_FAILURE() << "no weft::Error was thrown";
+  return "";
+}
+
+#define EXPECT_HAS(haystack, needle) \
+  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << "missing '" << (needle) << "' in: " << (haystack)
+
+// x [batch, 3, 4, 4] -> Relu -> y
+ModelBuilder dynamic_model() {
+  ModelBuilder mb(13);
+  mb.input_dims("x", kFloat, {std::string("batch"), int64_t{3}, int64_t{4}, int64_t{4}}).output("y");
+  mb.node("Relu", {"x"}, {"y"});
+  return mb;
+}
+
+TEST(OnnxImport, SupportedOpsAreSortedAndCoverTheCore) {
+  const auto ops = onnx_supported_ops();
+  EXPECT_TRUE(std::is_sorted(ops.begin(), ops.end()));
+  EXPECT_EQ(std::adjacent_find(ops.begin(), ops.end()), ops.end());
+  for (const char* op : {"Conv", "ConvTranspose", "Gemm", "MatMul", "Resize", "QuantizeLinear", "Where", "Slice"})
+    EXPECT_NE(std::find(ops.begin(), ops.end(), op), ops.end()) << op;
+  EXPECT_EQ(std::find(ops.begin(), ops.end(), "NonZero"), ops.end());
+  EXPECT_EQ(std::find(ops.begin(), ops.end(), "Loop"), ops.end());
+}
+
+TEST(OnnxImport, UnsupportedOperatorNamesNodeOpDomainOpset) {
+  ModelBuilder mb(17);
+  mb.input("x", kFloat, {2, 3}).output("y", kInt64);
+  mb.node("NonZero", {"x"}, {"y"}, "find_nonzero");
+  const std::string msg = error_of([&] { mb.import(); }, ErrorCode::kUnsupported);
+  EXPECT_HAS(msg, "find_nonzero");
+  EXPECT_HAS(msg, "NonZero");
+  EXPECT_HAS(msg, "ai.onnx");
+  EXPECT_HAS(msg, "opset 17");
+  EXPECT_HAS(msg, "custom operator");
+  EXPECT_HAS(msg, "--list-ops");
+  EXPECT_HAS(msg, "test.onnx");
+}
+
+TEST(OnnxImport, UnsupportedOperatorWithoutNameUsesItsOutput) {
+  ModelBuilder mb(13);
+  mb.input("x", kFloat, {4}).output("y");
+  mb.node("Einsum", {"x"}, {"y"});
+  const std::string msg = error_of([&] { mb.import(); }, ErrorCode::kUnsupported);
+  EXPECT_HAS(msg, "y (Einsum, domain ai.onnx, opset 13)");
+}
+
+TEST(OnnxImport, ForeignDomainIsNamed) {
+  ModelBuilder mb(17);
+  auto* os = mb.model().add_opset_import();
+  os->set_domain("com.microsoft");
+  os->set_version(1);
+  mb.input("x", kFloat, {1, 4}).output("y");
+  mb.node("FastGelu", {"x"}, {"y"}, "fg", "com.microsoft");
+  const std::string msg = error_of([&] { mb.import(); }, ErrorCode::kUnsupported);
+  EXPECT_HAS(msg, "com.microsoft");
+  EXPECT_HAS(msg, "FastGelu");
+  EXPECT_HAS(msg, "fg");
+  EXPECT_HAS(msg, "not an ONNX standard operator");
+  EXPECT_HAS(msg, "custom operator");
+}
+
+TEST(OnnxImport, DynamicDimensionNeedsShape) {
+  const std::string msg = error_of([&] { dynamic_model().import(); }, ErrorCode::kInvalidArgument);
+  EXPECT_HAS(msg, "graph input 'x'");
+  EXPECT_HAS(msg, "'batch'");
+  EXPECT_HAS(msg, "--shape x=Nx3x4x4");
+}
+
+TEST(OnnxImport, InputShapesResolveDynamicDimensions) {
+  OnnxImportOptions opt;
+  opt.input_shapes["x"] = {2, 3, 4, 4};
+  Module m = dynamic_model().import(opt);
+  const Graph& g = m.main();
+  ASSERT_EQ(g.inputs().size(), 1u);
+  EXPECT_EQ(g.value(g.inputs()[0]).type, (TensorType{DType::kFp32, {2, 3, 4, 4}}));
+  EXPECT_EQ(g.value(g.outputs()[0]).type, (TensorType{DType::kFp32, {2, 3, 4, 4}}));
+  std::vector<float> x = ramp(96, 301);
+  std::vector<float> want(x);
+  for (auto& v : want) v = std::max(v, 0.0f);
+  auto out = run_module(std::move(m), {f32({2, 3, 4, 4}, x)});
+  expect_near(out[0], {2, 3, 4, 4}, want, 0.0);
+}
+
+TEST(OnnxImport, ShapeForUnknownInputIsRejected) {
+  OnnxImportOptions opt;
+  opt.input_shapes["x"] = {1, 3, 4, 4};
+  opt.input_shapes["image"] = {1, 3, 4, 4};
+  const std::string msg = error_of([&] { dynamic_model().import(opt); }, ErrorCode::kInvalidArgument);
+  EXPECT_HAS(msg, "--shape names 'image', which is not an input of the model");
+}
+
+TEST(OnnxImport, ShapeDisagreeingWithStaticDimIsRejected) {
+  OnnxImportOptions opt;
+  opt.input_shapes["x"] = {1, 5, 4, 4};
+  std::string msg = error_of([&] { dynamic_model().import(opt); }, ErrorCode::kInvalidArgument);
+  EXPECT_HAS(msg, "disagrees with the model's dimension 1 (3)");
+  EXPECT_HAS(msg, "x");
+  opt.input_shapes["x"] = {1, 3, 16};
+  msg = error_of([&] { dynamic_model().import(opt); }, ErrorCode::kInvalidArgument);
+  EXPECT_HAS(msg, "has rank 3 but the model declares rank 4");
+}
+
+TEST(OnnxImport, ShapeMayRestateStaticDims) {
+  ModelBuilder mb(13);
+  mb.input("x", kFloat, {1, 3}).output("y");
+  mb.node("Neg", {"x"}, {"y"});
+  OnnxImportOptions opt;
+  opt.input_shapes["x"] = {1, 3};
+  Module m = mb.import(opt);
+  EXPECT_EQ(m.main().value(m.main().inputs()[0]).type.shape, (Shape{1, 3}));
+}
+
+TEST(OnnxImport, GarbageBytesAreAParseError) {
+  const std::string msg = error_of([] { import_onnx_bytes("not an onnx model at all", "junk.onnx"); }, ErrorCode::kParse);
+  EXPECT_HAS(msg, "junk.onnx");
+  EXPECT_HAS(msg, "not a valid ONNX model");
+}
+
+TEST(OnnxImport, DoubleInputIsUnsupported) {
+  ModelBuilder mb(13);
+  mb.input("x", kDouble, {2}).output("y", kDouble);
+  mb.node("Relu", {"x"}, {"y"});
+  const std::string msg = error_of([&] { mb.import(); }, ErrorCode::kUnsupported);
+  EXPECT_HAS(msg, "graph input 'x'");
+  EXPECT_HAS(msg, "float64");
+}
+
+TEST(OnnxImport, MissingFileIsAnIoError) {
+  test::TempDir dir("weft_onnx_test");
+  const std::string path = dir.file("absent.onnx");
+  std::string msg = error_of([&] { import_onnx(path); }, ErrorCode::kIo);
+  EXPECT_HAS(msg, path);
+  msg = error_of([&] { Model::load(path); }, ErrorCode::kIo);
+  EXPECT_HAS(msg, "absent.onnx");
+}
+
+TEST(OnnxImport, NoDefaultOpsetIsRejected) {
+  ModelBuilder mb(13);
+  mb.model().mutable_opset_import(0)->set_domain("com.example");
+  mb.input("x", kFloat, {2}).output("y");
+  mb.node("Relu", {"x"}, {"y"});
+  const std::string msg = error_of([&] { mb.import(); }, ErrorCode::kInvalidArgument);
+  EXPECT_HAS(msg, "no opset of the default ONNX domain");
+}
+
+TEST(OnnxImport, OutputNotProducedIsNamed) {
+  ModelBuilder mb(13);
+  mb.input("x", kFloat, {2}).output("nowhere");
+  mb.node("Relu", {"x"}, {"y"});
+  const std::string msg = error_of([&] { mb.import(); }, ErrorCode::kInvalidArgument);
+  EXPECT_HAS(msg, "graph output 'nowhere' is not produced by any node");
+}
+
+TEST(OnnxImport, FromFileAndModelLoadWithShapes) {
+  test::TempDir dir("weft_onnx_test");
+  const std::string path = dir.file("dyn.onnx");
+  dynamic_model().save(path);
+  OnnxImportOptions opt;
+  opt.input_shapes["x"] = {1, 3, 4, 4};
+  Module m = import_onnx(path, opt);
+  EXPECT_EQ(m.main().value(m.main().inputs()[0]).type.shape, (Shape{1, 3, 4, 4}));
+  // read_model / Model::load pass LoadOptions::onnx through.
+  LoadOptions load;
+  load.onnx = opt;
+  auto model = Model::load(path, load);
+  ASSERT_EQ(model->inputs().size(), 1u);
+  EXPECT_EQ(model->inputs()[0].name, "x");
+  EXPECT_EQ(model->inputs()[0].type.shape, (Shape{1, 3, 4, 4}));
+  Context ctx(model);
+  std::vector<float> x(48, -1.0f);
+  x[5] = 2.5f;
+  auto out = ctx.run({f32({1, 3, 4, 4}, x)});
+  std::vector<float> want(48, 0.0f);
+  want[5] = 2.5f;
+  expect_near(out[0], {1, 3, 4, 4}, want, 0.0);
+  // Without the shape the file's error names the file and the input.
+  const std::string msg = error_of([&] { read_model(path); }, ErrorCode::kInvalidArgument);
+  EXPECT_HAS(msg, "dyn.onnx");
+  EXPECT_HAS(msg, "--shape x=Nx3x4x4");
+}
+
+TEST(OnnxImport, SliceEndsBeyondInt32UseExactInt64Values) {
+  // int64 constants are carried as int32, but operands read at import time (Slice's ends here)
+  // keep their exact int64 values: INT64_MAX means "to the end".
+  ModelBuilder mb(13);
+  mb.input("x", kFloat, {2, 6}).output("y");
+  mb.init_i64("starts", {1}, {1}).init_i64("ends", {1}, {INT64_MAX}).init_i64("axes", {1}, {1});
+  mb.node("Slice", {"x", "starts", "ends", "axes"}, {"y"});
+  std::vector<float> x(12);
+  for (int i = 0; i < 12; ++i) x[static_cast<size_t>(i)] = static_cast<float>(i);
+  auto out = run_module(mb.import(), {f32({2, 6}, x)});
+  expect_near(out[0], {2, 5}, {1, 2, 3, 4, 5, 7, 8, 9, 10, 11}, 0.0);
+}
+
+}  // namespace
+}  // namespace weft
