@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "common/run_cli.h"
 #include "common/temp_dir.h"
 #include "weft/npy.h"
 #include "weft/ops.h"
@@ -30,32 +31,11 @@ class TempDir : public test::TempDir {
   TempDir() : test::TempDir("weft_cli_test") {}
 };
 
-struct Result {
-  int rc = -1;
-  std::string out;  // stdout
-  std::string err;  // stderr
-  std::string all() const { return out + err; }
-};
-
-std::string slurp(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+using Result = test::CliResult;
+using test::slurp;
 
 // Runs `weft <args>` in `dir` (args are passed to the shell as written).
-Result weft(const TempDir& dir, const std::string& args) {
-  std::string out = dir.file(".stdout"), err = dir.file(".stderr");
-  std::string cmd = "cd '" + dir.path() + "' && '" + std::string(WEFT_CLI) + "' " + args + " >'" + out +
-                    "' 2>'" + err + "'";
-  int status = std::system(cmd.c_str());
-  Result r;
-  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-  r.out = slurp(out);
-  r.err = slurp(err);
-  return r;
-}
+Result weft(const TempDir& dir, const std::string& args) { return test::run_weft(dir, args); }
 
 #define EXPECT_HAS(haystack, needle) \
   EXPECT_NE((haystack).find(needle), std::string::npos) << "missing '" << (needle) << "' in:\n" << (haystack)

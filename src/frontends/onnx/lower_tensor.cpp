@@ -580,9 +580,11 @@ void lower_Expand(Importer& imp, const onnx::NodeProto&) {
   imp.set_out(0, v, {}, x.onnx_type);
 }
 
-void lower_Cast(Importer& imp, const onnx::NodeProto&) {
-  const OVal& x = imp.in(0);
-  const int to = static_cast<int>(imp.attr_int("to", 0));
+namespace {
+// Converts x to ONNX type `to` with ONNX's semantics: float -> integer truncates towards zero
+// (TOSA's CAST rounds, so FLOOR/CEIL come first), float -> bool is x != 0, bool -> float goes
+// through int32. Shared by Cast and CastLike.
+void cast_to(Importer& imp, const OVal& x, int to) {
   auto dt = tosa_dtype(to);
   if (!dt) imp.fail(std::string("cast to ") + onnx_type_name(to) + ": this type has no TOSA 1.0 equivalent");
   if (x.ints && (to == kOInt64 || to == kOInt32)) {
@@ -591,23 +593,21 @@ void lower_Cast(Importer& imp, const onnx::NodeProto&) {
   }
   TVal v = x.v;
   const DType from = v.dtype();
-  if (from == *dt) {
-    imp.set_out(0, v, x.perm, to);
+  if (is_float(from) && *dt == DType::kBool) {
+    TVal z = imp.emit(Op::EQUAL, {v, imp.scalar(from, 0, v.rank())});
+    imp.set_out(0, imp.emit(Op::LOGICAL_NOT, {z}), x.perm, to);
     return;
   }
   if (is_float(from) && !is_float(*dt)) {
-    if (*dt == DType::kBool) {
-      TVal z = imp.emit(Op::EQUAL, {v, imp.scalar(from, 0, v.rank())});
-      imp.set_out(0, imp.emit(Op::LOGICAL_NOT, {z}), x.perm, to);
-      return;
-    }
-    // ONNX (like C) truncates towards zero; TOSA's CAST rounds to nearest.
     TVal pos = imp.emit(Op::GREATER_EQUAL, {v, imp.scalar(from, 0, v.rank())});
     v = imp.emit(Op::SELECT, {pos, imp.emit(Op::FLOOR, {v}), imp.emit(Op::CEIL, {v})});
   }
   if (from == DType::kBool && is_float(*dt)) v = imp.cast(v, DType::kInt32);
   imp.set_out(0, imp.cast(v, *dt), x.perm, to);
 }
+}  // namespace
+
+void lower_Cast(Importer& imp, const onnx::NodeProto&) { cast_to(imp, imp.in(0), static_cast<int>(imp.attr_int("to", 0))); }
 
 void lower_Where(Importer& imp, const onnx::NodeProto&) {
   std::vector<int64_t> perm;
@@ -649,22 +649,7 @@ void lower_SpaceToDepth(Importer& imp, const onnx::NodeProto&) {
 
 namespace weft::onnxfe {
 
-void lower_CastLike(Importer& imp, const onnx::NodeProto&) {
-  const OVal& x = imp.in(0);
-  const int to = imp.in(1).onnx_type;
-  auto dt = tosa_dtype(to);
-  if (!dt) imp.fail(std::string("cast to ") + onnx_type_name(to) + ": this type has no TOSA 1.0 equivalent");
-  TVal v = x.v;
-  if (is_float(v.dtype()) && !is_float(*dt) && *dt != DType::kBool) {
-    TVal pos = imp.emit(Op::GREATER_EQUAL, {v, imp.scalar(v.dtype(), 0, v.rank())});
-    v = imp.emit(Op::SELECT, {pos, imp.emit(Op::FLOOR, {v}), imp.emit(Op::CEIL, {v})});
-  }
-  if (v.dtype() == DType::kBool && is_float(*dt)) v = imp.cast(v, DType::kInt32);
-  if (is_float(v.dtype()) && *dt == DType::kBool) {
-    v = imp.emit(Op::LOGICAL_NOT, {imp.emit(Op::EQUAL, {v, imp.scalar(v.dtype(), 0, v.rank())})});
-  }
-  imp.set_out(0, imp.cast(v, *dt), x.perm, to);
-}
+void lower_CastLike(Importer& imp, const onnx::NodeProto&) { cast_to(imp, imp.in(0), imp.in(1).onnx_type); }
 
 void lower_Trilu(Importer& imp, const onnx::NodeProto&) {
   const OVal& x = imp.in(0);

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/run_cli.h"
 #include "common/temp_dir.h"
 #include "frontends/onnx/onnx_builder.h"
 #include "weft/npy.h"
@@ -19,29 +20,11 @@ namespace {
 
 using namespace test::onnxb;
 
-struct Result {
-  int rc = -1;
-  std::string out, err;
-};
-
-std::string slurp(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+using Result = test::CliResult;
+using test::slurp;
 
 // Runs `weft <args>` in `dir`.
-Result weft_cli(const test::TempDir& dir, const std::string& args) {
-  const std::string out = dir.file(".stdout"), err = dir.file(".stderr");
-  const std::string cmd = "cd '" + dir.path() + "' && '" + std::string(WEFT_CLI) + "' " + args + " >'" + out + "' 2>'" + err + "'";
-  const int status = std::system(cmd.c_str());
-  Result r;
-  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-  r.out = slurp(out);
-  r.err = slurp(err);
-  return r;
-}
+inline Result weft_cli(const test::TempDir& dir, const std::string& args) { return test::run_weft(dir, args); }
 
 #define EXPECT_HAS(haystack, needle) \
   EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << "missing '" << (needle) << "' in: " << (haystack)
