@@ -23,9 +23,38 @@
 
 namespace weft {
 
-// How model files are read: .onnx files are imported with `onnx` (static input shapes, ...).
+// Where a model's operators run. Each backend runs what it supports; the rest falls to the next
+// backend in the list and finally to the reference backend, which runs everything.
+struct BackendOptions {
+  // Backend names in priority order, e.g. {"onednn", "reference"}. Empty: every backend available
+  // on this machine, fastest first (see backend_names()).
+  std::vector<std::string> backends;
+  // oneDNN: let the library allocate its own scratch memory instead of taking it from the
+  // context's arena (for measuring the difference; the arena is the default).
+  bool library_scratchpad = false;
+};
+
+// How model files are read and placed: .onnx files are imported with `onnx` (static input
+// shapes, ...); operators are assigned to backends by `backend`.
 struct LoadOptions {
   OnnxImportOptions onnx;
+  BackendOptions backend;
+};
+
+struct BackendInfo {
+  std::string name;
+  std::string description;
+  std::string unavailable;  // "" when usable here, else why not
+};
+// Every backend of this build, in default priority order.
+std::vector<BackendInfo> backends();
+
+// One kernel execution of a run, when profiling is on.
+struct KernelProfile {
+  std::string backend;
+  std::string pattern;   // "CONV2D+CLAMP", "ADD", ...
+  std::string node;      // label of the group's main node
+  double microseconds = 0;
 };
 
 // The module of a model file, by extension: .weft (text form), .vgf (the container's single GRAPH
@@ -46,6 +75,8 @@ struct MemoryStats {
   int in_place_nodes = 0;         // elementwise nodes that overwrite a dying input
   size_t output_bytes = 0;        // runtime-allocated output buffers
   size_t constant_bytes = 0;      // constants, used in place (mapped or shared, never copied)
+  size_t workspace_bytes = 0;     // largest kernel workspace (part of the arena)
+  size_t prepared_bytes = 0;      // weights that backends transformed once at load (reordered, ...)
 };
 
 class Model {
@@ -53,8 +84,8 @@ class Model {
   // Loads .weft (text form), .vgf (container) or .onnx (imported) by extension. Verifies and plans
   // the model. Throws weft::Error naming the file on any problem; nothing is run.
   static std::shared_ptr<const Model> load(const std::string& path, const LoadOptions& options = {});
-  // From an in-memory module (verified here).
-  static std::shared_ptr<const Model> from_module(Module module);
+  // From an in-memory module (verified, partitioned and prepared here).
+  static std::shared_ptr<const Model> from_module(Module module, const BackendOptions& options = {});
 
   ~Model();
   const Module& module() const;
@@ -64,6 +95,8 @@ class Model {
   size_t input_index(std::string_view name) const;
   size_t output_index(std::string_view name) const;
   const MemoryStats& memory_stats() const;
+  // Which node runs where, and for every node not on the first backend, why (weft run --explain).
+  std::string explain() const;
 
   struct Impl;
   const Impl& impl() const { return *impl_; }
@@ -74,7 +107,8 @@ class Model {
 };
 
 struct ContextOptions {
-  int threads = 1;  // worker threads for heavy kernels; 0 = all hardware threads
+  // Threads for every kernel of a run (oneDNN's and Weft's own); 0 = all hardware threads.
+  int threads = 1;
 };
 
 class Context {
@@ -110,6 +144,11 @@ class Context {
 
   // TOSA variables back to their initial values.
   void reset_variables();
+
+  // Per-kernel timing of each run (off by default). profile() holds the last run's records in
+  // execution order; views and constants, which cost nothing, are left out.
+  void set_profiling(bool on);
+  const std::vector<KernelProfile>& profile() const;
 
  private:
   struct Impl;

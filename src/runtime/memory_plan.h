@@ -17,7 +17,7 @@ enum class Place : uint8_t {
   kAlias,     // a view of another value's storage (IDENTITY, RESHAPE): no storage of its own
   kArena,     // a slice of the context's arena at `offset`
   kOutput,    // a graph output: its own buffer (runtime-allocated or the caller's)
-  kDynamic,   // computed by a kernel that allocates its result (none planned today; reserved)
+  kInternal,  // lives only inside a fused kernel (an interior value of a composite): no storage
 };
 
 struct ValuePlan {
@@ -27,9 +27,21 @@ struct ValuePlan {
   int output_index = -1;  // kOutput: index into the graph's outputs
 };
 
+// One kernel execution: a node, or a fused group of nodes, run at its position in `steps` order.
+struct Step {
+  std::vector<ValueId> inputs;   // values read (repeats allowed)
+  std::vector<ValueId> outputs;  // values written; every other value of a fused group is kInternal
+  bool constant = false;         // CONST: the output is the node's data, used in place
+  bool forwards = false;         // IDENTITY / RESHAPE: the output is a view of inputs[0]
+  bool in_place_ok = false;      // the single output may overwrite a same-typed input dying here
+  size_t workspace_bytes = 0;    // working memory needed during this step only
+};
+
 struct MemoryPlan {
   std::vector<ValuePlan> values;     // per ValueId of the graph
-  std::vector<bool> in_place;        // per node: its output reuses a dying input's slice
+  std::vector<bool> in_place;        // per step: its output reuses a dying input's slice
+  std::vector<size_t> workspace;     // per step: arena offset of its working memory
+  size_t workspace_bytes = 0;        // largest single workspace
   size_t arena_bytes = 0;            // peak: the arena's size
   size_t intermediate_bytes = 0;     // sum of the sizes of all arena values
   int intermediates = 0;             // number of arena values
@@ -38,7 +50,11 @@ struct MemoryPlan {
 
 inline constexpr size_t kArenaAlignment = 64;
 
-// Plans `g` (nodes in topological order, as the verifier guarantees).
+// Plans `steps` of graph `g` (in an order where every value is written before it is read).
+MemoryPlan plan_memory(const Graph& g, const std::vector<Step>& steps);
+// One step per node of `g` (topological order, as the verifier guarantees), with the reference
+// kernels' rules: elementwise operators may run in place.
 MemoryPlan plan_memory(const Graph& g);
+std::vector<Step> node_steps(const Graph& g);
 
 }  // namespace weft::runtime

@@ -6,7 +6,12 @@
 #include <cstring>
 #include <filesystem>
 
+#include <chrono>
+
+#include "backends/backend.h"
 #include "backends/reference/kernels.h"
+#include "backends/reference/parallel.h"
+#include "compiler/partition.h"
 #include "runtime/memory_plan.h"
 #include "weft/text.h"
 #include "weft/verify.h"
@@ -18,7 +23,10 @@ struct Model::Impl {
   Module module;
   std::string source;  // file the model came from ("" for in-memory modules)
   std::vector<IoInfo> inputs, outputs;
-  runtime::MemoryPlan plan;
+  compiler::Partition partition;
+  std::vector<std::unique_ptr<backend::Kernel>> kernels;  // per unit, prepared once, shared by contexts
+  std::vector<bool> is_view;                                // per unit: constant or view (never profiled)
+  runtime::MemoryPlan plan;                                 // one step per unit
   MemoryStats stats;
 
   const Graph& graph() const { return module.main(); }
@@ -43,22 +51,50 @@ size_t index_of(const std::vector<IoInfo>& infos, std::string_view name, const c
 
 }  // namespace
 
-std::shared_ptr<const Model> Model::from_module(Module module) {
+std::shared_ptr<const Model> Model::from_module(Module module, const BackendOptions& options) {
   verify_or_throw(module);
   auto impl = std::make_unique<Impl>();
   impl->module = std::move(module);
   const Graph& g = impl->graph();
   for (ValueId v : g.inputs()) impl->inputs.push_back({g.value(v).name, g.value(v).type});
   for (ValueId v : g.outputs()) impl->outputs.push_back({g.value(v).name, g.value(v).type});
-  impl->plan = runtime::plan_memory(g);
+
+  // Partition, then prepare every unit's kernel once: primitives, reordered weights.
+  impl->partition = compiler::partition_graph(impl->module, g, compiler::resolve_backends(options.backends));
+  backend::PrepareOptions prep{.library_scratchpad = options.library_scratchpad};
+  std::vector<runtime::Step> steps;
+  for (const compiler::Unit& u : impl->partition.units) {
+    auto kernel = u.backend->prepare(impl->module, g, u.composite, prep);
+    const Node& anchor = g.node(u.composite.anchor);
+    runtime::Step st;
+    st.inputs = u.composite.inputs;
+    st.outputs = u.composite.outputs;
+    st.constant = u.composite.single() && anchor.op == Op::CONST;
+    st.forwards = !st.constant && kernel->forwards_buffer();
+    st.in_place_ok = kernel->in_place_ok();
+    st.workspace_bytes = kernel->workspace_bytes();
+    impl->is_view.push_back(st.constant || st.forwards);
+    steps.push_back(std::move(st));
+    impl->kernels.push_back(std::move(kernel));
+  }
+  impl->plan = runtime::plan_memory(g, steps);
   MemoryStats& s = impl->stats;
   s.arena_bytes = impl->plan.arena_bytes;
   s.intermediate_bytes = impl->plan.intermediate_bytes;
   s.intermediates = impl->plan.intermediates;
   s.in_place_nodes = impl->plan.in_place_nodes;
+  s.workspace_bytes = impl->plan.workspace_bytes;
+  for (const auto& k : impl->kernels) s.prepared_bytes += k->prepared_bytes();
   for (const IoInfo& o : impl->outputs) s.output_bytes += o.type.byte_size();
   s.constant_bytes = g.constant_bytes();
   return std::shared_ptr<const Model>(new Model(std::move(impl)));
+}
+
+std::vector<BackendInfo> backends() {
+  std::vector<BackendInfo> out;
+  for (const backend::Backend* b : backend::all_backends())
+    out.push_back({std::string(b->name()), std::string(b->description()), b->unavailable_reason()});
+  return out;
 }
 
 Module read_model(const std::string& path, const LoadOptions& options) {
@@ -86,7 +122,7 @@ Module read_model(const std::string& path, const LoadOptions& options) {
 std::shared_ptr<const Model> Model::load(const std::string& path, const LoadOptions& options) {
   Module module = read_model(path, options);
   try {
-    auto model = from_module(std::move(module));
+    auto model = from_module(std::move(module), options.backend);
     const_cast<Impl&>(*model->impl_).source = path;
     return model;
   } catch (const Error& e) {
@@ -102,6 +138,7 @@ const std::vector<IoInfo>& Model::outputs() const { return impl_->outputs; }
 size_t Model::input_index(std::string_view name) const { return index_of(impl_->inputs, name, "input", *impl_); }
 size_t Model::output_index(std::string_view name) const { return index_of(impl_->outputs, name, "output", *impl_); }
 const MemoryStats& Model::memory_stats() const { return impl_->stats; }
+std::string Model::explain() const { return compiler::explain(impl_->graph(), impl_->partition); }
 
 // ---- Context ----
 
@@ -109,6 +146,7 @@ struct Context::Impl {
   std::shared_ptr<const Model> model;
   const Model::Impl& m;
   const Graph& g;
+  int threads;
   ref::ModuleContext exec;
   Buffer arena;
   std::vector<Tensor> views;            // per value: its planned storage (arena slice, constant, output)
@@ -116,11 +154,14 @@ struct Context::Impl {
   std::vector<bool> input_bound;
   std::vector<Tensor> output_storage;   // per graph output: where results are delivered
   std::vector<const Tensor*> current;   // per value: the tensor holding it in the current run
-  std::vector<std::vector<Tensor>> node_outs;           // per node: the kernel's output vector
-  std::vector<std::vector<const Tensor*>> node_ins;     // per node: the kernel's input pointers
+  std::vector<std::vector<Tensor>> unit_outs;           // per unit: the kernel's output vector
+  std::vector<std::vector<const Tensor*>> unit_ins;     // per unit: the kernel's input pointers
+  bool profiling = false;
+  std::vector<KernelProfile> profile;
 
   Impl(std::shared_ptr<const Model> mdl, ContextOptions o)
-      : model(std::move(mdl)), m(model->impl()), g(m.graph()), exec(m.module, o.threads) {
+      : model(std::move(mdl)), m(model->impl()), g(m.graph()), threads(ref::resolve_threads(o.threads)),
+        exec(m.module, threads) {
     const runtime::MemoryPlan& plan = m.plan;
     const size_t nv = g.values().size();
     arena = Buffer::allocate(plan.arena_bytes);
@@ -145,12 +186,12 @@ struct Context::Impl {
     for (const Node& n : g.nodes()) {
       if (n.op == Op::CONST) views[static_cast<size_t>(n.outputs[0])] = n.attr_tensor("values");
     }
-    node_outs.resize(g.nodes().size());
-    node_ins.resize(g.nodes().size());
-    for (size_t ni = 0; ni < g.nodes().size(); ++ni) {
-      const Node& n = g.nodes()[ni];
-      node_ins[ni].resize(n.inputs.size());
-      node_outs[ni].resize(n.outputs.size());
+    const auto& units = m.partition.units;
+    unit_outs.resize(units.size());
+    unit_ins.resize(units.size());
+    for (size_t u = 0; u < units.size(); ++u) {
+      unit_ins[u].resize(units[u].composite.inputs.size());
+      unit_outs[u].resize(units[u].composite.outputs.size());
     }
   }
 
@@ -172,29 +213,43 @@ struct Context::Impl {
     if (!missing.empty())
       throw Error(ErrorCode::kInvalidArgument, "inputs not bound: " + missing, {.file = m.source, .graph = g.name()});
     const runtime::MemoryPlan& plan = m.plan;
+    const auto& units = m.partition.units;
+    uint8_t* arena_base = arena.size() ? const_cast<uint8_t*>(arena.data()) : nullptr;
+    if (profiling) profile.clear();
     for (size_t i = 0; i < g.inputs().size(); ++i) current[static_cast<size_t>(g.inputs()[i])] = &input_values[i];
-    for (size_t ni = 0; ni < g.nodes().size(); ++ni) {
-      const Node& n = g.nodes()[ni];
-      std::vector<Tensor>& outs = node_outs[ni];
-      const bool forwards = ref::forwards_buffer(n.op);
+    for (size_t ui = 0; ui < units.size(); ++ui) {
+      const backend::Composite& c = units[ui].composite;
+      const backend::Kernel& kernel = *m.kernels[ui];
+      std::vector<Tensor>& outs = unit_outs[ui];
+      const bool forwards = kernel.forwards_buffer();
       for (size_t k = 0; k < outs.size(); ++k) {
         if (forwards) {
           outs[k] = Tensor();
           continue;
         }
-        const Tensor& view = views[static_cast<size_t>(n.outputs[k])];
+        const Tensor& view = views[static_cast<size_t>(c.outputs[k])];
         if (!outs[k].buffer().same_storage(view.buffer()) || outs[k].type() != view.type()) outs[k] = view;
-        if (!plan.in_place[ni] && outs[k].byte_size() > 0) std::memset(outs[k].mutable_bytes(), 0, outs[k].byte_size());
+        if (kernel.needs_zeroed_outputs() && !plan.in_place[ui] && outs[k].byte_size() > 0)
+          std::memset(outs[k].mutable_bytes(), 0, outs[k].byte_size());
       }
-      std::vector<const Tensor*>& ins = node_ins[ni];
-      for (size_t j = 0; j < ins.size(); ++j) ins[j] = current[static_cast<size_t>(n.inputs[j])];
-      ref::KernelArgs args{g, n, static_cast<int>(ni), ins, outs, exec};
-      ref::kernel_for(n.op)(args);
+      std::vector<const Tensor*>& ins = unit_ins[ui];
+      for (size_t j = 0; j < ins.size(); ++j) ins[j] = current[static_cast<size_t>(c.inputs[j])];
+      backend::ExecArgs args{ins, outs, arena_base ? arena_base + plan.workspace[ui] : nullptr,
+                             kernel.workspace_bytes(), threads, exec};
+      if (profiling && !m.is_view[ui]) {
+        auto t0 = std::chrono::steady_clock::now();
+        kernel.execute(args);
+        auto t1 = std::chrono::steady_clock::now();
+        profile.push_back({std::string(units[ui].backend->name()), c.pattern, g.node_label(c.anchor),
+                           std::chrono::duration<double, std::micro>(t1 - t0).count()});
+      } else {
+        kernel.execute(args);
+      }
       for (size_t k = 0; k < outs.size(); ++k) {
-        const size_t o = static_cast<size_t>(n.outputs[k]);
+        const size_t o = static_cast<size_t>(c.outputs[k]);
         if (!outs[k].valid() || outs[k].type() != g.values()[o].type)
           throw Error(ErrorCode::kInternal, "kernel left output " + std::to_string(k) + " unset or mistyped",
-                      {.graph = g.name(), .node = g.node_label(static_cast<int>(ni))});
+                      {.graph = g.name(), .node = g.node_label(c.anchor)});
         current[o] = &outs[k];
       }
     }
@@ -272,5 +327,11 @@ const Tensor& Context::output(size_t index) const {
 const Tensor& Context::output(std::string_view name) const { return output(model().output_index(name)); }
 
 void Context::reset_variables() { impl_->exec.reset_variables(); }
+
+void Context::set_profiling(bool on) {
+  impl_->profiling = on;
+  impl_->profile.clear();
+}
+const std::vector<KernelProfile>& Context::profile() const { return impl_->profile; }
 
 }  // namespace weft

@@ -1,0 +1,128 @@
+// The backend interface. A backend says which groups of nodes it can run (a single operator, or a
+// composite such as [pad] + conv2d + [residual add] + [activation] that the partitioner matched),
+// prepares a kernel for each group once (creating library primitives, transforming weights) and
+// executes it many times on buffers and a workspace that the runtime owns.
+//
+// The reference interpreter is a backend behind the same interface; it runs every single node and
+// is the fallback of every partition.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "backends/reference/kernels.h"
+#include "weft/graph.h"
+#include "weft/tensor.h"
+
+namespace weft::backend {
+
+// An operation fused after a composite's anchor.
+struct PostOp {
+  enum class Kind { kBias, kResidual, kClamp, kSigmoid, kTanh, kSwish };
+  Kind kind;
+  int node = -1;        // the ADD, CLAMP, SIGMOID or TANH (kSwish: the SIGMOID)
+  int mul = -1;         // kSwish: the MUL of the SIGMOID's input by its result
+  ValueId operand = kNoValue;  // kBias / kResidual: the ADD's other operand
+};
+
+// A group of nodes the partitioner found together. Nodes are listed in graph order; every value
+// they produce that is not in `outputs` is used only inside the group. `inputs` are the values the
+// group reads from outside (graph inputs, constants, other groups' results), in first-use order.
+struct Composite {
+  std::string pattern;            // e.g. "PAD+CONV2D+ADD+CLAMP"; the op name for single nodes
+  int anchor = -1;                // the main node (the only node of a single)
+  int pad = -1;                   // PAD in front of a convolution or pooling
+  // MATMUL: RESHAPE/TRANSPOSE chains from a source value into operand A / B (source side first);
+  // the operand is read as a strided view of the source (compiler/strided_view.h).
+  std::vector<int> a_view, b_view;
+  // Operations applied to the anchor's result, in order: a bias (ADD of a constant broadcast
+  // along the last dimension), a residual (ADD of a tensor of the result's type), activations.
+  std::vector<PostOp> post_ops;
+
+  std::vector<int> nodes;         // all members, ascending
+  // External inputs. A single node: its inputs exactly (in operand order, repeats kept). A
+  // composite: every value read from outside, once, in order of first use.
+  std::vector<ValueId> inputs;
+  std::vector<ValueId> outputs;   // values read outside (single nodes: all their outputs)
+
+  bool single() const { return nodes.size() == 1; }
+  int last() const { return nodes.back(); }
+  // Index of `v` in inputs, or -1.
+  int input_index(ValueId v) const {
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (inputs[i] == v) return static_cast<int>(i);
+    return -1;
+  }
+};
+
+// Whether a backend runs a composite; `reason` says why not in one line.
+struct Support {
+  bool ok = false;
+  std::string reason;
+  static Support yes() { return {true, {}}; }
+  static Support no(std::string why) { return {false, std::move(why)}; }
+};
+
+struct PrepareOptions {
+  bool library_scratchpad = false;  // oneDNN: let the library own its scratch memory (for measurements)
+};
+
+// What a kernel gets for one execution.
+struct ExecArgs {
+  std::span<const Tensor* const> in;  // one per Composite::inputs entry
+  std::vector<Tensor>& out;           // one per Composite::outputs entry (planned storage, writable)
+  uint8_t* workspace = nullptr;       // kernel's working memory from the runtime's arena
+  size_t workspace_bytes = 0;
+  int threads = 1;
+  ref::ExecContext& ctx;
+};
+
+class Kernel {
+ public:
+  virtual ~Kernel() = default;
+  // Working memory the kernel needs per execution (taken from the context's arena).
+  virtual size_t workspace_bytes() const { return 0; }
+  // Bytes the kernel holds from prepare (reordered weights, ...).
+  virtual size_t prepared_bytes() const { return 0; }
+  // Whether out must be zero-filled before execute (the reference kernels accumulate into it).
+  virtual bool needs_zeroed_outputs() const { return false; }
+  // Whether the output may share storage with a same-typed input that dies here.
+  virtual bool in_place_ok() const { return false; }
+  // Whether out is replaced by a view of an input (CONST, IDENTITY, RESHAPE) instead of written.
+  virtual bool forwards_buffer() const { return false; }
+  virtual void execute(ExecArgs& args) const = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string_view name() const = 0;
+  virtual std::string_view description() const = 0;
+  // "" when usable on this machine; otherwise why not (e.g. the CPU lacks an instruction set).
+  virtual std::string unavailable_reason() const { return {}; }
+  // Whether this backend runs `c` of graph `g` (the module is given for sub-graphs).
+  virtual Support supports(const Module& m, const Graph& g, const Composite& c) const = 0;
+  // Builds the kernel of `c`: everything that does not depend on the run's data is done here once.
+  // Throws Error naming the node when something fails.
+  virtual std::unique_ptr<Kernel> prepare(const Module& m, const Graph& g, const Composite& c,
+                                          const PrepareOptions& options) const = 0;
+};
+
+// Every backend compiled into this build, in default priority order (fastest first; the reference
+// backend is always last).
+const std::vector<const Backend*>& all_backends();
+// nullptr when there is no backend of that name.
+const Backend* find_backend(std::string_view name);
+
+// The backends with their own registration function (defined beside each backend).
+const Backend& reference_backend();
+#ifdef WEFT_WITH_ONEDNN
+const Backend& onednn_backend();
+#endif
+
+}  // namespace weft::backend

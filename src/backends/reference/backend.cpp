@@ -1,0 +1,54 @@
+// The reference interpreter's kernels as a backend: every TOSA operator, one node at a time, with
+// the exact semantics of the TOSA 1.0 pseudocode. It is the fallback of every partition.
+#include "backends/backend.h"
+
+namespace weft::backend {
+namespace {
+
+class RefKernel final : public Kernel {
+ public:
+  RefKernel(const Graph& g, int node) : g_(g), node_(node), fn_(ref::kernel_for(g.node(node).op)) {
+    const OpDef& d = op_def(g.node(node).op);
+    std::string_view group = d.group;
+    in_place_ = g.node(node).op != Op::TABLE &&
+                (group == "activation" || group == "elementwise-binary" || group == "elementwise-unary");
+  }
+  bool needs_zeroed_outputs() const override { return true; }
+  bool in_place_ok() const override { return in_place_; }
+  bool forwards_buffer() const override { return ref::forwards_buffer(g_.node(node_).op); }
+  void execute(ExecArgs& a) const override {
+    ref::KernelArgs args{g_, g_.node(node_), node_, a.in, a.out, a.ctx};
+    fn_(args);
+  }
+
+ private:
+  const Graph& g_;
+  int node_;
+  ref::KernelFn fn_;
+  bool in_place_ = false;
+};
+
+class ReferenceBackend final : public Backend {
+ public:
+  std::string_view name() const override { return "reference"; }
+  std::string_view description() const override {
+    return "Weft's reference kernels: every TOSA 1.0 operator and type, exact pseudocode semantics";
+  }
+  Support supports(const Module&, const Graph&, const Composite& c) const override {
+    if (!c.single()) return Support::no("runs single operators, not fused groups");
+    return Support::yes();
+  }
+  std::unique_ptr<Kernel> prepare(const Module&, const Graph& g, const Composite& c,
+                                  const PrepareOptions&) const override {
+    return std::make_unique<RefKernel>(g, c.anchor);
+  }
+};
+
+}  // namespace
+
+const Backend& reference_backend() {
+  static const ReferenceBackend b;
+  return b;
+}
+
+}  // namespace weft::backend

@@ -1,0 +1,373 @@
+#include "compiler/partition.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "compiler/strided_view.h"
+
+namespace weft::compiler {
+
+using backend::Backend;
+using backend::Composite;
+using backend::PostOp;
+
+std::vector<const Backend*> resolve_backends(const std::vector<std::string>& names) {
+  const auto& all = backend::all_backends();
+  std::string known;
+  for (const Backend* b : all) known += (known.empty() ? "" : ", ") + std::string(b->name());
+  std::vector<const Backend*> out;
+  if (names.empty()) {
+    for (const Backend* b : all)
+      if (b->unavailable_reason().empty()) out.push_back(b);
+    return out;
+  }
+  for (const std::string& n : names) {
+    const Backend* b = backend::find_backend(n);
+    if (!b)
+      throw Error(ErrorCode::kInvalidArgument, "unknown backend '" + n + "' (this build has: " + known + ")",
+                  {.operand = "backends"});
+    if (std::string why = b->unavailable_reason(); !why.empty())
+      throw Error(ErrorCode::kUnsupported, "backend '" + n + "' is not available here: " + why, {.operand = "backends"});
+    if (std::find(out.begin(), out.end(), b) != out.end())
+      throw Error(ErrorCode::kInvalidArgument, "backend '" + n + "' is listed twice", {.operand = "backends"});
+    out.push_back(b);
+  }
+  const Backend* ref = &backend::reference_backend();
+  if (std::find(out.begin(), out.end(), ref) == out.end()) out.push_back(ref);
+  return out;
+}
+
+namespace {
+
+bool is_view_or_const(Op op) {
+  return op == Op::CONST || op == Op::CONST_SHAPE || op == Op::IDENTITY || op == Op::RESHAPE;
+}
+
+class Matcher {
+ public:
+  Matcher(const Graph& g, const std::vector<bool>& taken) : g_(g), taken_(taken) {
+    consumers_.resize(g.values().size());
+    for (int ni = 0; ni < static_cast<int>(g.nodes().size()); ++ni)
+      for (ValueId v : g.node(ni).inputs) consumers_[static_cast<size_t>(v)].push_back(ni);
+    is_output_.assign(g.values().size(), false);
+    for (ValueId v : g.outputs()) is_output_[static_cast<size_t>(v)] = true;
+  }
+
+  // The node that alone reads `v` (once), if `v` is not a graph output; else -1.
+  int sole_consumer(ValueId v) const {
+    const auto& c = consumers_[static_cast<size_t>(v)];
+    if (c.size() != 1 || is_output_[static_cast<size_t>(v)] || taken_[static_cast<size_t>(c[0])]) return -1;
+    return c[0];
+  }
+  // The producer of `v` if it is a free node of op `op` whose output only `user` reads.
+  int private_producer(ValueId v, int user) const {
+    int p = g_.value(v).producer;
+    if (p < 0 || taken_[static_cast<size_t>(p)] || sole_consumer(v) != user) return -1;
+    return p;
+  }
+  bool is_const(ValueId v) const {
+    int p = g_.value(v).producer;
+    return p >= 0 && g_.node(p).op == Op::CONST;
+  }
+
+  // Variants of the composite anchored at node `a`, largest first; the last is `a` alone.
+  std::vector<Composite> variants(int a) const {
+    const Node& n = g_.node(a);
+    Composite full;
+    full.anchor = a;
+    const bool conv = n.op == Op::CONV2D || n.op == Op::DEPTHWISE_CONV2D || n.op == Op::TRANSPOSE_CONV2D;
+    const bool pool = n.op == Op::MAX_POOL2D || n.op == Op::AVG_POOL2D;
+    const bool matmul = n.op == Op::MATMUL;
+    if ((conv && n.op != Op::TRANSPOSE_CONV2D) || pool) {
+      int p = private_producer(n.inputs[0], a);
+      if (p >= 0 && g_.node(p).op == Op::PAD) full.pad = p;
+    }
+    if (matmul) {
+      full.a_view = view_chain(n.inputs[0], a);
+      full.b_view = view_chain(n.inputs[1], a);
+    }
+    if (conv || matmul) full.post_ops = post_ops(n.outputs[0], matmul);
+
+    std::vector<Composite> out;
+    const bool has_prefix = full.pad >= 0 || !full.a_view.empty() || !full.b_view.empty();
+    for (int with_prefix = has_prefix ? 1 : 0; with_prefix >= 0; --with_prefix) {
+      for (size_t k = full.post_ops.size() + 1; k-- > 0;) {
+        Composite c;
+        c.anchor = a;
+        if (with_prefix) {
+          c.pad = full.pad;
+          c.a_view = full.a_view;
+          c.b_view = full.b_view;
+        }
+        c.post_ops.assign(full.post_ops.begin(), full.post_ops.begin() + static_cast<long>(k));
+        if (c.pad < 0 && c.a_view.empty() && c.b_view.empty() && c.post_ops.empty()) continue;
+        finish(c);
+        out.push_back(std::move(c));
+      }
+    }
+    out.push_back(single(a));
+    return out;
+  }
+
+  Composite single(int ni) const {
+    Composite c;
+    c.anchor = ni;
+    c.nodes = {ni};
+    c.inputs = g_.node(ni).inputs;
+    c.outputs = g_.node(ni).outputs;
+    c.pattern = op_name(g_.node(ni).op);
+    return c;
+  }
+
+ private:
+  // RESHAPE/TRANSPOSE chain (source side first) feeding operand `v` of `user`, kept only when it
+  // contains a TRANSPOSE and the whole chain is a strided view of its source.
+  std::vector<int> view_chain(ValueId v, int user) const {
+    std::vector<int> chain;
+    for (;;) {
+      int p = private_producer(v, user);
+      if (p < 0 || (g_.node(p).op != Op::TRANSPOSE && g_.node(p).op != Op::RESHAPE)) break;
+      chain.insert(chain.begin(), p);
+      user = p;
+      v = g_.node(p).inputs[0];
+    }
+    // Shortest source-side trim that is expressible (a reshape that needs a copy ends the chain).
+    while (!chain.empty() && !forward_chain(g_, chain)) chain.erase(chain.begin());
+    // Leading reshapes with no transpose after them are free aliases anyway.
+    bool has_transpose = false;
+    for (int ni : chain) has_transpose |= g_.node(ni).op == Op::TRANSPOSE;
+    if (!has_transpose) chain.clear();
+    return chain;
+  }
+
+  std::vector<PostOp> post_ops(ValueId r, bool allow_bias) const {
+    std::vector<PostOp> ops;
+    const TensorType& rt = g_.value(r).type;
+    bool had_bias = false, had_residual = false;
+    for (;;) {
+      // swish: r feeds a SIGMOID and a MUL(r, sigmoid(r)), nothing else.
+      const auto& users = consumers_[static_cast<size_t>(r)];
+      if (users.size() == 2 && !is_output_[static_cast<size_t>(r)] && !taken_[static_cast<size_t>(users[0])] &&
+          !taken_[static_cast<size_t>(users[1])]) {
+        int s = g_.node(users[0]).op == Op::SIGMOID ? users[0] : users[1];
+        int m = s == users[0] ? users[1] : users[0];
+        if (g_.node(s).op == Op::SIGMOID && g_.node(m).op == Op::MUL && sole_consumer(g_.node(s).outputs[0]) == m) {
+          const Node& mn = g_.node(m);
+          ValueId so = g_.node(s).outputs[0];
+          if ((mn.inputs[0] == r && mn.inputs[1] == so) || (mn.inputs[0] == so && mn.inputs[1] == r)) {
+            ops.push_back({PostOp::Kind::kSwish, s, m, kNoValue});
+            r = mn.outputs[0];
+            continue;
+          }
+        }
+      }
+      int c = sole_consumer(r);
+      if (c < 0) break;
+      const Node& n = g_.node(c);
+      if (g_.value(n.outputs[0]).type != rt) break;
+      if (n.op == Op::ADD) {
+        ValueId other = n.inputs[0] == r ? n.inputs[1] : n.inputs[0];
+        if (other == r) break;
+        const TensorType& ot = g_.value(other).type;
+        if (allow_bias && !had_bias && !had_residual && ops.empty() && is_const(other) && ot.rank() == rt.rank() &&
+            ot.shape.back() == rt.shape.back() && shape_elements(ot.shape) == ot.shape.back()) {
+          ops.push_back({PostOp::Kind::kBias, c, -1, other});
+          had_bias = true;
+        } else if (!had_residual && ot == rt) {
+          ops.push_back({PostOp::Kind::kResidual, c, -1, other});
+          had_residual = true;
+        } else {
+          break;
+        }
+      } else if (n.op == Op::CLAMP) {
+        ops.push_back({PostOp::Kind::kClamp, c});
+      } else if (n.op == Op::SIGMOID) {
+        ops.push_back({PostOp::Kind::kSigmoid, c});
+      } else if (n.op == Op::TANH) {
+        ops.push_back({PostOp::Kind::kTanh, c});
+      } else {
+        break;
+      }
+      r = n.outputs[0];
+    }
+    return ops;
+  }
+
+  // Fills nodes, inputs, outputs and pattern from the roles.
+  void finish(Composite& c) const {
+    std::set<int> members;
+    std::string pattern;
+    auto add = [&](int ni) {
+      if (ni >= 0) members.insert(ni);
+    };
+    add(c.pad);
+    for (int ni : c.a_view) add(ni);
+    for (int ni : c.b_view) add(ni);
+    add(c.anchor);
+    for (const PostOp& p : c.post_ops) {
+      add(p.node);
+      add(p.mul);
+    }
+    c.nodes.assign(members.begin(), members.end());
+    std::set<ValueId> produced;
+    for (int ni : c.nodes)
+      for (ValueId o : g_.node(ni).outputs) produced.insert(o);
+    for (int ni : c.nodes)
+      for (ValueId v : g_.node(ni).inputs)
+        if (!produced.count(v) && std::find(c.inputs.begin(), c.inputs.end(), v) == c.inputs.end()) c.inputs.push_back(v);
+    c.outputs = {g_.node(c.last()).outputs[0]};
+    if (c.pad >= 0) pattern = "PAD+";
+    if (!c.a_view.empty() || !c.b_view.empty()) pattern += "TRANSPOSE+";
+    pattern += op_name(g_.node(c.anchor).op);
+    for (const PostOp& p : c.post_ops) {
+      switch (p.kind) {
+        case PostOp::Kind::kBias: pattern += "+BIAS"; break;
+        case PostOp::Kind::kResidual: pattern += "+ADD"; break;
+        case PostOp::Kind::kClamp: pattern += "+CLAMP"; break;
+        case PostOp::Kind::kSigmoid: pattern += "+SIGMOID"; break;
+        case PostOp::Kind::kTanh: pattern += "+TANH"; break;
+        case PostOp::Kind::kSwish: pattern += "+SWISH"; break;
+      }
+    }
+    c.pattern = pattern;
+  }
+
+  const Graph& g_;
+  const std::vector<bool>& taken_;
+  std::vector<std::vector<int>> consumers_;
+  std::vector<bool> is_output_;
+};
+
+bool is_anchor(Op op) {
+  switch (op) {
+    case Op::CONV2D:
+    case Op::DEPTHWISE_CONV2D:
+    case Op::TRANSPOSE_CONV2D:
+    case Op::MAX_POOL2D:
+    case Op::AVG_POOL2D:
+    case Op::MATMUL:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+Partition partition_graph(const Module& m, const Graph& g, const std::vector<const Backend*>& priority) {
+  if (priority.empty()) throw Error(ErrorCode::kInvalidArgument, "no backends to partition for");
+  Partition p;
+  p.priority = priority;
+  const size_t nn = g.nodes().size();
+  std::vector<bool> taken(nn, false);
+  std::map<int, std::vector<std::string>> anchor_declines;
+  Matcher matcher(g, taken);
+
+  auto assign = [&](Composite c, const Backend* b, std::vector<std::string> declined) {
+    for (int ni : c.nodes) taken[static_cast<size_t>(ni)] = true;
+    p.units.push_back({std::move(c), b, std::move(declined)});
+  };
+
+  // Pass 1: composites around anchors, in graph order. Each backend in priority order takes the
+  // largest variant it supports; a backend that only runs single nodes leaves the anchor to pass 2.
+  for (int a = 0; a < static_cast<int>(nn); ++a) {
+    if (taken[static_cast<size_t>(a)] || !is_anchor(g.node(a).op)) continue;
+    std::vector<Composite> variants = matcher.variants(a);
+    std::vector<std::string> declined;
+    for (const Backend* b : priority) {
+      const Composite* chosen = nullptr;
+      std::string first_reason;
+      for (const Composite& c : variants) {
+        backend::Support s = b->supports(m, g, c);
+        if (s.ok) {
+          chosen = &c;
+          break;
+        }
+        if (first_reason.empty()) first_reason = s.reason;
+      }
+      if (chosen && chosen->single()) break;  // pass 2 places it (same backend, same answer)
+      if (chosen) {
+        assign(*chosen, b, declined);
+        break;
+      }
+      declined.push_back(std::string(b->name()) + ": " + first_reason);
+    }
+    if (!taken[static_cast<size_t>(a)]) anchor_declines[a] = declined;
+  }
+
+  // Pass 2: every other node on its own.
+  for (int ni = 0; ni < static_cast<int>(nn); ++ni) {
+    if (taken[static_cast<size_t>(ni)]) continue;
+    Composite c = matcher.single(ni);
+    std::vector<std::string> declined = anchor_declines.count(ni) ? anchor_declines[ni] : std::vector<std::string>{};
+    const Backend* chosen = nullptr;
+    for (const Backend* b : priority) {
+      backend::Support s = b->supports(m, g, c);
+      if (s.ok) {
+        chosen = b;
+        break;
+      }
+      const std::string prefix = std::string(b->name()) + ": ";
+      bool listed = false;
+      for (const std::string& d : declined) listed |= d.rfind(prefix, 0) == 0;
+      if (!listed) declined.push_back(prefix + s.reason);
+    }
+    if (!chosen)
+      throw Error(ErrorCode::kUnsupported,
+                  "no backend runs " + std::string(op_name(g.node(ni).op)) + ": " +
+                      (declined.empty() ? std::string("(none listed)") : declined.front()),
+                  {.graph = g.name(), .node = g.node_label(ni)});
+    assign(std::move(c), chosen, std::move(declined));
+  }
+
+  std::stable_sort(p.units.begin(), p.units.end(), [](const Unit& x, const Unit& y) {
+    return x.composite.last() < y.composite.last();
+  });
+  p.unit_of_node.assign(nn, -1);
+  for (size_t u = 0; u < p.units.size(); ++u)
+    for (int ni : p.units[u].composite.nodes) p.unit_of_node[static_cast<size_t>(ni)] = static_cast<int>(u);
+  return p;
+}
+
+std::string explain(const Graph& g, const Partition& p) {
+  std::string out = "partition of graph '" + g.name() + "' (backends in priority order:";
+  for (const Backend* b : p.priority) out += " " + std::string(b->name());
+  out += ")\n";
+  // Summary per backend: units, nodes and patterns.
+  for (const Backend* b : p.priority) {
+    int units = 0, nodes = 0, views = 0;
+    std::map<std::string, int> patterns;
+    for (const Unit& u : p.units) {
+      if (u.backend != b) continue;
+      if (u.composite.single() && is_view_or_const(g.node(u.composite.anchor).op)) {
+        ++views;
+        continue;
+      }
+      ++units;
+      nodes += static_cast<int>(u.composite.nodes.size());
+      ++patterns[u.composite.pattern];
+    }
+    out += "  " + std::string(b->name()) + ": " + std::to_string(units) + " kernels covering " + std::to_string(nodes) +
+           " nodes";
+    if (views) out += ", " + std::to_string(views) + " constants and views (no computation)";
+    out += "\n";
+    std::vector<std::pair<int, std::string>> sorted;
+    for (const auto& [pat, cnt] : patterns) sorted.push_back({-cnt, pat});
+    std::sort(sorted.begin(), sorted.end());
+    for (const auto& [neg, pat] : sorted) out += "      " + std::to_string(-neg) + " x " + pat + "\n";
+  }
+  out += "units in execution order:\n";
+  for (size_t i = 0; i < p.units.size(); ++i) {
+    const Unit& u = p.units[i];
+    const Composite& c = u.composite;
+    if (c.single() && is_view_or_const(g.node(c.anchor).op)) continue;
+    out += "  #" + std::to_string(i) + " " + std::string(u.backend->name()) + " " + c.pattern + ": ";
+    for (size_t k = 0; k < c.nodes.size(); ++k) out += (k ? ", " : "") + g.node_label(c.nodes[k]);
+    out += "\n";
+    for (const std::string& why : u.declined) out += "      not on " + why + "\n";
+  }
+  return out;
+}
+
+}  // namespace weft::compiler

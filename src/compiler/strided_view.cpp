@@ -1,0 +1,116 @@
+#include "compiler/strided_view.h"
+
+namespace weft::compiler {
+
+StridedView StridedView::contiguous(const Shape& dims) {
+  StridedView v{dims, std::vector<int64_t>(dims.size(), 1)};
+  for (int i = static_cast<int>(dims.size()) - 2; i >= 0; --i)
+    v.strides[static_cast<size_t>(i)] = v.strides[static_cast<size_t>(i) + 1] * std::max<int64_t>(dims[static_cast<size_t>(i) + 1], 1);
+  return v;
+}
+
+bool StridedView::is_contiguous() const {
+  StridedView c = contiguous(dims);
+  for (size_t i = 0; i < dims.size(); ++i)
+    if (dims[i] != 1 && strides[i] != c.strides[i]) return false;
+  return true;
+}
+
+StridedView transpose_view(const StridedView& v, const std::vector<int64_t>& perms) {
+  StridedView r;
+  for (int64_t p : perms) {
+    r.dims.push_back(v.dims.at(static_cast<size_t>(p)));
+    r.strides.push_back(v.strides.at(static_cast<size_t>(p)));
+  }
+  return r;
+}
+
+// Groups the old and new dimensions into runs of equal element count; within a run the old
+// dimensions must be laid out contiguously relative to each other, and the new dimensions take
+// strides from the run's innermost stride.
+std::optional<StridedView> reshape_view(const StridedView& v, const Shape& to) {
+  // Size-1 dimensions carry no addressing information: drop them from the source.
+  Shape od;
+  std::vector<int64_t> os;
+  for (size_t i = 0; i < v.dims.size(); ++i) {
+    if (v.dims[i] == 0) return StridedView::contiguous(to);
+    if (v.dims[i] != 1) {
+      od.push_back(v.dims[i]);
+      os.push_back(v.strides[i]);
+    }
+  }
+  StridedView r{to, std::vector<int64_t>(to.size(), 1)};
+  size_t oi = 0, ni = 0;
+  const size_t on = od.size(), nn = to.size();
+  while (ni < nn) {
+    if (to[ni] == 1) {
+      r.strides[ni] = oi < on ? os[oi] * od[oi] : 1;
+      ++ni;
+      continue;
+    }
+    if (oi >= on) return std::nullopt;
+    // Extend a run until the products match.
+    size_t o_end = oi + 1, n_end = ni + 1;
+    int64_t op = od[oi], np = to[ni];
+    while (op != np) {
+      if (op < np) {
+        if (o_end >= on) return std::nullopt;
+        op *= od[o_end++];
+      } else {
+        if (n_end >= nn) return std::nullopt;
+        np *= to[n_end++];
+      }
+    }
+    for (size_t k = oi; k + 1 < o_end; ++k)
+      if (os[k] != os[k + 1] * od[k + 1]) return std::nullopt;
+    int64_t stride = os[o_end - 1];
+    for (size_t k = n_end; k-- > ni;) {
+      r.strides[k] = stride;
+      stride *= to[k];
+    }
+    oi = o_end;
+    ni = n_end;
+  }
+  if (oi != on) return std::nullopt;
+  return r;
+}
+
+std::optional<StridedView> apply_node(const Graph& g, const Node& n, const StridedView& v) {
+  if (n.op == Op::TRANSPOSE) return transpose_view(v, n.attr_ints("perms"));
+  if (n.op == Op::RESHAPE) return reshape_view(v, g.value(n.outputs[0]).type.shape);
+  return std::nullopt;
+}
+
+std::optional<StridedView> forward_chain(const Graph& g, const std::vector<int>& chain) {
+  if (chain.empty()) return std::nullopt;
+  StridedView v = StridedView::contiguous(g.value(g.node(chain.front()).inputs[0]).type.shape);
+  for (int ni : chain) {
+    auto next = apply_node(g, g.node(ni), v);
+    if (!next) return std::nullopt;
+    v = *next;
+  }
+  return v;
+}
+
+std::optional<StridedView> backward_chain(const Graph& g, const std::vector<int>& chain) {
+  if (chain.empty()) return std::nullopt;
+  StridedView v = StridedView::contiguous(g.value(g.node(chain.back()).outputs[0]).type.shape);
+  for (size_t k = chain.size(); k-- > 0;) {
+    const Node& n = g.node(chain[k]);
+    const Shape& in_shape = g.value(n.inputs[0]).type.shape;
+    std::optional<StridedView> prev;
+    if (n.op == Op::TRANSPOSE) {
+      const std::vector<int64_t>& p = n.attr_ints("perms");
+      std::vector<int64_t> inverse(p.size());
+      for (size_t i = 0; i < p.size(); ++i) inverse[static_cast<size_t>(p[i])] = static_cast<int64_t>(i);
+      prev = transpose_view(v, inverse);
+    } else if (n.op == Op::RESHAPE) {
+      prev = reshape_view(v, in_shape);
+    }
+    if (!prev) return std::nullopt;
+    v = *prev;
+  }
+  return v;
+}
+
+}  // namespace weft::compiler
