@@ -9,6 +9,7 @@ PACKAGES=(
   libcli11-dev nlohmann-json3-dev
   flatbuffers-compiler libflatbuffers-dev
   libonnx-dev libprotobuf-dev protobuf-compiler
+  libdnnl-dev
   python3 python3-numpy python3-onnx python3-torch python3-torchvision
 )
 # Node.js runs ONNX Runtime (npm onnxruntime-node) for the model comparisons; any node >= 18 will do.

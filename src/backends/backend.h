@@ -23,10 +23,13 @@ namespace weft::backend {
 
 // An operation fused after a composite's anchor.
 struct PostOp {
-  enum class Kind { kBias, kResidual, kClamp, kSigmoid, kTanh, kSwish };
+  // kGeluErf: x * 0.5 * (1 + erf(x / sqrt(2))) as exported by PyTorch and lowered by Weft's
+  // ONNX frontend: MUL(x, 1/sqrt(2)) -> ERF -> ADD 1 -> MUL(x, .) -> MUL 0.5.
+  enum class Kind { kBias, kResidual, kClamp, kSigmoid, kTanh, kSwish, kGeluErf };
   Kind kind;
-  int node = -1;        // the ADD, CLAMP, SIGMOID or TANH (kSwish: the SIGMOID)
+  int node = -1;        // the ADD, CLAMP, SIGMOID or TANH (kSwish: the SIGMOID; kGeluErf: the first MUL)
   int mul = -1;         // kSwish: the MUL of the SIGMOID's input by its result
+  std::vector<int> more;  // kGeluErf: the ERF, ADD, MUL and MUL after `node`
   ValueId operand = kNoValue;  // kBias / kResidual: the ADD's other operand
 };
 
@@ -34,6 +37,18 @@ struct PostOp {
 // they produce that is not in `outputs` is used only inside the group. `inputs` are the values the
 // group reads from outside (graph inputs, constants, other groups' results), in first-use order.
 struct Composite {
+  // A region: a decomposed operator recognised as a whole (the anchor is its first node).
+  //   kSoftmax: REDUCE_MAX -> SUB -> EXP -> REDUCE_SUM -> RECIPROCAL -> MUL over `axis`.
+  //   kLayerNorm: mean, centred square, variance + epsilon, RSQRT, scale by `gamma`, add `beta`
+  //   over the last axis (gamma / beta kNoValue when absent).
+  enum class Region { kNone, kSoftmax, kLayerNorm };
+  Region region = Region::kNone;
+  int axis = -1;
+  double epsilon = 0;
+  ValueId source = kNoValue;  // the region's data input
+  ValueId gamma = kNoValue, beta = kNoValue;
+  std::vector<int> region_nodes;
+
   std::string pattern;            // e.g. "PAD+CONV2D+ADD+CLAMP"; the op name for single nodes
   int anchor = -1;                // the main node (the only node of a single)
   int pad = -1;                   // PAD in front of a convolution or pooling

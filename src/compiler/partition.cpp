@@ -1,6 +1,8 @@
 #include "compiler/partition.h"
 
 #include <algorithm>
+#include <cmath>
+#include <optional>
 #include <map>
 #include <set>
 
@@ -74,6 +76,12 @@ class Matcher {
   // Variants of the composite anchored at node `a`, largest first; the last is `a` alone.
   std::vector<Composite> variants(int a) const {
     const Node& n = g_.node(a);
+    if (n.op == Op::REDUCE_MAX || n.op == Op::REDUCE_SUM) {
+      std::vector<Composite> out;
+      if (auto c = n.op == Op::REDUCE_MAX ? softmax(a) : layer_norm(a)) out.push_back(std::move(*c));
+      out.push_back(single(a));
+      return out;
+    }
     Composite full;
     full.anchor = a;
     const bool conv = n.op == Op::CONV2D || n.op == Op::DEPTHWISE_CONV2D || n.op == Op::TRANSPOSE_CONV2D;
@@ -156,11 +164,16 @@ class Matcher {
           const Node& mn = g_.node(m);
           ValueId so = g_.node(s).outputs[0];
           if ((mn.inputs[0] == r && mn.inputs[1] == so) || (mn.inputs[0] == so && mn.inputs[1] == r)) {
-            ops.push_back({PostOp::Kind::kSwish, s, m, kNoValue});
+            ops.push_back({PostOp::Kind::kSwish, s, m, {}, kNoValue});
             r = mn.outputs[0];
             continue;
           }
         }
+      }
+      if (auto gelu = gelu_erf(r)) {
+        ops.push_back(*gelu);
+        r = g_.node(gelu->more.back()).outputs[0];
+        continue;
       }
       int c = sole_consumer(r);
       if (c < 0) break;
@@ -172,10 +185,10 @@ class Matcher {
         const TensorType& ot = g_.value(other).type;
         if (allow_bias && !had_bias && !had_residual && ops.empty() && is_const(other) && ot.rank() == rt.rank() &&
             ot.shape.back() == rt.shape.back() && shape_elements(ot.shape) == ot.shape.back()) {
-          ops.push_back({PostOp::Kind::kBias, c, -1, other});
+          ops.push_back({PostOp::Kind::kBias, c, -1, {}, other});
           had_bias = true;
         } else if (!had_residual && ot == rt) {
-          ops.push_back({PostOp::Kind::kResidual, c, -1, other});
+          ops.push_back({PostOp::Kind::kResidual, c, -1, {}, other});
           had_residual = true;
         } else {
           break;
@@ -194,6 +207,148 @@ class Matcher {
     return ops;
   }
 
+  // A constant holding one value (any shape of one element).
+  std::optional<double> scalar(ValueId v) const {
+    int p = g_.value(v).producer;
+    if (p < 0 || g_.node(p).op != Op::CONST) return std::nullopt;
+    const Tensor& t = g_.node(p).attr_tensor("values");
+    if (t.num_elements() != 1) return std::nullopt;
+    return t.at_double(0);
+  }
+  static bool near(std::optional<double> v, double want) { return v && std::abs(*v - want) <= 1e-6 * std::abs(want); }
+  // The operand of binary node `n` other than `v` (kNoValue when v is not an operand).
+  ValueId other(const Node& n, ValueId v) const {
+    if (n.inputs[0] == v) return n.inputs[1];
+    if (n.inputs[1] == v) return n.inputs[0];
+    return kNoValue;
+  }
+  int free_user(ValueId v, Op op) const {
+    int c = sole_consumer(v);
+    return c >= 0 && g_.node(c).op == op ? c : -1;
+  }
+
+  std::optional<PostOp> gelu_erf(ValueId x) const {
+    const auto& users = consumers_[static_cast<size_t>(x)];
+    if (users.size() != 2 || is_output_[static_cast<size_t>(x)]) return std::nullopt;
+    for (int k = 0; k < 2; ++k) {
+      int m1 = users[static_cast<size_t>(k)], m2 = users[static_cast<size_t>(1 - k)];
+      if (taken_[static_cast<size_t>(m1)] || taken_[static_cast<size_t>(m2)]) continue;
+      const Node& n1 = g_.node(m1);
+      if (n1.op != Op::MUL || !near(scalar(other(n1, x)), 0.70710678118654752)) continue;
+      int erf = free_user(n1.outputs[0], Op::ERF);
+      if (erf < 0) continue;
+      int add = free_user(g_.node(erf).outputs[0], Op::ADD);
+      if (add < 0 || !near(scalar(other(g_.node(add), g_.node(erf).outputs[0])), 1.0)) continue;
+      if (sole_consumer(g_.node(add).outputs[0]) != m2 || g_.node(m2).op != Op::MUL ||
+          other(g_.node(m2), x) != g_.node(add).outputs[0])
+        continue;
+      int half = free_user(g_.node(m2).outputs[0], Op::MUL);
+      if (half < 0 || !near(scalar(other(g_.node(half), g_.node(m2).outputs[0])), 0.5)) continue;
+      if (g_.value(g_.node(half).outputs[0]).type != g_.value(x).type) continue;
+      PostOp p{PostOp::Kind::kGeluErf, m1};
+      p.more = {erf, add, m2, half};
+      return p;
+    }
+    return std::nullopt;
+  }
+
+ public:
+  // Softmax anchored at a REDUCE_MAX.
+  std::optional<Composite> softmax(int a) const {
+    const Node& rm = g_.node(a);
+    if (rm.op != Op::REDUCE_MAX) return std::nullopt;
+    const ValueId x = rm.inputs[0];
+    const int64_t axis = rm.attr_int("axis");
+    int sub = free_user(rm.outputs[0], Op::SUB);
+    if (sub < 0 || g_.node(sub).inputs[0] != x) return std::nullopt;
+    int exp = free_user(g_.node(sub).outputs[0], Op::EXP);
+    if (exp < 0) return std::nullopt;
+    const ValueId e = g_.node(exp).outputs[0];
+    const auto& users = consumers_[static_cast<size_t>(e)];
+    if (users.size() != 2 || is_output_[static_cast<size_t>(e)]) return std::nullopt;
+    int rs = g_.node(users[0]).op == Op::REDUCE_SUM ? users[0] : users[1];
+    int mul = rs == users[0] ? users[1] : users[0];
+    if (taken_[static_cast<size_t>(rs)] || taken_[static_cast<size_t>(mul)] || g_.node(rs).op != Op::REDUCE_SUM ||
+        g_.node(rs).attr_int("axis") != axis || g_.node(mul).op != Op::MUL)
+      return std::nullopt;
+    int rec = free_user(g_.node(rs).outputs[0], Op::RECIPROCAL);
+    if (rec < 0 || sole_consumer(g_.node(rec).outputs[0]) != mul || other(g_.node(mul), e) != g_.node(rec).outputs[0])
+      return std::nullopt;
+    Composite c;
+    c.anchor = a;
+    c.region = Composite::Region::kSoftmax;
+    c.axis = static_cast<int>(axis);
+    c.source = x;
+    c.region_nodes = {a, sub, exp, rs, rec, mul};
+    finish(c);
+    return c;
+  }
+
+  // Layer normalization over the last axis anchored at the REDUCE_SUM of the mean.
+  std::optional<Composite> layer_norm(int a) const {
+    const Node& s1 = g_.node(a);
+    if (s1.op != Op::REDUCE_SUM) return std::nullopt;
+    const ValueId x = s1.inputs[0];
+    const TensorType& xt = g_.value(x).type;
+    const int64_t axis = s1.attr_int("axis");
+    if (axis != xt.rank() - 1 || xt.dtype != DType::kFp32) return std::nullopt;
+    const double inv_n = 1.0 / static_cast<double>(xt.shape.back());
+    int mean = free_user(s1.outputs[0], Op::MUL);
+    if (mean < 0 || !near(scalar(other(g_.node(mean), s1.outputs[0])), inv_n)) return std::nullopt;
+    int sub = free_user(g_.node(mean).outputs[0], Op::SUB);
+    if (sub < 0 || g_.node(sub).inputs[0] != x) return std::nullopt;
+    const ValueId d = g_.node(sub).outputs[0];
+    const auto& users = consumers_[static_cast<size_t>(d)];
+    if (users.size() != 3 || is_output_[static_cast<size_t>(d)]) return std::nullopt;  // d*d reads d twice
+    int sq = -1, norm = -1;
+    for (int u : users) {
+      if (taken_[static_cast<size_t>(u)] || g_.node(u).op != Op::MUL) return std::nullopt;
+      if (g_.node(u).inputs[0] == d && g_.node(u).inputs[1] == d) sq = u;
+      else norm = u;
+    }
+    if (sq < 0 || norm < 0) return std::nullopt;
+    int s2 = free_user(g_.node(sq).outputs[0], Op::REDUCE_SUM);
+    if (s2 < 0 || g_.node(s2).attr_int("axis") != axis) return std::nullopt;
+    int var = free_user(g_.node(s2).outputs[0], Op::MUL);
+    if (var < 0 || !near(scalar(other(g_.node(var), g_.node(s2).outputs[0])), inv_n)) return std::nullopt;
+    int add = free_user(g_.node(var).outputs[0], Op::ADD);
+    if (add < 0) return std::nullopt;
+    auto eps = scalar(other(g_.node(add), g_.node(var).outputs[0]));
+    if (!eps || *eps < 0) return std::nullopt;
+    int rsqrt = free_user(g_.node(add).outputs[0], Op::RSQRT);
+    if (rsqrt < 0 || sole_consumer(g_.node(rsqrt).outputs[0]) != norm ||
+        other(g_.node(norm), d) != g_.node(rsqrt).outputs[0])
+      return std::nullopt;
+    Composite c;
+    c.anchor = a;
+    c.region = Composite::Region::kLayerNorm;
+    c.axis = static_cast<int>(axis);
+    c.epsilon = *eps;
+    c.source = x;
+    c.region_nodes = {a, mean, sub, sq, s2, var, add, rsqrt, norm};
+    // Optional affine part: MUL by a constant gamma [1,..,1,N], then ADD of a constant beta.
+    auto per_channel = [&](ValueId v) {
+      const TensorType& t = g_.value(v).type;
+      return is_const(v) && t.rank() == xt.rank() && t.shape.back() == xt.shape.back() &&
+             shape_elements(t.shape) == t.shape.back();
+    };
+    ValueId r = g_.node(norm).outputs[0];
+    int gm = free_user(r, Op::MUL);
+    if (gm >= 0 && per_channel(other(g_.node(gm), r))) {
+      c.gamma = other(g_.node(gm), r);
+      c.region_nodes.push_back(gm);
+      r = g_.node(gm).outputs[0];
+      int bt = free_user(r, Op::ADD);
+      if (bt >= 0 && per_channel(other(g_.node(bt), r))) {
+        c.beta = other(g_.node(bt), r);
+        c.region_nodes.push_back(bt);
+      }
+    }
+    finish(c);
+    return c;
+  }
+
+ private:
   // Fills nodes, inputs, outputs and pattern from the roles.
   void finish(Composite& c) const {
     std::set<int> members;
@@ -205,9 +360,11 @@ class Matcher {
     for (int ni : c.a_view) add(ni);
     for (int ni : c.b_view) add(ni);
     add(c.anchor);
+    for (int ni : c.region_nodes) add(ni);
     for (const PostOp& p : c.post_ops) {
       add(p.node);
       add(p.mul);
+      for (int ni : p.more) add(ni);
     }
     c.nodes.assign(members.begin(), members.end());
     std::set<ValueId> produced;
@@ -217,6 +374,14 @@ class Matcher {
       for (ValueId v : g_.node(ni).inputs)
         if (!produced.count(v) && std::find(c.inputs.begin(), c.inputs.end(), v) == c.inputs.end()) c.inputs.push_back(v);
     c.outputs = {g_.node(c.last()).outputs[0]};
+    if (c.region == Composite::Region::kSoftmax) {
+      c.pattern = "SOFTMAX";
+      return;
+    }
+    if (c.region == Composite::Region::kLayerNorm) {
+      c.pattern = "LAYER_NORM";
+      return;
+    }
     if (c.pad >= 0) pattern = "PAD+";
     if (!c.a_view.empty() || !c.b_view.empty()) pattern += "TRANSPOSE+";
     pattern += op_name(g_.node(c.anchor).op);
@@ -228,6 +393,7 @@ class Matcher {
         case PostOp::Kind::kSigmoid: pattern += "+SIGMOID"; break;
         case PostOp::Kind::kTanh: pattern += "+TANH"; break;
         case PostOp::Kind::kSwish: pattern += "+SWISH"; break;
+        case PostOp::Kind::kGeluErf: pattern += "+GELU"; break;
       }
     }
     c.pattern = pattern;
@@ -247,6 +413,8 @@ bool is_anchor(Op op) {
     case Op::MAX_POOL2D:
     case Op::AVG_POOL2D:
     case Op::MATMUL:
+    case Op::REDUCE_MAX:  // softmax
+    case Op::REDUCE_SUM:  // layer normalization
       return true;
     default:
       return false;

@@ -19,6 +19,10 @@
 namespace weft {
 namespace {
 
+// These tests check the runtime's planning and binding bit for bit against the interpreter, so
+// they run every node on the reference backend; tests/backends/ covers the other backends.
+const BackendOptions kReference{.backends = {"reference"}};
+
 Tensor random_tensor(TensorType t, uint32_t seed) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<double> d(-2.0, 2.0);
@@ -80,7 +84,7 @@ TEST(Runtime, RandomGraphsMatchTheInterpreterAcrossRuns) {
   for (uint32_t seed = 1; seed <= 30; ++seed) {
     SCOPED_TRACE("seed " + std::to_string(seed));
     Module m = random_elementwise_module(seed, 40);
-    auto model = Model::from_module(m);
+    auto model = Model::from_module(m, kReference);
     Interpreter interp(model->module());
     Context ctx(model);
     for (uint32_t run = 0; run < 3; ++run) {
@@ -127,7 +131,7 @@ TEST(Runtime, ElementwiseChainRunsInPlaceInOneSlot) {
   ValueId v = b.input("x", t);
   for (int i = 0; i < 10; ++i) v = b.op(i % 2 ? Op::TANH : Op::SIGMOID, {v});
   b.output(b.op(Op::SIGMOID, {v}, {}, "y"));
-  auto model = Model::from_module(Module(b.finish()));
+  auto model = Model::from_module(Module(b.finish()), kReference);
   const MemoryStats& s = model->memory_stats();
   EXPECT_EQ(s.intermediates, 10);
   EXPECT_EQ(s.intermediate_bytes, 10u * 1024u);
@@ -141,7 +145,7 @@ TEST(Runtime, ElementwiseChainRunsInPlaceInOneSlot) {
 
 TEST(Runtime, BundledExampleMatchesTheInterpreterAndItsExpectedOutput) {
   const std::string dir = WEFT_SOURCE_DIR "/examples/tiny_cnn/";
-  auto model = Model::load(dir + "tiny_cnn.weft");
+  auto model = Model::load(dir + "tiny_cnn.weft", {.backend = kReference});
   ASSERT_EQ(model->inputs().size(), 1u);
   EXPECT_EQ(model->inputs()[0].name, "image");
   EXPECT_EQ(model->outputs()[0].type.str(), "f32[1,10]");
@@ -158,10 +162,10 @@ TEST(Runtime, BundledExampleMatchesTheInterpreterAndItsExpectedOutput) {
 
 TEST(Runtime, CompiledVgfRunsLikeTheTextModel) {
   const std::string dir = WEFT_SOURCE_DIR "/examples/tiny_cnn/";
-  auto text_model = Model::load(dir + "tiny_cnn.weft");
+  auto text_model = Model::load(dir + "tiny_cnn.weft", {.backend = kReference});
   const std::string path = (std::filesystem::temp_directory_path() / "weft_runtime_test.vgf").string();
   vgf::save(vgf::from_module(text_model->module()), path);
-  auto vgf_model = Model::load(path);
+  auto vgf_model = Model::load(path, {.backend = kReference});
   ASSERT_EQ(vgf_model->inputs().size(), 1u);
   EXPECT_EQ(vgf_model->inputs()[0].name, "image");
   EXPECT_EQ(vgf_model->outputs()[0].name, "logits");
@@ -174,7 +178,7 @@ TEST(Runtime, CompiledVgfRunsLikeTheTextModel) {
 
 TEST(Runtime, CallerOwnedOutputsAreWrittenInPlace) {
   Module m = random_elementwise_module(7, 20);
-  auto model = Model::from_module(m);
+  auto model = Model::from_module(m, kReference);
   Context ctx(model);
   std::vector<float> out0(32, -1.f), view_out(32, -1.f), const_out(32, -1.f);
   ctx.bind_output(model->outputs()[0].name, out0.data(), out0.size() * 4);
@@ -200,7 +204,7 @@ TEST(Runtime, CallerOwnedOutputsAreWrittenInPlace) {
 }
 
 TEST(Runtime, BindingErrorsNameTheOperandAndKeepThePreviousBinding) {
-  auto model = Model::from_module(random_elementwise_module(3, 5));
+  auto model = Model::from_module(random_elementwise_module(3, 5), kReference);
   Context ctx(model);
   try {
     ctx.run();
@@ -267,7 +271,7 @@ graph @neg(%a: f32[3]) -> (%r) {
 }
 )",
                         "<cf>");
-  auto model = Model::from_module(std::move(m));
+  auto model = Model::from_module(std::move(m), kReference);
   Context ctx(model);
   Tensor x = Tensor::from_doubles({DType::kFp32, {3}}, std::vector<double>{1, -2, 3});
   Tensor yes = Tensor::from_ints({DType::kBool, {1}}, std::vector<int64_t>{1});
@@ -285,7 +289,7 @@ graph @neg(%a: f32[3]) -> (%r) {
 }
 
 TEST(Runtime, FourContextsOfOneModelRunConcurrently) {
-  auto model = Model::from_module(random_elementwise_module(11, 80));
+  auto model = Model::from_module(random_elementwise_module(11, 80), kReference);
   Interpreter interp(model->module());
   std::vector<std::vector<Tensor>> inputs, expected;
   for (uint32_t i = 0; i < 4; ++i) {

@@ -92,6 +92,13 @@ constexpr const char* kShapeHelp =
     "  --shape NAME=DIMS            Static shape of an ONNX input with dynamic dimensions, e.g.\n"
     "                               --shape input=1x3x224x224 (repeatable)\n";
 
+// --backend LIST: comma-separated backend names in priority order (checked when the model loads).
+void add_backend_option(LoadOptions& options, const std::string& value);
+constexpr const char* kBackendHelp =
+    "  --backend LIST               Backends in priority order, e.g. onednn,reference (default: every\n"
+    "                               available backend, fastest first; the reference backend is always\n"
+    "                               the last resort). See `weft ops --backends`.\n";
+
 // The whole content of a file (binary-safe). Throws weft::Error(kIo) naming the file.
 std::string read_file(const std::string& path);
 
@@ -102,7 +109,7 @@ extern const char* const kSpirvHelp;
 extern const char* const kCompileHelp;
 // cmd_vgf.cpp: `weft dump` and the VGF output of `weft compile`.
 int cmd_dump(Args& args);
-int compile_vgf(const std::string& model, const std::string& out, const LoadOptions& options);
+int compile_vgf(const Module& m, const std::string& out);
 // cmd_import.cpp: `weft import MODEL.onnx -o OUT.weft`.
 int cmd_import(Args& args);
 extern const char* const kImportHelp;

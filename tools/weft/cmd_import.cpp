@@ -45,6 +45,19 @@ void add_shape_option(LoadOptions& options, const std::string& value) {
   options.onnx.input_shapes[name] = shape;
 }
 
+void add_backend_option(LoadOptions& options, const std::string& value) {
+  if (!options.backend.backends.empty()) usage_error("--backend is given twice; list every backend in one --backend");
+  size_t pos = 0;
+  while (pos <= value.size()) {
+    size_t comma = value.find(',', pos);
+    if (comma == std::string::npos) comma = value.size();
+    std::string name = value.substr(pos, comma - pos);
+    if (name.empty()) usage_error("--backend expects names separated by commas, e.g. onednn,reference; got '" + value + "'");
+    options.backend.backends.push_back(name);
+    pos = comma + 1;
+  }
+}
+
 int cmd_import(Args& args) {
   std::string model, out;
   LoadOptions load;

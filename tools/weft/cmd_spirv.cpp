@@ -41,6 +41,10 @@ Options:
   --emit vgf|spirv    Output kind (default: vgf when the output ends in .vgf)
   -o, --output FILE   Output path
   --shape NAME=DIMS   Static shape of an ONNX input with dynamic dimensions (repeatable)
+  --explain           Also print how the runtime on this machine partitions the model: which
+                      backend runs each node or fused group, and why a node is not offloaded
+  --backend LIST      Backend priority for --explain, e.g. onednn,reference (the artifact itself
+                      is portable and does not depend on it)
   -h, --help          Show this help
 )";
 
@@ -172,6 +176,7 @@ int cmd_spirv(Args& args) {
 int cmd_compile(Args& args) {
   std::string model, out, emit;
   LoadOptions load;
+  bool explain = false;
   while (!args.done()) {
     std::string flag, positional;
     std::optional<std::string> v;
@@ -185,6 +190,11 @@ int cmd_compile(Args& args) {
       emit = args.value(flag, v);
     } else if (flag == "--shape") {
       add_shape_option(load, args.value(flag, v));
+    } else if (flag == "--backend") {
+      add_backend_option(load, args.value(flag, v));
+    } else if (flag == "--explain") {
+      no_inline_value(args, flag, v);
+      explain = true;
     } else if (flag == "-h" || flag == "--help") {
       std::cout << kCompileHelp;
       return kExitOk;
@@ -196,14 +206,13 @@ int cmd_compile(Args& args) {
   if (emit.empty() && out.size() > 4 && out.substr(out.size() - 4) == ".vgf") emit = "vgf";
   if (emit.empty()) usage_error("`weft compile` needs -o FILE.vgf or --emit vgf|spirv");
   if (emit != "spirv" && emit != "vgf") usage_error("--emit expects 'vgf' or 'spirv', got '" + emit + "'");
-  if (emit == "vgf") {
-    if (out.empty()) usage_error("`weft compile` needs -o FILE.vgf");
-    return compile_vgf(model, out, load);
-  }
-  if (out.empty()) usage_error("`weft compile` needs -o FILE.spv");
-
+  if (!load.backend.backends.empty() && !explain) usage_error("--backend only matters with --explain for `weft compile`");
+  if (out.empty()) usage_error(emit == "vgf" ? "`weft compile` needs -o FILE.vgf" : "`weft compile` needs -o FILE.spv");
   Module m = read_model(model, load);
   verify_or_throw(m);
+  if (explain) std::cout << Model::from_module(m, load.backend)->explain();
+  if (emit == "vgf") return compile_vgf(m, out);
+
   spirv::Binary bin = spirv::encode(m);
   spirv::write_file(out, bin.words);
   size_t const_bytes = 0;

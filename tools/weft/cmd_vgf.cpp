@@ -63,9 +63,7 @@ int cmd_dump(Args& args) {
   return kExitOk;
 }
 
-int compile_vgf(const std::string& model, const std::string& out, const LoadOptions& options) {
-  Module m = read_model(model, options);
-  verify_or_throw(m);
+int compile_vgf(const Module& m, const std::string& out) {
   vgf::Container c = vgf::from_module(m);
   vgf::save(c, out);
   size_t const_bytes = 0;

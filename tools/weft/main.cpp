@@ -13,6 +13,7 @@
 // this keeps every message and exit code under our control.
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -71,10 +72,11 @@ Exit status: 0 success, 1 model or input error, 2 usage error.
 
 constexpr const char* kRunHelp =
     R"(Usage: weft run MODEL.weft|MODEL.vgf|MODEL.onnx [--input NAME=FILE.npy]... [--output NAME=FILE.npy]...
-                [--print] [--threads N] [--stats] [--shape NAME=DIMS]...
+                [--print] [--threads N] [--stats] [--shape NAME=DIMS]... [--backend LIST]
+                [--explain] [--profile] [--repeat N] [--scratchpad arena|library]
 
 Loads and verifies MODEL, reads every input of its entry graph from a .npy file, runs it with the
-runtime (planned memory, reference kernels) and writes or prints the outputs. An ONNX model is
+runtime (partitioned between backends, planned memory) and writes or prints the outputs. An ONNX model is
 imported first; its int64 inputs are carried as int32 (int64 .npy files are accepted and
 range-checked) and its int64 outputs are written as int32.
 
@@ -82,11 +84,21 @@ Options:
   -i, --input NAME=FILE.npy    Input NAME of the entry graph (one per input; all are required)
   -o, --output NAME=FILE.npy   Write output NAME to FILE (repeatable)
   -p, --print                  Print the outputs (the default when no --output is given)
-  -t, --threads N              Worker threads for heavy kernels (0 = all cores; default 1)
+  -t, --threads N              Threads for every kernel, oneDNN's and Weft's (0 = all cores; default 1)
   -s, --stats                  Print the memory plan: peak arena bytes against the sum of all
                                intermediate sizes, in-place nodes, output and constant bytes
   --shape NAME=DIMS            Static shape of an ONNX input with dynamic dimensions, e.g.
                                --shape input=1x3x224x224 (repeatable)
+  --backend LIST               Backends in priority order, e.g. onednn,reference (default: every
+                               available backend, fastest first; reference is always the last resort)
+  --explain                    Print which backend runs each node or fused group, and for every
+                               node not offloaded, why
+  --repeat N                   Run N times after one warm-up run and print the latency (median,
+                               min, mean); the outputs are those of the last run
+  --profile                    Print where the time goes: per fused pattern and backend, and the
+                               slowest kernels (over the --repeat runs)
+  --scratchpad arena|library   Where oneDNN's scratch memory comes from: the context's arena
+                               (default) or oneDNN's own allocations (for comparison)
   -h, --help                   Show this help
 )";
 
@@ -317,11 +329,51 @@ bool contains_id(const std::vector<ValueId>& ids, ValueId id) {
 
 // ---- weft run ------------------------------------------------------------------------------------
 
+// Where the time of a run goes: per (backend, pattern), then the slowest kernels. `total` holds
+// the sums over `runs` runs; times are printed per run.
+void print_profile(std::ostream& os, const std::vector<KernelProfile>& total, int runs, double mean_ms) {
+  struct Row {
+    double us = 0;
+    int count = 0;
+  };
+  std::map<std::pair<std::string, std::string>, Row> by_pattern;
+  double kernels_us = 0;
+  for (const KernelProfile& k : total) {
+    Row& r = by_pattern[{k.backend, k.pattern}];
+    r.us += k.microseconds / runs;
+    ++r.count;
+    kernels_us += k.microseconds / runs;
+  }
+  std::vector<std::pair<double, std::pair<std::string, std::string>>> rows;
+  for (const auto& [key, r] : by_pattern) rows.push_back({r.us, key});
+  std::sort(rows.rbegin(), rows.rend());
+  os << std::fixed << std::setprecision(3);
+  os << "profile: " << total.size() << " kernels, " << kernels_us / 1000 << " ms in kernels of " << mean_ms
+     << " ms per run (the rest is the runtime's own work: binding, zero-filling, dispatch)\n";
+  os << "  " << std::left << std::setw(10) << "backend" << std::setw(34) << "pattern" << std::right << std::setw(7)
+     << "count" << std::setw(11) << "ms" << std::setw(8) << "%" << "\n";
+  for (const auto& [us, key] : rows) {
+    os << "  " << std::left << std::setw(10) << key.first << std::setw(34) << key.second << std::right << std::setw(7)
+       << by_pattern[key].count << std::setw(11) << us / 1000 << std::setw(7) << std::setprecision(1)
+       << (kernels_us > 0 ? 100 * us / kernels_us : 0) << "%" << std::setprecision(3) << "\n";
+  }
+  std::vector<size_t> order(total.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return total[a].microseconds > total[b].microseconds; });
+  os << "slowest kernels:\n";
+  for (size_t i = 0; i < order.size() && i < 10; ++i) {
+    const KernelProfile& k = total[order[i]];
+    os << "  " << std::setw(9) << k.microseconds / runs / 1000 << " ms  " << k.backend << " " << k.pattern << " ("
+       << k.node << ")\n";
+  }
+  os << std::defaultfloat;
+}
+
 int cmd_run(Args& args) {
   std::string model_path;
   std::vector<std::pair<std::string, std::string>> inputs, outputs;
-  bool print = false, stats = false;
-  int threads = 1;
+  bool print = false, stats = false, explain = false, profile = false;
+  int threads = 1, repeat = 0;
   LoadOptions load;
   while (!args.done()) {
     std::string flag, positional;
@@ -348,6 +400,23 @@ int cmd_run(Args& args) {
       threads = parse_threads(args.value(flag, inline_value));
     } else if (flag == "--shape") {
       add_shape_option(load, args.value(flag, inline_value));
+    } else if (flag == "--backend") {
+      add_backend_option(load, args.value(flag, inline_value));
+    } else if (flag == "--explain") {
+      no_inline_value(args, flag, inline_value);
+      explain = true;
+    } else if (flag == "--profile") {
+      no_inline_value(args, flag, inline_value);
+      profile = true;
+    } else if (flag == "--repeat") {
+      std::string v = args.value(flag, inline_value);
+      if (v.empty() || v.size() > 7 || v.find_first_not_of("0123456789") != std::string::npos || std::stoi(v) < 1)
+        usage_error("--repeat expects a positive integer, got '" + v + "'");
+      repeat = std::stoi(v);
+    } else if (flag == "--scratchpad") {
+      std::string v = args.value(flag, inline_value);
+      if (v != "arena" && v != "library") usage_error("--scratchpad expects 'arena' or 'library', got '" + v + "'");
+      load.backend.library_scratchpad = v == "library";
     } else {
       unknown_option(args, flag);
     }
@@ -361,6 +430,7 @@ int cmd_run(Args& args) {
 
   std::shared_ptr<const Model> model = Model::load(model_path, load);
   const Graph& g = model->module().main();
+  if (explain) std::cout << model->explain();
 
   // Names first, so that every naming mistake is reported before any file is read.
   std::map<std::string, std::string> input_files;
@@ -423,7 +493,30 @@ int cmd_run(Args& args) {
   }
 
   Context ctx(model, {.threads = threads});
-  std::vector<Tensor> results = ctx.run(in_tensors);
+  std::vector<Tensor> results = ctx.run(in_tensors);  // the warm-up when repeating
+  if (repeat > 0 || profile) {
+    const int runs = std::max(repeat, 1);
+    ctx.set_profiling(profile);
+    std::vector<double> ms;
+    std::vector<KernelProfile> total;
+    for (int r = 0; r < runs; ++r) {
+      auto t0 = std::chrono::steady_clock::now();
+      results = ctx.run(in_tensors);
+      ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+      const auto& p = ctx.profile();
+      if (total.empty()) total = p;
+      else
+        for (size_t i = 0; i < p.size() && i < total.size(); ++i) total[i].microseconds += p[i].microseconds;
+    }
+    std::vector<double> sorted = ms;
+    std::sort(sorted.begin(), sorted.end());
+    double mean = 0;
+    for (double x : ms) mean += x / runs;
+    std::cout << std::fixed << std::setprecision(3) << "latency: median_ms=" << sorted[sorted.size() / 2]
+              << " min_ms=" << sorted.front() << " mean_ms=" << mean << " runs=" << runs << " threads=" << threads
+              << std::defaultfloat << "\n";
+    if (profile) print_profile(std::cout, total, runs, mean);
+  }
 
   std::map<std::string, const Tensor*> by_name;
   for (size_t i = 0; i < results.size(); ++i) by_name[g.value(g.outputs()[i]).name] = &results[i];
@@ -431,13 +524,11 @@ int cmd_run(Args& args) {
   if (stats) {
     const MemoryStats& st = model->memory_stats();
     std::cout << "memory plan: arena " << st.arena_bytes << " bytes peak for " << st.intermediates
-              << " intermediates of " << st.intermediate_bytes << " bytes in all";
-    if (st.intermediate_bytes > 0)
-      std::cout << " (" << std::fixed << std::setprecision(1)
-                << 100.0 * static_cast<double>(st.arena_bytes) / static_cast<double>(st.intermediate_bytes)
-                << "%)" << std::defaultfloat;
+              << " intermediates of " << st.intermediate_bytes << " bytes in all and kernel workspaces of up to "
+              << st.workspace_bytes << " bytes";
     std::cout << "; " << st.in_place_nodes << " nodes in place; outputs " << st.output_bytes << " bytes; constants "
-              << st.constant_bytes << " bytes used in place\n";
+              << st.constant_bytes << " bytes used in place; " << st.prepared_bytes
+              << " bytes of weights prepared by backends\n";
   }
   if (print || outputs.empty()) {
     for (size_t i = 0; i < results.size(); ++i) {

@@ -1,0 +1,682 @@
+// The oneDNN backend: convolutions (plain, depthwise, transposed) with a fused PAD in front and
+// residual adds and activations behind, matmuls reading transposed operands in place (strided
+// views) with fused bias and activations, pooling, element-wise activations, binary operators
+// with broadcasting, concat, transpose (reorder) and reductions.
+//
+// Everything that does not depend on a run's data is done once in prepare(): primitive
+// descriptors and primitives are created, constant weights are reordered into the layout the
+// primitive prefers and kept. Scratch memory is user-managed: each kernel reports its
+// scratchpad size as its workspace and the runtime hands it a slice of the context's arena.
+// Activations stay in Weft's plain NHWC / row-major layouts, so oneDNN and Weft kernels can be
+// mixed freely within one graph.
+#include <omp.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <optional>
+#include <unordered_map>
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "backends/backend.h"
+#include "compiler/strided_view.h"
+
+namespace weft::backend {
+namespace {
+
+namespace dn = dnnl;
+using dt = dn::memory::data_type;
+using tag = dn::memory::format_tag;
+using compiler::StridedView;
+
+dn::engine& engine() {
+  static dn::engine e(dn::engine::kind::cpu, 0);
+  return e;
+}
+dn::stream& stream() {
+  thread_local dn::stream s(engine());
+  return s;
+}
+
+std::optional<dt> dnnl_type(DType d) {
+  switch (d) {
+    case DType::kFp32: return dt::f32;
+    case DType::kInt8: return dt::s8;
+    case DType::kInt32: return dt::s32;
+    default: return std::nullopt;
+  }
+}
+
+dn::memory::dims dims_of(const Shape& s) { return dn::memory::dims(s.begin(), s.end()); }
+
+dn::memory::desc strided_md(const StridedView& v, dt type) {
+  return dn::memory::desc(dims_of(v.dims), type, dn::memory::dims(v.strides.begin(), v.strides.end()));
+}
+dn::memory::desc plain_md(const TensorType& t) {
+  return strided_md(StridedView::contiguous(t.shape.empty() ? Shape{1} : t.shape), *dnnl_type(t.dtype));
+}
+// An NHWC tensor described to oneDNN as logical NCHW.
+dn::memory::desc nhwc_md(const TensorType& t) {
+  const Shape& s = t.shape;
+  return dn::memory::desc({s[0], s[3], s[1], s[2]}, *dnnl_type(t.dtype), tag::nhwc);
+}
+
+const Node* producer(const Graph& g, ValueId v) {
+  int p = g.value(v).producer;
+  return p < 0 ? nullptr : &g.node(p);
+}
+const Tensor* constant(const Graph& g, ValueId v) {
+  const Node* p = producer(g, v);
+  return p && p->op == Op::CONST ? &p->attr_tensor("values") : nullptr;
+}
+bool const_zero(const Graph& g, ValueId v) {
+  const Tensor* t = constant(g, v);
+  if (!t) return false;
+  for (int64_t i = 0; i < t->num_elements(); ++i)
+    if (t->at_double(i) != 0) return false;
+  return true;
+}
+std::vector<int64_t> const_shape(const Graph& g, ValueId v) {
+  const Node* p = producer(g, v);
+  if (!p || p->op != Op::CONST_SHAPE) return {};
+  return p->attr_ints("values");
+}
+
+const TensorType& type_of(const Graph& g, ValueId v) { return g.value(v).type; }
+
+// ---- Kernels ------------------------------------------------------------------------------------
+
+// Where each primitive argument comes from at execution: an input of the composite (as a strided
+// view of its memory), its output, or memory prepared once.
+struct Arg {
+  int id;                  // DNNL_ARG_*
+  dn::memory::desc md;
+  int input = -1;          // index into ExecArgs::in
+  bool output = false;     // ExecArgs::out[0]
+  std::shared_ptr<dn::memory> prepared;  // weights, bias: owned by the kernel
+};
+
+class OneDnnKernel final : public Kernel {
+ public:
+  OneDnnKernel(dn::primitive prim, std::vector<Arg> args, size_t scratch, bool library_scratch, bool in_place,
+               size_t prepared)
+      : prim_(std::move(prim)), args_(std::move(args)), scratch_(scratch), library_scratch_(library_scratch),
+        in_place_(in_place), prepared_(prepared) {}
+
+  size_t workspace_bytes() const override { return library_scratch_ ? 0 : scratch_; }
+  size_t prepared_bytes() const override { return prepared_; }
+  bool in_place_ok() const override { return in_place_; }
+
+  void execute(ExecArgs& a) const override {
+    if (omp_get_max_threads() != a.threads) omp_set_num_threads(a.threads);
+    std::unordered_map<int, dn::memory> map;
+    map.reserve(args_.size() + 1);
+    for (const Arg& arg : args_) {
+      if (arg.prepared) {
+        map.emplace(arg.id, *arg.prepared);
+      } else if (arg.output) {
+        map.emplace(arg.id, dn::memory(arg.md, engine(), a.out[0].mutable_bytes()));
+      } else {
+        map.emplace(arg.id, dn::memory(arg.md, engine(), const_cast<uint8_t*>(a.in[static_cast<size_t>(arg.input)]->bytes())));
+      }
+    }
+    if (!library_scratch_ && scratch_ > 0)
+      map.emplace(DNNL_ARG_SCRATCHPAD, dn::memory(scratch_md_, engine(), a.workspace));
+    prim_.execute(stream(), map);
+    stream().wait();
+  }
+
+  void set_scratch_md(const dn::memory::desc& md) { scratch_md_ = md; }
+
+ private:
+  dn::primitive prim_;
+  std::vector<Arg> args_;
+  size_t scratch_;
+  bool library_scratch_;
+  bool in_place_;
+  size_t prepared_;
+  dn::memory::desc scratch_md_;
+};
+
+// Reorders constant `src` (described by `from`) into a new buffer laid out as `to`.
+std::shared_ptr<dn::memory> reorder_constant(const Tensor& src, const dn::memory::desc& from, const dn::memory::desc& to) {
+  auto out = std::make_shared<dn::memory>(to, engine());
+  dn::memory in(from, engine(), const_cast<uint8_t*>(src.bytes()));
+  dn::reorder(in, *out).execute(stream(), in, *out);
+  stream().wait();
+  return out;
+}
+
+dn::primitive_attr base_attr(const PrepareOptions& o) {
+  dn::primitive_attr attr;
+  attr.set_scratchpad_mode(o.library_scratchpad ? dn::scratchpad_mode::library : dn::scratchpad_mode::user);
+  return attr;
+}
+
+std::unique_ptr<Kernel> finish(dn::primitive prim, const dn::primitive_desc_base& pd, std::vector<Arg> args,
+                               const PrepareOptions& o, bool in_place = false) {
+  size_t prepared = 0;
+  for (const Arg& a : args)
+    if (a.prepared) prepared += a.prepared->get_desc().get_size();
+  dn::memory::desc smd = pd.scratchpad_desc();
+  auto k = std::make_unique<OneDnnKernel>(std::move(prim), std::move(args), smd.get_size(), o.library_scratchpad,
+                                          in_place, prepared);
+  k->set_scratch_md(smd);
+  return k;
+}
+
+// ---- Post-ops -----------------------------------------------------------------------------------
+
+std::optional<std::pair<float, float>> clamp_bounds(const Node& n) {
+  const Tensor& lo = n.attr_tensor("min_val");
+  const Tensor& hi = n.attr_tensor("max_val");
+  if (lo.dtype() != DType::kFp32) return std::nullopt;
+  return std::make_pair(static_cast<float>(lo.at_double(0)), static_cast<float>(hi.at_double(0)));
+}
+
+// Appends the composite's post-ops (after `skip_bias` if the primitive takes the bias itself).
+// Residual operands become binary post-op arguments read from the composite's inputs.
+void append_post_ops(const Graph& g, const Composite& c, dn::post_ops& ops, std::vector<Arg>& args,
+                     const dn::memory::desc& dst_md, bool nhwc) {
+  int binary_index = 0;
+  for (const PostOp& p : c.post_ops) {
+    const Node& n = g.node(p.node);
+    switch (p.kind) {
+      case PostOp::Kind::kBias: {
+        // matmul: bias as a binary add broadcast over all but the last dimension.
+        const TensorType& bt = type_of(g, p.operand);
+        dn::memory::desc md = plain_md(bt);
+        ops.append_binary(dn::algorithm::binary_add, md);
+        args.push_back({DNNL_ARG_ATTR_MULTIPLE_POST_OP(ops.len() - 1) | DNNL_ARG_SRC_1, md, c.input_index(p.operand)});
+        ++binary_index;
+        break;
+      }
+      case PostOp::Kind::kResidual: {
+        const TensorType& rt = type_of(g, p.operand);
+        dn::memory::desc md = nhwc ? nhwc_md(rt) : dst_md;
+        ops.append_binary(dn::algorithm::binary_add, md);
+        args.push_back({DNNL_ARG_ATTR_MULTIPLE_POST_OP(ops.len() - 1) | DNNL_ARG_SRC_1, md, c.input_index(p.operand)});
+        ++binary_index;
+        break;
+      }
+      case PostOp::Kind::kClamp: {
+        auto [lo, hi] = *clamp_bounds(n);
+        if (lo == 0 && hi >= std::numeric_limits<float>::max())
+          ops.append_eltwise(1.f, dn::algorithm::eltwise_relu, 0.f, 0.f);
+        else
+          ops.append_eltwise(1.f, dn::algorithm::eltwise_clip_v2, lo, hi);
+        break;
+      }
+      case PostOp::Kind::kSigmoid: ops.append_eltwise(1.f, dn::algorithm::eltwise_logistic, 0.f, 0.f); break;
+      case PostOp::Kind::kTanh: ops.append_eltwise(1.f, dn::algorithm::eltwise_tanh, 0.f, 0.f); break;
+      case PostOp::Kind::kSwish: ops.append_eltwise(1.f, dn::algorithm::eltwise_swish, 1.f, 0.f); break;
+      case PostOp::Kind::kGeluErf: ops.append_eltwise(1.f, dn::algorithm::eltwise_gelu_erf, 0.f, 0.f); break;
+    }
+  }
+  (void)binary_index;
+}
+
+Support post_ops_supported(const Graph& g, const Composite& c) {
+  for (const PostOp& p : c.post_ops) {
+    if (p.kind == PostOp::Kind::kClamp && !clamp_bounds(g.node(p.node)))
+      return Support::no("CLAMP bounds of a non-fp32 type cannot be fused");
+    if ((p.kind == PostOp::Kind::kBias || p.kind == PostOp::Kind::kResidual) && type_of(g, p.operand).dtype != DType::kFp32)
+      return Support::no("only fp32 adds are fused");
+  }
+  return Support::yes();
+}
+
+// ---- Convolution and pooling --------------------------------------------------------------------
+
+struct Window {
+  dn::memory::dims strides, dilates, pad_l, pad_r, kernel;
+};
+
+// PAD in front of a convolution or pooling: its H/W pads (NHWC) when they can be folded into the
+// primitive's padding, i.e. it pads only H and W, by >= 0, with `fill`.
+std::optional<std::array<int64_t, 4>> fusable_pad(const Graph& g, const Node& pad, double fill) {
+  std::vector<int64_t> p = const_shape(g, pad.inputs[1]);
+  if (p.size() != 8 || p[0] || p[1] || p[6] || p[7]) return std::nullopt;
+  for (int64_t x : p)
+    if (x < 0) return std::nullopt;
+  const Tensor* c = constant(g, pad.inputs[2]);
+  if (!c || c->num_elements() != 1) return std::nullopt;
+  double v = c->at_double(0);
+  if (!(v == fill || (std::isinf(fill) && std::isinf(v) && v < 0) || (std::isinf(fill) && v <= -3.0e38)))
+    return std::nullopt;
+  return std::array<int64_t, 4>{p[2], p[3], p[4], p[5]};
+}
+
+Support conv_supported(const Graph& g, const Composite& c) {
+  const Node& n = g.node(c.anchor);
+  const TensorType& in = type_of(g, n.inputs[0]);
+  if (in.dtype != DType::kFp32) return Support::no(std::string(op_name(n.op)) + " on " + std::string(dtype_name(in.dtype)) + " input: only fp32 convolutions are offloaded");
+  if (!constant(g, n.inputs[1])) return Support::no("weights are not a constant (prepared weights need one)");
+  if (!const_zero(g, n.inputs[3]) || !const_zero(g, n.inputs[4])) return Support::no("zero points must be constant 0");
+  if (n.op == Op::TRANSPOSE_CONV2D) {
+    for (int64_t p : n.attr_ints("out_pad"))
+      if (p > 0) return Support::no("TRANSPOSE_CONV2D with out_pad > 0 (output padding) is not offloaded");
+  }
+  const TensorType& bias = type_of(g, n.inputs[2]);
+  const int64_t oc = type_of(g, n.outputs[0]).shape[3];
+  if (bias.shape[0] != oc && bias.shape[0] != 1) return Support::no("bias shape");
+  if (c.pad >= 0 && !fusable_pad(g, g.node(c.pad), 0.0)) return Support::no("PAD is not a zero padding of H and W only");
+  return post_ops_supported(g, c);
+}
+
+std::unique_ptr<Kernel> prepare_conv(const Graph& g, const Composite& c, const PrepareOptions& o) {
+  const Node& n = g.node(c.anchor);
+  ValueId src = c.pad >= 0 ? g.node(c.pad).inputs[0] : n.inputs[0];
+  const TensorType& st = type_of(g, src);
+  const TensorType& ot = type_of(g, c.outputs[0]);
+  const TensorType& conv_out = type_of(g, n.outputs[0]);
+  const Tensor& w = *constant(g, n.inputs[1]);
+  const Shape& ws = w.shape();
+  const int64_t oc = conv_out.shape[3];
+
+  dn::memory::dims strides = {n.attr_ints("stride")[0], n.attr_ints("stride")[1]};
+  dn::memory::dims dil = {0, 0}, pad_l, pad_r;
+  dn::memory::desc w_user, w_any;
+  if (n.op == Op::TRANSPOSE_CONV2D) {
+    const auto& op = n.attr_ints("out_pad");
+    pad_l = {-op[0], -op[2]};
+    pad_r = {-op[1], -op[3]};
+  } else {
+    const auto& p = n.attr_ints("pad");
+    pad_l = {p[0], p[2]};
+    pad_r = {p[1], p[3]};
+    dil = {n.attr_ints("dilation")[0] - 1, n.attr_ints("dilation")[1] - 1};
+    if (c.pad >= 0) {
+      auto extra = *fusable_pad(g, g.node(c.pad), 0.0);
+      pad_l[0] += extra[0];
+      pad_r[0] += extra[1];
+      pad_l[1] += extra[2];
+      pad_r[1] += extra[3];
+    }
+  }
+  if (n.op == Op::DEPTHWISE_CONV2D) {
+    // [KH,KW,C,M] -> groups C, M outputs per group: dims {C, M, 1, KH, KW}.
+    const int64_t KH = ws[0], KW = ws[1], C = ws[2], M = ws[3];
+    w_user = dn::memory::desc({C, M, 1, KH, KW}, dt::f32, {M, 1, 1, KW * C * M, C * M});
+    w_any = dn::memory::desc({C, M, 1, KH, KW}, dt::f32, tag::any);
+  } else {
+    // [OC,KH,KW,IC] -> dims {OC, IC, KH, KW} in "ohwi" order.
+    w_user = dn::memory::desc({ws[0], ws[3], ws[1], ws[2]}, dt::f32, tag::ohwi);
+    w_any = dn::memory::desc({ws[0], ws[3], ws[1], ws[2]}, dt::f32, tag::any);
+  }
+  dn::memory::desc src_md = nhwc_md(st), dst_md = nhwc_md(conv_out);
+  dn::memory::desc b_md({oc}, dt::f32, tag::x);
+
+  dn::primitive_attr attr = base_attr(o);
+  std::vector<Arg> args;
+  dn::post_ops ops;
+  append_post_ops(g, c, ops, args, dst_md, true);
+  attr.set_post_ops(ops);
+
+  // Bias: expanded to OC entries when given as one broadcast value.
+  const Tensor* bias_const = constant(g, n.inputs[2]);
+  std::shared_ptr<dn::memory> bias_mem = std::make_shared<dn::memory>(b_md, engine());
+  bool bias_runtime = false;
+  if (bias_const) {
+    float* b = static_cast<float*>(bias_mem->get_data_handle());
+    for (int64_t i = 0; i < oc; ++i) b[i] = static_cast<float>(bias_const->at_double(bias_const->num_elements() == 1 ? 0 : i));
+  } else {
+    bias_runtime = type_of(g, n.inputs[2]).shape[0] == oc;
+    if (!bias_runtime) throw Error(ErrorCode::kUnsupported, "a broadcast bias must be constant", {.node = g.node_label(c.anchor)});
+  }
+
+  dn::primitive prim;
+  dn::memory::desc w_pref, scratch;
+  std::unique_ptr<dn::primitive_desc_base> pd_holder;
+  if (n.op == Op::TRANSPOSE_CONV2D) {
+    dn::deconvolution_forward::desc d(dn::prop_kind::forward_inference, dn::algorithm::deconvolution_direct, src_md,
+                                      w_any, b_md, dst_md, strides, dil, pad_l, pad_r);
+    auto pd = dn::deconvolution_forward::primitive_desc(d, attr, engine());
+    w_pref = pd.weights_desc();
+    prim = dn::deconvolution_forward(pd);
+    pd_holder = std::make_unique<dn::deconvolution_forward::primitive_desc>(pd);
+  } else {
+    dn::convolution_forward::desc d(dn::prop_kind::forward_inference, dn::algorithm::convolution_direct, src_md,
+                                    w_any, b_md, dst_md, strides, dil, pad_l, pad_r);
+    auto pd = dn::convolution_forward::primitive_desc(d, attr, engine());
+    w_pref = pd.weights_desc();
+    prim = dn::convolution_forward(pd);
+    pd_holder = std::make_unique<dn::convolution_forward::primitive_desc>(pd);
+  }
+  args.push_back({DNNL_ARG_SRC, src_md, c.input_index(src)});
+  args.push_back({DNNL_ARG_WEIGHTS, w_pref, -1, false, reorder_constant(w, w_user, w_pref)});
+  if (bias_runtime)
+    args.push_back({DNNL_ARG_BIAS, b_md, c.input_index(n.inputs[2])});
+  else
+    args.push_back({DNNL_ARG_BIAS, b_md, -1, false, bias_mem});
+  args.push_back({DNNL_ARG_DST, nhwc_md(ot), -1, true});
+  return finish(std::move(prim), *pd_holder, std::move(args), o);
+}
+
+Support pool_supported(const Graph& g, const Composite& c) {
+  const Node& n = g.node(c.anchor);
+  const TensorType& in = type_of(g, n.inputs[0]);
+  if (in.dtype != DType::kFp32) return Support::no(std::string(op_name(n.op)) + " on " + std::string(dtype_name(in.dtype)) + ": only fp32 pooling is offloaded");
+  if (n.op == Op::AVG_POOL2D) {
+    if (!const_zero(g, n.inputs[1]) || !const_zero(g, n.inputs[2])) return Support::no("zero points must be constant 0");
+    if (c.pad >= 0) {
+      for (int64_t p : n.attr_ints("pad"))
+        if (p) return Support::no("PAD before an AVG_POOL2D that pads itself");
+      if (!fusable_pad(g, g.node(c.pad), 0.0)) return Support::no("PAD is not a zero padding of H and W only");
+    }
+  } else if (c.pad >= 0 && !fusable_pad(g, g.node(c.pad), -std::numeric_limits<double>::infinity())) {
+    return Support::no("PAD before MAX_POOL2D does not pad H and W with -inf");
+  }
+  return Support::yes();
+}
+
+std::unique_ptr<Kernel> prepare_pool(const Graph& g, const Composite& c, const PrepareOptions& o) {
+  const Node& n = g.node(c.anchor);
+  ValueId src = c.pad >= 0 ? g.node(c.pad).inputs[0] : n.inputs[0];
+  const auto& k = n.attr_ints("kernel");
+  const auto& s = n.attr_ints("stride");
+  const auto& p = n.attr_ints("pad");
+  dn::memory::dims pad_l = {p[0], p[2]}, pad_r = {p[1], p[3]};
+  dn::algorithm alg = n.op == Op::MAX_POOL2D ? dn::algorithm::pooling_max : dn::algorithm::pooling_avg_exclude_padding;
+  if (c.pad >= 0) {
+    auto extra = *fusable_pad(g, g.node(c.pad), n.op == Op::MAX_POOL2D ? -std::numeric_limits<double>::infinity() : 0.0);
+    pad_l[0] += extra[0];
+    pad_r[0] += extra[1];
+    pad_l[1] += extra[2];
+    pad_r[1] += extra[3];
+    if (n.op == Op::AVG_POOL2D) alg = dn::algorithm::pooling_avg_include_padding;  // the PAD's zeros count
+  }
+  dn::memory::desc src_md = nhwc_md(type_of(g, src)), dst_md = nhwc_md(type_of(g, n.outputs[0]));
+  dn::pooling_forward::desc d(dn::prop_kind::forward_inference, alg, src_md, dst_md, {s[0], s[1]}, {k[0], k[1]}, pad_l,
+                              pad_r);
+  auto pd = dn::pooling_forward::primitive_desc(d, base_attr(o), engine());
+  std::vector<Arg> args = {{DNNL_ARG_SRC, src_md, c.input_index(src)}, {DNNL_ARG_DST, dst_md, -1, true}};
+  return finish(dn::pooling_forward(pd), pd, std::move(args), o);
+}
+
+// ---- Matmul -------------------------------------------------------------------------------------
+
+Support matmul_supported(const Graph& g, const Composite& c) {
+  const Node& n = g.node(c.anchor);
+  const TensorType& a = type_of(g, n.inputs[0]);
+  if (a.dtype != DType::kFp32) return Support::no(std::string("MATMUL on ") + std::string(dtype_name(a.dtype)) + ": only fp32 matmuls are offloaded");
+  if (!const_zero(g, n.inputs[2]) || !const_zero(g, n.inputs[3])) return Support::no("zero points must be constant 0");
+  return post_ops_supported(g, c);
+}
+
+std::unique_ptr<Kernel> prepare_matmul(const Graph& g, const Composite& c, const PrepareOptions& o) {
+  const Node& n = g.node(c.anchor);
+  auto operand = [&](const std::vector<int>& chain, ValueId v) -> std::pair<ValueId, StridedView> {
+    if (chain.empty()) return {v, StridedView::contiguous(type_of(g, v).shape)};
+    return {g.node(chain.front()).inputs[0], *compiler::forward_chain(g, chain)};
+  };
+  auto [a_src, a_view] = operand(c.a_view, n.inputs[0]);
+  auto [b_src, b_view] = operand(c.b_view, n.inputs[1]);
+  dn::memory::desc a_md = strided_md(a_view, dt::f32), b_md = strided_md(b_view, dt::f32);
+  const TensorType& mt = type_of(g, n.outputs[0]);
+  dn::memory::desc dst_md = plain_md(mt);
+  const Tensor* b_const = c.b_view.empty() ? constant(g, b_src) : nullptr;
+  dn::memory::desc b_any = b_const ? dn::memory::desc(dims_of(b_view.dims), dt::f32, tag::any) : b_md;
+
+  dn::primitive_attr attr = base_attr(o);
+  std::vector<Arg> args;
+  dn::post_ops ops;
+  append_post_ops(g, c, ops, args, dst_md, false);
+  attr.set_post_ops(ops);
+  dn::matmul::desc d(a_md, b_any, dst_md);
+  auto pd = dn::matmul::primitive_desc(d, attr, engine());
+  args.push_back({DNNL_ARG_SRC, a_md, c.input_index(a_src)});
+  if (b_const)
+    args.push_back({DNNL_ARG_WEIGHTS, pd.weights_desc(), -1, false, reorder_constant(*b_const, b_md, pd.weights_desc())});
+  else
+    args.push_back({DNNL_ARG_WEIGHTS, b_md, c.input_index(b_src)});
+  args.push_back({DNNL_ARG_DST, dst_md, -1, true});
+  return finish(dn::matmul(pd), pd, std::move(args), o);
+}
+
+// ---- Single operators ---------------------------------------------------------------------------
+
+struct EltwiseOp {
+  dn::algorithm alg;
+  float alpha = 0, beta = 0;
+};
+
+std::optional<EltwiseOp> eltwise_of(const Node& n) {
+  switch (n.op) {
+    case Op::SIGMOID: return EltwiseOp{dn::algorithm::eltwise_logistic};
+    case Op::TANH: return EltwiseOp{dn::algorithm::eltwise_tanh};
+    case Op::EXP: return EltwiseOp{dn::algorithm::eltwise_exp};
+    case Op::ABS: return EltwiseOp{dn::algorithm::eltwise_abs};
+    case Op::RSQRT: return EltwiseOp{dn::algorithm::eltwise_pow, 1.f, -0.5f};
+    case Op::CLAMP: {
+      auto b = clamp_bounds(n);
+      if (!b) return std::nullopt;
+      if (b->first == 0 && b->second >= std::numeric_limits<float>::max()) return EltwiseOp{dn::algorithm::eltwise_relu};
+      return EltwiseOp{dn::algorithm::eltwise_clip_v2, b->first, b->second};
+    }
+    default: return std::nullopt;
+  }
+}
+
+std::optional<dn::algorithm> binary_of(Op op) {
+  switch (op) {
+    case Op::ADD: return dn::algorithm::binary_add;
+    case Op::SUB: return dn::algorithm::binary_sub;
+    case Op::MUL: return dn::algorithm::binary_mul;
+    case Op::MAXIMUM: return dn::algorithm::binary_max;
+    case Op::MINIMUM: return dn::algorithm::binary_min;
+    default: return std::nullopt;
+  }
+}
+
+std::optional<dn::algorithm> reduction_of(Op op) {
+  switch (op) {
+    case Op::REDUCE_SUM: return dn::algorithm::reduction_sum;
+    case Op::REDUCE_MAX: return dn::algorithm::reduction_max;
+    case Op::REDUCE_MIN: return dn::algorithm::reduction_min;
+    case Op::REDUCE_PRODUCT: return dn::algorithm::reduction_mul;
+    default: return std::nullopt;
+  }
+}
+
+bool broadcasts_to(const Shape& s, const Shape& to) {
+  if (s.size() != to.size()) return false;
+  for (size_t i = 0; i < s.size(); ++i)
+    if (s[i] != to[i] && s[i] != 1) return false;
+  return true;
+}
+
+// Broadcasts oneDNN 2.6's optimized binary kernels handle on plain layouts: none, a scalar, one
+// value per index of the last dimension, or one per index of dimension 1.
+bool fast_broadcast(const Shape& s, const Shape& to) {
+  if (s == to) return true;
+  const size_t r = s.size();
+  bool scalar = true, last_only = true, dim1_only = true;
+  for (size_t i = 0; i < r; ++i) {
+    scalar &= s[i] == 1;
+    last_only &= i + 1 == r ? s[i] == to[i] : s[i] == 1;
+    dim1_only &= i == 1 ? s[i] == to[i] : s[i] == 1;
+  }
+  return scalar || last_only || dim1_only;
+}
+
+Support single_supported(const Graph& g, const Composite& c) {
+  const Node& n = g.node(c.anchor);
+  const std::string name(op_name(n.op));
+  if (n.op == Op::CONST || n.op == Op::CONST_SHAPE || n.op == Op::IDENTITY || n.op == Op::RESHAPE)
+    return Support::no(name + " is a constant or a view of memory: the runtime binds it, no kernel runs");
+  const bool known = eltwise_of(n) || binary_of(n.op) || reduction_of(n.op) || n.op == Op::CONCAT || n.op == Op::TRANSPOSE;
+  if (!known) return Support::no(name + " has no oneDNN primitive here");
+  for (ValueId v : n.inputs) {
+    const TensorType& t = type_of(g, v);
+    if (t.dtype == DType::kShape) continue;
+    if (n.op == Op::MUL && v == n.inputs[2]) continue;  // shift: int8, zero for fp32
+    if (t.dtype != DType::kFp32) return Support::no(name + " on " + std::string(dtype_name(t.dtype)) + ": only fp32 is offloaded");
+    if (t.rank() == 0) return Support::no(name + " on a rank-0 tensor");
+  }
+  const TensorType& out = type_of(g, n.outputs[0]);
+  if (out.num_elements() == 0) return Support::no(name + " with an empty result");
+  if (n.op == Op::CLAMP && !eltwise_of(n)) return Support::no("CLAMP bounds");
+  if (auto b = binary_of(n.op)) {
+    const Shape& s0 = type_of(g, n.inputs[0]).shape;
+    const Shape& s1 = type_of(g, n.inputs[1]).shape;
+    const bool commutes = n.op != Op::SUB;
+    if (!(s0 == out.shape && broadcasts_to(s1, out.shape)) && !(commutes && s1 == out.shape && broadcasts_to(s0, out.shape)))
+      return Support::no(name + " broadcasting both operands (oneDNN broadcasts only the second)");
+    const Shape& small = s0 == out.shape ? s1 : s0;
+    if (!fast_broadcast(small, out.shape))
+      return Support::no(name + " broadcasting " + shape_str(small) + " to " + shape_str(out.shape) +
+                         ": oneDNN 2.6 runs this broadcast on its slow reference path (Weft's kernel is faster)");
+  }
+  return Support::yes();
+}
+
+std::unique_ptr<Kernel> prepare_single(const Graph& g, const Composite& c, const PrepareOptions& o) {
+  const Node& n = g.node(c.anchor);
+  const TensorType& out = type_of(g, n.outputs[0]);
+  dn::memory::desc dst_md = plain_md(out);
+  dn::primitive_attr attr = base_attr(o);
+  if (auto e = eltwise_of(n)) {
+    dn::eltwise_forward::desc d(dn::prop_kind::forward_inference, e->alg, dst_md, e->alpha, e->beta);
+    auto pd = dn::eltwise_forward::primitive_desc(d, attr, engine());
+    return finish(dn::eltwise_forward(pd), pd, {{DNNL_ARG_SRC, dst_md, 0}, {DNNL_ARG_DST, dst_md, -1, true}}, o, true);
+  }
+  if (auto b = binary_of(n.op)) {
+    int i0 = 0, i1 = 1;
+    if (type_of(g, n.inputs[0]).shape != out.shape) std::swap(i0, i1);  // the full-shape operand goes first
+    dn::memory::desc m0 = plain_md(type_of(g, n.inputs[static_cast<size_t>(i0)]));
+    dn::memory::desc m1 = plain_md(type_of(g, n.inputs[static_cast<size_t>(i1)]));
+    dn::binary::desc d(*b, m0, m1, dst_md);
+    auto pd = dn::binary::primitive_desc(d, attr, engine());
+    return finish(dn::binary(pd), pd, {{DNNL_ARG_SRC_0, m0, i0}, {DNNL_ARG_SRC_1, m1, i1}, {DNNL_ARG_DST, dst_md, -1, true}}, o,
+                  true);
+  }
+  if (auto r = reduction_of(n.op)) {
+    dn::memory::desc src_md = plain_md(type_of(g, n.inputs[0]));
+    dn::reduction::desc d(*r, src_md, dst_md, 0.f, 0.f);
+    auto pd = dn::reduction::primitive_desc(d, attr, engine());
+    return finish(dn::reduction(pd), pd, {{DNNL_ARG_SRC, src_md, 0}, {DNNL_ARG_DST, dst_md, -1, true}}, o);
+  }
+  if (n.op == Op::TRANSPOSE) {
+    StridedView v = compiler::transpose_view(StridedView::contiguous(type_of(g, n.inputs[0]).shape), n.attr_ints("perms"));
+    dn::memory::desc src_md = strided_md(v, dt::f32);
+    auto pd = dn::reorder::primitive_desc(engine(), src_md, engine(), dst_md, attr);
+    return finish(dn::reorder(pd), pd, {{DNNL_ARG_SRC, src_md, 0}, {DNNL_ARG_DST, dst_md, -1, true}}, o);
+  }
+  if (n.op == Op::CONCAT) {
+    const int axis = static_cast<int>(n.attr_int("axis"));
+    std::vector<dn::memory::desc> srcs;
+    std::vector<Arg> args;
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      srcs.push_back(plain_md(type_of(g, n.inputs[i])));
+      args.push_back({DNNL_ARG_MULTIPLE_SRC + static_cast<int>(i), srcs.back(), static_cast<int>(i)});
+    }
+    auto pd = dn::concat::primitive_desc(dst_md, axis, srcs, engine(), attr);
+    args.push_back({DNNL_ARG_DST, dst_md, -1, true});
+    return finish(dn::concat(pd), pd, std::move(args), o);
+  }
+  throw Error(ErrorCode::kInternal, "oneDNN backend asked to prepare " + std::string(op_name(n.op)),
+              {.node = g.node_label(c.anchor)});
+}
+
+// ---- Regions: softmax and layer normalization -----------------------------------------------------
+
+Support region_supported(const Graph& g, const Composite& c) {
+  const TensorType& t = type_of(g, c.source);
+  if (t.dtype != DType::kFp32) return Support::no(c.pattern + " on " + std::string(dtype_name(t.dtype)) + ": only fp32");
+  return Support::yes();
+}
+
+std::unique_ptr<Kernel> prepare_region(const Graph& g, const Composite& c, const PrepareOptions& o) {
+  const TensorType& t = type_of(g, c.source);
+  dn::memory::desc md = plain_md(t);
+  dn::primitive_attr attr = base_attr(o);
+  if (c.region == Composite::Region::kSoftmax) {
+    dn::softmax_forward::desc d(dn::prop_kind::forward_inference, md, c.axis);
+    auto pd = dn::softmax_forward::primitive_desc(d, attr, engine());
+    return finish(dn::softmax_forward(pd), pd, {{DNNL_ARG_SRC, md, c.input_index(c.source)}, {DNNL_ARG_DST, md, -1, true}}, o);
+  }
+  const int64_t n = t.shape.back();
+  dn::memory::desc cmd({n}, dt::f32, tag::x);
+  auto channel = [&](ValueId v, float fill) {
+    auto m = std::make_shared<dn::memory>(cmd, engine());
+    float* p = static_cast<float*>(m->get_data_handle());
+    const Tensor* k = v == kNoValue ? nullptr : constant(g, v);
+    for (int64_t i = 0; i < n; ++i) p[i] = k ? static_cast<float>(k->at_double(i)) : fill;
+    return m;
+  };
+  dn::layer_normalization_forward::desc d(dn::prop_kind::forward_inference, md, static_cast<float>(c.epsilon),
+                                          dn::normalization_flags::use_scale | dn::normalization_flags::use_shift);
+  auto pd = dn::layer_normalization_forward::primitive_desc(d, attr, engine());
+  std::vector<Arg> args = {{DNNL_ARG_SRC, md, c.input_index(c.source)},
+                           {DNNL_ARG_SCALE, cmd, -1, false, channel(c.gamma, 1.f)},
+                           {DNNL_ARG_SHIFT, cmd, -1, false, channel(c.beta, 0.f)},
+                           {DNNL_ARG_DST, md, -1, true}};
+  return finish(dn::layer_normalization_forward(pd), pd, std::move(args), o);
+}
+
+// ---- The backend --------------------------------------------------------------------------------
+
+class OneDnnBackend final : public Backend {
+ public:
+  std::string_view name() const override { return "onednn"; }
+  std::string_view description() const override {
+    return "oneDNN (Debian libdnnl) for fp32 convolutions, matmuls, pooling, element-wise, concat, transpose "
+           "and reductions; prepared primitives and weights, scratch memory from the runtime's arena";
+  }
+  Support supports(const Module&, const Graph& g, const Composite& c) const override {
+    const Node& n = g.node(c.anchor);
+    Support s;
+    if (c.region != Composite::Region::kNone) s = region_supported(g, c);
+    else switch (n.op) {
+      case Op::CONV2D:
+      case Op::DEPTHWISE_CONV2D:
+      case Op::TRANSPOSE_CONV2D: s = conv_supported(g, c); break;
+      case Op::MAX_POOL2D:
+      case Op::AVG_POOL2D: s = pool_supported(g, c); break;
+      case Op::MATMUL: s = matmul_supported(g, c); break;
+      default: s = c.single() ? single_supported(g, c) : Support::no("no fused form for " + c.pattern);
+    }
+    if (!s.ok) return s;
+    // Last word: oneDNN itself must accept the primitive on this machine.
+    try {
+      (void)prepare_impl(g, c, PrepareOptions{});
+    } catch (const dn::error& e) {
+      return Support::no(std::string("oneDNN has no implementation for this ") + c.pattern + ": " + e.what());
+    }
+    return Support::yes();
+  }
+  std::unique_ptr<Kernel> prepare(const Module&, const Graph& g, const Composite& c,
+                                  const PrepareOptions& options) const override {
+    try {
+      return prepare_impl(g, c, options);
+    } catch (const dn::error& e) {
+      throw Error(ErrorCode::kRuntime, std::string("oneDNN could not prepare ") + c.pattern + ": " + e.what(),
+                  {.graph = g.name(), .node = g.node_label(c.anchor)});
+    }
+  }
+
+ private:
+  static std::unique_ptr<Kernel> prepare_impl(const Graph& g, const Composite& c, const PrepareOptions& o) {
+    if (c.region != Composite::Region::kNone) return prepare_region(g, c, o);
+    switch (g.node(c.anchor).op) {
+      case Op::CONV2D:
+      case Op::DEPTHWISE_CONV2D:
+      case Op::TRANSPOSE_CONV2D: return prepare_conv(g, c, o);
+      case Op::MAX_POOL2D:
+      case Op::AVG_POOL2D: return prepare_pool(g, c, o);
+      case Op::MATMUL: return prepare_matmul(g, c, o);
+      default: return prepare_single(g, c, o);
+    }
+  }
+};
+
+}  // namespace
+
+const Backend& onednn_backend() {
+  static const OneDnnBackend b;
+  return b;
+}
+
+}  // namespace weft::backend
