@@ -85,6 +85,7 @@ struct Support {
 
 struct PrepareOptions {
   bool library_scratchpad = false;  // oneDNN: let the library own its scratch memory (for measurements)
+  int threads = 1;                  // the thread count the kernel will run with (ExecArgs::threads)
 };
 
 // What a kernel gets for one execution.

@@ -7,6 +7,8 @@
 #include <filesystem>
 
 #include <chrono>
+#include <map>
+#include <mutex>
 
 #include "backends/backend.h"
 #include "backends/reference/kernels.h"
@@ -24,10 +26,19 @@ struct Model::Impl {
   std::string source;  // file the model came from ("" for in-memory modules)
   std::vector<IoInfo> inputs, outputs;
   compiler::Partition partition;
-  std::vector<std::unique_ptr<backend::Kernel>> kernels;  // per unit, prepared once, shared by contexts
-  std::vector<bool> is_view;                                // per unit: constant or view (never profiled)
-  runtime::MemoryPlan plan;                                 // one step per unit
-  MemoryStats stats;
+  BackendOptions backend_options;
+  // Kernels depend on the thread count (oneDNN fixes a primitive's decomposition when it is
+  // created), so they are prepared once per thread count and shared by the contexts using it.
+  struct Prepared {
+    std::vector<std::unique_ptr<backend::Kernel>> kernels;  // per unit
+    std::vector<bool> is_view;                                // per unit: constant or view (never profiled)
+    runtime::MemoryPlan plan;                                 // one step per unit
+  };
+  mutable std::mutex mu;
+  mutable std::map<int, std::shared_ptr<const Prepared>> prepared;  // by thread count
+  MemoryStats stats;  // of the 1-thread preparation
+
+  std::shared_ptr<const Prepared> prepare(int threads) const;
 
   const Graph& graph() const { return module.main(); }
 };
@@ -59,12 +70,32 @@ std::shared_ptr<const Model> Model::from_module(Module module, const BackendOpti
   for (ValueId v : g.inputs()) impl->inputs.push_back({g.value(v).name, g.value(v).type});
   for (ValueId v : g.outputs()) impl->outputs.push_back({g.value(v).name, g.value(v).type});
 
-  // Partition, then prepare every unit's kernel once: primitives, reordered weights.
+  // Partition, then prepare every unit's kernel (primitives, reordered weights) for one thread;
+  // contexts with other thread counts prepare theirs when they are created.
   impl->partition = compiler::partition_graph(impl->module, g, compiler::resolve_backends(options.backends));
-  backend::PrepareOptions prep{.library_scratchpad = options.library_scratchpad};
+  impl->backend_options = options;
+  auto one = impl->prepare(1);
+  MemoryStats& s = impl->stats;
+  s.arena_bytes = one->plan.arena_bytes;
+  s.intermediate_bytes = one->plan.intermediate_bytes;
+  s.intermediates = one->plan.intermediates;
+  s.in_place_nodes = one->plan.in_place_nodes;
+  s.workspace_bytes = one->plan.workspace_bytes;
+  for (const auto& k : one->kernels) s.prepared_bytes += k->prepared_bytes();
+  for (const IoInfo& o : impl->outputs) s.output_bytes += o.type.byte_size();
+  s.constant_bytes = g.constant_bytes();
+  return std::shared_ptr<const Model>(new Model(std::move(impl)));
+}
+
+std::shared_ptr<const Model::Impl::Prepared> Model::Impl::prepare(int threads) const {
+  std::lock_guard<std::mutex> lock(mu);
+  if (auto it = prepared.find(threads); it != prepared.end()) return it->second;
+  auto p = std::make_shared<Prepared>();
+  const Graph& g = graph();
+  backend::PrepareOptions prep{.library_scratchpad = backend_options.library_scratchpad, .threads = threads};
   std::vector<runtime::Step> steps;
-  for (const compiler::Unit& u : impl->partition.units) {
-    auto kernel = u.backend->prepare(impl->module, g, u.composite, prep);
+  for (const compiler::Unit& u : partition.units) {
+    auto kernel = u.backend->prepare(module, g, u.composite, prep);
     const Node& anchor = g.node(u.composite.anchor);
     runtime::Step st;
     st.inputs = u.composite.inputs;
@@ -73,21 +104,13 @@ std::shared_ptr<const Model> Model::from_module(Module module, const BackendOpti
     st.forwards = !st.constant && kernel->forwards_buffer();
     st.in_place_ok = kernel->in_place_ok();
     st.workspace_bytes = kernel->workspace_bytes();
-    impl->is_view.push_back(st.constant || st.forwards);
+    p->is_view.push_back(st.constant || st.forwards);
     steps.push_back(std::move(st));
-    impl->kernels.push_back(std::move(kernel));
+    p->kernels.push_back(std::move(kernel));
   }
-  impl->plan = runtime::plan_memory(g, steps);
-  MemoryStats& s = impl->stats;
-  s.arena_bytes = impl->plan.arena_bytes;
-  s.intermediate_bytes = impl->plan.intermediate_bytes;
-  s.intermediates = impl->plan.intermediates;
-  s.in_place_nodes = impl->plan.in_place_nodes;
-  s.workspace_bytes = impl->plan.workspace_bytes;
-  for (const auto& k : impl->kernels) s.prepared_bytes += k->prepared_bytes();
-  for (const IoInfo& o : impl->outputs) s.output_bytes += o.type.byte_size();
-  s.constant_bytes = g.constant_bytes();
-  return std::shared_ptr<const Model>(new Model(std::move(impl)));
+  p->plan = runtime::plan_memory(g, steps);
+  prepared[threads] = p;
+  return p;
 }
 
 std::vector<BackendInfo> backends() {
@@ -147,6 +170,8 @@ struct Context::Impl {
   const Model::Impl& m;
   const Graph& g;
   int threads;
+  std::shared_ptr<const Model::Impl::Prepared> prep;
+  const runtime::MemoryPlan& plan;
   ref::ModuleContext exec;
   Buffer arena;
   std::vector<Tensor> views;            // per value: its planned storage (arena slice, constant, output)
@@ -161,8 +186,7 @@ struct Context::Impl {
 
   Impl(std::shared_ptr<const Model> mdl, ContextOptions o)
       : model(std::move(mdl)), m(model->impl()), g(m.graph()), threads(ref::resolve_threads(o.threads)),
-        exec(m.module, threads) {
-    const runtime::MemoryPlan& plan = m.plan;
+        prep(m.prepare(threads)), plan(prep->plan), exec(m.module, threads) {
     const size_t nv = g.values().size();
     arena = Buffer::allocate(plan.arena_bytes);
     views.resize(nv);
@@ -212,14 +236,13 @@ struct Context::Impl {
       if (!input_bound[i]) missing += (missing.empty() ? "" : ", ") + m.inputs[i].name + " " + m.inputs[i].type.str();
     if (!missing.empty())
       throw Error(ErrorCode::kInvalidArgument, "inputs not bound: " + missing, {.file = m.source, .graph = g.name()});
-    const runtime::MemoryPlan& plan = m.plan;
     const auto& units = m.partition.units;
     uint8_t* arena_base = arena.size() ? const_cast<uint8_t*>(arena.data()) : nullptr;
     if (profiling) profile.clear();
     for (size_t i = 0; i < g.inputs().size(); ++i) current[static_cast<size_t>(g.inputs()[i])] = &input_values[i];
     for (size_t ui = 0; ui < units.size(); ++ui) {
       const backend::Composite& c = units[ui].composite;
-      const backend::Kernel& kernel = *m.kernels[ui];
+      const backend::Kernel& kernel = *prep->kernels[ui];
       std::vector<Tensor>& outs = unit_outs[ui];
       const bool forwards = kernel.forwards_buffer();
       for (size_t k = 0; k < outs.size(); ++k) {
@@ -236,7 +259,7 @@ struct Context::Impl {
       for (size_t j = 0; j < ins.size(); ++j) ins[j] = current[static_cast<size_t>(c.inputs[j])];
       backend::ExecArgs args{ins, outs, arena_base ? arena_base + plan.workspace[ui] : nullptr,
                              kernel.workspace_bytes(), threads, exec};
-      if (profiling && !m.is_view[ui]) {
+      if (profiling && !prep->is_view[ui]) {
         auto t0 = std::chrono::steady_clock::now();
         kernel.execute(args);
         auto t1 = std::chrono::steady_clock::now();
@@ -299,7 +322,7 @@ void Context::bind_output(std::string_view name, void* data, size_t bytes) {
   im.output_storage[j] = storage;
   // The value computed straight into this output (if any) now writes to the new storage.
   const size_t v = static_cast<size_t>(im.g.outputs()[j]);
-  if (im.m.plan.values[v].place == runtime::Place::kOutput && im.m.plan.values[v].output_index == static_cast<int>(j))
+  if (im.plan.values[v].place == runtime::Place::kOutput && im.plan.values[v].output_index == static_cast<int>(j))
     im.views[v] = storage;
 }
 

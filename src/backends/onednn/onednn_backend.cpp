@@ -11,6 +11,7 @@
 // mixed freely within one graph.
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -139,8 +140,12 @@ class OneDnnKernel final : public Kernel {
   dn::memory::desc scratch_md_;
 };
 
+// supports() builds the primitive descriptors to ask oneDNN, but transforms no weights.
+thread_local bool g_dry_run = false;
+
 // Reorders constant `src` (described by `from`) into a new buffer laid out as `to`.
 std::shared_ptr<dn::memory> reorder_constant(const Tensor& src, const dn::memory::desc& from, const dn::memory::desc& to) {
+  if (g_dry_run) return nullptr;
   auto out = std::make_shared<dn::memory>(to, engine());
   dn::memory in(from, engine(), const_cast<uint8_t*>(src.bytes()));
   dn::reorder(in, *out).execute(stream(), in, *out);
@@ -159,6 +164,7 @@ std::unique_ptr<Kernel> finish(dn::primitive prim, const dn::primitive_desc_base
   size_t prepared = 0;
   for (const Arg& a : args)
     if (a.prepared) prepared += a.prepared->get_desc().get_size();
+  if (g_dry_run) args.clear();  // supports(): only the descriptors were wanted
   dn::memory::desc smd = pd.scratchpad_desc();
   auto k = std::make_unique<OneDnnKernel>(std::move(prim), std::move(args), smd.get_size(), o.library_scratchpad,
                                           in_place, prepared);
@@ -640,15 +646,21 @@ class OneDnnBackend final : public Backend {
     }
     if (!s.ok) return s;
     // Last word: oneDNN itself must accept the primitive on this machine.
+    g_dry_run = true;
     try {
       (void)prepare_impl(g, c, PrepareOptions{});
     } catch (const dn::error& e) {
+      g_dry_run = false;
       return Support::no(std::string("oneDNN has no implementation for this ") + c.pattern + ": " + e.what());
     }
+    g_dry_run = false;
     return Support::yes();
   }
   std::unique_ptr<Kernel> prepare(const Module&, const Graph& g, const Composite& c,
                                   const PrepareOptions& options) const override {
+    // oneDNN (OpenMP) sizes a primitive's work decomposition by the calling thread's OpenMP
+    // thread count when the primitive is created, and runs with that many threads.
+    omp_set_num_threads(std::max(1, options.threads));
     try {
       return prepare_impl(g, c, options);
     } catch (const dn::error& e) {

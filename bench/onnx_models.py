@@ -1,0 +1,112 @@
+#!/usr/bin/python3
+"""Model latency at batch 1: Weft against ONNX Runtime 1.30 (CPU), side by side, same threads.
+
+    /usr/bin/python3 bench/onnx_models.py [--weft build/weft] [--out build/models]
+        [--models mobilenet_v2,resnet50,efficientnet_b0,bert_encoder] [--threads 1,2]
+        [--iters 50] [--rounds 3] [--profile DIR] [--json FILE]
+
+For each model and thread count, both runtimes load the model once, run 3 (ORT) / 1 (Weft)
+warm-up inferences and then --iters timed inferences on the model's saved input; each reports
+the median latency of its timed inferences. Both sides are measured --rounds times, alternating
+(ORT, Weft default, Weft with oneDNN's own scratchpad, ORT, ...), and the best median of each is
+kept, so that a burst of load on the machine does not decide a ratio.
+
+  ratio = Weft median / ORT median      (< 1: Weft is faster)
+  scratch ratio = Weft (arena scratchpad) / Weft (oneDNN-owned scratchpad)
+
+The models are those of scripts/onnx/export_models.py (exported when missing; PyTorch random
+weights, opset 17); ONNX Runtime is npm onnxruntime-node, installed by scripts/onnx/setup_ort.sh
+and driven by scripts/onnx/ort_run.js (graph optimizations all on, inter-op threads 1).
+With --profile DIR, each model's `weft run --profile` output (where the time goes per fused
+pattern and backend, and the slowest kernels) is written to DIR/<model>.t<threads>.txt.
+"""
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+ONNX_SCRIPTS = os.path.join(REPO, "scripts", "onnx")
+sys.path.insert(0, ONNX_SCRIPTS)
+import export_models  # noqa: E402
+
+DEFAULT_MODELS = "mobilenet_v2,resnet50,efficientnet_b0,bert_encoder"
+
+
+def median_ms(cmd, what):
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise SystemExit("%s failed (exit %d): %s\n%s" % (what, p.returncode, " ".join(cmd), p.stderr.strip()))
+    m = re.search(r"median_ms=([0-9.]+)", p.stdout)
+    if not m:
+        raise SystemExit("%s printed no median_ms: %s" % (what, p.stdout.strip()))
+    return float(m.group(1)), p.stdout
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--weft", default=os.path.join(REPO, "build", "weft"))
+    ap.add_argument("--out", default=os.path.join(REPO, "build", "models"), help="where the models are (exported if missing)")
+    ap.add_argument("--models", default=DEFAULT_MODELS)
+    ap.add_argument("--threads", default="1,2", help="comma-separated thread counts (default 1,2)")
+    ap.add_argument("--iters", type=int, default=50, help="timed inferences per measurement (default 50)")
+    ap.add_argument("--rounds", type=int, default=3, help="alternating measurements per side (default 3)")
+    ap.add_argument("--profile", help="write each model's `weft run --profile` to this directory")
+    ap.add_argument("--json", help="also write the results to this JSON file")
+    args = ap.parse_args(argv)
+
+    names = export_models.parse_model_list(args.models)
+    threads = [int(t) for t in args.threads.split(",") if t.strip()]
+    if not os.path.exists(args.weft):
+        raise SystemExit("weft CLI not found at %s (run scripts/build.sh or pass --weft)" % args.weft)
+    missing = [n for n in names if not all(os.path.exists(p) for p in export_models.model_files(args.out, n).values())]
+    if missing:
+        print("exporting: " + ", ".join(missing), flush=True)
+        subprocess.run([sys.executable, os.path.join(ONNX_SCRIPTS, "export_models.py"), "--out", args.out,
+                        "--models", ",".join(missing)], check=True)
+    subprocess.run(["bash", os.path.join(ONNX_SCRIPTS, "setup_ort.sh")], stdout=subprocess.DEVNULL, check=True)
+    if args.profile:
+        os.makedirs(args.profile, exist_ok=True)
+
+    rows = []
+    print("%-16s %7s %10s %10s %7s %13s %8s" % ("model", "threads", "ORT ms", "Weft ms", "ratio", "Weft lib-scr", "scratch"))
+    for name in names:
+        files = export_models.model_files(args.out, name)
+        binding = "%s=%s" % (export_models.MODELS[name][0], files["input"])
+        for t in threads:
+            ort_cmd = ["node", os.path.join(ONNX_SCRIPTS, "ort_run.js"), files["onnx"], "--input", binding,
+                       "--threads", str(t), "--bench", str(args.iters)]
+            weft_cmd = [args.weft, "run", files["onnx"], "--input", binding, "--threads", str(t),
+                        "--repeat", str(args.iters), "-o",
+                        "%s=%s" % (export_models.OUTPUT_NAME, os.path.join(args.out, name + ".bench.npy"))]
+            ort, weft, weft_lib = [], [], []
+            for _ in range(args.rounds):
+                ort.append(median_ms(ort_cmd, "ORT")[0])
+                weft.append(median_ms(weft_cmd, "Weft")[0])
+                weft_lib.append(median_ms(weft_cmd + ["--scratchpad", "library"], "Weft (library scratchpad)")[0])
+            row = {"model": name, "threads": t, "ort_ms": min(ort), "weft_ms": min(weft), "weft_library_scratch_ms": min(weft_lib),
+                   "ort_all": ort, "weft_all": weft, "weft_library_scratch_all": weft_lib}
+            row["ratio"] = row["weft_ms"] / row["ort_ms"]
+            row["scratch_ratio"] = row["weft_ms"] / row["weft_library_scratch_ms"]
+            rows.append(row)
+            print("%-16s %7d %10.3f %10.3f %7.2f %13.3f %8.3f" % (name, t, row["ort_ms"], row["weft_ms"], row["ratio"],
+                                                                row["weft_library_scratch_ms"], row["scratch_ratio"]),
+                  flush=True)
+            if args.profile:
+                _, out = median_ms(weft_cmd + ["--profile"], "Weft --profile")
+                with open(os.path.join(args.profile, "%s.t%d.txt" % (name, t)), "w") as f:
+                    f.write(out)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"iters": args.iters, "rounds": args.rounds, "weft": args.weft, "results": rows}, f, indent=2)
+    worst = max(r["ratio"] for r in rows)
+    print("worst Weft/ORT ratio: %.2f (%s)" % (worst, "Weft at or below ORT everywhere" if worst <= 1.0 else "ORT faster somewhere"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

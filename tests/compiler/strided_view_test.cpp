@@ -1,0 +1,408 @@
+// Strided views through TRANSPOSE / RESHAPE chains: hand-checked cases, and brute force — every
+// element's address in a view equals the address the same element has when the chain is actually
+// executed (by index math, and by the reference interpreter on an iota tensor); a view is refused
+// exactly when no strides can express the element mapping.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <numeric>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "compiler/strided_view.h"
+#include "weft/graph.h"
+#include "weft/interpreter.h"
+
+namespace weft {
+namespace {
+
+using compiler::StridedView;
+
+int64_t flat_index(const Shape& dims, const std::vector<int64_t>& idx) {
+  int64_t f = 0;
+  for (size_t i = 0; i < dims.size(); ++i) f = f * dims[i] + idx[i];
+  return f;
+}
+
+// Calls fn(idx, flat) for every multi-index of `dims` in row-major order.
+template <class Fn>
+void for_each_index(const Shape& dims, Fn fn) {
+  const int64_t n = shape_elements(dims);
+  std::vector<int64_t> idx(dims.size(), 0);
+  for (int64_t k = 0; k < n; ++k) {
+    fn(idx, k);
+    for (size_t i = dims.size(); i-- > 0;) {
+      if (++idx[i] < dims[i]) break;
+      idx[i] = 0;
+    }
+  }
+}
+
+int64_t address(const StridedView& v, const std::vector<int64_t>& idx) {
+  int64_t a = 0;
+  for (size_t i = 0; i < idx.size(); ++i) a += idx[i] * v.strides[i];
+  return a;
+}
+
+// The view addresses element k (row-major) at addr[k], for every k.
+void expect_addresses(const StridedView& v, const std::vector<int64_t>& addr) {
+  ASSERT_EQ(v.dims.size(), v.strides.size());
+  ASSERT_EQ(shape_elements(v.dims), static_cast<int64_t>(addr.size()));
+  int bad = 0;
+  for_each_index(v.dims, [&](const std::vector<int64_t>& idx, int64_t k) {
+    if (address(v, idx) != addr[static_cast<size_t>(k)] && bad++ < 5)
+      ADD_FAILURE() << "element " << k << " of " << shape_str(v.dims) << ": view address " << address(v, idx)
+                    << ", actual " << addr[static_cast<size_t>(k)];
+  });
+}
+
+// Whether some strides (and no offset) address element k of `dims` at addr[k] for all k.
+bool expressible(const Shape& dims, const std::vector<int64_t>& addr) {
+  if (addr.empty()) return true;
+  if (addr[0] != 0) return false;
+  StridedView v{dims, std::vector<int64_t>(dims.size(), 0)};
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] < 2) continue;
+    std::vector<int64_t> unit(dims.size(), 0);
+    unit[i] = 1;
+    v.strides[i] = addr[static_cast<size_t>(flat_index(dims, unit))];
+  }
+  bool ok = true;
+  for_each_index(dims, [&](const std::vector<int64_t>& idx, int64_t k) { ok &= address(v, idx) == addr[static_cast<size_t>(k)]; });
+  return ok;
+}
+
+// Addresses (in the contiguous source of shape `src`) of the elements of TRANSPOSE(src, perms),
+// by the TOSA definition: output[index] = input[tmp] with tmp[perms[i]] = index[i].
+std::vector<int64_t> transposed_addresses(const Shape& src, const std::vector<int64_t>& perms) {
+  Shape out;
+  for (int64_t p : perms) out.push_back(src[static_cast<size_t>(p)]);
+  std::vector<int64_t> addr(static_cast<size_t>(shape_elements(out)));
+  for_each_index(out, [&](const std::vector<int64_t>& idx, int64_t k) {
+    std::vector<int64_t> tmp(src.size());
+    for (size_t i = 0; i < perms.size(); ++i) tmp[static_cast<size_t>(perms[i])] = idx[i];
+    addr[static_cast<size_t>(k)] = flat_index(src, tmp);
+  });
+  return addr;
+}
+
+// Every shape with 24 elements used by the exhaustive and random tests.
+const std::vector<Shape>& shapes24() {
+  static const std::vector<Shape> s = {{24},      {2, 12},      {12, 2},       {4, 6},       {6, 4},       {3, 8},
+                                       {2, 3, 4}, {4, 3, 2},    {2, 2, 6},     {3, 2, 4},    {2, 2, 2, 3}, {1, 2, 3, 4},
+                                       {2, 1, 12}, {3, 1, 2, 1, 4}, {1, 24, 1}, {2, 3, 2, 2}, {4, 1, 6}};
+  return s;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Hand-checked cases
+
+TEST(StridedView, Contiguous) {
+  StridedView v = StridedView::contiguous({2, 3, 4});
+  EXPECT_EQ(v.dims, (Shape{2, 3, 4}));
+  EXPECT_EQ(v.strides, (std::vector<int64_t>{12, 4, 1}));
+  EXPECT_TRUE(v.is_contiguous());
+  StridedView scalar = StridedView::contiguous({});
+  EXPECT_TRUE(scalar.dims.empty());
+  EXPECT_TRUE(scalar.strides.empty());
+  EXPECT_TRUE(scalar.is_contiguous());
+  EXPECT_EQ(StridedView::contiguous({2, 0, 3}).strides, (std::vector<int64_t>{3, 3, 1}));
+  EXPECT_EQ(StridedView::contiguous({5}).strides, (std::vector<int64_t>{1}));
+}
+
+TEST(StridedView, IsContiguousIgnoresSizeOneDims) {
+  EXPECT_TRUE((StridedView{{2, 1, 3}, {3, 99, 1}}.is_contiguous()));
+  EXPECT_TRUE((StridedView{{1}, {7}}.is_contiguous()));
+  EXPECT_FALSE((StridedView{{2, 3}, {1, 2}}.is_contiguous()));
+  EXPECT_FALSE((StridedView{{2, 3}, {4, 1}}.is_contiguous()));  // padded rows
+}
+
+TEST(StridedView, TransposeView) {
+  StridedView v = compiler::transpose_view(StridedView::contiguous({2, 3, 4}), {2, 0, 1});
+  EXPECT_EQ(v.dims, (Shape{4, 2, 3}));
+  EXPECT_EQ(v.strides, (std::vector<int64_t>{1, 12, 4}));
+  EXPECT_FALSE(v.is_contiguous());
+  expect_addresses(v, transposed_addresses({2, 3, 4}, {2, 0, 1}));
+  // Transposing back gives the contiguous view.
+  StridedView back = compiler::transpose_view(v, {1, 2, 0});
+  EXPECT_EQ(back.dims, (Shape{2, 3, 4}));
+  EXPECT_EQ(back.strides, (std::vector<int64_t>{12, 4, 1}));
+  EXPECT_TRUE(back.is_contiguous());
+}
+
+TEST(StridedView, ReshapeOfContiguousMergesAndSplits) {
+  auto merged = compiler::reshape_view(StridedView::contiguous({2, 3, 4}), {6, 4});
+  ASSERT_TRUE(merged);
+  EXPECT_EQ(merged->dims, (Shape{6, 4}));
+  EXPECT_EQ(merged->strides, (std::vector<int64_t>{4, 1}));
+  auto split = compiler::reshape_view(*merged, {2, 3, 2, 2});
+  ASSERT_TRUE(split);
+  EXPECT_EQ(split->strides, (std::vector<int64_t>{12, 4, 2, 1}));
+  auto flat = compiler::reshape_view(*split, {24});
+  ASSERT_TRUE(flat);
+  EXPECT_EQ(flat->strides, (std::vector<int64_t>{1}));
+}
+
+TEST(StridedView, ReshapeWithSizeOneDims) {
+  auto v = compiler::reshape_view(StridedView::contiguous({2, 3}), {1, 2, 1, 3, 1});
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->dims, (Shape{1, 2, 1, 3, 1}));
+  EXPECT_EQ(v->strides[1], 3);
+  EXPECT_EQ(v->strides[3], 1);
+  EXPECT_TRUE(v->is_contiguous());
+  std::vector<int64_t> iota(6);
+  std::iota(iota.begin(), iota.end(), 0);
+  expect_addresses(*v, iota);
+  // And removing them again, also from a transposed view.
+  StridedView t = compiler::transpose_view(*v, {3, 1, 0, 2, 4});  // [3,2,1,1,1]
+  auto squeezed = compiler::reshape_view(t, {3, 2});
+  ASSERT_TRUE(squeezed);
+  EXPECT_EQ(squeezed->strides, (std::vector<int64_t>{1, 3}));
+  expect_addresses(*squeezed, transposed_addresses({2, 3}, {1, 0}));
+}
+
+TEST(StridedView, ReshapeAfterTranspose) {
+  // [2,3,4] -> perms [2,0,1] -> [4,2,3] strides [1,12,4]: the last two dims are mergeable.
+  StridedView t = compiler::transpose_view(StridedView::contiguous({2, 3, 4}), {2, 0, 1});
+  const std::vector<int64_t> addr = transposed_addresses({2, 3, 4}, {2, 0, 1});
+  auto merged = compiler::reshape_view(t, {4, 6});
+  ASSERT_TRUE(merged);
+  EXPECT_EQ(merged->strides, (std::vector<int64_t>{1, 4}));
+  expect_addresses(*merged, addr);
+  auto both = compiler::reshape_view(t, {2, 2, 6});  // split the first, merge the others
+  ASSERT_TRUE(both);
+  EXPECT_EQ(both->strides, (std::vector<int64_t>{2, 1, 4}));
+  expect_addresses(*both, addr);
+}
+
+TEST(StridedView, MergingTransposedDimsNeedsACopy) {
+  // [2,3,4] -> perms [0,2,1] -> [2,4,3] strides [12,1,4]: the last two dims cannot be merged.
+  StridedView t = compiler::transpose_view(StridedView::contiguous({2, 3, 4}), {0, 2, 1});
+  EXPECT_FALSE(compiler::reshape_view(t, {2, 12}));
+  EXPECT_FALSE(compiler::reshape_view(t, {24}));
+  EXPECT_FALSE(compiler::reshape_view(t, {8, 3}));
+  EXPECT_FALSE(compiler::reshape_view(t, {2, 3, 4}));  // same dims as the source, other order of elements
+  // Splitting or keeping dims is fine.
+  auto kept = compiler::reshape_view(t, {1, 2, 4, 3});
+  ASSERT_TRUE(kept);
+  EXPECT_EQ(kept->strides[1], 12);
+  EXPECT_EQ(kept->strides[2], 1);
+  EXPECT_EQ(kept->strides[3], 4);
+  auto split = compiler::reshape_view(t, {2, 2, 2, 3});
+  ASSERT_TRUE(split);
+  EXPECT_EQ(split->strides, (std::vector<int64_t>{12, 2, 1, 4}));
+}
+
+TEST(StridedView, ZeroSizedReshapeIsContiguous) {
+  auto v = compiler::reshape_view(StridedView{{0, 3}, {1, 5}}, {3, 0});
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->dims, (Shape{3, 0}));
+  EXPECT_EQ(v->strides, StridedView::contiguous({3, 0}).strides);
+}
+
+// Exhaustive over 24-element shapes: reshape_view of every transposition of every shape, to every
+// shape, is correct when given and refused only when no strides express the mapping.
+TEST(StridedView, ReshapeOfTransposedViewsIsExactAndComplete) {
+  int given = 0, refused = 0;
+  for (const Shape& src : shapes24()) {
+    std::vector<int64_t> perms(src.size());
+    std::iota(perms.begin(), perms.end(), 0);
+    do {
+      StridedView t = compiler::transpose_view(StridedView::contiguous(src), perms);
+      const std::vector<int64_t> addr = transposed_addresses(src, perms);
+      expect_addresses(t, addr);
+      for (const Shape& to : shapes24()) {
+        SCOPED_TRACE(shape_str(src) + " perms " + shape_str(perms) + " -> " + shape_str(to));
+        auto r = compiler::reshape_view(t, to);
+        if (r) {
+          ++given;
+          EXPECT_EQ(r->dims, to);
+          expect_addresses(*r, addr);
+        } else {
+          ++refused;
+          EXPECT_FALSE(expressible(to, addr)) << "refused although expressible";
+        }
+      }
+      if (HasFailure()) return;
+    } while (std::next_permutation(perms.begin(), perms.end()));
+  }
+  EXPECT_GT(given, 1000);
+  EXPECT_GT(refused, 1000);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Chains on graphs
+
+TEST(StridedView, ApplyNode) {
+  GraphBuilder b("main");
+  ValueId x = b.input("x", {DType::kFp32, {2, 3, 4}});
+  ValueId t = b.op(Op::TRANSPOSE, {x}, {{"perms", std::vector<int64_t>{0, 2, 1}}}, "t");
+  ValueId r = b.op(Op::RESHAPE, {t, b.constant_shape("s", {2, 12})}, {}, "r");
+  ValueId h = b.op(Op::TANH, {x}, {}, "h");
+  b.output(r);
+  b.output(h);
+  Module m(b.finish());
+  const Graph& g = m.main();
+  const StridedView c = StridedView::contiguous({2, 3, 4});
+  auto tv = compiler::apply_node(g, g.node(0), c);
+  ASSERT_TRUE(tv);
+  EXPECT_EQ(tv->dims, (Shape{2, 4, 3}));
+  EXPECT_EQ(tv->strides, (std::vector<int64_t>{12, 1, 4}));
+  EXPECT_FALSE(compiler::apply_node(g, g.node(2), *tv));  // the reshape needs a copy
+  auto rv = compiler::apply_node(g, g.node(2), StridedView::contiguous({2, 4, 3}));
+  ASSERT_TRUE(rv);
+  EXPECT_EQ(rv->strides, (std::vector<int64_t>{12, 1}));
+  EXPECT_FALSE(compiler::apply_node(g, g.node(3), c));  // not a view op
+  EXPECT_FALSE(compiler::forward_chain(g, {}));
+  EXPECT_FALSE(compiler::backward_chain(g, {}));
+  EXPECT_FALSE(compiler::forward_chain(g, {0, 2}));
+  EXPECT_FALSE(compiler::forward_chain(g, {0, 3}));
+}
+
+TEST(StridedView, ForwardChainAttentionHeads) {
+  // x f32[1,8,2,4] -> TRANSPOSE [0,2,1,3] -> [1,2,8,4] -> RESHAPE [2,8,4]: heads as a batch.
+  GraphBuilder b("main");
+  ValueId x = b.input("x", {DType::kFp32, {1, 8, 2, 4}});
+  ValueId t = b.op(Op::TRANSPOSE, {x}, {{"perms", std::vector<int64_t>{0, 2, 1, 3}}}, "t");
+  ValueId s = b.constant_shape("s", {2, 8, 4});
+  b.output(b.op(Op::RESHAPE, {t, s}, {}, "r"));
+  Module m(b.finish());
+  auto v = compiler::forward_chain(m.main(), {0, 2});
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->dims, (Shape{2, 8, 4}));
+  EXPECT_EQ(v->strides, (std::vector<int64_t>{4, 8, 1}));
+}
+
+TEST(StridedView, BackwardChainMergingHeads) {
+  // M f32[2,8,4] -> RESHAPE [1,2,8,4] -> TRANSPOSE [0,2,1,3] -> RESHAPE [8,8] = Y: M[h,s,d] lands
+  // at Y[s, h*4+d].
+  GraphBuilder b("main");
+  ValueId mv = b.input("m", {DType::kFp32, {2, 8, 4}});
+  ValueId r1 = b.op(Op::RESHAPE, {mv, b.constant_shape("s1", {1, 2, 8, 4})}, {}, "r1");  // nodes 0, 1
+  ValueId t = b.op(Op::TRANSPOSE, {r1}, {{"perms", std::vector<int64_t>{0, 2, 1, 3}}}, "t");  // node 2
+  b.output(b.op(Op::RESHAPE, {t, b.constant_shape("s2", {8, 8})}, {}, "y"));  // nodes 3, 4
+  Module m(b.finish());
+  auto v = compiler::backward_chain(m.main(), {1, 2, 4});
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->dims, (Shape{2, 8, 4}));
+  EXPECT_EQ(v->strides, (std::vector<int64_t>{4, 8, 1}));
+}
+
+TEST(StridedView, BackwardChainThatNeedsACopy) {
+  // M [6,4] -> RESHAPE [2,3,4] -> TRANSPOSE [1,0,2] -> Y [3,2,4]: M's rows are not evenly spaced
+  // in Y, so no view of M writes Y; the suffix from the TRANSPOSE alone is a view.
+  GraphBuilder b("main");
+  ValueId mv = b.input("m", {DType::kFp32, {6, 4}});
+  ValueId r = b.op(Op::RESHAPE, {mv, b.constant_shape("s", {2, 3, 4})}, {}, "r");  // nodes 0, 1
+  b.output(b.op(Op::TRANSPOSE, {r}, {{"perms", std::vector<int64_t>{1, 0, 2}}}, "y"));  // node 2
+  Module m(b.finish());
+  EXPECT_FALSE(compiler::backward_chain(m.main(), {1, 2}));
+  auto v = compiler::backward_chain(m.main(), {2});
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->dims, (Shape{2, 3, 4}));
+  EXPECT_EQ(v->strides, (std::vector<int64_t>{4, 8, 1}));
+  // Forward, the same chain is a view of M.
+  auto f = compiler::forward_chain(m.main(), {1, 2});
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->strides, (std::vector<int64_t>{4, 12, 1}));
+}
+
+// Random chains of TRANSPOSE / RESHAPE over 24 int32 elements, executed by the reference
+// interpreter on an iota input. For every sub-chain [i, j]: forward_chain gives the addresses (in
+// value i) of value j+1's elements, backward_chain the addresses (in value j+1) of value i's
+// elements, and each is refused exactly when some intermediate step is not expressible.
+TEST(StridedView, RandomChainsMatchTheInterpreter) {
+  std::mt19937 rng(20240611);
+  auto pick = [&](size_t n) { return std::uniform_int_distribution<size_t>(0, n - 1)(rng); };
+  int fwd_given = 0, fwd_refused = 0, bwd_given = 0, bwd_refused = 0;
+  for (int trial = 0; trial < 250 && !HasFailure(); ++trial) {
+    GraphBuilder b("main");
+    const Shape src = shapes24()[pick(shapes24().size())];
+    std::vector<ValueId> values = {b.input("x", {DType::kInt32, src})};
+    std::vector<int> chain;
+    std::string desc = shape_str(src);
+    const size_t len = 1 + pick(5);
+    for (size_t s = 0; s < len; ++s) {
+      const Shape cur = b.graph().value(values.back()).type.shape;
+      ValueId v;
+      if (pick(2) == 0) {
+        std::vector<int64_t> perms(cur.size());
+        std::iota(perms.begin(), perms.end(), 0);
+        std::shuffle(perms.begin(), perms.end(), rng);
+        v = b.op(Op::TRANSPOSE, {values.back()}, {{"perms", perms}});
+        desc += " T" + shape_str(perms);
+      } else {
+        const Shape to = shapes24()[pick(shapes24().size())];
+        ValueId cs = b.constant_shape("s" + std::to_string(s), to);
+        v = b.op(Op::RESHAPE, {values.back(), cs});
+        desc += " R" + shape_str(to);
+      }
+      chain.push_back(static_cast<int>(b.graph().nodes().size()) - 1);
+      values.push_back(v);
+      b.output(v);
+    }
+    SCOPED_TRACE(desc);
+    Module m(b.finish());
+    const Graph& g = m.main();
+    Interpreter interp(m);
+    std::vector<int64_t> iota(24);
+    std::iota(iota.begin(), iota.end(), 0);
+    std::vector<Tensor> outs = interp.run({Tensor::from_ints({DType::kInt32, src}, iota)});
+    ASSERT_EQ(outs.size(), len);
+    // data[k][q]: which source element sits at position q of value k; pos[k][e]: where source
+    // element e sits in value k.
+    std::vector<std::vector<int64_t>> data = {iota}, pos;
+    for (const Tensor& t : outs) data.push_back(t.to_ints());
+    for (const auto& d : data) {
+      std::vector<int64_t> p(24);
+      for (size_t q = 0; q < 24; ++q) p[static_cast<size_t>(d[q])] = static_cast<int64_t>(q);
+      pos.push_back(p);
+    }
+    auto shape_of = [&](size_t k) { return g.value(values[k]).type.shape; };
+    // Addresses, in value `in`, of the elements of value `of`.
+    auto addresses = [&](size_t of, size_t in) {
+      std::vector<int64_t> a(24);
+      for (size_t q = 0; q < 24; ++q) a[q] = pos[in][static_cast<size_t>(data[of][q])];
+      return a;
+    };
+    for (size_t i = 0; i < len; ++i) {
+      for (size_t j = i; j < len; ++j) {
+        SCOPED_TRACE("sub-chain " + std::to_string(i) + ".." + std::to_string(j));
+        const std::vector<int> sub(chain.begin() + static_cast<long>(i), chain.begin() + static_cast<long>(j) + 1);
+        // Forward: value j+1 as a view of value i.
+        bool fwd_ok = true;
+        for (size_t k = i + 1; k <= j + 1; ++k) fwd_ok &= expressible(shape_of(k), addresses(k, i));
+        auto f = compiler::forward_chain(g, sub);
+        EXPECT_EQ(f.has_value(), fwd_ok);
+        if (f) {
+          EXPECT_EQ(f->dims, shape_of(j + 1));
+          expect_addresses(*f, addresses(j + 1, i));
+          ++fwd_given;
+        } else {
+          ++fwd_refused;
+        }
+        // Backward: value i inside value j+1.
+        bool bwd_ok = true;
+        for (size_t k = i; k <= j; ++k) bwd_ok &= expressible(shape_of(k), addresses(k, j + 1));
+        auto bv = compiler::backward_chain(g, sub);
+        EXPECT_EQ(bv.has_value(), bwd_ok);
+        if (bv) {
+          EXPECT_EQ(bv->dims, shape_of(i));
+          expect_addresses(*bv, addresses(i, j + 1));
+          ++bwd_given;
+        } else {
+          ++bwd_refused;
+        }
+      }
+    }
+  }
+  EXPECT_GT(fwd_given, 100);
+  EXPECT_GT(fwd_refused, 50);
+  EXPECT_GT(bwd_given, 100);
+  EXPECT_GT(bwd_refused, 50);
+}
+
+}  // namespace
+}  // namespace weft
