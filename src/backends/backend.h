@@ -121,6 +121,10 @@ class Backend {
   virtual std::string_view description() const = 0;
   // "" when usable on this machine; otherwise why not (e.g. the CPU lacks an instruction set).
   virtual std::string unavailable_reason() const { return {}; }
+  // Whether it runs operator `def` with the types of `row` of the operator table at all (alone or
+  // as the main node of a fused group); per-node conditions (constant weights, zero points,
+  // broadcasting, ...) are left to supports(). `weft ops` prints this per row.
+  virtual bool runs_row(const OpDef& def, const TypeSupport& row) const = 0;
   // Whether this backend runs `c` of graph `g` (the module is given for sub-graphs).
   virtual Support supports(const Module& m, const Graph& g, const Composite& c) const = 0;
   // Builds the kernel of `c`: everything that does not depend on the run's data is done here once.

@@ -41,6 +41,7 @@
 #include "weft/tensor.h"
 #include "weft/text.h"
 #include "weft/verify.h"
+#include "backends/backend.h"
 #include "cli.h"
 
 namespace weft::cli {
@@ -119,14 +120,17 @@ Options:
   -h, --help              Show this help
 )";
 
-constexpr const char* kOpsHelp = R"(Usage: weft ops [--op NAME]
+constexpr const char* kOpsHelp = R"(Usage: weft ops [--op NAME] [--backends]
 
 Prints the TOSA 1.0 operator table: each operator's operands and attributes and, for each
 supported type combination, its mode, the type variables it binds, the profiles or extensions
-that enable it and the backends that implement it.
+that enable it and the backends that run it (alone or as the main node of a fused group; a
+backend may still decline a particular node, see `weft run --explain`).
 
 Options:
   --op NAME     Only this operator (e.g. CONV2D; case does not matter)
+  --backends    List the backends of this build in default priority order, with whether each
+                is usable on this machine
   -h, --help    Show this help
 )";
 
@@ -660,25 +664,12 @@ int cmd_fmt(Args& args) {
 
 // ---- weft ops ------------------------------------------------------------------------------------
 
-// Backends and the TypeSupport rows each one implements. Today only the reference interpreter
-// exists and it implements every row of the TOSA 1.0 table; a new backend adds an entry here
-// with its own predicate.
-struct BackendInfo {
-  const char* name;
-  std::function<bool(const OpDef&, const TypeSupport&)> supports;
-};
-
-const std::vector<BackendInfo>& backends() {
-  static const std::vector<BackendInfo> list = {
-      {"reference", [](const OpDef&, const TypeSupport&) { return true; }},
-  };
-  return list;
-}
-
+// The backends of this build that run a row of the operator table (alone or as the main node of
+// a fused group), each answering from its own capabilities.
 std::vector<std::string> backends_supporting(const OpDef& def, const TypeSupport& row) {
   std::vector<std::string> r;
-  for (const BackendInfo& b : backends()) {
-    if (b.supports(def, row)) r.emplace_back(b.name);
+  for (const backend::Backend* b : backend::all_backends()) {
+    if (b->runs_row(def, row)) r.emplace_back(b->name());
   }
   return r;
 }
@@ -785,6 +776,12 @@ int cmd_ops(Args& args) {
       return kExitOk;
     } else if (flag == "--op") {
       only = args.value(flag, inline_value);
+    } else if (flag == "--backends") {
+      no_inline_value(args, flag, inline_value);
+      for (const BackendInfo& b : weft::backends())
+        std::cout << b.name << (b.unavailable.empty() ? "" : " (not available here: " + b.unavailable + ")") << "\n    "
+                  << b.description << "\n";
+      return kExitOk;
     } else {
       unknown_option(args, flag);
     }
@@ -808,7 +805,8 @@ int cmd_ops(Args& args) {
     return kExitOk;
   }
   std::cout << "TOSA 1.0 operators (" << kNumOps << "); backends: ";
-  for (size_t i = 0; i < backends().size(); ++i) std::cout << (i ? ", " : "") << backends()[i].name;
+  const auto& all = backend::all_backends();
+  for (size_t i = 0; i < all.size(); ++i) std::cout << (i ? ", " : "") << all[i]->name();
   std::cout << "\n";
   for (const OpDef& def : all_op_defs()) {
     std::cout << "\n";

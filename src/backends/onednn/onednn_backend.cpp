@@ -40,6 +40,13 @@ dn::stream& stream() {
   return s;
 }
 
+// oneDNN's int8 kernels without VNNI multiply-add pairs into int16 and can saturate.
+bool dnnl_int8_exact_isa() {
+  const dn::cpu_isa isa = dn::get_effective_cpu_isa();
+  return isa == dn::cpu_isa::avx2_vnni || isa == dn::cpu_isa::avx512_core_vnni || isa == dn::cpu_isa::avx512_core_bf16 ||
+         isa == dn::cpu_isa::avx512_core_amx;
+}
+
 std::optional<dt> dnnl_type(DType d) {
   switch (d) {
     case DType::kFp32: return dt::f32;
@@ -233,6 +240,75 @@ Support post_ops_supported(const Graph& g, const Composite& c) {
   return Support::yes();
 }
 
+// ---- int8 ---------------------------------------------------------------------------------------
+//
+// oneDNN's int8 convolutions and matmuls accumulate in int32 but pass the sum through fp32 on its
+// way to an int32 destination (bias, scales and conversion happen in fp32). The result is exact
+// when every |sum| stays within 2^24, where fp32 holds integers exactly. With constant weights that
+// bound is computed per output channel at partition time; a node whose bound is larger stays on
+// the reference backend, which is exact for all inputs. Zero points: the input's is passed to
+// oneDNN, the weights' must be 0.
+
+constexpr double kExactInt = 16777216.0;  // 2^24
+
+std::optional<std::array<int64_t, 4>> fusable_pad(const Graph& g, const Node& pad, double fill);
+
+std::optional<int32_t> const_scalar_int(const Graph& g, ValueId v) {
+  const Tensor* t = constant(g, v);
+  if (!t || t->num_elements() != 1) return std::nullopt;
+  return static_cast<int32_t>(t->at_int(0));
+}
+
+// max |x - zp| for int8 x.
+double int8_span(int32_t zp) { return std::max(127.0 - zp, 128.0 + zp); }
+
+// The largest |accumulator| an int8 conv/matmul can reach: per output channel `oc`, the sum of
+// |w| over its reduction, times the largest |input - zp|, plus |bias|. `w_index(oc, k)` walks the
+// K weights of channel oc.
+template <class F>
+double int8_bound(int64_t channels, int64_t k, F&& weight, const Tensor* bias, int32_t zp) {
+  double worst = 0;
+  for (int64_t oc = 0; oc < channels; ++oc) {
+    double sum = 0;
+    for (int64_t i = 0; i < k; ++i) sum += std::abs(weight(oc, i));
+    double b = bias ? std::abs(bias->at_double(bias->num_elements() == 1 ? 0 : oc)) : 0;
+    worst = std::max(worst, sum * int8_span(zp) + b);
+  }
+  return worst;
+}
+
+Support int8_conv_supported(const Graph& g, const Composite& c) {
+  const Node& n = g.node(c.anchor);
+  if (!dnnl_int8_exact_isa()) return Support::no("int8 " + std::string(op_name(n.op)) + ": this CPU has no VNNI, where oneDNN's int8 kernels can saturate");
+  if (type_of(g, n.inputs[1]).dtype != DType::kInt8) return Support::no("only int8 weights (not int4) are offloaded");
+  const Tensor* w = constant(g, n.inputs[1]);
+  const Tensor* bias = constant(g, n.inputs[2]);
+  if (!w) return Support::no("weights are not a constant (the exactness bound and prepared weights need one)");
+  if (!bias) return Support::no("int8: the bias must be a constant");
+  auto zp = const_scalar_int(g, n.inputs[3]);
+  if (!zp) return Support::no("input zero point must be a constant");
+  if (!const_zero(g, n.inputs[4])) return Support::no("int8: the weight zero point must be 0");
+  if (n.op == Op::TRANSPOSE_CONV2D) return Support::no("int8 TRANSPOSE_CONV2D is not offloaded");
+  if (!c.post_ops.empty()) return Support::no("int8 results (int32) take no fused operations");
+  // Padding counts as the input zero point (it adds nothing), so a PAD by that value folds in.
+  if (c.pad >= 0 && !fusable_pad(g, g.node(c.pad), *zp)) return Support::no("PAD is not a padding of H and W only by the input zero point");
+  const Shape& ws = w->shape();
+  double bound;
+  if (n.op == Op::DEPTHWISE_CONV2D) {
+    // [KH,KW,C,M]: output channel c*M+m reduces over KH*KW.
+    const int64_t KH = ws[0], KW = ws[1], C = ws[2], M = ws[3];
+    bound = int8_bound(C * M, KH * KW, [&](int64_t oc, int64_t i) {
+      return static_cast<double>(w->at_int(((i / KW) * KW + i % KW) * C * M + oc)); }, bias, *zp);
+  } else {
+    const int64_t K = ws[1] * ws[2] * ws[3];
+    bound = int8_bound(ws[0], K, [&](int64_t oc, int64_t i) { return static_cast<double>(w->at_int(oc * K + i)); }, bias, *zp);
+  }
+  if (bound > kExactInt)
+    return Support::no("int8 accumulators may reach " + std::to_string(static_cast<int64_t>(bound)) +
+                       " > 2^24, beyond what oneDNN's fp32 epilogue keeps exact");
+  return Support::yes();
+}
+
 // ---- Convolution and pooling --------------------------------------------------------------------
 
 struct Window {
@@ -257,7 +333,8 @@ std::optional<std::array<int64_t, 4>> fusable_pad(const Graph& g, const Node& pa
 Support conv_supported(const Graph& g, const Composite& c) {
   const Node& n = g.node(c.anchor);
   const TensorType& in = type_of(g, n.inputs[0]);
-  if (in.dtype != DType::kFp32) return Support::no(std::string(op_name(n.op)) + " on " + std::string(dtype_name(in.dtype)) + " input: only fp32 convolutions are offloaded");
+  if (in.dtype == DType::kInt8) return int8_conv_supported(g, c);
+  if (in.dtype != DType::kFp32) return Support::no(std::string(op_name(n.op)) + " on " + std::string(dtype_name(in.dtype)) + " input: only fp32 and int8 convolutions are offloaded");
   if (!constant(g, n.inputs[1])) return Support::no("weights are not a constant (prepared weights need one)");
   if (!const_zero(g, n.inputs[3]) || !const_zero(g, n.inputs[4])) return Support::no("zero points must be constant 0");
   if (n.op == Op::TRANSPOSE_CONV2D) {
@@ -294,27 +371,34 @@ std::unique_ptr<Kernel> prepare_conv(const Graph& g, const Composite& c, const P
     pad_r = {p[1], p[3]};
     dil = {n.attr_ints("dilation")[0] - 1, n.attr_ints("dilation")[1] - 1};
     if (c.pad >= 0) {
-      auto extra = *fusable_pad(g, g.node(c.pad), 0.0);
+      auto zp = const_scalar_int(g, n.inputs[3]);
+      auto extra = *fusable_pad(g, g.node(c.pad), st.dtype == DType::kInt8 && zp ? *zp : 0.0);
       pad_l[0] += extra[0];
       pad_r[0] += extra[1];
       pad_l[1] += extra[2];
       pad_r[1] += extra[3];
     }
   }
+  const bool int8 = st.dtype == DType::kInt8;
+  const dt wt = int8 ? dt::s8 : dt::f32, bt = int8 ? dt::s32 : dt::f32;
   if (n.op == Op::DEPTHWISE_CONV2D) {
     // [KH,KW,C,M] -> groups C, M outputs per group: dims {C, M, 1, KH, KW}.
     const int64_t KH = ws[0], KW = ws[1], C = ws[2], M = ws[3];
-    w_user = dn::memory::desc({C, M, 1, KH, KW}, dt::f32, {M, 1, 1, KW * C * M, C * M});
-    w_any = dn::memory::desc({C, M, 1, KH, KW}, dt::f32, tag::any);
+    w_user = dn::memory::desc({C, M, 1, KH, KW}, wt, {M, 1, 1, KW * C * M, C * M});
+    w_any = dn::memory::desc({C, M, 1, KH, KW}, wt, tag::any);
   } else {
     // [OC,KH,KW,IC] -> dims {OC, IC, KH, KW} in "ohwi" order.
-    w_user = dn::memory::desc({ws[0], ws[3], ws[1], ws[2]}, dt::f32, tag::ohwi);
-    w_any = dn::memory::desc({ws[0], ws[3], ws[1], ws[2]}, dt::f32, tag::any);
+    w_user = dn::memory::desc({ws[0], ws[3], ws[1], ws[2]}, wt, tag::ohwi);
+    w_any = dn::memory::desc({ws[0], ws[3], ws[1], ws[2]}, wt, tag::any);
   }
   dn::memory::desc src_md = nhwc_md(st), dst_md = nhwc_md(conv_out);
-  dn::memory::desc b_md({oc}, dt::f32, tag::x);
+  dn::memory::desc b_md({oc}, bt, tag::x);
 
   dn::primitive_attr attr = base_attr(o);
+  if (int8) {
+    const int32_t zp = *const_scalar_int(g, n.inputs[3]);
+    if (zp != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {zp});
+  }
   std::vector<Arg> args;
   dn::post_ops ops;
   append_post_ops(g, c, ops, args, dst_md, true);
@@ -325,8 +409,13 @@ std::unique_ptr<Kernel> prepare_conv(const Graph& g, const Composite& c, const P
   std::shared_ptr<dn::memory> bias_mem = std::make_shared<dn::memory>(b_md, engine());
   bool bias_runtime = false;
   if (bias_const) {
-    float* b = static_cast<float*>(bias_mem->get_data_handle());
-    for (int64_t i = 0; i < oc; ++i) b[i] = static_cast<float>(bias_const->at_double(bias_const->num_elements() == 1 ? 0 : i));
+    for (int64_t i = 0; i < oc; ++i) {
+      const int64_t j = bias_const->num_elements() == 1 ? 0 : i;
+      if (int8)
+        static_cast<int32_t*>(bias_mem->get_data_handle())[i] = static_cast<int32_t>(bias_const->at_int(j));
+      else
+        static_cast<float*>(bias_mem->get_data_handle())[i] = static_cast<float>(bias_const->at_double(j));
+    }
   } else {
     bias_runtime = type_of(g, n.inputs[2]).shape[0] == oc;
     if (!bias_runtime) throw Error(ErrorCode::kUnsupported, "a broadcast bias must be constant", {.node = g.node_label(c.anchor)});
@@ -406,7 +495,24 @@ std::unique_ptr<Kernel> prepare_pool(const Graph& g, const Composite& c, const P
 Support matmul_supported(const Graph& g, const Composite& c) {
   const Node& n = g.node(c.anchor);
   const TensorType& a = type_of(g, n.inputs[0]);
-  if (a.dtype != DType::kFp32) return Support::no(std::string("MATMUL on ") + std::string(dtype_name(a.dtype)) + ": only fp32 matmuls are offloaded");
+  if (a.dtype == DType::kInt8) {
+    if (!dnnl_int8_exact_isa()) return Support::no("int8 MATMUL: this CPU has no VNNI, where oneDNN's int8 kernels can saturate");
+    auto zp = const_scalar_int(g, n.inputs[2]);
+    if (!zp) return Support::no("input zero point must be a constant");
+    if (!const_zero(g, n.inputs[3])) return Support::no("int8: the B zero point must be 0");
+    if (!c.post_ops.empty()) return Support::no("int8 results (int32) take no fused operations");
+    const Shape& bs = type_of(g, n.inputs[1]).shape;  // [N, C, W]
+    const Tensor* b = c.b_view.empty() ? constant(g, n.inputs[1]) : nullptr;
+    double bound = b ? int8_bound(bs[0] * bs[2], bs[1], [&](int64_t ch, int64_t k) {
+                         const int64_t batch = ch / bs[2], w = ch % bs[2];
+                         return static_cast<double>(b->at_int((batch * bs[1] + k) * bs[2] + w)); }, nullptr, *zp)
+                     : 128.0 * static_cast<double>(bs[1]) * int8_span(*zp);
+    if (bound > kExactInt)
+      return Support::no("int8 accumulators may reach " + std::to_string(static_cast<int64_t>(bound)) +
+                         " > 2^24, beyond what oneDNN's fp32 epilogue keeps exact");
+    return Support::yes();
+  }
+  if (a.dtype != DType::kFp32) return Support::no(std::string("MATMUL on ") + std::string(dtype_name(a.dtype)) + ": only fp32 and int8 matmuls are offloaded");
   if (!const_zero(g, n.inputs[2]) || !const_zero(g, n.inputs[3])) return Support::no("zero points must be constant 0");
   return post_ops_supported(g, c);
 }
@@ -419,13 +525,19 @@ std::unique_ptr<Kernel> prepare_matmul(const Graph& g, const Composite& c, const
   };
   auto [a_src, a_view] = operand(c.a_view, n.inputs[0]);
   auto [b_src, b_view] = operand(c.b_view, n.inputs[1]);
-  dn::memory::desc a_md = strided_md(a_view, dt::f32), b_md = strided_md(b_view, dt::f32);
+  const bool int8 = type_of(g, n.inputs[0]).dtype == DType::kInt8;
+  const dt et = int8 ? dt::s8 : dt::f32;
+  dn::memory::desc a_md = strided_md(a_view, et), b_md = strided_md(b_view, et);
   const TensorType& mt = type_of(g, n.outputs[0]);
   dn::memory::desc dst_md = plain_md(mt);
   const Tensor* b_const = c.b_view.empty() ? constant(g, b_src) : nullptr;
-  dn::memory::desc b_any = b_const ? dn::memory::desc(dims_of(b_view.dims), dt::f32, tag::any) : b_md;
+  dn::memory::desc b_any = b_const ? dn::memory::desc(dims_of(b_view.dims), et, tag::any) : b_md;
 
   dn::primitive_attr attr = base_attr(o);
+  if (int8) {
+    const int32_t zp = *const_scalar_int(g, n.inputs[2]);
+    if (zp != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {zp});
+  }
   std::vector<Arg> args;
   dn::post_ops ops;
   append_post_ops(g, c, ops, args, dst_md, false);
@@ -448,15 +560,18 @@ struct EltwiseOp {
   float alpha = 0, beta = 0;
 };
 
-std::optional<EltwiseOp> eltwise_of(const Node& n) {
-  switch (n.op) {
+// The element-wise primitive of `op`; CLAMP needs its node for the bounds (without one, any
+// CLAMP answers, for capability listings).
+std::optional<EltwiseOp> eltwise_of(Op op, const Node* node) {
+  switch (op) {
     case Op::SIGMOID: return EltwiseOp{dn::algorithm::eltwise_logistic};
     case Op::TANH: return EltwiseOp{dn::algorithm::eltwise_tanh};
     case Op::EXP: return EltwiseOp{dn::algorithm::eltwise_exp};
     case Op::ABS: return EltwiseOp{dn::algorithm::eltwise_abs};
     case Op::RSQRT: return EltwiseOp{dn::algorithm::eltwise_pow, 1.f, -0.5f};
     case Op::CLAMP: {
-      auto b = clamp_bounds(n);
+      if (!node) return EltwiseOp{dn::algorithm::eltwise_clip_v2};
+      auto b = clamp_bounds(*node);
       if (!b) return std::nullopt;
       if (b->first == 0 && b->second >= std::numeric_limits<float>::max()) return EltwiseOp{dn::algorithm::eltwise_relu};
       return EltwiseOp{dn::algorithm::eltwise_clip_v2, b->first, b->second};
@@ -486,6 +601,25 @@ std::optional<dn::algorithm> reduction_of(Op op) {
   }
 }
 
+// Operators with a primitive of their own (run one node at a time).
+bool single_op(Op op) {
+  return eltwise_of(op, nullptr) || binary_of(op) || reduction_of(op) || op == Op::CONCAT || op == Op::TRANSPOSE;
+}
+// Operators that are the main node of a fused group (they may also run alone).
+bool anchor_op(Op op) {
+  switch (op) {
+    case Op::CONV2D:
+    case Op::DEPTHWISE_CONV2D:
+    case Op::TRANSPOSE_CONV2D:
+    case Op::MAX_POOL2D:
+    case Op::AVG_POOL2D:
+    case Op::MATMUL:
+      return true;
+    default:
+      return false;
+  }
+}
+
 bool broadcasts_to(const Shape& s, const Shape& to) {
   if (s.size() != to.size()) return false;
   for (size_t i = 0; i < s.size(); ++i)
@@ -512,8 +646,7 @@ Support single_supported(const Graph& g, const Composite& c) {
   const std::string name(op_name(n.op));
   if (n.op == Op::CONST || n.op == Op::CONST_SHAPE || n.op == Op::IDENTITY || n.op == Op::RESHAPE)
     return Support::no(name + " is a constant or a view of memory: the runtime binds it, no kernel runs");
-  const bool known = eltwise_of(n) || binary_of(n.op) || reduction_of(n.op) || n.op == Op::CONCAT || n.op == Op::TRANSPOSE;
-  if (!known) return Support::no(name + " has no oneDNN primitive here");
+  if (!single_op(n.op)) return Support::no(name + " has no oneDNN primitive here");
   for (ValueId v : n.inputs) {
     const TensorType& t = type_of(g, v);
     if (t.dtype == DType::kShape) continue;
@@ -523,7 +656,7 @@ Support single_supported(const Graph& g, const Composite& c) {
   }
   const TensorType& out = type_of(g, n.outputs[0]);
   if (out.num_elements() == 0) return Support::no(name + " with an empty result");
-  if (n.op == Op::CLAMP && !eltwise_of(n)) return Support::no("CLAMP bounds");
+  if (n.op == Op::CLAMP && !eltwise_of(n.op, &n)) return Support::no("CLAMP bounds");
   if (auto b = binary_of(n.op)) {
     const Shape& s0 = type_of(g, n.inputs[0]).shape;
     const Shape& s1 = type_of(g, n.inputs[1]).shape;
@@ -543,7 +676,7 @@ std::unique_ptr<Kernel> prepare_single(const Graph& g, const Composite& c, const
   const TensorType& out = type_of(g, n.outputs[0]);
   dn::memory::desc dst_md = plain_md(out);
   dn::primitive_attr attr = base_attr(o);
-  if (auto e = eltwise_of(n)) {
+  if (auto e = eltwise_of(n.op, &n)) {
     dn::eltwise_forward::desc d(dn::prop_kind::forward_inference, e->alg, dst_md, e->alpha, e->beta);
     auto pd = dn::eltwise_forward::primitive_desc(d, attr, engine());
     return finish(dn::eltwise_forward(pd), pd, {{DNNL_ARG_SRC, dst_md, 0}, {DNNL_ARG_DST, dst_md, -1, true}}, o, true);
@@ -630,6 +763,12 @@ class OneDnnBackend final : public Backend {
   std::string_view description() const override {
     return "oneDNN (Debian libdnnl) for fp32 convolutions, matmuls, pooling, element-wise, concat, transpose "
            "and reductions; prepared primitives and weights, scratch memory from the runtime's arena";
+  }
+  bool runs_row(const OpDef& def, const TypeSupport& row) const override {
+    for (size_t i = 0; i < def.type_vars.size(); ++i)
+      if (row.types[i] != DType::kFp32 && !(def.op == Op::MUL && def.type_vars[i] == std::string_view("i8_t")))
+        return false;
+    return anchor_op(def.op) || single_op(def.op);
   }
   Support supports(const Module&, const Graph& g, const Composite& c) const override {
     const Node& n = g.node(c.anchor);

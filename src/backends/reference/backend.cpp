@@ -34,6 +34,7 @@ class ReferenceBackend final : public Backend {
   std::string_view description() const override {
     return "Weft's reference kernels: every TOSA 1.0 operator and type, exact pseudocode semantics";
   }
+  bool runs_row(const OpDef&, const TypeSupport&) const override { return true; }
   Support supports(const Module&, const Graph&, const Composite& c) const override {
     if (!c.single()) return Support::no("runs single operators, not fused groups");
     return Support::yes();

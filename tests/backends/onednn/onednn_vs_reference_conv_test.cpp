@@ -1,0 +1,384 @@
+// oneDNN versus the reference backend: convolutions (CONV2D, DEPTHWISE_CONV2D, TRANSPOSE_CONV2D)
+// over sweeps of kernel sizes, strides, paddings (symmetric and not), dilations, channel counts
+// (odd ones included), batches and non-square inputs; the fused composites in front (PAD) and
+// behind (residual ADD, CLAMP as ReLU / ReLU6, SIGMOID, TANH, swish, GELU); pooling with its own
+// padding and with a fused PAD. Each case asserts that the pattern ran on oneDNN (explain) and that
+// its outputs match the reference within the tolerance documented in onednn_test_util.h.
+#include <functional>
+#include <limits>
+
+#include "backends/onednn/onednn_test_util.h"
+
+namespace weft::onednn_test {
+namespace {
+
+// ---- CONV2D -------------------------------------------------------------------------------------
+
+struct ConvSpec {
+  int64_t n, ih, iw, ic, oc, kh, kw, sh, sw, dh, dw;
+  std::vector<int64_t> pad;  // [t, b, l, r]; b and r are raised to satisfy idiv_check
+  bool bias1 = false;        // bias of shape [1] (broadcast to every output channel)
+  std::string str() const {
+    return "N" + std::to_string(n) + " " + std::to_string(ih) + "x" + std::to_string(iw) + " IC" +
+           std::to_string(ic) + " OC" + std::to_string(oc) + " k" + std::to_string(kh) + "x" + std::to_string(kw) +
+           " s" + std::to_string(sh) + "," + std::to_string(sw) + " d" + std::to_string(dh) + "," +
+           std::to_string(dw) + " pad" + vec_str(pad) + (bias1 ? " bias[1]" : "");
+  }
+};
+
+ConvSpec fitted(ConvSpec c) {
+  c.pad[1] = fit_conv_pad(c.ih, c.pad[0], c.pad[1], c.kh, c.dh, c.sh);
+  c.pad[3] = fit_conv_pad(c.iw, c.pad[2], c.pad[3], c.kw, c.dw, c.sw);
+  return c;
+}
+
+// CONV2D alone; returns the conv's output.
+ValueId build_conv(Net& net, ValueId x, const ConvSpec& c) {
+  ValueId w = net.weight({c.oc, c.kh, c.kw, c.ic});
+  ValueId bias = net.weight({c.bias1 ? 1 : c.oc});
+  return net.conv2d(x, w, bias, c.pad, {c.sh, c.sw}, {c.dh, c.dw});
+}
+
+TEST(OneDnnVsReference, Conv2dSweep) {
+  // 3 kernels x 2 strides x 2 dilations x 3 paddings; channels, batch and input size rotate.
+  const std::vector<std::pair<int64_t, int64_t>> channels = {{3, 5}, {17, 8}, {5, 17}, {1, 3}, {16, 32}, {8, 1}, {4, 4}};
+  const std::vector<std::pair<int64_t, int64_t>> sizes = {{9, 13}, {12, 10}, {11, 9}, {10, 16}};
+  int i = 0;
+  for (int64_t k : {1, 3, 5})
+    for (int64_t s : {1, 2})
+      for (int64_t d : {1, 2})
+        for (int padmode = 0; padmode < 3; ++padmode, ++i) {
+          std::vector<int64_t> pad = padmode == 0   ? std::vector<int64_t>{0, 0, 0, 0}
+                                     : padmode == 1 ? std::vector<int64_t>{k / 2 * d, k / 2 * d, k / 2 * d, k / 2 * d}
+                                                    : std::vector<int64_t>{1, 0, 0, 2};  // asymmetric
+          auto [ic, oc] = channels[static_cast<size_t>(i) % channels.size()];
+          auto [ih, iw] = sizes[static_cast<size_t>(i) % sizes.size()];
+          ConvSpec c = fitted({1 + i % 2, ih, iw, ic, oc, k, k, s, s, d, d, pad, i % 3 == 2});
+          SCOPED_TRACE(c.str());
+          Net net(100 + static_cast<uint32_t>(i));
+          ValueId x = net.input({c.n, c.ih, c.iw, c.ic});
+          Module m = net.finish({build_conv(net, x, c)});
+          check_vs_reference(m, net.feeds, {"CONV2D"}, kTolAccumulate);
+        }
+}
+
+TEST(OneDnnVsReference, Conv2dNonSquareKernelsStridesAndDilations) {
+  const std::vector<ConvSpec> specs = {
+      {1, 8, 11, 6, 7, 3, 1, 1, 1, 1, 1, {1, 1, 0, 0}},  {2, 7, 12, 5, 9, 1, 5, 1, 2, 1, 1, {0, 0, 2, 2}},
+      {1, 13, 9, 3, 4, 3, 5, 2, 1, 1, 2, {0, 1, 3, 0}},  {1, 10, 10, 2, 6, 5, 3, 1, 2, 2, 1, {2, 3, 1, 0}},
+      {2, 9, 14, 7, 3, 2, 4, 2, 3, 1, 1, {0, 0, 1, 2}, true}, {1, 16, 6, 4, 5, 7, 1, 3, 1, 1, 1, {3, 3, 0, 0}},
+  };
+  uint32_t seed = 200;
+  for (ConvSpec c : specs) {
+    c = fitted(c);
+    SCOPED_TRACE(c.str());
+    Net net(seed++);
+    ValueId x = net.input({c.n, c.ih, c.iw, c.ic});
+    Module m = net.finish({build_conv(net, x, c)});
+    check_vs_reference(m, net.feeds, {"CONV2D"}, kTolAccumulate);
+  }
+}
+
+TEST(OneDnnVsReference, Conv2dWithRuntimeBias) {
+  // A bias that is a graph input of OC values is read at run time.
+  Net net(250);
+  ValueId x = net.input({1, 8, 8, 5});
+  ValueId bias = net.input({6});
+  ValueId y = net.conv2d(x, net.weight({6, 3, 3, 5}), bias, {1, 1, 1, 1}, {1, 1}, {1, 1});
+  Module m = net.finish({y});
+  check_vs_reference(m, net.feeds, {"CONV2D"}, kTolAccumulate);
+}
+
+// A CONV2D whose bias is a runtime tensor of one value (TOSA allows BC = 1) is valid TOSA; the
+// oneDNN backend accepts it in supports() but prepare throws a weft::Error ("a broadcast bias must
+// be constant") that supports() does not catch, so loading the model fails instead of falling back.
+TEST(OneDnnVsReference, Conv2dWithRuntimeBroadcastBiasFallsBackOrRuns) {
+  Net net(251);
+  ValueId x = net.input({1, 6, 6, 3});
+  ValueId bias = net.input({1});
+  ValueId y = net.conv2d(x, net.weight({4, 3, 3, 3}), bias, {1, 1, 1, 1}, {1, 1}, {1, 1});
+  Module m = net.finish({y});
+  std::shared_ptr<const Model> dnn;
+  ASSERT_NO_THROW(dnn = Model::from_module(m, kOneDnn));
+  auto ref = Model::from_module(m, kReference);
+  EXPECT_TRUE(close(run_model(dnn, net.feeds)[0], run_model(ref, net.feeds)[0], kTolAccumulate));
+}
+
+TEST(OneDnnVsReference, PadConv2dFusion) {
+  struct Case {
+    std::vector<int64_t> pad_op, conv_pad;
+    int64_t k, s, d;
+  };
+  const std::vector<Case> cases = {
+      {{1, 1, 1, 1}, {0, 0, 0, 0}, 3, 1, 1},  // the usual "same" padding as a separate PAD
+      {{0, 1, 0, 1}, {0, 0, 0, 0}, 3, 2, 1},  // TF-style asymmetric SAME for stride 2
+      {{2, 0, 1, 3}, {1, 0, 0, 1}, 3, 1, 1},  // PAD and the conv's own padding add up
+      {{2, 2, 2, 2}, {0, 0, 0, 0}, 5, 1, 1},
+      {{2, 2, 2, 2}, {0, 0, 0, 0}, 3, 1, 2},  // dilated
+  };
+  uint32_t seed = 300;
+  for (const Case& c : cases) {
+    SCOPED_TRACE("PAD " + vec_str(c.pad_op) + " conv pad " + vec_str(c.conv_pad) + " k" + std::to_string(c.k) +
+                 " s" + std::to_string(c.s) + " d" + std::to_string(c.d));
+    Net net(seed++);
+    const int64_t ih = 10, iw = 9;
+    ValueId x = net.input({2, ih, iw, 4});
+    ValueId p = net.pad_hw(x, c.pad_op, 0.0);
+    std::vector<int64_t> cp = c.conv_pad;
+    cp[1] = fit_conv_pad(ih + c.pad_op[0] + c.pad_op[1], cp[0], cp[1], c.k, c.d, c.s);
+    cp[3] = fit_conv_pad(iw + c.pad_op[2] + c.pad_op[3], cp[2], cp[3], c.k, c.d, c.s);
+    ValueId y = net.conv2d(p, net.weight({7, c.k, c.k, 4}), net.weight({7}), cp, {c.s, c.s}, {c.d, c.d});
+    Module m = net.finish({y});
+    check_vs_reference(m, net.feeds, {"PAD+CONV2D"}, kTolAccumulate);
+  }
+}
+
+TEST(OneDnnVsReference, PadThatCannotFuseStaysOnReferenceAndConvOnOneDnn) {
+  // A non-zero pad value, and a PAD of the channel dimension, cannot become the conv's padding:
+  // the PAD runs alone (on the reference backend: oneDNN has no PAD primitive here).
+  for (int variant = 0; variant < 2; ++variant) {
+    SCOPED_TRACE(variant == 0 ? "pad value 0.5" : "PAD of C");
+    Net net(310 + static_cast<uint32_t>(variant));
+    ValueId x = net.input({1, 7, 7, 3});
+    ValueId p = variant == 0 ? net.pad_hw(x, {1, 1, 1, 1}, 0.5) : net.pad(x, {0, 0, 1, 1, 1, 1, 0, 2}, 0.0);
+    const int64_t ic = variant == 0 ? 3 : 5;
+    ValueId y = net.relu(net.conv2d(p, net.weight({4, 3, 3, ic}), net.weight({4}), {0, 0, 0, 0}, {1, 1}, {1, 1}));
+    Module m = net.finish({y});
+    auto dnn = check_vs_reference(m, net.feeds, {"CONV2D+CLAMP"}, kTolAccumulate, /*all_on_onednn=*/false);
+    EXPECT_NE(dnn->explain().find(" reference PAD:"), std::string::npos) << dnn->explain();
+  }
+}
+
+TEST(OneDnnVsReference, Conv2dResidualAddAndClamp) {
+  // conv + residual ADD + ReLU (CLAMP 0..FLT_MAX) and ReLU6 (CLAMP 0..6), the residual on either
+  // side of the ADD, with and without a fused PAD in front.
+  uint32_t seed = 400;
+  for (bool relu6 : {false, true})
+    for (bool residual_first : {false, true})
+      for (bool with_pad : {false, true}) {
+        SCOPED_TRACE(std::string(relu6 ? "relu6" : "relu") + (residual_first ? " ADD(r, conv)" : " ADD(conv, r)") +
+                     (with_pad ? " with PAD" : ""));
+        Net net(seed++);
+        ValueId x = net.input({2, 8, 9, 6});
+        ValueId r = net.input({2, 8, 9, 10}, -4.0, 4.0);
+        ValueId in = with_pad ? net.pad_hw(x, {1, 1, 1, 1}, 0.0) : x;
+        std::vector<int64_t> pad = with_pad ? std::vector<int64_t>{0, 0, 0, 0} : std::vector<int64_t>{1, 1, 1, 1};
+        ValueId c = net.conv2d(in, net.weight({10, 3, 3, 6}, -2, 2), net.weight({10}), pad, {1, 1}, {1, 1});
+        ValueId a = residual_first ? net.add(r, c) : net.add(c, r);
+        ValueId y = relu6 ? net.clamp(a, 0.0, 6.0) : net.relu(a);
+        Module m = net.finish({y});
+        check_vs_reference(m, net.feeds, {std::string(with_pad ? "PAD+" : "") + "CONV2D+ADD+CLAMP"}, kTolAccumulate);
+      }
+}
+
+TEST(OneDnnVsReference, Conv2dResidualOfItsOwnInput) {
+  // ResNet block shape: y = relu(x + conv(x)); the conv's input is also the residual operand.
+  Net net(410);
+  ValueId x = net.input({1, 6, 6, 8});
+  ValueId c = net.conv2d(x, net.weight({8, 3, 3, 8}), net.weight({8}), {1, 1, 1, 1}, {1, 1}, {1, 1});
+  Module m = net.finish({net.relu(net.add(x, c))});
+  check_vs_reference(m, net.feeds, {"CONV2D+ADD+CLAMP"}, kTolAccumulate);
+}
+
+TEST(OneDnnVsReference, Conv2dActivations) {
+  struct Case {
+    std::string pattern;
+    std::function<ValueId(Net&, ValueId)> act;
+  };
+  const std::vector<Case> cases = {
+      {"CONV2D+SIGMOID", [](Net& n, ValueId v) { return n.unary(Op::SIGMOID, v); }},
+      {"CONV2D+TANH", [](Net& n, ValueId v) { return n.unary(Op::TANH, v); }},
+      {"CONV2D+SWISH", [](Net& n, ValueId v) { return n.swish(v); }},
+      {"CONV2D+SWISH", [](Net& n, ValueId v) { return n.mul(n.unary(Op::SIGMOID, v), v); }},  // MUL(sig, x)
+      {"CONV2D+GELU", [](Net& n, ValueId v) { return n.gelu_erf(v); }},
+      {"CONV2D+CLAMP", [](Net& n, ValueId v) { return n.clamp(v, -0.5, 0.75); }},
+      {"CONV2D+CLAMP+TANH", [](Net& n, ValueId v) { return n.unary(Op::TANH, n.relu(v)); }},
+      {"CONV2D+SWISH+CLAMP", [](Net& n, ValueId v) { return n.clamp(n.swish(v), 0.0, 6.0); }},
+  };
+  uint32_t seed = 420;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.pattern);
+    Net net(seed++);
+    ValueId x = net.input({1, 9, 7, 5});
+    ValueId conv = net.conv2d(x, net.weight({6, 3, 3, 5}), net.weight({6}), {1, 1, 1, 1}, {2, 1}, {1, 1});
+    Module m = net.finish({c.act(net, conv)});
+    check_vs_reference(m, net.feeds, {c.pattern}, kTolAccumulate);
+  }
+}
+
+TEST(OneDnnVsReference, Conv2dResidualThenSwish) {
+  Net net(440);
+  ValueId x = net.input({1, 5, 5, 4});
+  ValueId r = net.input({1, 5, 5, 4});
+  ValueId c = net.conv2d(x, net.weight({4, 1, 1, 4}), net.weight({1}), {0, 0, 0, 0}, {1, 1}, {1, 1});
+  Module m = net.finish({net.swish(net.add(c, r))});
+  check_vs_reference(m, net.feeds, {"CONV2D+ADD+SWISH"}, kTolAccumulate);
+}
+
+// ---- DEPTHWISE_CONV2D -------------------------------------------------------------------------
+
+TEST(OneDnnVsReference, DepthwiseConv2dSweep) {
+  int i = 0;
+  for (int64_t mult : {1, 2})
+    for (int64_t k : {3, 5})
+      for (int64_t s : {1, 2})
+        for (int64_t d : {1, 2}) {
+          const int64_t c = i % 3 == 0 ? 8 : (i % 3 == 1 ? 5 : 17);
+          const int64_t ih = 11 + i % 2, iw = 10 + i % 3;
+          std::vector<int64_t> pad = i % 2 == 0 ? std::vector<int64_t>{k / 2 * d, k / 2 * d, k / 2 * d, k / 2 * d}
+                                                : std::vector<int64_t>{0, 1, 2, 0};
+          pad[1] = fit_conv_pad(ih, pad[0], pad[1], k, d, s);
+          pad[3] = fit_conv_pad(iw, pad[2], pad[3], k, d, s);
+          const bool bias1 = i % 4 == 3;
+          SCOPED_TRACE("C" + std::to_string(c) + " M" + std::to_string(mult) + " k" + std::to_string(k) + " s" +
+                       std::to_string(s) + " d" + std::to_string(d) + " pad" + vec_str(pad) + (bias1 ? " bias[1]" : ""));
+          Net net(500 + static_cast<uint32_t>(i++));
+          ValueId x = net.input({1 + i % 2, ih, iw, c});
+          ValueId y = net.depthwise(x, net.weight({k, k, c, mult}), net.weight({bias1 ? 1 : c * mult}), pad, {s, s},
+                                    {d, d});
+          Module m = net.finish({y});
+          check_vs_reference(m, net.feeds, {"DEPTHWISE_CONV2D"}, kTolAccumulate);
+        }
+}
+
+TEST(OneDnnVsReference, DepthwiseConv2dFusions) {
+  // MobileNet-style PAD + depthwise + ReLU6, and depthwise + residual + swish.
+  {
+    Net net(530);
+    ValueId x = net.input({1, 12, 12, 16});
+    ValueId p = net.pad_hw(x, {0, 1, 0, 1}, 0.0);
+    ValueId y = net.clamp(net.depthwise(p, net.weight({3, 3, 16, 1}), net.weight({16}), {0, 0, 0, 0}, {2, 2}, {1, 1}),
+                          0.0, 6.0);
+    check_vs_reference(net.finish({y}), net.feeds, {"PAD+DEPTHWISE_CONV2D+CLAMP"}, kTolAccumulate);
+  }
+  {
+    Net net(531);
+    ValueId x = net.input({2, 6, 7, 3});
+    ValueId r = net.input({2, 6, 7, 6});
+    ValueId dw = net.depthwise(x, net.weight({3, 3, 3, 2}), net.weight({6}), {1, 1, 1, 1}, {1, 1}, {1, 1});
+    check_vs_reference(net.finish({net.swish(net.add(dw, r))}), net.feeds, {"DEPTHWISE_CONV2D+ADD+SWISH"},
+                       kTolAccumulate);
+  }
+}
+
+// ---- TRANSPOSE_CONV2D -------------------------------------------------------------------------
+
+TEST(OneDnnVsReference, TransposeConv2dSweep) {
+  // out_pad 0 and negative values (which crop the output); positive out_pad is not offloaded.
+  const std::vector<std::vector<int64_t>> out_pads = {{0, 0, 0, 0}, {-1, 0, -1, 0}, {0, -1, -2, -1}, {-2, -2, 0, -1}};
+  int i = 0;
+  for (int64_t s : {1, 2})
+    for (int64_t k : {2, 3, 4})
+      for (const auto& op : out_pads) {
+        if (-op[0] >= k || -op[1] >= k || -op[2] >= k || -op[3] >= k) continue;  // ERROR_IF(out_pad <= -K)
+        const int64_t ic = i % 2 ? 5 : 8, oc = i % 3 ? 3 : 16;
+        const int64_t sw = i % 4 == 1 ? 1 : s;  // some different strides per axis
+        const bool bias1 = i % 5 == 4;
+        SCOPED_TRACE("k" + std::to_string(k) + " s" + std::to_string(s) + "," + std::to_string(sw) + " out_pad" +
+                     vec_str(op) + " IC" + std::to_string(ic) + " OC" + std::to_string(oc) + (bias1 ? " bias[1]" : ""));
+        Net net(600 + static_cast<uint32_t>(i++));
+        ValueId x = net.input({1 + i % 2, 5, 6, ic});
+        ValueId y = net.transpose_conv(x, net.weight({oc, k, k, ic}), net.weight({bias1 ? 1 : oc}), op, {s, sw});
+        Module m = net.finish({y});
+        check_vs_reference(m, net.feeds, {"TRANSPOSE_CONV2D"}, kTolAccumulate);
+      }
+  EXPECT_GE(i, 15);
+}
+
+TEST(OneDnnVsReference, TransposeConv2dNonSquareKernelAndActivation) {
+  Net net(650);
+  ValueId x = net.input({1, 4, 7, 6});
+  ValueId t = net.transpose_conv(x, net.weight({5, 3, 2, 6}), net.weight({5}), {-1, -1, 0, 0}, {2, 3});
+  Module m = net.finish({net.relu(t)});
+  check_vs_reference(m, net.feeds, {"TRANSPOSE_CONV2D+CLAMP"}, kTolAccumulate);
+}
+
+// ---- Pooling ------------------------------------------------------------------------------------
+
+TEST(OneDnnVsReference, PoolingSweep) {
+  // MAX_POOL2D (exact: a max of stored values) and AVG_POOL2D (TOSA divides by the number of
+  // valid elements, excluding padding) over kernels, strides and paddings (pad < kernel).
+  int i = 0;
+  for (Op op : {Op::MAX_POOL2D, Op::AVG_POOL2D})
+    for (std::vector<int64_t> k : {std::vector<int64_t>{2, 2}, {3, 3}, {3, 2}, {1, 1}, {5, 5}})
+      for (int64_t s : {1, 2})
+        for (int padmode = 0; padmode < 3; ++padmode) {
+          std::vector<int64_t> p = {0, 0, 0, 0};
+          if (padmode == 1) p = {k[0] / 2, k[0] / 2, k[1] / 2, k[1] / 2};
+          if (padmode == 2) p = {k[0] > 1 ? 1 : 0, 0, 0, k[1] > 1 ? 1 : 0};
+          const int64_t ih = 9 + i % 3, iw = 8 + i % 4;
+          p[1] = fit_pool_pad(ih, p[0], p[1], k[0], s);
+          p[3] = fit_pool_pad(iw, p[2], p[3], k[1], s);
+          if (p[0] >= k[0] || p[1] >= k[0] || p[2] >= k[1] || p[3] >= k[1]) continue;  // ERROR_IF(pad >= kernel)
+          SCOPED_TRACE(std::string(op_name(op)) + " k" + vec_str(k) + " s" + std::to_string(s) + " pad" + vec_str(p) +
+                       " in " + std::to_string(ih) + "x" + std::to_string(iw));
+          Net net(700 + static_cast<uint32_t>(i++));
+          ValueId x = net.input({1 + i % 2, ih, iw, i % 2 ? 3 : 16});
+          ValueId y = op == Op::MAX_POOL2D ? net.max_pool(x, k, {s, s}, p) : net.avg_pool(x, k, {s, s}, p);
+          Module m = net.finish({y});
+          check_vs_reference(m, net.feeds, {op_name(op)}, op == Op::MAX_POOL2D ? kExact : kTolElementwise);
+        }
+  EXPECT_GE(i, 40);
+}
+
+TEST(OneDnnVsReference, GlobalAveragePool) {
+  Net net(750);
+  ValueId x = net.input({2, 7, 7, 32});
+  Module m = net.finish({net.avg_pool(x, {7, 7}, {1, 1}, {0, 0, 0, 0})});
+  check_vs_reference(m, net.feeds, {"AVG_POOL2D"}, kTolElementwise);
+}
+
+TEST(OneDnnVsReference, PadMaxPoolFusion) {
+  // PAD with -inf (or the lowest float, as some exporters write it) in front of MAX_POOL2D.
+  uint32_t seed = 760;
+  for (double fill : {-std::numeric_limits<double>::infinity(), static_cast<double>(std::numeric_limits<float>::lowest())})
+    for (const auto& pads : {std::vector<int64_t>{1, 1, 1, 1}, std::vector<int64_t>{0, 1, 1, 0}}) {
+      SCOPED_TRACE("fill " + std::to_string(fill) + " PAD " + vec_str(pads));
+      Net net(seed++);
+      ValueId x = net.input({1, 8, 8, 5});
+      ValueId p = net.pad_hw(x, pads, fill);
+      const int64_t h = 8 + pads[0] + pads[1], w = 8 + pads[2] + pads[3];
+      std::vector<int64_t> own = {0, fit_pool_pad(h, 0, 0, 3, 2), 0, fit_pool_pad(w, 0, 0, 3, 2)};
+      Module m = net.finish({net.max_pool(p, {3, 3}, {2, 2}, own)});
+      check_vs_reference(m, net.feeds, {"PAD+MAX_POOL2D"}, kExact);
+    }
+}
+
+TEST(OneDnnVsReference, PadMaxPoolWindowsEntirelyInThePadding) {
+  // A PAD as wide as the kernel: the first row and column of windows see only the -inf fill, so
+  // the reference yields -inf there. Whether or not oneDNN takes the fused form, the numbers must
+  // not change.
+  Net net(765);
+  ValueId x = net.input({1, 6, 6, 3});
+  ValueId p = net.pad_hw(x, {2, 0, 2, 0}, -std::numeric_limits<double>::infinity());
+  Module m = net.finish({net.max_pool(p, {2, 2}, {2, 2}, {0, 0, 0, 0})});
+  auto dnn = Model::from_module(m, kOneDnn);
+  auto ref = Model::from_module(m, kReference);
+  const std::string ex = dnn->explain();
+  EXPECT_NE(ex.find(" onednn "), std::string::npos) << ex;
+  Tensor want = run_model(ref, net.feeds)[0];
+  EXPECT_TRUE(std::isinf(want.at_double(0)) && want.at_double(0) < 0);
+  EXPECT_TRUE(close(run_model(dnn, net.feeds)[0], want, kExact)) << ex;
+}
+
+TEST(OneDnnVsReference, PadMaxPoolWithZeroFillIsNotFused) {
+  // A zero PAD changes the max of negative windows: it must not become the pool's padding.
+  Net net(770);
+  ValueId x = net.input({1, 6, 6, 4}, -2.0, -1.0);  // all negative: the padded zeros win at the borders
+  ValueId p = net.pad_hw(x, {1, 1, 1, 1}, 0.0);
+  Module m = net.finish({net.max_pool(p, {2, 2}, {2, 2}, {0, 0, 0, 0})});
+  auto dnn = check_vs_reference(m, net.feeds, {"MAX_POOL2D"}, kExact, /*all_on_onednn=*/false);
+  EXPECT_NE(dnn->explain().find(" reference PAD:"), std::string::npos) << dnn->explain();
+}
+
+TEST(OneDnnVsReference, PadAvgPoolFusion) {
+  // A zero PAD in front of AVG_POOL2D: its zeros count in the average (unlike the pool's own pad).
+  Net net(780);
+  ValueId x = net.input({2, 7, 7, 6});
+  ValueId p = net.pad_hw(x, {1, 1, 1, 1}, 0.0);
+  Module m = net.finish({net.avg_pool(p, {3, 3}, {2, 2}, {0, 0, 0, 0})});
+  check_vs_reference(m, net.feeds, {"PAD+AVG_POOL2D"}, kTolElementwise);
+}
+
+}  // namespace
+}  // namespace weft::onednn_test

@@ -1,0 +1,230 @@
+// oneDNN versus the reference backend: MATMUL (batched, constant and runtime B, fused bias,
+// residual and activations, GELU in the erf form the ONNX frontend emits, operands read through
+// TRANSPOSE/RESHAPE chains as strided views) and the decomposed regions the partitioner recognises
+// as a whole: softmax and layer normalization. Tolerances as documented in onednn_test_util.h.
+#include <functional>
+
+#include "backends/onednn/onednn_test_util.h"
+
+namespace weft::onednn_test {
+namespace {
+
+struct MatmulShape {
+  int64_t n, h, c, w;
+  std::string str() const {
+    return "N" + std::to_string(n) + " H" + std::to_string(h) + " C" + std::to_string(c) + " W" + std::to_string(w);
+  }
+};
+
+const std::vector<MatmulShape> kMatmulShapes = {{1, 7, 5, 9}, {3, 4, 6, 5}, {1, 1, 17, 3}, {3, 13, 1, 8}, {1, 33, 64, 31}};
+
+TEST(OneDnnVsReference, MatmulConstantB) {
+  uint32_t seed = 1000;
+  for (const MatmulShape& s : kMatmulShapes) {
+    SCOPED_TRACE(s.str());
+    Net net(seed++);
+    ValueId a = net.input({s.n, s.h, s.c});
+    Module m = net.finish({net.matmul(a, net.weight({s.n, s.c, s.w}))});
+    check_vs_reference(m, net.feeds, {"MATMUL"}, kTolAccumulate);
+  }
+}
+
+TEST(OneDnnVsReference, MatmulRuntimeB) {
+  uint32_t seed = 1010;
+  for (const MatmulShape& s : kMatmulShapes) {
+    SCOPED_TRACE(s.str());
+    Net net(seed++);
+    ValueId a = net.input({s.n, s.h, s.c});
+    ValueId b = net.input({s.n, s.c, s.w});
+    Module m = net.finish({net.matmul(a, b)});
+    check_vs_reference(m, net.feeds, {"MATMUL"}, kTolAccumulate);
+  }
+}
+
+TEST(OneDnnVsReference, MatmulBiasAndActivations) {
+  // bias: ADD of a constant [1,1,W] (on either side of the ADD); then activations.
+  struct Case {
+    std::string pattern;
+    std::function<ValueId(Net&, ValueId)> after;
+  };
+  const std::vector<Case> cases = {
+      {"MATMUL+BIAS", [](Net&, ValueId v) { return v; }},
+      {"MATMUL+BIAS+CLAMP", [](Net& n, ValueId v) { return n.relu(v); }},
+      {"MATMUL+BIAS+CLAMP", [](Net& n, ValueId v) { return n.clamp(v, -1.0, 6.0); }},
+      {"MATMUL+BIAS+SIGMOID", [](Net& n, ValueId v) { return n.unary(Op::SIGMOID, v); }},
+      {"MATMUL+BIAS+TANH", [](Net& n, ValueId v) { return n.unary(Op::TANH, v); }},
+      {"MATMUL+BIAS+SWISH", [](Net& n, ValueId v) { return n.swish(v); }},
+      {"MATMUL+BIAS+GELU", [](Net& n, ValueId v) { return n.gelu_erf(v); }},
+  };
+  uint32_t seed = 1020;
+  for (const Case& c : cases)
+    for (bool const_b : {true, false})
+      for (int64_t n : {1, 3}) {
+        SCOPED_TRACE(c.pattern + (const_b ? " const B" : " runtime B") + " N" + std::to_string(n));
+        Net net(seed++);
+        ValueId a = net.input({n, 6, 10}, -2, 2);
+        ValueId b = const_b ? net.weight({n, 10, 12}) : net.input({n, 10, 12});
+        ValueId mm = net.matmul(a, b);
+        ValueId bias = net.weight({1, 1, 12});
+        ValueId biased = seed % 2 ? net.add(mm, bias) : net.add(bias, mm);
+        Module m = net.finish({c.after(net, biased)});
+        check_vs_reference(m, net.feeds, {c.pattern}, kTolAccumulate);
+      }
+}
+
+TEST(OneDnnVsReference, MatmulResidualAdd) {
+  Net net(1100);
+  ValueId a = net.input({2, 5, 8});
+  ValueId r = net.input({2, 5, 7});
+  ValueId mm = net.matmul(a, net.weight({2, 8, 7}));
+  Module m = net.finish({net.add(net.add(mm, net.weight({1, 1, 7})), r)});
+  check_vs_reference(m, net.feeds, {"MATMUL+BIAS+ADD"}, kTolAccumulate);
+}
+
+TEST(OneDnnVsReference, GeluAfterMatmulAndBiasTransformerFfn) {
+  // x [1,S,D] reshaped to a matmul, bias, GELU, second matmul, bias: the FFN of a transformer.
+  Net net(1110);
+  ValueId x = net.input({1, 16, 32}, -2, 2);
+  ValueId h = net.add(net.matmul(x, net.weight({1, 32, 64}, -0.3, 0.3)), net.weight({1, 1, 64}));
+  ValueId g = net.gelu_erf(h);
+  ValueId y = net.add(net.matmul(g, net.weight({1, 64, 32}, -0.3, 0.3)), net.weight({1, 1, 32}));
+  Module m = net.finish({y});
+  check_vs_reference(m, net.feeds, {"MATMUL+BIAS+GELU", "MATMUL+BIAS"}, kTolAccumulate);
+}
+
+TEST(OneDnnVsReference, MatmulAttentionStyleTransposedOperands) {
+  // q, k, v [1,S,H,D] -> TRANSPOSE [0,2,1,3] -> RESHAPE [H,S,D]; k additionally as [H,D,S] through
+  // TRANSPOSE [0,2,3,1]. scores = q k^T (both operands strided views), then scores v.
+  const int64_t S = 6, H = 3, D = 8;
+  for (bool const_k : {false, true}) {
+    SCOPED_TRACE(const_k ? "constant k" : "runtime k");
+    Net net(1120 + (const_k ? 1u : 0u));
+    ValueId q = net.input({1, S, H, D});
+    ValueId k = const_k ? net.weight({1, S, H, D}) : net.input({1, S, H, D});
+    ValueId v = net.input({1, S, H, D});
+    ValueId qh = net.reshape(net.transpose(q, {0, 2, 1, 3}), {H, S, D});
+    ValueId kt = net.reshape(net.transpose(k, {0, 2, 3, 1}), {H, D, S});
+    ValueId scores = net.matmul(qh, kt);
+    ValueId vh = net.reshape(net.transpose(v, {0, 2, 1, 3}), {H, S, D});
+    ValueId out = net.matmul(scores, vh);
+    Module m = net.finish({out});
+    check_vs_reference(m, net.feeds, {"TRANSPOSE+MATMUL"}, kTolAccumulate);
+    // Both matmuls read their transposed operands in place: no TRANSPOSE kernel of its own.
+    auto dnn = Model::from_module(m, kOneDnn);
+    EXPECT_EQ(dnn->explain().find(" onednn TRANSPOSE:"), std::string::npos) << dnn->explain();
+  }
+}
+
+TEST(OneDnnVsReference, MatmulTransposedAWithBiasAndActivation) {
+  // A^T chain on A only ([N,C,H] -> TRANSPOSE [0,2,1]), constant B, bias and ReLU.
+  Net net(1130);
+  ValueId at = net.input({2, 9, 5});
+  ValueId a = net.transpose(at, {0, 2, 1});
+  ValueId y = net.relu(net.add(net.matmul(a, net.weight({2, 9, 4})), net.weight({1, 1, 4})));
+  Module m = net.finish({y});
+  check_vs_reference(m, net.feeds, {"TRANSPOSE+MATMUL+BIAS+CLAMP"}, kTolAccumulate);
+}
+
+// ---- Softmax ----------------------------------------------------------------------------------
+
+// REDUCE_MAX -> SUB -> EXP -> REDUCE_SUM -> RECIPROCAL -> MUL over `axis`, as the ONNX frontend
+// lowers Softmax.
+ValueId softmax(Net& net, ValueId x, int64_t axis) {
+  ValueId mx = net.reduce(Op::REDUCE_MAX, x, axis);
+  ValueId e = net.unary(Op::EXP, net.sub(x, mx));
+  ValueId s = net.reduce(Op::REDUCE_SUM, e, axis);
+  return net.mul(e, net.unary(Op::RECIPROCAL, s));
+}
+
+TEST(OneDnnVsReference, SoftmaxRegion) {
+  struct Case {
+    Shape shape;
+    int64_t axis;
+  };
+  const std::vector<Case> cases = {{{2, 3, 4, 17}, 3}, {{1, 4, 8, 8}, 3}, {{2, 5, 3, 4}, 1}, {{6, 33}, 1}, {{3, 7, 2}, 0}};
+  uint32_t seed = 1200;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(shape_str(c.shape) + " axis " + std::to_string(c.axis));
+    Net net(seed++);
+    ValueId x = net.input(c.shape, -5, 5);
+    Module m = net.finish({softmax(net, x, c.axis)});
+    check_vs_reference(m, net.feeds, {"SOFTMAX"}, kTolElementwise);
+  }
+}
+
+TEST(OneDnnVsReference, AttentionScoresSoftmax) {
+  // matmul -> scale -> softmax -> matmul: the regions and composites chain on oneDNN.
+  Net net(1210);
+  ValueId q = net.input({4, 6, 8});
+  ValueId k = net.input({4, 8, 6});
+  ValueId v = net.input({4, 6, 8});
+  ValueId scores = net.mul(net.matmul(q, k), net.scalar(0.35355339, 3));
+  ValueId out = net.matmul(softmax(net, scores, 2), v);
+  Module m = net.finish({out});
+  check_vs_reference(m, net.feeds, {"MATMUL", "SOFTMAX", "MUL"}, kTolAccumulate);
+}
+
+// ---- Layer normalization --------------------------------------------------------------------------
+
+// As the ONNX frontend lowers LayerNormalization over the last axis: mean = REDUCE_SUM * 1/N,
+// d = x - mean, var = REDUCE_SUM(d * d) * 1/N, y = d * RSQRT(var + eps) [* gamma] [+ beta].
+ValueId layer_norm(Net& net, ValueId x, double eps, ValueId gamma, ValueId beta) {
+  const TensorType& t = net.type(x);
+  const int r = t.rank();
+  const int64_t axis = r - 1;
+  const double inv_n = 1.0 / static_cast<double>(t.shape.back());
+  ValueId mean = net.mul(net.reduce(Op::REDUCE_SUM, x, axis), net.scalar(inv_n, r));
+  ValueId d = net.sub(x, mean);
+  ValueId var = net.mul(net.reduce(Op::REDUCE_SUM, net.mul(d, d), axis), net.scalar(inv_n, r));
+  ValueId inv = net.unary(Op::RSQRT, net.add(var, net.scalar(eps, r)));
+  ValueId y = net.mul(d, inv);
+  if (gamma != kNoValue) y = net.mul(y, gamma);
+  if (beta != kNoValue) y = net.add(y, beta);
+  return y;
+}
+
+TEST(OneDnnVsReference, LayerNormRegion) {
+  struct Case {
+    Shape shape;
+    double eps;
+    bool gamma, beta;
+  };
+  const std::vector<Case> cases = {
+      {{2, 5, 16}, 1e-5, true, true}, {{1, 2, 3, 24}, 1e-6, true, true}, {{4, 7}, 1e-5, true, false},
+      {{3, 9, 10}, 1e-3, false, false}, {{1, 8, 768}, 1e-12, true, true},
+  };
+  uint32_t seed = 1300;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(shape_str(c.shape) + " eps " + std::to_string(c.eps) + (c.gamma ? " gamma" : "") + (c.beta ? " beta" : ""));
+    Net net(seed++);
+    ValueId x = net.input(c.shape, -3, 5);
+    Shape cs(c.shape.size(), 1);
+    cs.back() = c.shape.back();
+    ValueId gamma = c.gamma ? net.weight(cs, 0.5, 1.5) : kNoValue;
+    ValueId beta = c.beta ? net.weight(cs) : kNoValue;
+    Module m = net.finish({layer_norm(net, x, c.eps, gamma, beta)});
+    check_vs_reference(m, net.feeds, {"LAYER_NORM"}, kTolAccumulate);
+  }
+}
+
+TEST(OneDnnVsReference, TransformerBlockEndToEnd) {
+  // LayerNorm -> QKV-free self attention (q = k = v = x) -> residual -> LayerNorm -> FFN (GELU).
+  const int64_t S = 8, D = 16;
+  Net net(1400);
+  ValueId x = net.input({1, S, D}, -2, 2);
+  Shape cs = {1, 1, D};
+  ValueId ln1 = layer_norm(net, x, 1e-5, net.weight(cs, 0.5, 1.5), net.weight(cs));
+  ValueId q = net.add(net.matmul(ln1, net.weight({1, D, D}, -0.4, 0.4)), net.weight(cs));
+  ValueId kt = net.transpose(net.add(net.matmul(ln1, net.weight({1, D, D}, -0.4, 0.4)), net.weight(cs)), {0, 2, 1});
+  ValueId p = softmax(net, net.mul(net.matmul(q, kt), net.scalar(0.25, 3)), 2);
+  ValueId att = net.add(net.matmul(p, ln1), x);
+  ValueId ln2 = layer_norm(net, att, 1e-5, net.weight(cs, 0.5, 1.5), net.weight(cs));
+  ValueId h = net.gelu_erf(net.add(net.matmul(ln2, net.weight({1, D, 2 * D}, -0.3, 0.3)), net.weight({1, 1, 2 * D})));
+  ValueId y = net.add(net.add(net.matmul(h, net.weight({1, 2 * D, D}, -0.3, 0.3)), net.weight(cs)), att);
+  Module m = net.finish({y});
+  check_vs_reference(m, net.feeds, {"LAYER_NORM", "SOFTMAX", "MATMUL+BIAS+GELU", "MATMUL+BIAS+ADD", "TRANSPOSE+MATMUL"},
+                     kTolAccumulate);
+}
+
+}  // namespace
+}  // namespace weft::onednn_test
