@@ -32,6 +32,11 @@ struct BackendOptions {
   // oneDNN: let the library allocate its own scratch memory instead of taking it from the
   // context's arena (for measuring the difference; the arena is the default).
   bool library_scratchpad = false;
+  // Keep every node whose NaN (or -inf) results a backend would not give exactly as TOSA
+  // specifies (nan_mode of CLAMP/MAXIMUM/MINIMUM/MAX_POOL2D/REDUCE_MAX/REDUCE_MIN, where oneDNN
+  // also starts a max from -FLT_MAX rather than -inf; NaN through EXP and softmax) off that backend. Off by default: oneDNN, like ONNX Runtime's kernels, lets
+  // ReLU/clamp/max turn a NaN into a number, and fused ReLUs are worth more than that.
+  bool nan_exact = false;
 };
 
 // How model files are read and placed: .onnx files are imported with `onnx` (static input

@@ -127,6 +127,11 @@ class Backend {
   virtual bool runs_row(const OpDef& def, const TypeSupport& row) const = 0;
   // Whether this backend runs `c` of graph `g` (the module is given for sub-graphs).
   virtual Support supports(const Module& m, const Graph& g, const Composite& c) const = 0;
+  // Whether `c` on this backend gives NaN results exactly as TOSA says (nan_mode PROPAGATE /
+  // IGNORE of CLAMP, MAXIMUM, MINIMUM, pooling and reductions; NaN through EXP). Asked only when
+  // the user wants exact NaN semantics (BackendOptions::nan_exact); a backend answering false
+  // then does not get `c`. Library kernels often clamp or max a NaN away, as frameworks do.
+  virtual Support nan_exact(const Graph& g, const Composite& c) const { return Support::yes(); }
   // Builds the kernel of `c`: everything that does not depend on the run's data is done here once.
   // Throws Error naming the node when something fails.
   virtual std::unique_ptr<Kernel> prepare(const Module& m, const Graph& g, const Composite& c,

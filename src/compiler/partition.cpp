@@ -423,7 +423,8 @@ bool is_anchor(Op op) {
 
 }  // namespace
 
-Partition partition_graph(const Module& m, const Graph& g, const std::vector<const Backend*>& priority) {
+Partition partition_graph(const Module& m, const Graph& g, const std::vector<const Backend*>& priority,
+                          const PartitionOptions& options) {
   if (priority.empty()) throw Error(ErrorCode::kInvalidArgument, "no backends to partition for");
   Partition p;
   p.priority = priority;
@@ -431,6 +432,14 @@ Partition partition_graph(const Module& m, const Graph& g, const std::vector<con
   std::vector<bool> taken(nn, false);
   std::map<int, std::vector<std::string>> anchor_declines;
   Matcher matcher(g, taken);
+  auto ask = [&](const Backend* b, const Composite& c) {
+    backend::Support s = b->supports(m, g, c);
+    if (s.ok && options.nan_exact) {
+      backend::Support n = b->nan_exact(g, c);
+      if (!n.ok) return backend::Support::no(n.reason + " (exact NaN semantics were asked for)");
+    }
+    return s;
+  };
 
   auto assign = [&](Composite c, const Backend* b, std::vector<std::string> declined) {
     for (int ni : c.nodes) taken[static_cast<size_t>(ni)] = true;
@@ -447,7 +456,7 @@ Partition partition_graph(const Module& m, const Graph& g, const std::vector<con
       const Composite* chosen = nullptr;
       std::string first_reason;
       for (const Composite& c : variants) {
-        backend::Support s = b->supports(m, g, c);
+        backend::Support s = ask(b, c);
         if (s.ok) {
           chosen = &c;
           break;
@@ -471,7 +480,7 @@ Partition partition_graph(const Module& m, const Graph& g, const std::vector<con
     std::vector<std::string> declined = anchor_declines.count(ni) ? anchor_declines[ni] : std::vector<std::string>{};
     const Backend* chosen = nullptr;
     for (const Backend* b : priority) {
-      backend::Support s = b->supports(m, g, c);
+      backend::Support s = ask(b, c);
       if (s.ok) {
         chosen = b;
         break;

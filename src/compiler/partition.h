@@ -30,8 +30,13 @@ struct Partition {
 // backend is appended when missing, so that every node has a home.
 std::vector<const backend::Backend*> resolve_backends(const std::vector<std::string>& names);
 
-// Partitions graph `g` of `m`. Deterministic for a given graph and priority list.
-Partition partition_graph(const Module& m, const Graph& g, const std::vector<const backend::Backend*>& priority);
+struct PartitionOptions {
+  bool nan_exact = false;  // only give a backend what it computes with TOSA's exact NaN semantics
+};
+
+// Partitions graph `g` of `m`. Deterministic for a given graph, priority list and options.
+Partition partition_graph(const Module& m, const Graph& g, const std::vector<const backend::Backend*>& priority,
+                          const PartitionOptions& options = {});
 
 // Human-readable report: a summary per backend, then one line per unit (backend, pattern, nodes)
 // and, for each unit not on the first backend, why the preferred backends declined it.

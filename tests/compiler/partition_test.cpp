@@ -33,11 +33,16 @@ class FakeBackend final : public Backend {
   struct Caps {
     std::set<std::string> singles;                              // op names run alone
     std::function<bool(const Composite&)> fuses = nullptr;       // null = no fused groups at all
+    std::set<std::string> nan_inexact;                          // patterns whose NaN results differ
   };
   FakeBackend(std::string name, Caps caps) : name_(std::move(name)), caps_(std::move(caps)) {}
 
   std::string_view name() const override { return name_; }
   std::string_view description() const override { return "a test backend"; }
+  bool runs_row(const OpDef&, const TypeSupport&) const override { return true; }
+  Support nan_exact(const Graph&, const Composite& c) const override {
+    return caps_.nan_inexact.count(c.pattern) ? Support::no("NaN differs in " + c.pattern) : Support::yes();
+  }
   Support supports(const Module&, const Graph&, const Composite& c) const override {
     calls.push_back(c.pattern);
     if (c.single()) return caps_.singles.count(c.pattern) ? Support::yes() : Support::no("no kernel for " + c.pattern);
@@ -334,6 +339,21 @@ TEST(Partition, PadConvClampFusesIntoOneUnit) {
   EXPECT_EQ(c.outputs, vals(g, {"clamp"}));
   EXPECT_TRUE(u.declined.empty());
   expect_constants_on(g, p, ref(), {"fake: no kernel for CONST"}, {"fake: no kernel for CONST_SHAPE"});
+}
+
+TEST(Partition, NanExactSkipsVariantsWhoseNanResultsDiffer) {
+  // With exact NaN semantics asked for, a variant the backend computes with other NaN results is
+  // declined like an unsupported one: here the CLAMP (nan_mode) cannot be fused, so the backend
+  // takes PAD+CONV2D and the CLAMP goes to the reference backend, with the reason.
+  Module m = pad_conv_clamp();
+  const Graph& g = m.main();
+  FakeBackend fake("fake", {{"CONV2D", "PAD", "CLAMP"}, any_composite, {"PAD+CONV2D+CLAMP", "CONV2D+CLAMP", "CLAMP"}});
+  Partition loose = compiler::partition_graph(m, g, {&fake, ref()});
+  EXPECT_EQ(summary(g, loose), (std::vector<std::string>{"fake PAD+CONV2D+CLAMP [pad,conv,clamp]"}));
+  Partition exact = compiler::partition_graph(m, g, {&fake, ref()}, {.nan_exact = true});
+  EXPECT_EQ(summary(g, exact), (std::vector<std::string>{"fake PAD+CONV2D [pad,conv]", "reference CLAMP [clamp]"}));
+  const Unit& u = unit_of(g, exact, "clamp");
+  EXPECT_EQ(u.declined, (std::vector<std::string>{"fake: NaN differs in CLAMP (exact NaN semantics were asked for)"}));
 }
 
 TEST(Partition, VariantsAreOfferedLargestFirst) {

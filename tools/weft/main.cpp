@@ -74,7 +74,7 @@ Exit status: 0 success, 1 model or input error, 2 usage error.
 constexpr const char* kRunHelp =
     R"(Usage: weft run MODEL.weft|MODEL.vgf|MODEL.onnx [--input NAME=FILE.npy]... [--output NAME=FILE.npy]...
                 [--print] [--threads N] [--stats] [--shape NAME=DIMS]... [--backend LIST]
-                [--explain] [--profile] [--repeat N] [--scratchpad arena|library]
+                [--explain] [--profile] [--repeat N] [--scratchpad arena|library] [--nan-exact]
 
 Loads and verifies MODEL, reads every input of its entry graph from a .npy file, runs it with the
 runtime (partitioned between backends, planned memory) and writes or prints the outputs. An ONNX model is
@@ -100,6 +100,9 @@ Options:
                                slowest kernels (over the --repeat runs)
   --scratchpad arena|library   Where oneDNN's scratch memory comes from: the context's arena
                                (default) or oneDNN's own allocations (for comparison)
+  --nan-exact                  Keep nodes whose NaN/-inf results a backend would not give exactly
+                               as TOSA specifies (nan_mode; oneDNN's max/min/clamp/pooling, EXP,
+                               softmax) on the reference backend
   -h, --help                   Show this help
 )";
 
@@ -417,6 +420,9 @@ int cmd_run(Args& args) {
       if (v.empty() || v.size() > 7 || v.find_first_not_of("0123456789") != std::string::npos || std::stoi(v) < 1)
         usage_error("--repeat expects a positive integer, got '" + v + "'");
       repeat = std::stoi(v);
+    } else if (flag == "--nan-exact") {
+      no_inline_value(args, flag, inline_value);
+      load.backend.nan_exact = true;
     } else if (flag == "--scratchpad") {
       std::string v = args.value(flag, inline_value);
       if (v != "arena" && v != "library") usage_error("--scratchpad expects 'arena' or 'library', got '" + v + "'");

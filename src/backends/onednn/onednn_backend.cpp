@@ -343,7 +343,8 @@ Support conv_supported(const Graph& g, const Composite& c) {
   }
   const TensorType& bias = type_of(g, n.inputs[2]);
   const int64_t oc = type_of(g, n.outputs[0]).shape[3];
-  if (bias.shape[0] != oc && bias.shape[0] != 1) return Support::no("bias shape");
+  if (bias.shape[0] != oc && !(bias.shape[0] == 1 && constant(g, n.inputs[2])))
+    return Support::no("a bias of one value broadcast over the channels must be a constant");
   if (c.pad >= 0 && !fusable_pad(g, g.node(c.pad), 0.0)) return Support::no("PAD is not a zero padding of H and W only");
   return post_ops_supported(g, c);
 }
@@ -460,8 +461,16 @@ Support pool_supported(const Graph& g, const Composite& c) {
         if (p) return Support::no("PAD before an AVG_POOL2D that pads itself");
       if (!fusable_pad(g, g.node(c.pad), 0.0)) return Support::no("PAD is not a zero padding of H and W only");
     }
-  } else if (c.pad >= 0 && !fusable_pad(g, g.node(c.pad), -std::numeric_limits<double>::infinity())) {
-    return Support::no("PAD before MAX_POOL2D does not pad H and W with -inf");
+  } else if (c.pad >= 0) {
+    auto extra = fusable_pad(g, g.node(c.pad), -std::numeric_limits<double>::infinity());
+    if (!extra) return Support::no("PAD before MAX_POOL2D does not pad H and W with -inf");
+    // A window entirely in the padding is -inf in TOSA but -FLT_MAX in oneDNN: keep every window
+    // overlapping the data, as TOSA requires of the pool's own padding (pad < kernel).
+    const auto& k = n.attr_ints("kernel");
+    const auto& p = n.attr_ints("pad");
+    for (int i = 0; i < 4; ++i)
+      if ((*extra)[static_cast<size_t>(i)] + p[static_cast<size_t>(i)] >= k[static_cast<size_t>(i / 2)])
+        return Support::no("PAD + MAX_POOL2D padding as wide as the kernel (windows entirely in the padding)");
   }
   return Support::yes();
 }
@@ -791,8 +800,22 @@ class OneDnnBackend final : public Backend {
     } catch (const dn::error& e) {
       g_dry_run = false;
       return Support::no(std::string("oneDNN has no implementation for this ") + c.pattern + ": " + e.what());
+    } catch (const Error& e) {
+      g_dry_run = false;
+      return Support::no(e.message());
     }
     g_dry_run = false;
+    return Support::yes();
+  }
+  Support nan_exact(const Graph& g, const Composite& c) const override {
+    if (c.region == Composite::Region::kSoftmax) return Support::no("oneDNN's softmax turns a row with a NaN into 0s");
+    for (int ni : c.nodes) {
+      const Node& n = g.node(ni);
+      if (n.op == Op::EXP) return Support::no("oneDNN's EXP of NaN is +inf");
+      for (const AttrDef& a : op_def(n.op).attrs)
+        if (a.kind == AttrKind::kNanMode)
+          return Support::no(std::string(op_name(n.op)) + " on oneDNN does not honour nan_mode");
+    }
     return Support::yes();
   }
   std::unique_ptr<Kernel> prepare(const Module&, const Graph& g, const Composite& c,

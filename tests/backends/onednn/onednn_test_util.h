@@ -200,10 +200,12 @@ inline ::testing::AssertionResult close(const Tensor& got, const Tensor& want, d
 // the reference backend runs no kernel at all (only constants and views).
 inline void expect_offloaded(const Model& model, const std::vector<std::string>& patterns, bool all_on_onednn = true) {
   const std::string ex = model.explain();
-  for (const std::string& p : patterns)
+  for (const std::string& p : patterns) {
     EXPECT_NE(ex.find(" onednn " + p + ":"), std::string::npos) << "no unit 'onednn " << p << "' in:\n" << ex;
-  if (all_on_onednn)
+  }
+  if (all_on_onednn) {
     EXPECT_NE(ex.find("  reference: 0 kernels"), std::string::npos) << "the reference backend runs kernels:\n" << ex;
+  }
 }
 
 inline std::vector<Tensor> run_model(const std::shared_ptr<const Model>& model, const std::vector<Tensor>& feeds,

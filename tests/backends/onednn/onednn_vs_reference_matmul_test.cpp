@@ -81,6 +81,22 @@ TEST(OneDnnVsReference, MatmulResidualAdd) {
   check_vs_reference(m, net.feeds, {"MATMUL+BIAS+ADD"}, kTolAccumulate);
 }
 
+TEST(OneDnnVsReference, MatmulResidualConstantAndSelfProduct) {
+  {
+    SCOPED_TRACE("ADD of a constant of the result's type: a residual read from a constant");
+    Net net(1101);
+    ValueId a = net.input({1, 5, 8});
+    Module m = net.finish({net.add(net.matmul(a, net.weight({1, 8, 7})), net.weight({1, 5, 7}))});
+    check_vs_reference(m, net.feeds, {"MATMUL+ADD"}, kTolAccumulate);
+  }
+  {
+    SCOPED_TRACE("x @ x: one value as both operands");
+    Net net(1102);
+    ValueId x = net.input({2, 5, 5});
+    check_vs_reference(net.finish({net.matmul(x, x)}), net.feeds, {"MATMUL"}, kTolAccumulate);
+  }
+}
+
 TEST(OneDnnVsReference, GeluAfterMatmulAndBiasTransformerFfn) {
   // x [1,S,D] reshaped to a matmul, bias, GELU, second matmul, bias: the FFN of a transformer.
   Net net(1110);
@@ -112,6 +128,37 @@ TEST(OneDnnVsReference, MatmulAttentionStyleTransposedOperands) {
     // Both matmuls read their transposed operands in place: no TRANSPOSE kernel of its own.
     auto dnn = Model::from_module(m, kOneDnn);
     EXPECT_EQ(dnn->explain().find(" onednn TRANSPOSE:"), std::string::npos) << dnn->explain();
+  }
+}
+
+TEST(OneDnnVsReference, MatmulAttentionHeadsSplitByReshape) {
+  // As exported: x [1,S,H*D] -> RESHAPE [1,S,H,D] -> TRANSPOSE -> RESHAPE [H,S,D] (or [H,D,S]); the
+  // whole RESHAPE/TRANSPOSE/RESHAPE chain is one strided view.
+  const int64_t S = 5, H = 4, D = 6;
+  Net net(1125);
+  ValueId q = net.input({1, S, H * D});
+  ValueId k = net.input({1, S, H * D});
+  ValueId qh = net.reshape(net.transpose(net.reshape(q, {1, S, H, D}), {0, 2, 1, 3}), {H, S, D});
+  ValueId kt = net.reshape(net.transpose(net.reshape(k, {1, S, H, D}), {0, 2, 3, 1}), {H, D, S});
+  Module m = net.finish({net.matmul(qh, kt)});
+  auto dnn = check_vs_reference(m, net.feeds, {"TRANSPOSE+MATMUL"}, kTolAccumulate);
+  EXPECT_NE(dnn->explain().find("onednn: 1 kernels covering 7 nodes"), std::string::npos) << dnn->explain();
+}
+
+TEST(OneDnnVsReference, MatmulOtherTransposedOperands) {
+  {
+    SCOPED_TRACE("A: batch and rows swapped, TRANSPOSE [1,0,2]");
+    Net net(1126);
+    ValueId x = net.input({4, 3, 6});
+    Module m = net.finish({net.matmul(net.transpose(x, {1, 0, 2}), net.weight({3, 6, 2}))});
+    check_vs_reference(m, net.feeds, {"TRANSPOSE+MATMUL"}, kTolAccumulate);
+  }
+  {
+    SCOPED_TRACE("B: a constant [N,W,C] read transposed");
+    Net net(1127);
+    ValueId x = net.input({2, 3, 6});
+    Module m = net.finish({net.matmul(x, net.transpose(net.weight({2, 5, 6}), {0, 2, 1}))});
+    check_vs_reference(m, net.feeds, {"TRANSPOSE+MATMUL"}, kTolAccumulate);
   }
 }
 
@@ -205,6 +252,17 @@ TEST(OneDnnVsReference, LayerNormRegion) {
     Module m = net.finish({layer_norm(net, x, c.eps, gamma, beta)});
     check_vs_reference(m, net.feeds, {"LAYER_NORM"}, kTolAccumulate);
   }
+}
+
+TEST(OneDnnVsReference, LayerNormWithRuntimeBetaKeepsTheAddOutside) {
+  // beta that is not a constant is not part of the region: the ADD runs on its own (on oneDNN,
+  // broadcast along the last dimension).
+  Net net(1350);
+  ValueId x = net.input({2, 6, 12}, -3, 5);
+  ValueId beta = net.input({1, 1, 12});
+  ValueId y = net.add(layer_norm(net, x, 1e-5, net.weight({1, 1, 12}, 0.5, 1.5), kNoValue), beta);
+  Module m = net.finish({y});
+  check_vs_reference(m, net.feeds, {"LAYER_NORM", "ADD"}, kTolAccumulate);
 }
 
 TEST(OneDnnVsReference, TransformerBlockEndToEnd) {

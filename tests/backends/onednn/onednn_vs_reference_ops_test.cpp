@@ -1,0 +1,623 @@
+// oneDNN versus the reference backend: the single operators the backend runs (element-wise
+// activations, binary operators with the broadcasts it accepts, reductions on every axis, CONCAT,
+// TRANSPOSE); the cases it declines falling back to the reference backend with the reason in the
+// explain text; and the runtime behaviour of oneDNN kernels (threads, repeated runs with cached
+// primitives and prepared weights, several contexts of one model, library-owned scratch memory).
+#include <functional>
+#include <thread>
+
+#include "backends/onednn/onednn_test_util.h"
+
+namespace weft::onednn_test {
+namespace {
+
+const std::vector<Shape> kShapes = {{2, 3, 4, 5}, {7}, {3, 17}, {1, 33, 2}, {2, 1, 6, 8}};
+
+// ---- Element-wise unary ---------------------------------------------------------------------------
+
+TEST(OneDnnVsReference, UnaryActivations) {
+  struct Case {
+    Op op;
+    double lo, hi, tol;
+  };
+  const std::vector<Case> cases = {
+      {Op::SIGMOID, -8, 8, kTolElementwise}, {Op::TANH, -4, 4, kTolElementwise}, {Op::EXP, -6, 4, kTolElementwise},
+      {Op::ABS, -3, 3, kExact},              {Op::RSQRT, 0.01, 9, kTolElementwise},  // positive inputs only
+  };
+  uint32_t seed = 2000;
+  for (const Case& c : cases)
+    for (const Shape& s : kShapes) {
+      SCOPED_TRACE(std::string(op_name(c.op)) + " " + shape_str(s));
+      Net net(seed++);
+      ValueId x = net.input(s, c.lo, c.hi);
+      Module m = net.finish({net.unary(c.op, x)});
+      check_vs_reference(m, net.feeds, {op_name(c.op)}, c.tol);
+    }
+}
+
+TEST(OneDnnVsReference, Clamp) {
+  // ReLU (0..FLT_MAX, oneDNN's relu), ReLU6, a symmetric and a negative-only range.
+  const std::vector<std::pair<double, double>> bounds = {
+      {0.0, std::numeric_limits<float>::max()}, {0.0, 6.0}, {-0.5, 0.5}, {-2.0, -1.0},
+      {0.0, std::numeric_limits<double>::infinity()}, {-std::numeric_limits<double>::infinity(), 0.25}};
+  uint32_t seed = 2100;
+  for (auto [lo, hi] : bounds)
+    for (const Shape& s : kShapes) {
+      SCOPED_TRACE("CLAMP " + std::to_string(lo) + ".." + std::to_string(hi) + " " + shape_str(s));
+      Net net(seed++);
+      ValueId x = net.input(s, -8, 8);
+      Module m = net.finish({net.clamp(x, lo, hi)});
+      check_vs_reference(m, net.feeds, {"CLAMP"}, kExact);
+    }
+}
+
+// ---- Binary -----------------------------------------------------------------------------------------
+
+TEST(OneDnnVsReference, BinarySameShapeAndBroadcasts) {
+  // The second operand full-size, or broadcast along all but the last dimension, all but
+  // dimension 1, or everything (a scalar); commutative operators also with the small operand first.
+  // Constants and runtime tensors alike. Single roundings: exact.
+  const std::vector<Shape> fulls = {{2, 3, 4, 5}, {6, 7}, {3, 4, 5}};
+  auto smalls = [](const Shape& f) {
+    std::vector<Shape> out = {f};
+    Shape last(f.size(), 1), dim1(f.size(), 1), scalar(f.size(), 1);
+    last.back() = f.back();
+    dim1[1] = f[1];
+    out.push_back(last);
+    if (dim1 != last) out.push_back(dim1);
+    out.push_back(scalar);
+    return out;
+  };
+  uint32_t seed = 2200;
+  int cases = 0;
+  for (Op op : {Op::ADD, Op::SUB, Op::MUL, Op::MAXIMUM, Op::MINIMUM})
+    for (const Shape& f : fulls)
+      for (const Shape& sm : smalls(f))
+        for (bool small_first : {false, true}) {
+          if (small_first && (op == Op::SUB || sm == f)) continue;  // SUB: oneDNN broadcasts only the second
+          const bool as_const = seed % 3 == 0;
+          SCOPED_TRACE(std::string(op_name(op)) + " " + shape_str(f) + " with " + shape_str(sm) +
+                       (small_first ? " first" : " second") + (as_const ? " (constant)" : ""));
+          Net net(seed++);
+          ValueId x = net.input(f, -3, 3);
+          ValueId y = as_const ? net.weight(sm, -3, 3) : net.input(sm, -3, 3);
+          ValueId r = small_first ? net.binary(op, y, x) : net.binary(op, x, y);
+          Module m = net.finish({r});
+          check_vs_reference(m, net.feeds, {op_name(op)}, kExact);
+          ++cases;
+        }
+  EXPECT_GE(cases, 60);
+}
+
+TEST(OneDnnVsReference, RankOneAndRankFiveOperators) {
+  {
+    SCOPED_TRACE("rank 1: [7] + [1]");
+    Net net(2250);
+    ValueId x = net.input({7}), y = net.input({1});
+    check_vs_reference(net.finish({net.add(x, y)}), net.feeds, {"ADD"}, kExact);
+  }
+  {
+    SCOPED_TRACE("rank 5 broadcasts");
+    Net net(2251);
+    ValueId a = net.input({2, 3, 2, 2, 4}), b = net.input({1, 1, 1, 1, 4}), c = net.input({1, 3, 1, 1, 1});
+    check_vs_reference(net.finish({net.mul(net.sub(a, b), c)}), net.feeds, {"SUB", "MUL"}, kExact);
+  }
+  {
+    SCOPED_TRACE("rank 5 TRANSPOSE, REDUCE_SUM, CONCAT");
+    Net net(2252);
+    ValueId t = net.input({2, 3, 2, 2, 4});
+    Module m = net.finish({net.transpose(t, {4, 0, 3, 1, 2}), net.reduce(Op::REDUCE_SUM, t, 3), net.concat({t, t}, 4)});
+    check_vs_reference(m, net.feeds, {"TRANSPOSE", "REDUCE_SUM", "CONCAT"}, kTolElementwise);
+  }
+}
+
+TEST(OneDnnVsReference, BinaryBothOperandsTheSameValue) {
+  // x * x, x + x, max(x, x): one value bound to both primitive arguments.
+  uint32_t seed = 2300;
+  for (Op op : {Op::ADD, Op::SUB, Op::MUL, Op::MAXIMUM}) {
+    SCOPED_TRACE(op_name(op));
+    Net net(seed++);
+    ValueId x = net.input({4, 9});
+    Module m = net.finish({net.binary(op, x, x)});
+    check_vs_reference(m, net.feeds, {op_name(op)}, kExact);
+  }
+}
+
+TEST(OneDnnVsReference, RandomElementwiseDagsWithInPlaceReuse) {
+  // Random DAGs of the element-wise operators over f32[2,4,8] values, with values read by several
+  // nodes, broadcast constants oneDNN takes ([1,1,8], [1,4,1], [1,1,1]) and one it declines
+  // ([2,1,1]), so that oneDNN and reference kernels alternate and the memory planner lets outputs
+  // overwrite dying inputs (in place) on both backends.
+  const Shape full = {2, 4, 8};
+  const std::vector<Shape> smalls = {{1, 1, 8}, {1, 4, 1}, {1, 1, 1}, {2, 1, 1}};
+  for (uint32_t seed = 1; seed <= 12; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    Net net(4000 + seed);
+    std::mt19937 rng(seed);
+    auto pick = [&](size_t n) { return std::uniform_int_distribution<size_t>(0, n - 1)(rng); };
+    std::vector<ValueId> pool = {net.input(full, -2, 2), net.input(full, -2, 2)};
+    std::vector<double> bound = {2, 2};  // |value| bound, to keep products finite
+    for (int i = 0; i < 30; ++i) {
+      size_t ia = pick(pool.size()), ib = pick(pool.size());
+      ValueId a = pool[ia], b = pool[ib];
+      double ba = bound[ia], bb = bound[ib];
+      ValueId r;
+      double br;
+      switch (pick(10)) {
+        case 0: r = net.add(a, b); br = ba + bb; break;
+        case 1: r = net.sub(a, b); br = ba + bb; break;
+        case 2:
+          if (ba * bb > 50) {
+            b = net.clamp(b, -1, 1);
+            bb = 1;
+          }
+          r = net.mul(a, b);
+          br = ba * bb;
+          break;
+        case 3: r = net.b.op(Op::MAXIMUM, {a, b}); br = std::max(ba, bb); break;
+        case 4: r = net.b.op(Op::MINIMUM, {a, b}); br = std::max(ba, bb); break;
+        case 5: r = net.unary(Op::TANH, a); br = 1; break;
+        case 6: r = net.unary(Op::SIGMOID, a); br = 1; break;
+        case 7: r = net.clamp(a, -1.5, 1.0); br = 1.5; break;
+        case 8: r = net.unary(Op::ABS, a); br = ba; break;
+        default: {
+          const Shape& s = smalls[pick(smalls.size())];
+          ValueId c = net.weight(s, -2, 2);
+          r = pick(2) ? net.add(a, c) : net.mul(c, a);
+          br = ba * 2 + 2;
+          break;
+        }
+      }
+      pool.push_back(r);
+      bound.push_back(br);
+    }
+    Module m = net.finish({pool.back(), pool[pool.size() / 2], pool[pool.size() - 3]});
+    auto dnn = check_vs_reference(m, net.feeds, {}, kTolAccumulate, /*all_on_onednn=*/false);
+    const std::string ex = dnn->explain();
+    EXPECT_EQ(ex.find("onednn: 0 kernels"), std::string::npos) << ex;
+  }
+}
+
+// ---- Reductions -------------------------------------------------------------------------------------
+
+TEST(OneDnnVsReference, ReductionsOnEveryAxis) {
+  // MAX/MIN pick a stored value (exact); SUM and PRODUCT round in a different order (1e-5).
+  const std::vector<Shape> shapes = {{2, 3, 4, 5}, {9}, {5, 1, 7}, {3, 16}};
+  uint32_t seed = 2400;
+  for (Op op : {Op::REDUCE_SUM, Op::REDUCE_MAX, Op::REDUCE_MIN, Op::REDUCE_PRODUCT})
+    for (const Shape& s : shapes)
+      for (int64_t axis = 0; axis < static_cast<int64_t>(s.size()); ++axis) {
+        if (s[static_cast<size_t>(axis)] == 1) continue;  // a size-1 axis: nothing to reduce
+        SCOPED_TRACE(std::string(op_name(op)) + " " + shape_str(s) + " axis " + std::to_string(axis));
+        Net net(seed++);
+        // Products of values in [0.5, 1.5] stay well scaled over up to 16 factors.
+        ValueId x = op == Op::REDUCE_PRODUCT ? net.input(s, 0.5, 1.5) : net.input(s, -4, 4);
+        Module m = net.finish({net.reduce(op, x, axis)});
+        const bool exact = op == Op::REDUCE_MAX || op == Op::REDUCE_MIN;
+        check_vs_reference(m, net.feeds, {op_name(op)}, exact ? kExact : kTolElementwise);
+      }
+}
+
+TEST(OneDnnVsReference, ReduceProductWithMixedSigns) {
+  Net net(2450);
+  ValueId x = net.input({3, 6, 4}, -1.5, 1.5);
+  Module m = net.finish({net.reduce(Op::REDUCE_PRODUCT, x, 1)});
+  check_vs_reference(m, net.feeds, {"REDUCE_PRODUCT"}, kTolElementwise);
+}
+
+// ---- CONCAT and TRANSPOSE -------------------------------------------------------------------------
+
+TEST(OneDnnVsReference, ConcatOnEveryAxis) {
+  uint32_t seed = 2500;
+  const Shape base = {2, 3, 4, 5};
+  for (int64_t axis = 0; axis < 4; ++axis)
+    for (int count : {2, 3}) {
+      SCOPED_TRACE("axis " + std::to_string(axis) + ", " + std::to_string(count) + " inputs");
+      Net net(seed++);
+      std::vector<ValueId> xs;
+      for (int i = 0; i < count; ++i) {
+        Shape s = base;
+        s[static_cast<size_t>(axis)] = 1 + i * 2;  // 1, 3, 5 along the axis
+        xs.push_back(i == 1 && count == 3 ? net.weight(s) : net.input(s));  // a constant in the middle
+      }
+      Module m = net.finish({net.concat(xs, axis)});
+      check_vs_reference(m, net.feeds, {"CONCAT"}, kExact);
+    }
+  for (int64_t axis = 0; axis < 2; ++axis) {
+    SCOPED_TRACE("rank 2, axis " + std::to_string(axis));
+    Net net(seed++);
+    ValueId a = net.input(axis == 0 ? Shape{3, 17} : Shape{17, 3});
+    ValueId b = net.input(axis == 0 ? Shape{5, 17} : Shape{17, 5});
+    Module m = net.finish({net.concat({a, b, a}, axis)});  // one value twice
+    check_vs_reference(m, net.feeds, {"CONCAT"}, kExact);
+  }
+}
+
+TEST(OneDnnVsReference, TransposePermutations) {
+  const std::vector<std::vector<int64_t>> perms3 = {{0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
+  const std::vector<std::vector<int64_t>> perms4 = {{0, 2, 1, 3}, {0, 3, 1, 2}, {0, 2, 3, 1}, {3, 2, 1, 0},
+                                                    {1, 0, 3, 2}, {2, 3, 0, 1}, {0, 1, 3, 2}};
+  uint32_t seed = 2600;
+  for (const auto& p : perms3) {
+    SCOPED_TRACE("perms " + vec_str(p));
+    Net net(seed++);
+    ValueId x = net.input({3, 5, 7});
+    check_vs_reference(net.finish({net.transpose(x, p)}), net.feeds, {"TRANSPOSE"}, kExact);
+  }
+  for (const auto& p : perms4) {
+    SCOPED_TRACE("perms " + vec_str(p));
+    Net net(seed++);
+    ValueId x = net.input({2, 3, 4, 6});
+    check_vs_reference(net.finish({net.transpose(x, p)}), net.feeds, {"TRANSPOSE"}, kExact);
+  }
+}
+
+// ---- Fallback to the reference backend ----------------------------------------------------------
+
+TEST(OneDnnFallback, Int32AddRunsOnReferenceWithTheReason) {
+  GraphBuilder b("main");
+  const TensorType t{DType::kInt32, {2, 3}};
+  ValueId x = b.input("x", t), y = b.input("y", t);
+  b.output(b.op(Op::ADD, {x, y}));
+  Module m(b.finish());
+  auto dnn = Model::from_module(m, kOneDnn);
+  const std::string ex = dnn->explain();
+  EXPECT_NE(ex.find(" reference ADD:"), std::string::npos) << ex;
+  EXPECT_NE(ex.find("not on onednn: ADD on i32: only fp32 is offloaded"), std::string::npos) << ex;
+  EXPECT_NE(ex.find("onednn: 0 kernels"), std::string::npos) << ex;
+  Tensor a = Tensor::from_ints(t, std::vector<int64_t>{1, -2, 3, 100000, 5, -6});
+  Tensor c = Tensor::from_ints(t, std::vector<int64_t>{10, 20, -30, 7, 0, 6});
+  Tensor got = run_model(dnn, {a, c})[0];
+  EXPECT_EQ(got.to_ints(), (std::vector<int64_t>{11, 18, -27, 100007, 5, 0}));
+}
+
+TEST(OneDnnFallback, DeclinedOperatorsNameTheirReason) {
+  struct Case {
+    std::string name, unit, reason;
+    std::function<Module(Net&)> build;
+  };
+  const std::vector<Case> cases = {
+      {"SUB broadcasting its first operand", " reference SUB:",
+       "not on onednn: SUB broadcasting both operands (oneDNN broadcasts only the second)",
+       [](Net& n) {
+         ValueId a = n.input({1, 1, 1, 5}), x = n.input({2, 3, 4, 5});
+         return n.finish({n.sub(a, x)});
+       }},
+      {"a broadcast oneDNN runs slowly", " reference ADD:", "not on onednn: ADD broadcasting [1,3,4,1] to [2,3,4,5]",
+       [](Net& n) {
+         ValueId x = n.input({2, 3, 4, 5}), a = n.input({1, 3, 4, 1});
+         return n.finish({n.add(x, a)});
+       }},
+      {"both operands broadcast", " reference MUL:", "not on onednn: MUL broadcasting both operands",
+       [](Net& n) {
+         ValueId x = n.input({2, 1, 5}), a = n.input({1, 3, 1});
+         return n.finish({n.mul(x, a)});
+       }},
+      {"CONV2D with runtime weights", " reference CONV2D:",
+       "not on onednn: weights are not a constant (prepared weights need one)",
+       [](Net& n) {
+         ValueId x = n.input({1, 6, 6, 3}), w = n.input({4, 3, 3, 3});
+         return n.finish({n.conv2d(x, w, n.weight({4}), {1, 1, 1, 1}, {1, 1}, {1, 1})});
+       }},
+      {"TRANSPOSE_CONV2D with out_pad > 0", " reference TRANSPOSE_CONV2D:",
+       "not on onednn: TRANSPOSE_CONV2D with out_pad > 0 (output padding) is not offloaded",
+       [](Net& n) {
+         ValueId x = n.input({1, 4, 4, 3});
+         return n.finish({n.transpose_conv(x, n.weight({2, 3, 3, 3}), n.weight({2}), {1, 0, 0, 1}, {2, 2})});
+       }},
+      {"an operator without a oneDNN primitive", " reference ERF:", "not on onednn: ERF has no oneDNN primitive here",
+       [](Net& n) { return n.finish({n.unary(Op::ERF, n.input({3, 4}))}); }},
+  };
+  uint32_t seed = 2700;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    Net net(seed++);
+    Module m = c.build(net);
+    auto dnn = check_vs_reference(m, net.feeds, {}, kExact, /*all_on_onednn=*/false);
+    const std::string ex = dnn->explain();
+    EXPECT_NE(ex.find(c.unit), std::string::npos) << ex;
+    EXPECT_NE(ex.find(c.reason), std::string::npos) << ex;
+  }
+}
+
+TEST(OneDnnFallback, MixedGraphInterleavesBackends) {
+  // conv (onednn) -> NEGATE (reference) -> ADD (onednn) -> ERF (reference) -> softmax (onednn).
+  Net net(2800);
+  ValueId x = net.input({1, 6, 6, 4});
+  ValueId c = net.conv2d(x, net.weight({8, 3, 3, 4}), net.weight({8}), {1, 1, 1, 1}, {1, 1}, {1, 1});
+  ValueId ng = net.b.op(Op::NEGATE, {c, net.zp(), net.zp()});
+  ValueId a = net.add(ng, net.weight({1, 1, 1, 8}));
+  ValueId e = net.unary(Op::ERF, a);
+  ValueId mx = net.reduce(Op::REDUCE_MAX, e, 3);
+  ValueId ex = net.unary(Op::EXP, net.sub(e, mx));
+  ValueId y = net.mul(ex, net.unary(Op::RECIPROCAL, net.reduce(Op::REDUCE_SUM, ex, 3)));
+  Module m = net.finish({y, c});
+  auto dnn = check_vs_reference(m, net.feeds, {"CONV2D", "ADD", "SOFTMAX"}, kTolAccumulate, /*all_on_onednn=*/false);
+  const std::string explain = dnn->explain();
+  EXPECT_NE(explain.find(" reference NEGATE:"), std::string::npos) << explain;
+  EXPECT_NE(explain.find(" reference ERF:"), std::string::npos) << explain;
+}
+
+// ---- Runtime behaviour ----------------------------------------------------------------------------
+
+// A small CNN + classifier with every kind of prepared kernel: convolutions with fused ops,
+// depthwise, pooling, a matmul with constant weights and a softmax.
+Module small_network(Net& net) {
+  ValueId x = net.input({2, 20, 20, 8});
+  ValueId c1 = net.relu(net.conv2d(net.pad_hw(x, {1, 1, 1, 1}, 0.0), net.weight({16, 3, 3, 8}, -0.5, 0.5),
+                                   net.weight({16}), {0, 0, 0, 0}, {1, 1}, {1, 1}));
+  ValueId d1 = net.clamp(net.depthwise(c1, net.weight({3, 3, 16, 2}, -0.5, 0.5), net.weight({32}), {0, 1, 0, 1},
+                                       {2, 2}, {1, 1}),
+                         0.0, 6.0);
+  ValueId c2 = net.conv2d(d1, net.weight({32, 1, 1, 32}, -0.3, 0.3), net.weight({32}), {0, 0, 0, 0}, {1, 1}, {1, 1});
+  ValueId r = net.swish(net.add(c2, d1));
+  ValueId p = net.avg_pool(r, {10, 10}, {1, 1}, {0, 0, 0, 0});  // [2,1,1,32]
+  ValueId f = net.reshape(p, {1, 2, 32});
+  ValueId logits = net.add(net.matmul(f, net.weight({1, 32, 10})), net.weight({1, 1, 10}));
+  ValueId mx = net.reduce(Op::REDUCE_MAX, logits, 2);
+  ValueId e = net.unary(Op::EXP, net.sub(logits, mx));
+  ValueId prob = net.mul(e, net.unary(Op::RECIPROCAL, net.reduce(Op::REDUCE_SUM, e, 2)));
+  return net.finish({prob, r});
+}
+
+const std::vector<std::string> kSmallNetworkPatterns = {"PAD+CONV2D+CLAMP", "DEPTHWISE_CONV2D+CLAMP",
+                                                        "CONV2D+ADD+SWISH", "AVG_POOL2D", "MATMUL+BIAS", "SOFTMAX"};
+
+TEST(OneDnnRuntime, TwoThreadsMatchOneThreadAndTheReference) {
+  Net net(2900);
+  Module m = small_network(net);
+  auto dnn = check_vs_reference(m, net.feeds, kSmallNetworkPatterns, kTolAccumulate, true, /*threads=*/2);
+  std::vector<Tensor> one = run_model(dnn, net.feeds, 1);
+  std::vector<Tensor> two = run_model(dnn, net.feeds, 2);
+  ASSERT_EQ(one.size(), two.size());
+  for (size_t i = 0; i < one.size(); ++i) EXPECT_TRUE(close(two[i], one[i], kTolAccumulate)) << "output " << i;
+}
+
+TEST(OneDnnRuntime, RepeatedRunsOfOneContextAreIdentical) {
+  // Cached primitives and prepared weights: run A, A, B, A; every A identical; B different.
+  Net net(2910);
+  Module m = small_network(net);
+  auto dnn = Model::from_module(m, kOneDnn);
+  expect_offloaded(*dnn, kSmallNetworkPatterns);
+  EXPECT_GT(dnn->memory_stats().prepared_bytes, 0u);  // reordered weights kept from prepare
+  Net other(2911);
+  std::vector<Tensor> b_feeds = {other.random({2, 20, 20, 8})};
+  for (int threads : {1, 2}) {
+    SCOPED_TRACE(std::to_string(threads) + " threads");
+    Context ctx(dnn, {.threads = threads});
+    std::vector<Tensor> a1 = ctx.run(net.feeds);
+    std::vector<Tensor> a2 = ctx.run(net.feeds);
+    std::vector<Tensor> b = ctx.run(b_feeds);
+    std::vector<Tensor> a3 = ctx.run(net.feeds);
+    for (size_t i = 0; i < a1.size(); ++i) {
+      EXPECT_TRUE(a1[i].identical(a2[i])) << "output " << i;
+      EXPECT_TRUE(a1[i].identical(a3[i])) << "output " << i;
+      EXPECT_FALSE(a1[i].identical(b[i])) << "output " << i;
+    }
+  }
+}
+
+TEST(OneDnnRuntime, TwoContextsOfOneModelAreIdentical) {
+  Net net(2920);
+  Module m = small_network(net);
+  auto dnn = Model::from_module(m, kOneDnn);
+  Context c1(dnn), c2(dnn);
+  std::vector<Tensor> r1 = c1.run(net.feeds);
+  std::vector<Tensor> r2 = c2.run(net.feeds);
+  std::vector<Tensor> r1b = c1.run(net.feeds);  // interleaved with the other context
+  ASSERT_EQ(r1.size(), r2.size());
+  for (size_t i = 0; i < r1.size(); ++i) {
+    EXPECT_TRUE(r1[i].identical(r2[i])) << "output " << i;
+    EXPECT_TRUE(r1[i].identical(r1b[i])) << "output " << i;
+  }
+}
+
+TEST(OneDnnRuntime, ContextsOnConcurrentThreadsMatchSerialRuns) {
+  // A Model is shared by contexts that run at the same time on different threads: primitives and
+  // prepared weights are shared, scratch memory comes from each context's own arena.
+  Net net(2940);
+  Module m = small_network(net);
+  auto dnn = Model::from_module(m, kOneDnn);
+  std::vector<Tensor> serial = run_model(dnn, net.feeds);
+  std::vector<std::vector<Tensor>> results(2);
+  std::vector<std::thread> workers;
+  for (size_t t = 0; t < results.size(); ++t) {
+    workers.emplace_back([&, t] {
+      Context ctx(dnn);
+      for (int run = 0; run < 4; ++run) results[t] = ctx.run(net.feeds);
+    });
+  }
+  for (std::thread& w : workers) w.join();
+  for (size_t t = 0; t < results.size(); ++t) {
+    ASSERT_EQ(results[t].size(), serial.size());
+    for (size_t i = 0; i < serial.size(); ++i) EXPECT_TRUE(results[t][i].identical(serial[i])) << "thread " << t << " output " << i;
+  }
+}
+
+TEST(OneDnnRuntime, LibraryScratchpadGivesTheSameResults) {
+  Net net(2930);
+  Module m = small_network(net);
+  auto arena = Model::from_module(m, kOneDnn);
+  BackendOptions lib = kOneDnn;
+  lib.library_scratchpad = true;
+  auto library = Model::from_module(m, lib);
+  expect_offloaded(*library, kSmallNetworkPatterns);
+  std::vector<Tensor> x = run_model(arena, net.feeds), y = run_model(library, net.feeds);
+  ASSERT_EQ(x.size(), y.size());
+  for (size_t i = 0; i < x.size(); ++i) EXPECT_TRUE(close(y[i], x[i], kTolAccumulate)) << "output " << i;
+}
+
+
+// ---- NaN ------------------------------------------------------------------------------------------
+
+Tensor with_nans(const Tensor& t, int every, int offset = 0) {
+  std::vector<double> v = t.to_doubles();
+  for (size_t i = static_cast<size_t>(offset); i < v.size(); i += static_cast<size_t>(every))
+    v[i] = std::numeric_limits<double>::quiet_NaN();
+  return Tensor::from_doubles(t.type(), v);
+}
+
+struct NanCase {
+  std::string pattern;
+  std::function<ValueId(Net&, ValueId, ValueId)> build;
+};
+
+// Runs each case with NaN in both inputs (every 11th element of x, every 13th of y from 3).
+void check_nan_cases(const std::vector<NanCase>& cases, uint32_t seed) {
+  for (const NanCase& c : cases) {
+    SCOPED_TRACE(c.pattern);
+    Net net(seed++);
+    ValueId x = net.input({2, 4, 6, 3});
+    ValueId y = net.input({2, 4, 6, 3});
+    Module m = net.finish({c.build(net, x, y)});
+    net.feeds[0] = with_nans(net.feeds[0], 11);
+    net.feeds[1] = with_nans(net.feeds[1], 13, 3);
+    check_vs_reference(m, net.feeds, {c.pattern}, kTolAccumulate);
+  }
+}
+
+TEST(OneDnnNaN, ArithmeticActivationsAndAccumulationsPropagateNaN) {
+  // NaN inputs give NaN at the same positions on both backends wherever arithmetic carries them.
+  const std::vector<NanCase> cases = {
+      {"ADD", [](Net& n, ValueId x, ValueId y) { return n.add(x, y); }},
+      {"SUB", [](Net& n, ValueId x, ValueId y) { return n.sub(x, y); }},
+      {"MUL", [](Net& n, ValueId x, ValueId y) { return n.mul(x, y); }},
+      {"TANH", [](Net& n, ValueId x, ValueId) { return n.unary(Op::TANH, x); }},
+      {"SIGMOID", [](Net& n, ValueId x, ValueId) { return n.unary(Op::SIGMOID, x); }},
+      {"RSQRT", [](Net& n, ValueId x, ValueId) { return n.unary(Op::RSQRT, n.unary(Op::ABS, x)); }},
+      {"MATMUL", [](Net& n, ValueId x, ValueId) { return n.matmul(n.reshape(x, {2, 24, 3}), n.weight({2, 3, 5})); }},
+      {"CONV2D+GELU", [](Net& n, ValueId x, ValueId) {
+         return n.gelu_erf(n.conv2d(x, n.weight({4, 1, 1, 3}), n.weight({4}), {0, 0, 0, 0}, {1, 1}, {1, 1}));
+       }},
+      {"CONV2D+SWISH", [](Net& n, ValueId x, ValueId) {
+         return n.swish(n.conv2d(x, n.weight({4, 1, 1, 3}), n.weight({4}), {0, 0, 0, 0}, {1, 1}, {1, 1}));
+       }},
+      {"CONV2D+TANH", [](Net& n, ValueId x, ValueId) {
+         return n.unary(Op::TANH, n.conv2d(x, n.weight({4, 1, 1, 3}), n.weight({4}), {0, 0, 0, 0}, {1, 1}, {1, 1}));
+       }},
+      {"LAYER_NORM", [](Net& n, ValueId x, ValueId) {
+         ValueId mean = n.mul(n.reduce(Op::REDUCE_SUM, x, 3), n.scalar(1.0 / 3, 4));
+         ValueId d = n.sub(x, mean);
+         ValueId var = n.mul(n.reduce(Op::REDUCE_SUM, n.mul(d, d), 3), n.scalar(1.0 / 3, 4));
+         return n.mul(d, n.unary(Op::RSQRT, n.add(var, n.scalar(1e-5, 4))));
+       }},
+      {"ABS", [](Net& n, ValueId x, ValueId) { return n.unary(Op::ABS, x); }},
+      {"REDUCE_SUM", [](Net& n, ValueId x, ValueId) { return n.reduce(Op::REDUCE_SUM, x, 2); }},
+      {"TRANSPOSE", [](Net& n, ValueId x, ValueId) { return n.transpose(x, {3, 1, 2, 0}); }},
+      {"CONCAT", [](Net& n, ValueId x, ValueId y) { return n.concat({x, y}, 3); }},
+      {"AVG_POOL2D", [](Net& n, ValueId x, ValueId) { return n.avg_pool(x, {2, 2}, {2, 2}, {0, 0, 0, 0}); }},
+      {"CONV2D", [](Net& n, ValueId x, ValueId) {
+         return n.conv2d(x, n.weight({4, 3, 3, 3}), n.weight({4}), {1, 1, 1, 1}, {1, 1}, {1, 1});
+       }},
+  };
+  check_nan_cases(cases, 3000);
+}
+
+// The operators with a nan_mode attribute. oneDNN's max/min/clip/relu/pooling/reduction kernels
+// neither propagate NaN (as PROPAGATE, the default, requires) nor consistently ignore it (as
+// IGNORE requires): e.g. MAXIMUM(x, NaN) = x, CLAMP(-0.5, 0.5) of NaN = -0.5, ReLU of NaN = 0.
+Module nan_mode_case(Net& net, int which, int64_t mode, std::string& name) {
+  ValueId x = net.input({2, 4, 6, 3});
+  ValueId y = net.input({2, 4, 6, 3});
+  ValueId r = kNoValue;
+  switch (which) {
+    case 0: name = "MAXIMUM"; r = net.b.op(Op::MAXIMUM, {x, y}, {{"nan_mode", mode}}); break;
+    case 1: name = "MINIMUM"; r = net.b.op(Op::MINIMUM, {x, y}, {{"nan_mode", mode}}); break;
+    case 2:
+      name = "CLAMP";
+      r = net.b.op(Op::CLAMP, {x}, {{"min_val", scalar0(-0.5)}, {"max_val", scalar0(0.5)}, {"nan_mode", mode}});
+      break;
+    case 3:
+      name = "CLAMP";  // ReLU
+      r = net.b.op(Op::CLAMP, {x},
+                   {{"min_val", scalar0(0)}, {"max_val", scalar0(std::numeric_limits<float>::max())}, {"nan_mode", mode}});
+      break;
+    case 4:
+      name = "MAX_POOL2D";
+      r = net.b.op(Op::MAX_POOL2D, {x},
+                   {{"kernel", std::vector<int64_t>{2, 2}}, {"stride", std::vector<int64_t>{2, 2}},
+                    {"pad", std::vector<int64_t>{0, 0, 0, 0}}, {"nan_mode", mode}});
+      break;
+    case 5: name = "REDUCE_MAX"; r = net.b.op(Op::REDUCE_MAX, {x}, {{"axis", int64_t{2}}, {"nan_mode", mode}}); break;
+    case 6: name = "REDUCE_MIN"; r = net.b.op(Op::REDUCE_MIN, {x}, {{"axis", int64_t{2}}, {"nan_mode", mode}}); break;
+    default: {
+      name = "CONV2D+CLAMP";  // fused ReLU
+      ValueId c = net.conv2d(x, net.weight({4, 1, 1, 3}), net.weight({4}), {0, 0, 0, 0}, {1, 1}, {1, 1});
+      r = net.b.op(Op::CLAMP, {c},
+                   {{"min_val", scalar0(0)}, {"max_val", scalar0(std::numeric_limits<float>::max())}, {"nan_mode", mode}});
+      break;
+    }
+  }
+  Module m = net.finish({r});
+  net.feeds[0] = with_nans(net.feeds[0], 7);
+  net.feeds[1] = with_nans(net.feeds[1], 5, 2);
+  return m;
+}
+
+// EXP of NaN is +inf on oneDNN and its softmax turns a row holding a NaN into 0s; max/min/clamp/
+// pooling/reductions ignore nan_mode. By default the oneDNN backend still takes them (as ONNX
+// Runtime's kernels, it lets ReLU and max turn a NaN into a number). With nan_exact, every such
+// node stays on the reference backend, with the reason, and the results equal the reference's.
+std::vector<std::pair<std::string, std::function<Module(Net&)>>> nan_sensitive_cases() {
+  std::vector<std::pair<std::string, std::function<Module(Net&)>>> cases;
+  for (int64_t mode : {static_cast<int64_t>(NanMode::kPropagate), static_cast<int64_t>(NanMode::kIgnore)}) {
+    for (int which = 0; which < 8; ++which) {
+      cases.push_back({"nan_mode " + std::to_string(mode) + " case " + std::to_string(which), [=](Net& net) {
+                         std::string name;
+                         return nan_mode_case(net, which, mode, name);
+                       }});
+    }
+  }
+  cases.push_back({"EXP", [](Net& net) {
+                     ValueId x = net.input({2, 4, 6, 3});
+                     Module m = net.finish({net.unary(Op::EXP, x)});
+                     net.feeds[0] = with_nans(net.feeds[0], 11);
+                     return m;
+                   }});
+  cases.push_back({"SOFTMAX", [](Net& net) {
+                     ValueId x = net.input({2, 4, 6, 3});
+                     ValueId e = net.unary(Op::EXP, net.sub(x, net.reduce(Op::REDUCE_MAX, x, 3)));
+                     Module m = net.finish({net.mul(e, net.unary(Op::RECIPROCAL, net.reduce(Op::REDUCE_SUM, e, 3)))});
+                     net.feeds[0] = with_nans(net.feeds[0], 11);
+                     return m;
+                   }});
+  return cases;
+}
+
+TEST(OneDnnNaN, NanExactKeepsNanSensitiveNodesOnTheReferenceBackend) {
+  uint32_t seed = 3100;
+  for (const auto& [name, build] : nan_sensitive_cases()) {
+    SCOPED_TRACE(name);
+    Net net(seed++);
+    Module m = build(net);
+    auto exact = Model::from_module(m, {.backends = {"onednn"}, .nan_exact = true});
+    auto ref = Model::from_module(m, kReference);
+    const std::string ex = exact->explain();
+    EXPECT_NE(ex.find("(exact NaN semantics were asked for)"), std::string::npos) << ex;
+    std::vector<Tensor> got = run_model(exact, net.feeds), want = run_model(ref, net.feeds);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(close(got[i], want[i], kTolAccumulate)) << ex;
+  }
+}
+
+TEST(OneDnnNaN, ByDefaultNanSensitiveNodesStillGoToOneDnn) {
+  // The default favours fused kernels: the same graphs are offloaded (the deviation is documented
+  // in docs/backends.md), and finite inputs give the reference's results.
+  uint32_t seed = 3300;
+  for (const auto& [name, build] : nan_sensitive_cases()) {
+    SCOPED_TRACE(name);
+    Net net(seed++);
+    Module m = build(net);
+    auto fast = Model::from_module(m, kOneDnn);
+    const std::string ex = fast->explain();
+    EXPECT_EQ(ex.find("exact NaN"), std::string::npos) << ex;
+    EXPECT_NE(ex.find("  reference: 0 kernels"), std::string::npos) << ex;
+    for (Tensor& t : net.feeds) t = net.random(t.shape());  // finite data
+    auto ref = Model::from_module(m, kReference);
+    std::vector<Tensor> got = run_model(fast, net.feeds), want = run_model(ref, net.feeds);
+    for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(close(got[i], want[i], kTolAccumulate)) << ex;
+  }
+}
+
+}  // namespace
+}  // namespace weft::onednn_test
