@@ -51,7 +51,7 @@ struct Composite {
 
   std::string pattern;            // e.g. "PAD+CONV2D+ADD+CLAMP"; the op name for single nodes
   int anchor = -1;                // the main node (the only node of a single)
-  int pad = -1;                   // PAD in front of a convolution or pooling
+  int pad = -1;                   // PAD in front of a convolution or pooling (or SLICE before a conv)
   // MATMUL: RESHAPE/TRANSPOSE chains from a source value into operand A / B (source side first);
   // the operand is read as a strided view of the source (compiler/strided_view.h).
   std::vector<int> a_view, b_view;
@@ -109,6 +109,8 @@ class Kernel {
   virtual bool needs_zeroed_outputs() const { return false; }
   // Whether the output may share storage with a same-typed input that dies here.
   virtual bool in_place_ok() const { return false; }
+  // With in_place_ok: the one input (index into Composite::inputs) the output may share; -1 = any.
+  virtual int in_place_input() const { return -1; }
   // Whether out is replaced by a view of an input (CONST, IDENTITY, RESHAPE) instead of written.
   virtual bool forwards_buffer() const { return false; }
   virtual void execute(ExecArgs& args) const = 0;

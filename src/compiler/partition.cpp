@@ -89,7 +89,9 @@ class Matcher {
     const bool matmul = n.op == Op::MATMUL;
     if ((conv && n.op != Op::TRANSPOSE_CONV2D) || pool) {
       int p = private_producer(n.inputs[0], a);
-      if (p >= 0 && g_.node(p).op == Op::PAD) full.pad = p;
+      // PAD, or a SLICE cropping the end of H/W (ONNX strided convs whose last rows no window
+      // reaches: TOSA requires exact division), folds into the window's padding.
+      if (p >= 0 && (g_.node(p).op == Op::PAD || (conv && g_.node(p).op == Op::SLICE))) full.pad = p;
     }
     if (matmul) {
       full.a_view = view_chain(n.inputs[0], a);
@@ -382,7 +384,7 @@ class Matcher {
       c.pattern = "LAYER_NORM";
       return;
     }
-    if (c.pad >= 0) pattern = "PAD+";
+    if (c.pad >= 0) pattern = std::string(op_name(g_.node(c.pad).op)) + "+";
     if (!c.a_view.empty() || !c.b_view.empty()) pattern += "TRANSPOSE+";
     pattern += op_name(g_.node(c.anchor).op);
     for (const PostOp& p : c.post_ops) {

@@ -115,7 +115,9 @@ MemoryPlan plan_memory(const Graph& g, const std::vector<Step>& steps) {
       const TensorType& ot = g.value(o).type;
       int joined = -1;
       if (s.outputs.size() == 1 && s.in_place_ok) {
-        for (ValueId in : s.inputs) {
+        for (size_t k = 0; k < s.inputs.size(); ++k) {
+          if (s.in_place_input >= 0 && static_cast<int>(k) != s.in_place_input) continue;
+          const ValueId in = s.inputs[k];
           size_t r = static_cast<size_t>(in);
           if (root[r] != in || slot_of[r] < 0 || last_use[r] != si || g.value(in).type != ot) continue;
           joined = slot_of[r];

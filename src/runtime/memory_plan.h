@@ -34,6 +34,7 @@ struct Step {
   bool constant = false;         // CONST: the output is the node's data, used in place
   bool forwards = false;         // IDENTITY / RESHAPE: the output is a view of inputs[0]
   bool in_place_ok = false;      // the single output may overwrite a same-typed input dying here
+  int in_place_input = -1;       // with in_place_ok: only inputs[in_place_input] (-1: any input)
   size_t workspace_bytes = 0;    // working memory needed during this step only
 };
 

@@ -104,6 +104,7 @@ std::shared_ptr<const Model::Impl::Prepared> Model::Impl::prepare(int threads) c
     st.constant = u.composite.single() && anchor.op == Op::CONST;
     st.forwards = !st.constant && kernel->forwards_buffer();
     st.in_place_ok = kernel->in_place_ok();
+    st.in_place_input = kernel->in_place_input();
     st.workspace_bytes = kernel->workspace_bytes();
     p->is_view.push_back(st.constant || st.forwards);
     steps.push_back(std::move(st));

@@ -432,4 +432,34 @@ TEST(OneDnnVsReference, PadAvgPoolFusion) {
 }
 
 }  // namespace
+// A SLICE cropping the end of H/W in front of a strided conv (what the ONNX frontend emits when
+// TOSA's exact-division rule would otherwise fail, e.g. ResNet's stride-2 1x1 downsampling convs)
+// folds into negative right padding; a SLICE starting elsewhere does not.
+TEST(OneDnnVsReference, EndCropSliceFoldsIntoTheConvolution) {
+  struct Case {
+    Shape in;
+    std::vector<int64_t> start, size;
+    int64_t k, s;
+    std::string want;
+  };
+  const std::vector<Case> cases = {
+      {{1, 56, 56, 16}, {0, 0, 0, 0}, {1, 55, 55, 16}, 1, 2, " onednn SLICE+CONV2D:"},
+      {{2, 10, 10, 8}, {0, 0, 0, 0}, {2, 9, 9, 8}, 3, 2, " onednn SLICE+CONV2D:"},
+      {{1, 9, 9, 8}, {0, 1, 0, 0}, {1, 7, 9, 8}, 3, 2, " reference SLICE:"},
+  };
+  uint32_t seed = 900;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(vec_str(c.size));
+    Net net(seed++);
+    ValueId x = net.input(c.in);
+    ValueId st = net.b.constant_shape("start", c.start);
+    ValueId sz = net.b.constant_shape("size", c.size);
+    ValueId sl = net.b.op(Op::SLICE, {x, st, sz});
+    ValueId y = net.conv2d(sl, net.weight({12, c.k, c.k, c.in[3]}), net.weight({12}), {0, 0, 0, 0}, {c.s, c.s}, {1, 1});
+    Module m = net.finish({y});
+    auto dnn = check_vs_reference(m, net.feeds, {}, kTolAccumulate, /*all_on_onednn=*/false);
+    EXPECT_NE(dnn->explain().find(c.want), std::string::npos) << dnn->explain();
+  }
+}
+
 }  // namespace weft::onednn_test
