@@ -106,7 +106,7 @@ std::shared_ptr<const Model::Impl::Prepared> Model::Impl::prepare(int threads) c
     st.in_place_ok = kernel->in_place_ok();
     st.in_place_input = kernel->in_place_input();
     st.workspace_bytes = kernel->workspace_bytes();
-    p->is_view.push_back(st.constant || st.forwards);
+    p->is_view.push_back(st.constant || st.forwards || anchor.op == Op::CONST_SHAPE);
     steps.push_back(std::move(st));
     p->kernels.push_back(std::move(kernel));
   }

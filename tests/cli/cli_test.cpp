@@ -330,6 +330,88 @@ TEST(Cli, RunInputErrors) {
   EXPECT_HAS(junk.err, "junk.npy: operand 'image': not an .npy file");
 }
 
+TEST(Cli, RunExplainsThePartition) {
+  TempDir d;
+  copy_example(d);
+  Result r = weft(d, "run tiny_cnn.weft --input image=image.npy --explain");
+  EXPECT_EQ(r.rc, 0) << r.all();
+  EXPECT_HAS(r.out, "partition of graph 'main' (backends in priority order: onednn reference)");
+  EXPECT_HAS(r.out, "onednn CONV2D+CLAMP: %conv, %relu");
+  EXPECT_HAS(r.out, "onednn MATMUL+BIAS: %fc, %biased");
+  EXPECT_HAS(r.out, "%logits: f32[1,10]");  // and it still runs
+
+  // The reference backend first: nothing is fused and oneDNN is never asked.
+  Result ref = weft(d, "run tiny_cnn.weft --input image=image.npy --explain --backend reference");
+  EXPECT_EQ(ref.rc, 0) << ref.all();
+  EXPECT_HAS(ref.out, "(backends in priority order: reference)");
+  EXPECT_HAS(ref.out, "reference CONV2D: %conv");
+  EXPECT_EQ(ref.out.find("onednn"), std::string::npos) << ref.out;
+
+  // compile --explain prints the same report and still writes the container.
+  Result c = weft(d, "compile tiny_cnn.weft -o m.vgf --explain");
+  EXPECT_EQ(c.rc, 0) << c.all();
+  EXPECT_HAS(c.out, "onednn CONV2D+CLAMP: %conv, %relu");
+  EXPECT_TRUE(fs::exists(d.file("m.vgf")));
+}
+
+TEST(Cli, RunBackendsGiveTheSameResultsWithinFp32Tolerance) {
+  TempDir d;
+  copy_example(d);
+  ASSERT_EQ(weft(d, "run tiny_cnn.weft --input image=image.npy -o logits=a.npy").rc, 0);
+  ASSERT_EQ(weft(d, "run tiny_cnn.weft --input image=image.npy -o logits=b.npy --backend reference -t 2").rc, 0);
+  ASSERT_EQ(weft(d, "run tiny_cnn.weft --input image=image.npy -o logits=c.npy --scratchpad library --nan-exact").rc, 0);
+  Tensor a = read_npy(d.file("a.npy")), b = read_npy(d.file("b.npy")), c = read_npy(d.file("c.npy"));
+  for (int64_t i = 0; i < a.num_elements(); ++i) {
+    EXPECT_NEAR(a.at_double(i), b.at_double(i), 1e-5) << i;
+    EXPECT_NEAR(c.at_double(i), b.at_double(i), 1e-5) << i;
+  }
+}
+
+TEST(Cli, RunRepeatAndProfile) {
+  TempDir d;
+  copy_example(d);
+  Result r = weft(d, "run tiny_cnn.weft --input image=image.npy -o logits=a.npy --repeat 3 --profile");
+  EXPECT_EQ(r.rc, 0) << r.all();
+  EXPECT_HAS(r.out, "latency: median_ms=");
+  EXPECT_HAS(r.out, " runs=3 threads=1");
+  EXPECT_HAS(r.out, "profile: 3 kernels, ");
+  EXPECT_HAS(r.out, "onednn    CONV2D+CLAMP");
+  EXPECT_HAS(r.out, "slowest kernels:");
+  EXPECT_HAS(r.out, "onednn MATMUL+BIAS (%fc)");  // named by the group's main node
+  EXPECT_EQ(r.out.find("CONST_SHAPE"), std::string::npos) << r.out;  // constants cost nothing
+  EXPECT_TRUE(fs::exists(d.file("a.npy")));
+}
+
+TEST(Cli, RunBackendOptionErrors) {
+  TempDir d;
+  copy_example(d);
+  Result unknown = weft(d, "run tiny_cnn.weft --input image=image.npy --backend onednn,gpu");
+  EXPECT_EQ(unknown.rc, 1);
+  EXPECT_HAS(unknown.err, "unknown backend 'gpu' (this build has: onednn, reference)");
+  Result twice = weft(d, "run tiny_cnn.weft --input image=image.npy --backend reference,reference");
+  EXPECT_EQ(twice.rc, 1);
+  EXPECT_HAS(twice.err, "backend 'reference' is listed twice");
+  Result empty = weft(d, "run tiny_cnn.weft --input image=image.npy --backend onednn,");
+  EXPECT_EQ(empty.rc, 2);
+  EXPECT_HAS(empty.err, "--backend expects names separated by commas");
+  Result two = weft(d, "run tiny_cnn.weft --input image=image.npy --backend onednn --backend reference");
+  EXPECT_EQ(two.rc, 2);
+  EXPECT_HAS(two.err, "--backend is given twice");
+  Result repeat = weft(d, "run tiny_cnn.weft --input image=image.npy --repeat 0");
+  EXPECT_EQ(repeat.rc, 2);
+  EXPECT_HAS(repeat.err, "--repeat expects a positive integer, got '0'");
+  Result scratch = weft(d, "run tiny_cnn.weft --input image=image.npy --scratchpad heap");
+  EXPECT_EQ(scratch.rc, 2);
+  EXPECT_HAS(scratch.err, "--scratchpad expects 'arena' or 'library', got 'heap'");
+  Result compile = weft(d, "compile tiny_cnn.weft -o m.vgf --backend reference");
+  EXPECT_EQ(compile.rc, 2);
+  EXPECT_HAS(compile.err, "--backend only matters with --explain");
+  Result backends = weft(d, "ops --backends");
+  EXPECT_EQ(backends.rc, 0);
+  EXPECT_HAS(backends.out, "onednn\n    oneDNN (Debian libdnnl)");
+  EXPECT_HAS(backends.out, "reference\n    Weft's reference kernels");
+}
+
 TEST(Cli, RunUnwritableOutput) {
   TempDir d;
   copy_example(d);
