@@ -143,6 +143,8 @@ class OneDnnKernel final : public Kernel {
 
   void set_scratch_md(const dn::memory::desc& md) { scratch_md_ = md; }
   void set_max_threads(int n) { max_threads_ = n; }
+  void set_impl(std::string impl) { impl_ = std::move(impl); }
+  const std::string& impl() const { return impl_; }
   void set_residual(int input, bool in_place) {
     residual_ = input;
     in_place_ = in_place;
@@ -159,6 +161,7 @@ class OneDnnKernel final : public Kernel {
   dn::memory::desc scratch_md_;
   int max_threads_ = 1 << 20;
   int residual_ = -1;
+  std::string impl_;  // oneDNN's implementation name, e.g. "brgconv:avx512_core"
 };
 
 // supports() builds the primitive descriptors to ask oneDNN, but transforms no weights.
@@ -191,6 +194,7 @@ std::unique_ptr<Kernel> finish(dn::primitive prim, const dn::primitive_desc_base
   auto k = std::make_unique<OneDnnKernel>(std::move(prim), std::move(args), smd.get_size(), o.library_scratchpad,
                                           in_place, prepared);
   k->set_scratch_md(smd);
+  k->set_impl(pd.impl_info_str());
   if (residual >= 0) {
     // In place over the residual only when no other operand of the primitive reads it.
     bool shared = false;
@@ -870,7 +874,17 @@ class OneDnnBackend final : public Backend {
     // Last word: oneDNN itself must accept the primitive on this machine.
     g_dry_run = true;
     try {
-      (void)prepare_impl(g, c, PrepareOptions{});
+      auto k = prepare_impl(g, c, PrepareOptions{});
+      const std::string& impl = static_cast<const OneDnnKernel&>(*k).impl();
+      const Op op = g.node(c.anchor).op;
+      if (impl.rfind("ref", 0) == 0 && c.region == Composite::Region::kNone && (anchor_op(op) || binary_of(op))) {
+        g_dry_run = false;
+        // oneDNN's reference convolutions, matmuls, pooling and binary kernels are naive loops
+        // (measured 10-60x slower than its JIT kernels, e.g. a convolution reading NCHW into NHWC,
+        // or a binary broadcast along a middle axis). Its reference reductions and softmax are
+        // kept: they measured faster than Weft's kernels (BERT: 22 REDUCE_SUMs 0.93 ms vs 1.7 ms).
+        return Support::no("oneDNN has only its reference implementation (" + impl + ") for this " + c.pattern);
+      }
     } catch (const dn::error& e) {
       g_dry_run = false;
       return Support::no(std::string("oneDNN has no implementation for this ") + c.pattern + ": " + e.what());
