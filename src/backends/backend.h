@@ -21,6 +21,22 @@
 
 namespace weft::backend {
 
+// The operators the partitioner builds composites around (besides the softmax and layer-norm
+// regions): convolutions, pooling and matmul. Backends use it to tell anchors from single ops.
+inline bool is_fusion_anchor(Op op) {
+  switch (op) {
+    case Op::CONV2D:
+    case Op::DEPTHWISE_CONV2D:
+    case Op::TRANSPOSE_CONV2D:
+    case Op::MAX_POOL2D:
+    case Op::AVG_POOL2D:
+    case Op::MATMUL:
+      return true;
+    default:
+      return false;
+  }
+}
+
 // An operation fused after a composite's anchor.
 struct PostOp {
   // kGeluErf: x * 0.5 * (1 + erf(x / sqrt(2))) as exported by PyTorch and lowered by Weft's

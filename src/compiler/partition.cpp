@@ -407,20 +407,9 @@ class Matcher {
   std::vector<bool> is_output_;
 };
 
+// Composite anchors: the window and matmul operators, and the first node of the regions.
 bool is_anchor(Op op) {
-  switch (op) {
-    case Op::CONV2D:
-    case Op::DEPTHWISE_CONV2D:
-    case Op::TRANSPOSE_CONV2D:
-    case Op::MAX_POOL2D:
-    case Op::AVG_POOL2D:
-    case Op::MATMUL:
-    case Op::REDUCE_MAX:  // softmax
-    case Op::REDUCE_SUM:  // layer normalization
-      return true;
-    default:
-      return false;
-  }
+  return backend::is_fusion_anchor(op) || op == Op::REDUCE_MAX /* softmax */ || op == Op::REDUCE_SUM /* layer norm */;
 }
 
 }  // namespace

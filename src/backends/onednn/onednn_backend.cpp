@@ -93,6 +93,13 @@ std::vector<int64_t> const_shape(const Graph& g, ValueId v) {
 
 const TensorType& type_of(const Graph& g, ValueId v) { return g.value(v).type; }
 
+std::optional<int32_t> const_scalar_int(const Graph& g, ValueId v) {
+  const Tensor* t = constant(g, v);
+  if (!t || t->num_elements() != 1) return std::nullopt;
+  return static_cast<int32_t>(t->at_int(0));
+}
+
+
 // ---- Kernels ------------------------------------------------------------------------------------
 
 // Where each primitive argument comes from at execution: an input of the composite (as a strided
@@ -257,6 +264,21 @@ void append_post_ops(const Graph& g, const Composite& c, dn::post_ops& ops, std:
   (void)binary_index;
 }
 
+// The attributes of a convolution or matmul: scratchpad mode, the int8 input zero point (from
+// constant `zp`, kNoValue for fp32) and the composite's post-ops.
+dn::primitive_attr compute_attr(const Graph& g, const Composite& c, const PrepareOptions& o, ValueId zp,
+                                const dn::memory::desc& dst_md, bool nhwc, std::vector<Arg>& args, int* residual) {
+  dn::primitive_attr attr = base_attr(o);
+  if (zp != kNoValue) {
+    const int32_t z = *const_scalar_int(g, zp);
+    if (z != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {z});
+  }
+  dn::post_ops ops;
+  append_post_ops(g, c, ops, args, dst_md, nhwc, residual);
+  attr.set_post_ops(ops);
+  return attr;
+}
+
 Support post_ops_supported(const Graph& g, const Composite& c) {
   for (const PostOp& p : c.post_ops) {
     if (p.kind == PostOp::Kind::kClamp && !clamp_bounds(g.node(p.node)))
@@ -281,11 +303,6 @@ constexpr double kExactInt = 16777216.0;  // 2^24
 std::optional<std::array<int64_t, 4>> fusable_pad(const Graph& g, const Node& pad, double fill);
 std::optional<std::array<int64_t, 2>> end_crop(const Graph& g, const Node& slice);
 
-std::optional<int32_t> const_scalar_int(const Graph& g, ValueId v) {
-  const Tensor* t = constant(g, v);
-  if (!t || t->num_elements() != 1) return std::nullopt;
-  return static_cast<int32_t>(t->at_int(0));
-}
 
 // max |x - zp| for int8 x.
 double int8_span(int32_t zp) { return std::max(127.0 - zp, 128.0 + zp); }
@@ -447,16 +464,9 @@ std::unique_ptr<Kernel> prepare_conv(const Graph& g, const Composite& c, const P
   dn::memory::desc src_md = nhwc_md(st), dst_md = nhwc_md(conv_out);
   dn::memory::desc b_md({oc}, bt, tag::x);
 
-  dn::primitive_attr attr = base_attr(o);
-  if (int8) {
-    const int32_t zp = *const_scalar_int(g, n.inputs[3]);
-    if (zp != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {zp});
-  }
   std::vector<Arg> args;
-  dn::post_ops ops;
   int residual = -1;
-  append_post_ops(g, c, ops, args, dst_md, true, &residual);
-  attr.set_post_ops(ops);
+  dn::primitive_attr attr = compute_attr(g, c, o, int8 ? n.inputs[3] : kNoValue, dst_md, true, args, &residual);
 
   // Bias: expanded to OC entries when given as one broadcast value.
   const Tensor* bias_const = constant(g, n.inputs[2]);
@@ -604,16 +614,9 @@ std::unique_ptr<Kernel> prepare_matmul(const Graph& g, const Composite& c, const
   const Tensor* b_const = c.b_view.empty() ? constant(g, b_src) : nullptr;
   dn::memory::desc b_any = b_const ? dn::memory::desc(dims_of(b_view.dims), et, tag::any) : b_md;
 
-  dn::primitive_attr attr = base_attr(o);
-  if (int8) {
-    const int32_t zp = *const_scalar_int(g, n.inputs[2]);
-    if (zp != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {zp});
-  }
   std::vector<Arg> args;
-  dn::post_ops ops;
   int residual = -1;
-  append_post_ops(g, c, ops, args, dst_md, false, &residual);
-  attr.set_post_ops(ops);
+  dn::primitive_attr attr = compute_attr(g, c, o, int8 ? n.inputs[2] : kNoValue, dst_md, false, args, &residual);
   dn::matmul::desc d(a_md, b_any, dst_md);
   auto pd = dn::matmul::primitive_desc(d, attr, engine());
   args.push_back({DNNL_ARG_SRC, a_md, c.input_index(a_src)});
@@ -678,19 +681,7 @@ bool single_op(Op op) {
   return eltwise_of(op, nullptr) || binary_of(op) || reduction_of(op) || op == Op::CONCAT || op == Op::TRANSPOSE;
 }
 // Operators that are the main node of a fused group (they may also run alone).
-bool anchor_op(Op op) {
-  switch (op) {
-    case Op::CONV2D:
-    case Op::DEPTHWISE_CONV2D:
-    case Op::TRANSPOSE_CONV2D:
-    case Op::MAX_POOL2D:
-    case Op::AVG_POOL2D:
-    case Op::MATMUL:
-      return true;
-    default:
-      return false;
-  }
-}
+bool anchor_op(Op op) { return is_fusion_anchor(op); }
 
 bool broadcasts_to(const Shape& s, const Shape& to) {
   if (s.size() != to.size()) return false;
