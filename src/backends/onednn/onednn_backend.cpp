@@ -42,9 +42,10 @@ dn::stream& stream() {
 
 // oneDNN's int8 kernels without VNNI multiply-add pairs into int16 and can saturate.
 bool dnnl_int8_exact_isa() {
-  const dn::cpu_isa isa = dn::get_effective_cpu_isa();
-  return isa == dn::cpu_isa::avx2_vnni || isa == dn::cpu_isa::avx512_core_vnni || isa == dn::cpu_isa::avx512_core_bf16 ||
-         isa == dn::cpu_isa::avx512_core_amx;
+  // cpu_isa values are bit sets, each a superset of the ISAs it extends.
+  const auto isa = static_cast<unsigned>(dn::get_effective_cpu_isa());
+  auto has = [&](dn::cpu_isa want) { return (isa & static_cast<unsigned>(want)) == static_cast<unsigned>(want); };
+  return has(dn::cpu_isa::avx512_core_vnni) || has(dn::cpu_isa::avx2_vnni);
 }
 
 std::optional<dt> dnnl_type(DType d) {
@@ -225,7 +226,6 @@ std::optional<std::pair<float, float>> clamp_bounds(const Node& n) {
 // Residual operands become binary post-op arguments read from the composite's inputs.
 void append_post_ops(const Graph& g, const Composite& c, dn::post_ops& ops, std::vector<Arg>& args,
                      const dn::memory::desc& dst_md, bool nhwc, int* residual_input) {
-  int binary_index = 0;
   for (const PostOp& p : c.post_ops) {
     const Node& n = g.node(p.node);
     switch (p.kind) {
@@ -235,7 +235,6 @@ void append_post_ops(const Graph& g, const Composite& c, dn::post_ops& ops, std:
         dn::memory::desc md = dst_md.dims().size() == 2 ? dn::memory::desc({1, bt.shape.back()}, dt::f32, tag::ab) : plain_md(bt);
         ops.append_binary(dn::algorithm::binary_add, md);
         args.push_back({DNNL_ARG_ATTR_MULTIPLE_POST_OP(ops.len() - 1) | DNNL_ARG_SRC_1, md, c.input_index(p.operand)});
-        ++binary_index;
         break;
       }
       case PostOp::Kind::kResidual: {
@@ -261,7 +260,6 @@ void append_post_ops(const Graph& g, const Composite& c, dn::post_ops& ops, std:
       case PostOp::Kind::kGeluErf: ops.append_eltwise(1.f, dn::algorithm::eltwise_gelu_erf, 0.f, 0.f); break;
     }
   }
-  (void)binary_index;
 }
 
 // The attributes of a convolution or matmul: scratchpad mode, the int8 input zero point (from
