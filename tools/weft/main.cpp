@@ -76,9 +76,9 @@ constexpr const char* kRunHelp =
                 [--print] [--threads N] [--stats] [--shape NAME=DIMS]... [--backend LIST]
                 [--explain] [--profile] [--repeat N] [--scratchpad arena|library] [--nan-exact]
 
-Loads and verifies MODEL, reads every input of its entry graph from a .npy file, runs it with the
-runtime (partitioned between backends, planned memory) and writes or prints the outputs. An ONNX model is
-imported first; its int64 inputs are carried as int32 (int64 .npy files are accepted and
+Loads and verifies MODEL, reads every input of its entry graph from a .npy file, runs it with
+the runtime (partitioned between backends, planned memory) and writes or prints the outputs. An
+ONNX model is imported first; its int64 inputs are carried as int32 (int64 .npy files are accepted and
 range-checked) and its int64 outputs are written as int32.
 
 Options:
@@ -87,7 +87,8 @@ Options:
   -p, --print                  Print the outputs (the default when no --output is given)
   -t, --threads N              Threads for every kernel, oneDNN's and Weft's (0 = all cores; default 1)
   -s, --stats                  Print the memory plan: peak arena bytes against the sum of all
-                               intermediate sizes, in-place nodes, output and constant bytes
+                               intermediate sizes, the largest kernel workspace, in-place nodes,
+                               output and constant bytes, and weights prepared by backends
   --shape NAME=DIMS            Static shape of an ONNX input with dynamic dimensions, e.g.
                                --shape input=1x3x224x224 (repeatable)
   --backend LIST               Backends in priority order, e.g. onednn,reference (default: every
