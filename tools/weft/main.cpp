@@ -78,8 +78,8 @@ constexpr const char* kRunHelp =
 
 Loads and verifies MODEL, reads every input of its entry graph from a .npy file, runs it with
 the runtime (partitioned between backends, planned memory) and writes or prints the outputs. An
-ONNX model is imported first; its int64 inputs are carried as int32 (int64 .npy files are accepted and
-range-checked) and its int64 outputs are written as int32.
+ONNX model is imported first; its int64 inputs are carried as int32 (int64 .npy files are
+accepted and range-checked) and its int64 outputs are written as int32.
 
 Options:
   -i, --input NAME=FILE.npy    Input NAME of the entry graph (one per input; all are required)
