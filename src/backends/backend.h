@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstddef>
+#include <map>
 #include <memory>
 #include <span>
 #include <optional>
@@ -99,9 +100,25 @@ struct Support {
   static Support no(std::string why) { return {false, std::move(why)}; }
 };
 
+// Prepared data a model's kernels share across preparations (one per thread count): e.g. a
+// constant reordered into a library's layout is made once and reused. Owned by the model; a backend
+// stores what it likes under keys of its own. Not thread-safe (preparation is serialized).
+class PreparedCache {
+ public:
+  std::shared_ptr<void> find(const std::string& key) const {
+    auto it = items_.find(key);
+    return it == items_.end() ? nullptr : it->second;
+  }
+  void put(const std::string& key, std::shared_ptr<void> value) { items_[key] = std::move(value); }
+
+ private:
+  std::map<std::string, std::shared_ptr<void>> items_;
+};
+
 struct PrepareOptions {
   bool library_scratchpad = false;  // oneDNN: let the library own its scratch memory (for measurements)
   int threads = 1;                  // the thread count the kernel will run with (ExecArgs::threads)
+  PreparedCache* cache = nullptr;   // shared prepared data (may be null)
 };
 
 // What a kernel gets for one execution.

@@ -36,6 +36,7 @@ struct Model::Impl {
   };
   mutable std::mutex mu;
   mutable std::map<int, std::shared_ptr<const Prepared>> prepared;  // by thread count
+  mutable backend::PreparedCache prepared_cache;                     // shared by those (weights)
   MemoryStats stats;  // of the 1-thread preparation
 
   std::shared_ptr<const Prepared> prepare(int threads) const;
@@ -93,7 +94,8 @@ std::shared_ptr<const Model::Impl::Prepared> Model::Impl::prepare(int threads) c
   if (auto it = prepared.find(threads); it != prepared.end()) return it->second;
   auto p = std::make_shared<Prepared>();
   const Graph& g = graph();
-  backend::PrepareOptions prep{.library_scratchpad = backend_options.library_scratchpad, .threads = threads};
+  backend::PrepareOptions prep{
+      .library_scratchpad = backend_options.library_scratchpad, .threads = threads, .cache = &prepared_cache};
   std::vector<runtime::Step> steps;
   for (const compiler::Unit& u : partition.units) {
     auto kernel = u.backend->prepare(module, g, u.composite, prep);

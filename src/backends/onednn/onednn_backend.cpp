@@ -175,13 +175,26 @@ class OneDnnKernel final : public Kernel {
 // supports() builds the primitive descriptors to ask oneDNN, but transforms no weights.
 thread_local bool g_dry_run = false;
 
-// Reorders constant `src` (described by `from`) into a new buffer laid out as `to`.
-std::shared_ptr<dn::memory> reorder_constant(const Tensor& src, const dn::memory::desc& from, const dn::memory::desc& to) {
+// Reorders constant `src` (described by `from`) into a new buffer laid out as `to`. The result is
+// shared through `cache` by every preparation of the model that asks for the same layout (the
+// preparations for other thread counts), so weights are not held twice.
+std::shared_ptr<dn::memory> reorder_constant(const Tensor& src, const dn::memory::desc& from, const dn::memory::desc& to,
+                                             PreparedCache* cache) {
   if (g_dry_run) return nullptr;
+  std::string key;
+  if (cache) {
+    const dnnl_memory_desc_t& f = from.data;
+    const dnnl_memory_desc_t& t = to.data;
+    key = "onednn:" + std::to_string(reinterpret_cast<uintptr_t>(src.bytes()));
+    key.append(reinterpret_cast<const char*>(&f), sizeof f);
+    key.append(reinterpret_cast<const char*>(&t), sizeof t);
+    if (auto hit = cache->find(key)) return std::static_pointer_cast<dn::memory>(hit);
+  }
   auto out = std::make_shared<dn::memory>(to, engine());
   dn::memory in(from, engine(), const_cast<uint8_t*>(src.bytes()));
   dn::reorder(in, *out).execute(stream(), in, *out);
   stream().wait();
+  if (cache) cache->put(key, out);
   return out;
 }
 
@@ -502,7 +515,7 @@ std::unique_ptr<Kernel> prepare_conv(const Graph& g, const Composite& c, const P
     pd_base = pd;
   }
   args.push_back({DNNL_ARG_SRC, src_md, c.input_index(src)});
-  args.push_back({DNNL_ARG_WEIGHTS, w_pref, -1, false, reorder_constant(w, w_user, w_pref)});
+  args.push_back({DNNL_ARG_WEIGHTS, w_pref, -1, false, reorder_constant(w, w_user, w_pref, o.cache)});
   if (bias_runtime)
     args.push_back({DNNL_ARG_BIAS, b_md, c.input_index(n.inputs[2])});
   else
@@ -619,7 +632,7 @@ std::unique_ptr<Kernel> prepare_matmul(const Graph& g, const Composite& c, const
   auto pd = dn::matmul::primitive_desc(d, attr, engine());
   args.push_back({DNNL_ARG_SRC, a_md, c.input_index(a_src)});
   if (b_const)
-    args.push_back({DNNL_ARG_WEIGHTS, pd.weights_desc(), -1, false, reorder_constant(*b_const, b_md, pd.weights_desc())});
+    args.push_back({DNNL_ARG_WEIGHTS, pd.weights_desc(), -1, false, reorder_constant(*b_const, b_md, pd.weights_desc(), o.cache)});
   else
     args.push_back({DNNL_ARG_WEIGHTS, b_md, c.input_index(b_src)});
   args.push_back({DNNL_ARG_DST, dst_md, -1, true});
