@@ -865,10 +865,18 @@ class OneDnnBackend final : public Backend {
            "and reductions; prepared primitives and weights, scratch memory from the runtime's arena";
   }
   bool runs_row(const OpDef& def, const TypeSupport& row) const override {
-    for (size_t i = 0; i < def.type_vars.size(); ++i)
-      if (row.types[i] != DType::kFp32 && !(def.op == Op::MUL && def.type_vars[i] == std::string_view("i8_t")))
-        return false;
-    return anchor_op(def.op) || single_op(def.op);
+    if (!anchor_op(def.op) && !single_op(def.op)) return false;
+    // int8 x int8 -> int32 convolutions and matmuls (exactness is checked per node).
+    const bool int8_row = def.op == Op::CONV2D || def.op == Op::DEPTHWISE_CONV2D || def.op == Op::MATMUL;
+    bool fp32 = true, int8 = int8_row;
+    for (size_t i = 0; i < def.type_vars.size(); ++i) {
+      const std::string_view var = def.type_vars[i];
+      const DType t = row.types[i];
+      if (t != DType::kFp32 && !(def.op == Op::MUL && var == "i8_t")) fp32 = false;  // MUL's shift is i8
+      if (var == "in_t" || var == "weight_t") int8 &= t == DType::kInt8;
+      else int8 &= t == DType::kInt32;
+    }
+    return fp32 || int8;
   }
   Support supports(const Module&, const Graph& g, const Composite& c) const override {
     const Node& n = g.node(c.anchor);
