@@ -416,7 +416,7 @@ TEST(Cli, OpsShowWhichBackendRunsEachTypeRow) {
   TempDir d;
   Result conv = weft(d, "ops --op CONV2D");
   EXPECT_EQ(conv.rc, 0);
-  EXPECT_HAS(conv.out, "in_t=f32 weight_t=f32 out_t=f32 acc_t=f32          PRO-FP       backends: onednn,reference");
+  EXPECT_HAS(conv.out, "in_t=f32 weight_t=f32 out_t=f32 acc_t=f32        PRO-FP       backends: onednn,reference");
   EXPECT_HAS(conv.out, "in_t=i8 weight_t=i8 out_t=i32 acc_t=i32          PRO-INT      backends: onednn,reference");
   EXPECT_HAS(conv.out, "in_t=i16 weight_t=i8 out_t=i48 acc_t=i48         EXT-INT16    backends: reference");
   Result erf = weft(d, "ops --op ERF");
