@@ -263,14 +263,19 @@ struct Context::Impl {
       for (size_t j = 0; j < ins.size(); ++j) ins[j] = current[static_cast<size_t>(c.inputs[j])];
       backend::ExecArgs args{ins, outs, arena_base ? arena_base + plan.workspace[ui] : nullptr,
                              kernel.workspace_bytes(), threads, exec};
-      if (profiling && !prep->is_view[ui]) {
-        auto t0 = std::chrono::steady_clock::now();
-        kernel.execute(args);
-        auto t1 = std::chrono::steady_clock::now();
-        profile.push_back({std::string(units[ui].backend->name()), c.pattern, g.node_label(c.anchor),
-                           std::chrono::duration<double, std::micro>(t1 - t0).count()});
-      } else {
-        kernel.execute(args);
+      try {
+        if (profiling && !prep->is_view[ui]) {
+          auto t0 = std::chrono::steady_clock::now();
+          kernel.execute(args);
+          auto t1 = std::chrono::steady_clock::now();
+          profile.push_back({std::string(units[ui].backend->name()), c.pattern, g.node_label(c.anchor),
+                             std::chrono::duration<double, std::micro>(t1 - t0).count()});
+        } else {
+          kernel.execute(args);
+        }
+      } catch (const Error& e) {
+        // Kernels that do not know their node (library backends) get it here.
+        throw e.with_context({.file = m.source, .graph = g.name(), .node = g.node_label(c.anchor)});
       }
       for (size_t k = 0; k < outs.size(); ++k) {
         const size_t o = static_cast<size_t>(c.outputs[k]);

@@ -145,8 +145,12 @@ class OneDnnKernel final : public Kernel {
     }
     if (!library_scratch_ && scratch_ > 0)
       map.emplace(DNNL_ARG_SCRATCHPAD, dn::memory(scratch_md_, engine(), a.workspace));
-    prim_.execute(stream(), map);
-    stream().wait();
+    try {
+      prim_.execute(stream(), map);
+      stream().wait();
+    } catch (const dn::error& e) {
+      throw Error(ErrorCode::kRuntime, std::string("oneDNN failed to run ") + impl_ + ": " + e.what());
+    }
   }
 
   void set_scratch_md(const dn::memory::desc& md) { scratch_md_ = md; }
