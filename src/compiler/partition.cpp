@@ -254,7 +254,6 @@ class Matcher {
     return std::nullopt;
   }
 
- public:
   // Softmax anchored at a REDUCE_MAX.
   std::optional<Composite> softmax(int a) const {
     const Node& rm = g_.node(a);
@@ -350,7 +349,6 @@ class Matcher {
     return c;
   }
 
- private:
   // Fills nodes, inputs, outputs and pattern from the roles.
   void finish(Composite& c) const {
     std::set<int> members;
