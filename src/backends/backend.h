@@ -58,7 +58,9 @@ struct Composite {
   //   kSoftmax: REDUCE_MAX -> SUB -> EXP -> REDUCE_SUM -> RECIPROCAL -> MUL over `axis`.
   //   kLayerNorm: mean, centred square, variance + epsilon, RSQRT, scale by `gamma`, add `beta`
   //   over the last axis (gamma / beta kNoValue when absent).
-  enum class Region { kNone, kSoftmax, kLayerNorm };
+  //   kSubgraph: a run of units merged for a backend that takes whole regions (Grouping::kRegions):
+  //   any nodes, several outputs possible.
+  enum class Region { kNone, kSoftmax, kLayerNorm, kSubgraph };
   Region region = Region::kNone;
   int axis = -1;
   double epsilon = 0;
@@ -156,6 +158,12 @@ class Backend {
   virtual std::string_view description() const = 0;
   // "" when usable on this machine; otherwise why not (e.g. the CPU lacks an instruction set).
   virtual std::string unavailable_reason() const { return {}; }
+  // How the backend groups work. kOperators: one kernel per composite (the RFC's library
+  // backend, oneDNN). kRegions: after assignment, every run of consecutive units the backend got
+  // is merged into one Region::kSubgraph composite and prepared as a whole (a GPU backend that
+  // records a command buffer per region, a compiler that fuses across operators).
+  enum class Grouping { kOperators, kRegions };
+  virtual Grouping grouping() const { return Grouping::kOperators; }
   // Whether it runs operator `def` with the types of `row` of the operator table at all (alone or
   // as the main node of a fused group); per-node conditions (constant weights, zero points,
   // broadcasting, ...) are left to supports(). `weft ops` prints this per row.
@@ -173,9 +181,15 @@ class Backend {
                                           const PrepareOptions& options) const = 0;
 };
 
-// Every backend compiled into this build, in default priority order (fastest first; the reference
-// backend is always last).
-const std::vector<const Backend*>& all_backends();
+// Every backend of this build, in default priority order (fastest first; backends registered at
+// run time before the reference backend, which is always last).
+std::vector<const Backend*> all_backends();
+// Adds a backend defined outside the library (tests, plugins) under its name, ahead of the
+// reference backend; it must outlive every model using it. Throws Error(kInvalidArgument) when
+// the name is taken. Thread-safe.
+void register_backend(const Backend& b);
+// Removes a registration made by register_backend (no-op when absent).
+void unregister_backend(const Backend& b);
 // nullptr when there is no backend of that name.
 const Backend* find_backend(std::string_view name);
 

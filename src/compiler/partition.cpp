@@ -412,6 +412,64 @@ bool is_anchor(Op op) {
 
 }  // namespace
 
+namespace {
+
+// Backends that take whole regions get every run of consecutive units merged into one. Units
+// consecutive in a topological order form a convex set (a path between two of them only passes
+// through units between them), so the merged region can run as one step. Constants (no inputs)
+// move to the front first, so that they do not cut runs.
+void merge_regions(const Graph& g, Partition& p) {
+  bool any = false;
+  for (const Backend* b : p.priority) any |= b->grouping() == Backend::Grouping::kRegions;
+  if (!any) return;
+  std::stable_partition(p.units.begin(), p.units.end(), [&](const Unit& u) {
+    return u.composite.single() && g.node(u.composite.anchor).inputs.empty();
+  });
+  std::vector<bool> is_output(g.values().size(), false);
+  for (ValueId v : g.outputs()) is_output[static_cast<size_t>(v)] = true;
+  std::vector<Unit> merged;
+  for (Unit& u : p.units) {
+    const bool region = u.backend->grouping() == Backend::Grouping::kRegions;
+    if (!region || merged.empty() || merged.back().backend != u.backend) {
+      merged.push_back(std::move(u));
+      if (region) merged.back().composite.region = Composite::Region::kSubgraph;
+      continue;
+    }
+    Unit& r = merged.back();
+    r.composite.nodes.insert(r.composite.nodes.end(), u.composite.nodes.begin(), u.composite.nodes.end());
+    for (std::string& d : u.declined)
+      if (std::find(r.declined.begin(), r.declined.end(), d) == r.declined.end()) r.declined.push_back(std::move(d));
+  }
+  // Inputs, outputs and pattern of each region from its nodes.
+  for (Unit& u : merged) {
+    Composite& c = u.composite;
+    if (c.region != Composite::Region::kSubgraph) continue;
+    std::sort(c.nodes.begin(), c.nodes.end());
+    std::vector<bool> member(g.nodes().size(), false);
+    for (int ni : c.nodes) member[static_cast<size_t>(ni)] = true;
+    c.inputs.clear();
+    c.outputs.clear();
+    for (int ni : c.nodes)
+      for (ValueId v : g.node(ni).inputs) {
+        const int prod = g.value(v).producer;
+        if ((prod < 0 || !member[static_cast<size_t>(prod)]) && std::find(c.inputs.begin(), c.inputs.end(), v) == c.inputs.end())
+          c.inputs.push_back(v);
+      }
+    std::vector<bool> read_outside(g.values().size(), false);
+    for (int ni = 0; ni < static_cast<int>(g.nodes().size()); ++ni)
+      if (!member[static_cast<size_t>(ni)])
+        for (ValueId v : g.node(ni).inputs) read_outside[static_cast<size_t>(v)] = true;
+    for (int ni : c.nodes)
+      for (ValueId o : g.node(ni).outputs)
+        if (read_outside[static_cast<size_t>(o)] || is_output[static_cast<size_t>(o)]) c.outputs.push_back(o);
+    c.anchor = c.nodes.front();
+    c.pattern = "REGION[" + std::to_string(c.nodes.size()) + " nodes]";
+  }
+  p.units = std::move(merged);
+}
+
+}  // namespace
+
 Partition partition_graph(const Module& m, const Graph& g, const std::vector<const Backend*>& priority,
                           const PartitionOptions& options) {
   if (priority.empty()) throw Error(ErrorCode::kInvalidArgument, "no backends to partition for");
@@ -490,6 +548,7 @@ Partition partition_graph(const Module& m, const Graph& g, const std::vector<con
   std::stable_sort(p.units.begin(), p.units.end(), [](const Unit& x, const Unit& y) {
     return x.composite.last() < y.composite.last();
   });
+  merge_regions(g, p);
   p.unit_of_node.assign(nn, -1);
   for (size_t u = 0; u < p.units.size(); ++u)
     for (int ni : p.units[u].composite.nodes) p.unit_of_node[static_cast<size_t>(ni)] = static_cast<int>(u);
