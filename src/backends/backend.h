@@ -71,7 +71,7 @@ struct Composite {
   std::string pattern;            // e.g. "PAD+CONV2D+ADD+CLAMP"; the op name for single nodes
   int anchor = -1;                // the main node (the only node of a single)
   int pad = -1;                   // PAD in front of a convolution or pooling (or SLICE before a conv)
-  // MATMUL: RESHAPE/TRANSPOSE chains from a source value into operand A / B (source side first);
+  // MATMUL: RESHAPE/TRANSPOSE/SLICE chains from a source value into operand A / B (source side first);
   // the operand is read as a strided view of the source (compiler/strided_view.h).
   std::vector<int> a_view, b_view;
   // Operations applied to the anchor's result, in order: a bias (ADD of a constant broadcast

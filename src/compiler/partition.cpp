@@ -131,23 +131,25 @@ class Matcher {
   }
 
  private:
-  // RESHAPE/TRANSPOSE chain (source side first) feeding operand `v` of `user`, kept only when it
-  // contains a TRANSPOSE and the whole chain is a strided view of its source.
+  // RESHAPE/TRANSPOSE/SLICE chain (source side first) feeding operand `v` of `user`, kept only when it
+  // contains a TRANSPOSE or SLICE and the whole chain is a strided view of its source.
   std::vector<int> view_chain(ValueId v, int user) const {
     std::vector<int> chain;
     for (;;) {
       int p = private_producer(v, user);
-      if (p < 0 || (g_.node(p).op != Op::TRANSPOSE && g_.node(p).op != Op::RESHAPE)) break;
+      const Op op = p < 0 ? Op::CONST : g_.node(p).op;
+      if (op != Op::TRANSPOSE && op != Op::RESHAPE && op != Op::SLICE) break;
       chain.insert(chain.begin(), p);
       user = p;
       v = g_.node(p).inputs[0];
     }
     // Shortest source-side trim that is expressible (a reshape that needs a copy ends the chain).
     while (!chain.empty() && !forward_chain(g_, chain)) chain.erase(chain.begin());
-    // Leading reshapes with no transpose after them are free aliases anyway.
-    bool has_transpose = false;
-    for (int ni : chain) has_transpose |= g_.node(ni).op == Op::TRANSPOSE;
-    if (!has_transpose) chain.clear();
+    // A chain of reshapes alone is a free alias anyway; a TRANSPOSE or SLICE (q/k/v split out of
+    // one projection) in it is a copy the strided view saves.
+    bool copies = false;
+    for (int ni : chain) copies |= g_.node(ni).op == Op::TRANSPOSE || g_.node(ni).op == Op::SLICE;
+    if (!copies) chain.clear();
     return chain;
   }
 

@@ -18,6 +18,7 @@ bool StridedView::is_contiguous() const {
 
 StridedView transpose_view(const StridedView& v, const std::vector<int64_t>& perms) {
   StridedView r;
+  r.offset = v.offset;
   for (int64_t p : perms) {
     r.dims.push_back(v.dims.at(static_cast<size_t>(p)));
     r.strides.push_back(v.strides.at(static_cast<size_t>(p)));
@@ -33,13 +34,17 @@ std::optional<StridedView> reshape_view(const StridedView& v, const Shape& to) {
   Shape od;
   std::vector<int64_t> os;
   for (size_t i = 0; i < v.dims.size(); ++i) {
-    if (v.dims[i] == 0) return StridedView::contiguous(to);
+    if (v.dims[i] == 0) {
+      StridedView empty = StridedView::contiguous(to);
+      empty.offset = v.offset;
+      return empty;
+    }
     if (v.dims[i] != 1) {
       od.push_back(v.dims[i]);
       os.push_back(v.strides[i]);
     }
   }
-  StridedView r{to, std::vector<int64_t>(to.size(), 1)};
+  StridedView r{to, std::vector<int64_t>(to.size(), 1), v.offset};
   size_t oi = 0, ni = 0;
   const size_t on = od.size(), nn = to.size();
   while (ni < nn) {
@@ -75,9 +80,20 @@ std::optional<StridedView> reshape_view(const StridedView& v, const Shape& to) {
   return r;
 }
 
+StridedView slice_view(const StridedView& v, const std::vector<int64_t>& start, const Shape& size) {
+  StridedView r{size, v.strides, v.offset};
+  for (size_t i = 0; i < start.size() && i < v.strides.size(); ++i) r.offset += start[i] * v.strides[i];
+  return r;
+}
+
 std::optional<StridedView> apply_node(const Graph& g, const Node& n, const StridedView& v) {
   if (n.op == Op::TRANSPOSE) return transpose_view(v, n.attr_ints("perms"));
   if (n.op == Op::RESHAPE) return reshape_view(v, g.value(n.outputs[0]).type.shape);
+  if (n.op == Op::SLICE) {
+    const int p = g.value(n.inputs[1]).producer;
+    if (p < 0 || g.node(p).op != Op::CONST_SHAPE) return std::nullopt;
+    return slice_view(v, g.node(p).attr_ints("values"), g.value(n.outputs[0]).type.shape);
+  }
   return std::nullopt;
 }
 
@@ -106,7 +122,7 @@ std::optional<StridedView> backward_chain(const Graph& g, const std::vector<int>
       prev = transpose_view(v, inverse);
     } else if (n.op == Op::RESHAPE) {
       prev = reshape_view(v, in_shape);
-    }
+    }  // SLICE: its output is not all of its input
     if (!prev) return std::nullopt;
     v = *prev;
   }

@@ -405,4 +405,19 @@ TEST(StridedView, RandomChainsMatchTheInterpreter) {
 }
 
 }  // namespace
+TEST(StridedView, SliceKeepsStridesAndMovesTheOffset) {
+  // [4,6] contiguous; rows 1..2, columns 2..4: element [i,j] is at 6*(1+i) + (2+j).
+  StridedView v = compiler::slice_view(StridedView::contiguous({4, 6}), {1, 2}, {2, 3});
+  EXPECT_EQ(v.dims, (Shape{2, 3}));
+  EXPECT_EQ(v.strides, (std::vector<int64_t>{6, 1}));
+  EXPECT_EQ(v.offset, 8);
+  // A transpose and a reshape keep the offset.
+  StridedView t = compiler::transpose_view(v, {1, 0});
+  EXPECT_EQ(t.offset, 8);
+  auto r = compiler::reshape_view(compiler::slice_view(StridedView::contiguous({2, 12}), {0, 6}, {2, 6}), {2, 2, 3});
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->offset, 6);
+  EXPECT_EQ(r->strides, (std::vector<int64_t>{12, 3, 1}));
+}
+
 }  // namespace weft

@@ -111,6 +111,7 @@ struct Arg {
   int input = -1;          // index into ExecArgs::in
   bool output = false;     // ExecArgs::out[0]
   std::shared_ptr<dn::memory> prepared;  // weights, bias: owned by the kernel
+  int64_t offset = 0;      // bytes from the input's start (a strided view after a SLICE)
 };
 
 class OneDnnKernel final : public Kernel {
@@ -140,7 +141,8 @@ class OneDnnKernel final : public Kernel {
       } else if (arg.output) {
         map.emplace(arg.id, dn::memory(arg.md, engine(), a.out[0].mutable_bytes()));
       } else {
-        map.emplace(arg.id, dn::memory(arg.md, engine(), const_cast<uint8_t*>(a.in[static_cast<size_t>(arg.input)]->bytes())));
+        map.emplace(arg.id, dn::memory(arg.md, engine(),
+                                       const_cast<uint8_t*>(a.in[static_cast<size_t>(arg.input)]->bytes()) + arg.offset));
       }
     }
     if (!library_scratch_ && scratch_ > 0)
@@ -634,11 +636,12 @@ std::unique_ptr<Kernel> prepare_matmul(const Graph& g, const Composite& c, const
   dn::primitive_attr attr = compute_attr(g, c, o, int8 ? n.inputs[2] : kNoValue, dst_md, false, args, &residual);
   dn::matmul::desc d(a_md, b_any, dst_md);
   auto pd = dn::matmul::primitive_desc(d, attr, engine());
-  args.push_back({DNNL_ARG_SRC, a_md, c.input_index(a_src)});
+  const int64_t elem = static_cast<int64_t>(storage_size(type_of(g, n.inputs[0]).dtype));
+  args.push_back({DNNL_ARG_SRC, a_md, c.input_index(a_src), false, nullptr, a_view.offset * elem});
   if (b_const)
     args.push_back({DNNL_ARG_WEIGHTS, pd.weights_desc(), -1, false, reorder_constant(*b_const, b_md, pd.weights_desc(), o.cache)});
   else
-    args.push_back({DNNL_ARG_WEIGHTS, b_md, c.input_index(b_src)});
+    args.push_back({DNNL_ARG_WEIGHTS, b_md, c.input_index(b_src), false, nullptr, b_view.offset * elem});
   args.push_back({DNNL_ARG_DST, dst_md, -1, true});
   return finish(dn::matmul(pd), pd, std::move(args), o, false, residual);
 }
@@ -693,7 +696,8 @@ std::optional<dn::algorithm> reduction_of(Op op) {
 
 // Operators with a primitive of their own (run one node at a time).
 bool single_op(Op op) {
-  return eltwise_of(op, nullptr) || binary_of(op) || reduction_of(op) || op == Op::CONCAT || op == Op::TRANSPOSE;
+  return eltwise_of(op, nullptr) || binary_of(op) || reduction_of(op) || op == Op::CONCAT || op == Op::TRANSPOSE ||
+         op == Op::SLICE;
 }
 // Operators that are the main node of a fused group (they may also run alone).
 bool anchor_op(Op op) { return is_fusion_anchor(op); }
@@ -735,6 +739,8 @@ Support single_supported(const Graph& g, const Composite& c) {
   const TensorType& out = type_of(g, n.outputs[0]);
   if (out.num_elements() == 0) return Support::no(name + " with an empty result");
   if (n.op == Op::CLAMP && !eltwise_of(n.op, &n)) return Support::no("CLAMP bounds");
+  if (n.op == Op::SLICE && !compiler::apply_node(g, n, StridedView::contiguous(type_of(g, n.inputs[0]).shape)))
+    return Support::no("SLICE start is not a constant");
   if (auto b = binary_of(n.op)) {
     const Shape& s0 = type_of(g, n.inputs[0]).shape;
     const Shape& s1 = type_of(g, n.inputs[1]).shape;
@@ -783,11 +789,14 @@ std::unique_ptr<Kernel> prepare_single(const Graph& g, const Composite& c, const
     auto pd = dn::reduction::primitive_desc(d, attr, engine());
     return finish(dn::reduction(pd), pd, {{DNNL_ARG_SRC, src_md, 0}, {DNNL_ARG_DST, dst_md, -1, true}}, o);
   }
-  if (n.op == Op::TRANSPOSE) {
-    StridedView v = compiler::transpose_view(StridedView::contiguous(type_of(g, n.inputs[0]).shape), n.attr_ints("perms"));
+  if (n.op == Op::TRANSPOSE || n.op == Op::SLICE) {
+    // A copy out of a strided view of the input: transposed, or a SLICE's window (offset + strides).
+    StridedView v = *compiler::apply_node(g, n, StridedView::contiguous(type_of(g, n.inputs[0]).shape));
     dn::memory::desc src_md = strided_md(v, dt::f32);
     auto pd = dn::reorder::primitive_desc(engine(), src_md, engine(), dst_md, attr);
-    return finish(dn::reorder(pd), pd, {{DNNL_ARG_SRC, src_md, 0}, {DNNL_ARG_DST, dst_md, -1, true}}, o);
+    const int64_t offset = v.offset * static_cast<int64_t>(sizeof(float));
+    return finish(dn::reorder(pd), pd, {{DNNL_ARG_SRC, src_md, 0, false, nullptr, offset}, {DNNL_ARG_DST, dst_md, -1, true}},
+                  o);
   }
   if (n.op == Op::CONCAT) {
     const int axis = static_cast<int>(n.attr_int("axis"));

@@ -434,7 +434,7 @@ TEST(OneDnnVsReference, PadAvgPoolFusion) {
 }  // namespace
 // A SLICE cropping the end of H/W in front of a strided conv (what the ONNX frontend emits when
 // TOSA's exact-division rule would otherwise fail, e.g. ResNet's stride-2 1x1 downsampling convs)
-// folds into negative right padding; a SLICE starting elsewhere does not.
+// folds into negative right padding; a SLICE starting elsewhere does not (it runs alone, as a copy).
 TEST(OneDnnVsReference, EndCropSliceFoldsIntoTheConvolution) {
   struct Case {
     Shape in;
@@ -445,7 +445,7 @@ TEST(OneDnnVsReference, EndCropSliceFoldsIntoTheConvolution) {
   const std::vector<Case> cases = {
       {{1, 56, 56, 16}, {0, 0, 0, 0}, {1, 55, 55, 16}, 1, 2, " onednn SLICE+CONV2D:"},
       {{2, 10, 10, 8}, {0, 0, 0, 0}, {2, 9, 9, 8}, 3, 2, " onednn SLICE+CONV2D:"},
-      {{1, 9, 9, 8}, {0, 1, 0, 0}, {1, 7, 9, 8}, 3, 2, " reference SLICE:"},
+      {{1, 9, 9, 8}, {0, 1, 0, 0}, {1, 7, 9, 8}, 3, 2, " onednn SLICE:"},  // alone: a strided copy
   };
   uint32_t seed = 900;
   for (const Case& c : cases) {

@@ -285,4 +285,29 @@ TEST(OneDnnVsReference, TransformerBlockEndToEnd) {
 }
 
 }  // namespace
+// Attention with one fused q/k/v projection: q, k and v are SLICEs of one [S, 3*D] tensor, each
+// reshaped into heads and transposed. The whole SLICE -> RESHAPE -> TRANSPOSE -> RESHAPE chain is
+// a strided view with an offset, so both attention matmuls read the projection in place: no
+// SLICE or TRANSPOSE runs on its own.
+TEST(OneDnnVsReference, MatmulReadsSlicedHeadsInPlace) {
+  const int64_t S = 10, H = 3, dh = 4, D = H * dh;
+  Net net(1201);
+  ValueId qkv = net.input({1, S, 3 * D});
+  auto head = [&](int64_t which, std::vector<int64_t> perms) {
+    ValueId st = net.b.constant_shape("start" + std::to_string(which), {0, 0, which * D});
+    ValueId sz = net.b.constant_shape("size" + std::to_string(which), {1, S, D});
+    ValueId x = net.b.op(Op::SLICE, {qkv, st, sz});
+    x = net.transpose(net.reshape(x, {1, S, H, dh}), std::move(perms));  // [1,H,S,dh] or [1,H,dh,S]
+    const Shape& t = net.type(x).shape;
+    return net.reshape(x, {H, t[2], t[3]});
+  };
+  ValueId scores = net.matmul(head(0, {0, 2, 1, 3}), head(1, {0, 2, 3, 1}));  // [H,S,S]
+  ValueId out = net.matmul(scores, head(2, {0, 2, 1, 3}));                    // [H,S,dh]
+  Module m = net.finish({out});
+  auto dnn = check_vs_reference(m, net.feeds, {"TRANSPOSE+MATMUL"}, kTolAccumulate);
+  const std::string ex = dnn->explain();
+  EXPECT_EQ(ex.find(" SLICE:"), std::string::npos) << ex;
+  EXPECT_EQ(ex.find(" TRANSPOSE:"), std::string::npos) << ex;
+}
+
 }  // namespace weft::onednn_test
