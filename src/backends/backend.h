@@ -74,6 +74,9 @@ struct Composite {
   // MATMUL: RESHAPE/TRANSPOSE/SLICE chains from a source value into operand A / B (source side first);
   // the operand is read as a strided view of the source (compiler/strided_view.h).
   std::vector<int> a_view, b_view;
+  // MATMUL: a RESHAPE/TRANSPOSE chain after it that it writes through (strided destination);
+  // the composite's output is then the chain's result.
+  std::vector<int> out_view;
   // Operations applied to the anchor's result, in order: a bias (ADD of a constant broadcast
   // along the last dimension), a residual (ADD of a tensor of the result's type), activations.
   std::vector<PostOp> post_ops;

@@ -98,6 +98,7 @@ class Matcher {
       full.b_view = view_chain(n.inputs[1], a);
     }
     if (conv || matmul) full.post_ops = post_ops(n.outputs[0], matmul);
+    if (matmul && full.post_ops.empty()) full.out_view = out_chain(n.outputs[0]);
 
     std::vector<Composite> out;
     const bool has_prefix = full.pad >= 0 || !full.a_view.empty() || !full.b_view.empty();
@@ -111,6 +112,12 @@ class Matcher {
           c.b_view = full.b_view;
         }
         c.post_ops.assign(full.post_ops.begin(), full.post_ops.begin() + static_cast<long>(k));
+        if (k == 0 && !full.out_view.empty()) {
+          Composite with_out = c;
+          with_out.out_view = full.out_view;
+          finish(with_out);
+          out.push_back(std::move(with_out));
+        }
         if (c.pad < 0 && c.a_view.empty() && c.b_view.empty() && c.post_ops.empty()) continue;
         finish(c);
         out.push_back(std::move(c));
@@ -150,6 +157,25 @@ class Matcher {
     bool copies = false;
     for (int ni : chain) copies |= g_.node(ni).op == Op::TRANSPOSE || g_.node(ni).op == Op::SLICE;
     if (!copies) chain.clear();
+    return chain;
+  }
+
+  // RESHAPE/TRANSPOSE chain reading a matmul's result `r` alone, kept when it contains a
+  // TRANSPOSE and the matmul can write the chain's result directly (a strided destination: the
+  // heads of attention going back to [S, H*dh]).
+  std::vector<int> out_chain(ValueId r) const {
+    std::vector<int> chain;
+    for (;;) {
+      int c = sole_consumer(r);
+      if (c < 0 || (g_.node(c).op != Op::TRANSPOSE && g_.node(c).op != Op::RESHAPE)) break;
+      chain.push_back(c);
+      r = g_.node(c).outputs[0];
+    }
+    while (!chain.empty() && (!backward_chain(g_, chain) || g_.node(chain.back()).op == Op::RESHAPE)) chain.pop_back();
+    // (Trailing RESHAPEs are trimmed above: they are free aliases of the chain's result.)
+    bool has_transpose = false;
+    for (int ni : chain) has_transpose |= g_.node(ni).op == Op::TRANSPOSE;
+    if (!has_transpose) chain.clear();
     return chain;
   }
 
@@ -361,6 +387,7 @@ class Matcher {
     add(c.pad);
     for (int ni : c.a_view) add(ni);
     for (int ni : c.b_view) add(ni);
+    for (int ni : c.out_view) add(ni);
     add(c.anchor);
     for (int ni : c.region_nodes) add(ni);
     for (const PostOp& p : c.post_ops) {
@@ -386,6 +413,10 @@ class Matcher {
     }
     if (c.pad >= 0) pattern = std::string(op_name(g_.node(c.pad).op)) + "+";
     if (!c.a_view.empty() || !c.b_view.empty()) pattern += "TRANSPOSE+";
+    if (!c.out_view.empty()) {
+      c.pattern = pattern + std::string(op_name(g_.node(c.anchor).op)) + "+TRANSPOSE";
+      return;
+    }
     pattern += op_name(g_.node(c.anchor).op);
     for (const PostOp& p : c.post_ops) {
       switch (p.kind) {

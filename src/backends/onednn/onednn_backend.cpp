@@ -617,7 +617,8 @@ std::unique_ptr<Kernel> prepare_matmul(const Graph& g, const Composite& c, const
   const bool int8 = type_of(g, n.inputs[0]).dtype == DType::kInt8;
   const dt et = int8 ? dt::s8 : dt::f32;
   const TensorType& mt = type_of(g, n.outputs[0]);
-  StridedView d_view = StridedView::contiguous(mt.shape);
+  // With an output chain, the result is written through it: strided, into the chain's result.
+  StridedView d_view = c.out_view.empty() ? StridedView::contiguous(mt.shape) : *compiler::backward_chain(g, c.out_view);
   if (a_view.dims[0] == 1 && b_view.dims[0] == 1) {
     // One batch: a 2-D matmul. oneDNN 2.6 then lays constant weights out in its blocked brgemm
     // format (3-D [1,K,N] weights stay plain); ViT-B/16's MLP matmuls: 14.2 -> see docs/backends.md.

@@ -310,4 +310,24 @@ TEST(OneDnnVsReference, MatmulReadsSlicedHeadsInPlace) {
   EXPECT_EQ(ex.find(" TRANSPOSE:"), std::string::npos) << ex;
 }
 
+// The heads of attention going back: [H,S,dh] -> RESHAPE [1,H,S,dh] -> TRANSPOSE [1,S,H,dh] ->
+// RESHAPE [1,S,H*dh]. The matmul writes its result through the chain (strided destination), so no
+// TRANSPOSE runs on its own; the last RESHAPE stays a free alias.
+TEST(OneDnnVsReference, MatmulWritesThroughATransposeChain) {
+  const int64_t S = 9, H = 3, dh = 5;
+  for (bool batch_one : {false, true}) {
+    SCOPED_TRACE(batch_one ? "one head" : "three heads");
+    const int64_t heads = batch_one ? 1 : H;
+    Net net(1301 + (batch_one ? 1 : 0));
+    ValueId p = net.input({heads, S, S});
+    ValueId v = net.input({heads, S, dh});
+    ValueId ctx = net.matmul(p, v);  // [heads,S,dh]
+    ValueId t = net.transpose(net.reshape(ctx, {1, heads, S, dh}), {0, 2, 1, 3});
+    Module m = net.finish({net.reshape(t, {1, S, heads * dh})});
+    auto dnn = check_vs_reference(m, net.feeds, {"MATMUL+TRANSPOSE"}, kTolAccumulate, /*all_on_onednn=*/false);
+    const std::string ex = dnn->explain();
+    EXPECT_EQ(ex.find(" TRANSPOSE:"), std::string::npos) << ex;
+  }
+}
+
 }  // namespace weft::onednn_test
