@@ -409,6 +409,9 @@ std::vector<TVal> Importer::emit_multi(Op op, std::vector<TVal> inputs, Attrs at
     n.outputs.push_back(id);
     r.push_back(TVal{id, nullptr, t});
   }
+  // The ONNX node it comes from: `weft run --explain` / `--profile`, errors and the text form's
+  // loc("...") then point at the node of the user's model.
+  if (node_) n.name = node_->name().empty() ? (node_->output_size() ? node_->output(0) : std::string()) : node_->name();
   const int index = graph_.add_node(std::move(n));
   // Every TOSA node is checked as it is made, so that a type TOSA 1.0 lacks is reported at the
   // ONNX node that needs it.
