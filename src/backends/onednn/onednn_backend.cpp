@@ -181,6 +181,13 @@ class OneDnnKernel final : public Kernel {
 // supports() builds the primitive descriptors to ask oneDNN, but transforms no weights.
 thread_local bool g_dry_run = false;
 
+// The primitive of `pd`, or an empty one in a dry run: supports() needs the descriptor (its
+// implementation, its scratchpad) but not the JIT-compiled kernel.
+template <class Prim, class Pd>
+dn::primitive build(const Pd& pd) {
+  return g_dry_run ? dn::primitive() : dn::primitive(Prim(pd));
+}
+
 // Reorders constant `src` (described by `from`) into a new buffer laid out as `to`. The result is
 // shared through `cache` by every preparation of the model that asks for the same layout (the
 // preparations for other thread counts), so weights are not held twice.
@@ -502,24 +509,22 @@ std::unique_ptr<Kernel> prepare_conv(const Graph& g, const Composite& c, const P
     if (!bias_runtime) throw Error(ErrorCode::kUnsupported, "a broadcast bias must be constant", {.node = g.node_label(c.anchor)});
   }
 
+  // Convolution and deconvolution take the same descriptor arguments.
   dn::primitive prim;
-  dn::memory::desc w_pref, scratch;
+  dn::memory::desc w_pref;
   dn::primitive_desc_base pd_base;  // a handle: copying the derived descriptor in keeps it alive
-  if (n.op == Op::TRANSPOSE_CONV2D) {
-    dn::deconvolution_forward::desc d(dn::prop_kind::forward_inference, dn::algorithm::deconvolution_direct, src_md,
-                                      w_any, b_md, dst_md, strides, dil, pad_l, pad_r);
-    auto pd = dn::deconvolution_forward::primitive_desc(d, attr, engine());
+  auto create = [&](auto kind, dn::algorithm alg) {
+    using Prim = decltype(kind);
+    typename Prim::desc d(dn::prop_kind::forward_inference, alg, src_md, w_any, b_md, dst_md, strides, dil, pad_l, pad_r);
+    typename Prim::primitive_desc pd(d, attr, engine());
     w_pref = pd.weights_desc();
-    prim = dn::deconvolution_forward(pd);
+    prim = build<Prim>(pd);
     pd_base = pd;
-  } else {
-    dn::convolution_forward::desc d(dn::prop_kind::forward_inference, dn::algorithm::convolution_direct, src_md,
-                                    w_any, b_md, dst_md, strides, dil, pad_l, pad_r);
-    auto pd = dn::convolution_forward::primitive_desc(d, attr, engine());
-    w_pref = pd.weights_desc();
-    prim = dn::convolution_forward(pd);
-    pd_base = pd;
-  }
+  };
+  if (n.op == Op::TRANSPOSE_CONV2D)
+    create(dn::deconvolution_forward(), dn::algorithm::deconvolution_direct);
+  else
+    create(dn::convolution_forward(), dn::algorithm::convolution_direct);
   args.push_back({DNNL_ARG_SRC, src_md, c.input_index(src)});
   args.push_back({DNNL_ARG_WEIGHTS, w_pref, -1, false, reorder_constant(w, w_user, w_pref, o.cache)});
   if (bias_runtime)
@@ -576,7 +581,7 @@ std::unique_ptr<Kernel> prepare_pool(const Graph& g, const Composite& c, const P
                               pad_r);
   auto pd = dn::pooling_forward::primitive_desc(d, base_attr(o), engine());
   std::vector<Arg> args = {{DNNL_ARG_SRC, src_md, c.input_index(src)}, {DNNL_ARG_DST, dst_md, -1, true}};
-  return finish(dn::pooling_forward(pd), pd, std::move(args), o);
+  return finish(build<dn::pooling_forward>(pd), pd, std::move(args), o);
 }
 
 // ---- Matmul -------------------------------------------------------------------------------------
@@ -644,7 +649,7 @@ std::unique_ptr<Kernel> prepare_matmul(const Graph& g, const Composite& c, const
   else
     args.push_back({DNNL_ARG_WEIGHTS, b_md, c.input_index(b_src), false, nullptr, b_view.offset * elem});
   args.push_back({DNNL_ARG_DST, dst_md, -1, true});
-  return finish(dn::matmul(pd), pd, std::move(args), o, false, residual);
+  return finish(build<dn::matmul>(pd), pd, std::move(args), o, false, residual);
 }
 
 // ---- Single operators ---------------------------------------------------------------------------
@@ -764,7 +769,7 @@ std::unique_ptr<Kernel> prepare_single(const Graph& g, const Composite& c, const
   if (auto e = eltwise_of(n.op, &n)) {
     dn::eltwise_forward::desc d(dn::prop_kind::forward_inference, e->alg, dst_md, e->alpha, e->beta);
     auto pd = dn::eltwise_forward::primitive_desc(d, attr, engine());
-    return finish(dn::eltwise_forward(pd), pd, {{DNNL_ARG_SRC, dst_md, 0}, {DNNL_ARG_DST, dst_md, -1, true}}, o, true);
+    return finish(build<dn::eltwise_forward>(pd), pd, {{DNNL_ARG_SRC, dst_md, 0}, {DNNL_ARG_DST, dst_md, -1, true}}, o, true);
   }
   if (auto b = binary_of(n.op)) {
     int i0 = 0, i1 = 1;
@@ -781,14 +786,14 @@ std::unique_ptr<Kernel> prepare_single(const Graph& g, const Composite& c, const
     }
     dn::binary::desc d(*b, m0, m1, dst_md);
     auto pd = dn::binary::primitive_desc(d, attr, engine());
-    return finish(dn::binary(pd), pd, {{DNNL_ARG_SRC_0, m0, i0}, {DNNL_ARG_SRC_1, m1, i1}, {DNNL_ARG_DST, dst_md, -1, true}}, o,
+    return finish(build<dn::binary>(pd), pd, {{DNNL_ARG_SRC_0, m0, i0}, {DNNL_ARG_SRC_1, m1, i1}, {DNNL_ARG_DST, dst_md, -1, true}}, o,
                   true);
   }
   if (auto r = reduction_of(n.op)) {
     dn::memory::desc src_md = plain_md(type_of(g, n.inputs[0]));
     dn::reduction::desc d(*r, src_md, dst_md, 0.f, 0.f);
     auto pd = dn::reduction::primitive_desc(d, attr, engine());
-    return finish(dn::reduction(pd), pd, {{DNNL_ARG_SRC, src_md, 0}, {DNNL_ARG_DST, dst_md, -1, true}}, o);
+    return finish(build<dn::reduction>(pd), pd, {{DNNL_ARG_SRC, src_md, 0}, {DNNL_ARG_DST, dst_md, -1, true}}, o);
   }
   if (n.op == Op::TRANSPOSE || n.op == Op::SLICE) {
     // A copy out of a strided view of the input: transposed, or a SLICE's window (offset + strides).
@@ -796,7 +801,7 @@ std::unique_ptr<Kernel> prepare_single(const Graph& g, const Composite& c, const
     dn::memory::desc src_md = strided_md(v, dt::f32);
     auto pd = dn::reorder::primitive_desc(engine(), src_md, engine(), dst_md, attr);
     const int64_t offset = v.offset * static_cast<int64_t>(sizeof(float));
-    return finish(dn::reorder(pd), pd, {{DNNL_ARG_SRC, src_md, 0, false, nullptr, offset}, {DNNL_ARG_DST, dst_md, -1, true}},
+    return finish(build<dn::reorder>(pd), pd, {{DNNL_ARG_SRC, src_md, 0, false, nullptr, offset}, {DNNL_ARG_DST, dst_md, -1, true}},
                   o);
   }
   if (n.op == Op::CONCAT) {
@@ -809,7 +814,7 @@ std::unique_ptr<Kernel> prepare_single(const Graph& g, const Composite& c, const
     }
     auto pd = dn::concat::primitive_desc(dst_md, axis, srcs, engine(), attr);
     args.push_back({DNNL_ARG_DST, dst_md, -1, true});
-    return finish(dn::concat(pd), pd, std::move(args), o);
+    return finish(build<dn::concat>(pd), pd, std::move(args), o);
   }
   throw Error(ErrorCode::kInternal, "oneDNN backend asked to prepare " + std::string(op_name(n.op)),
               {.node = g.node_label(c.anchor)});
@@ -830,7 +835,7 @@ std::unique_ptr<Kernel> prepare_region(const Graph& g, const Composite& c, const
   if (c.region == Composite::Region::kSoftmax) {
     dn::softmax_forward::desc d(dn::prop_kind::forward_inference, md, c.axis);
     auto pd = dn::softmax_forward::primitive_desc(d, attr, engine());
-    return finish(dn::softmax_forward(pd), pd, {{DNNL_ARG_SRC, md, c.input_index(c.source)}, {DNNL_ARG_DST, md, -1, true}}, o);
+    return finish(build<dn::softmax_forward>(pd), pd, {{DNNL_ARG_SRC, md, c.input_index(c.source)}, {DNNL_ARG_DST, md, -1, true}}, o);
   }
   const int64_t n = t.shape.back();
   dn::memory::desc cmd({n}, dt::f32, tag::x);
@@ -848,7 +853,7 @@ std::unique_ptr<Kernel> prepare_region(const Graph& g, const Composite& c, const
                            {DNNL_ARG_SCALE, cmd, -1, false, channel(c.gamma, 1.f)},
                            {DNNL_ARG_SHIFT, cmd, -1, false, channel(c.beta, 0.f)},
                            {DNNL_ARG_DST, md, -1, true}};
-  return finish(dn::layer_normalization_forward(pd), pd, std::move(args), o);
+  return finish(build<dn::layer_normalization_forward>(pd), pd, std::move(args), o);
 }
 
 // ---- The backend --------------------------------------------------------------------------------
