@@ -11,15 +11,6 @@ namespace {
 
 size_t align_up(size_t n) { return (n + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment; }
 
-// Operators whose kernels compute output[i] from input[i] (and broadcast operands) only, reading
-// element i before writing it: the output may overwrite an input of the same type and shape.
-bool elementwise_in_place_ok(const Node& n) {
-  const OpDef& d = op_def(n.op);
-  std::string_view group = d.group;
-  if (n.op == Op::TABLE) return false;  // the table operand is not elementwise
-  return group == "activation" || group == "elementwise-binary" || group == "elementwise-unary";
-}
-
 // A slice of the arena shared by one value, or by a chain of in-place values, or a workspace.
 struct Slot {
   size_t bytes = 0;
@@ -39,7 +30,7 @@ std::vector<Step> node_steps(const Graph& g) {
     s.outputs = n.outputs;
     s.constant = n.op == Op::CONST;
     s.forwards = !s.constant && ref::forwards_buffer(n.op);
-    s.in_place_ok = elementwise_in_place_ok(n);
+    s.in_place_ok = ref::runs_in_place(n.op);
     steps.push_back(std::move(s));
   }
   return steps;

@@ -7,12 +7,8 @@ namespace {
 
 class RefKernel final : public Kernel {
  public:
-  RefKernel(const Graph& g, int node) : g_(g), node_(node), fn_(ref::kernel_for(g.node(node).op)) {
-    const OpDef& d = op_def(g.node(node).op);
-    std::string_view group = d.group;
-    in_place_ = g.node(node).op != Op::TABLE &&
-                (group == "activation" || group == "elementwise-binary" || group == "elementwise-unary");
-  }
+  RefKernel(const Graph& g, int node)
+      : g_(g), node_(node), fn_(ref::kernel_for(g.node(node).op)), in_place_(ref::runs_in_place(g.node(node).op)) {}
   bool needs_zeroed_outputs() const override { return true; }
   bool in_place_ok() const override { return in_place_; }
   bool forwards_buffer() const override { return ref::forwards_buffer(g_.node(node_).op); }

@@ -127,6 +127,12 @@ void ModuleContext::reset_variables() {
 
 bool forwards_buffer(Op op) { return op == Op::CONST || op == Op::IDENTITY || op == Op::RESHAPE; }
 
+bool runs_in_place(Op op) {
+  if (op == Op::TABLE) return false;  // the table operand is not elementwise
+  const std::string_view group = op_def(op).group;
+  return group == "activation" || group == "elementwise-binary" || group == "elementwise-unary";
+}
+
 }  // namespace ref
 
 struct Interpreter::State {

@@ -79,6 +79,10 @@ class ModuleContext : public ExecContext {
 // view) instead of writing into a pre-allocated output.
 bool forwards_buffer(Op op);
 
+// Operators whose kernels compute output[i] from input[i] (and broadcast operands) only, reading
+// element i before writing it: the output may overwrite an input of the same type and shape.
+bool runs_in_place(Op op);
+
 // Executes graph `g` on `inputs` (in its input order) with fresh buffers for every value, released
 // after their last use; returns the outputs in order. Used for entry graphs by the Interpreter and
 // for COND_IF / WHILE_LOOP bodies everywhere. `profile`, when set, receives one record per node.
