@@ -185,19 +185,13 @@ class Matcher {
     bool had_bias = false, had_residual = false;
     for (;;) {
       // swish: r feeds a SIGMOID and a MUL(r, sigmoid(r)), nothing else.
-      const auto& users = consumers_[static_cast<size_t>(r)];
-      if (users.size() == 2 && !is_output_[static_cast<size_t>(r)] && !taken_[static_cast<size_t>(users[0])] &&
-          !taken_[static_cast<size_t>(users[1])]) {
-        int s = g_.node(users[0]).op == Op::SIGMOID ? users[0] : users[1];
-        int m = s == users[0] ? users[1] : users[0];
-        if (g_.node(s).op == Op::SIGMOID && g_.node(m).op == Op::MUL && sole_consumer(g_.node(s).outputs[0]) == m) {
-          const Node& mn = g_.node(m);
-          ValueId so = g_.node(s).outputs[0];
-          if ((mn.inputs[0] == r && mn.inputs[1] == so) || (mn.inputs[0] == so && mn.inputs[1] == r)) {
-            ops.push_back({PostOp::Kind::kSwish, s, m, {}, kNoValue});
-            r = mn.outputs[0];
-            continue;
-          }
+      if (auto pair = two_users(r, Op::SIGMOID, Op::MUL)) {
+        auto [s, m] = *pair;
+        const ValueId so = g_.node(s).outputs[0];
+        if (sole_consumer(so) == m && other(g_.node(m), r) == so) {
+          ops.push_back({PostOp::Kind::kSwish, s, m, {}, kNoValue});
+          r = g_.node(m).outputs[0];
+          continue;
         }
       }
       if (auto gelu = gelu_erf(r)) {
@@ -252,6 +246,18 @@ class Matcher {
     if (n.inputs[1] == v) return n.inputs[0];
     return kNoValue;
   }
+  // When `v` (not a graph output) is read by exactly two free nodes, one of op `a` and one of op
+  // `b`: those nodes, in that order.
+  std::optional<std::pair<int, int>> two_users(ValueId v, Op a, Op b) const {
+    const auto& users = consumers_[static_cast<size_t>(v)];
+    if (users.size() != 2 || is_output_[static_cast<size_t>(v)]) return std::nullopt;
+    for (int k = 0; k < 2; ++k) {
+      const int x = users[static_cast<size_t>(k)], y = users[static_cast<size_t>(1 - k)];
+      if (!taken_[static_cast<size_t>(x)] && !taken_[static_cast<size_t>(y)] && g_.node(x).op == a && g_.node(y).op == b)
+        return std::make_pair(x, y);
+    }
+    return std::nullopt;
+  }
   int free_user(ValueId v, Op op) const {
     int c = sole_consumer(v);
     return c >= 0 && g_.node(c).op == op ? c : -1;
@@ -293,13 +299,9 @@ class Matcher {
     int exp = free_user(g_.node(sub).outputs[0], Op::EXP);
     if (exp < 0) return std::nullopt;
     const ValueId e = g_.node(exp).outputs[0];
-    const auto& users = consumers_[static_cast<size_t>(e)];
-    if (users.size() != 2 || is_output_[static_cast<size_t>(e)]) return std::nullopt;
-    int rs = g_.node(users[0]).op == Op::REDUCE_SUM ? users[0] : users[1];
-    int mul = rs == users[0] ? users[1] : users[0];
-    if (taken_[static_cast<size_t>(rs)] || taken_[static_cast<size_t>(mul)] || g_.node(rs).op != Op::REDUCE_SUM ||
-        g_.node(rs).attr_int("axis") != axis || g_.node(mul).op != Op::MUL)
-      return std::nullopt;
+    auto pair = two_users(e, Op::REDUCE_SUM, Op::MUL);
+    if (!pair || g_.node(pair->first).attr_int("axis") != axis) return std::nullopt;
+    const auto [rs, mul] = *pair;
     int rec = free_user(g_.node(rs).outputs[0], Op::RECIPROCAL);
     if (rec < 0 || sole_consumer(g_.node(rec).outputs[0]) != mul || other(g_.node(mul), e) != g_.node(rec).outputs[0])
       return std::nullopt;
