@@ -10,7 +10,7 @@ PACKAGES=(
   flatbuffers-compiler libflatbuffers-dev
   libonnx-dev libprotobuf-dev protobuf-compiler
   libdnnl-dev
-  libvulkan-dev mesa-vulkan-drivers glslc libshaderc-dev spirv-tools vulkan-tools
+  libvulkan-dev mesa-vulkan-drivers glslc libshaderc-dev glslang-dev spirv-tools vulkan-tools
   python3 python3-numpy python3-onnx python3-torch python3-torchvision
 )
 # Node.js runs ONNX Runtime (npm onnxruntime-node) for the model comparisons; any node >= 18 will do.

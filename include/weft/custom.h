@@ -52,11 +52,13 @@ struct Resource {
   std::optional<std::string> address_mode;
   // `input_0_binding` style name of this group, for messages.
   std::string key(std::string_view property) const;
+  bool operator==(const Resource&) const = default;
 };
 
 struct PushConstant {
   std::string name;
   uint32_t size = 0;  // bytes
+  bool operator==(const PushConstant&) const = default;
 };
 
 struct Payload {
@@ -80,6 +82,7 @@ struct Payload {
 
   const Resource* input(uint32_t index) const;
   const Resource* output(uint32_t index) const;
+  bool operator==(const Payload&) const = default;
 };
 
 struct ParseOptions {
@@ -219,6 +222,11 @@ struct OpSpec {
   // The dispatch rule: invocations along x, y, z (expressions); the dispatch is
   // ceil(invocations / workgroup_size) workgroups per axis.
   std::array<std::string, 3> invocations{"1", "1", "1"};
+  // Allowed values of the replaced ONNX node's string attributes (e.g. GridSample "mode":
+  // ["bilinear", "linear"]); a node with another value is an import error naming the attribute.
+  // An attribute listed here but absent from the node passes (the ONNX default applies; list
+  // the default among the allowed values when it matters).
+  std::map<std::string, std::vector<std::string>> allowed_attrs;
 };
 
 // Registers `spec` (replacing an earlier registration with the same operator_name and
@@ -243,6 +251,7 @@ struct ExprEnv {
   std::vector<Shape> outputs;  // known once the output shapes are computed
   std::map<std::string, double> attrs;
   std::map<std::string, bool> attr_is_float;
+  std::map<std::string, std::string> string_attrs;  // checked against OpSpec::allowed_attrs
 };
 struct ExprValue {
   double value = 0;
@@ -260,5 +269,24 @@ struct Lowered {
 };
 Lowered lower(const OpSpec& spec, const std::vector<TensorType>& inputs, const ExprEnv& attrs,
               const Location& where);
+
+// ---- Whole modules ----------------------------------------------------------------------------------
+
+struct PrepareStats {
+  int lowered = 0;   // nodes that got their registration's payload
+  int compiled = 0;  // GLSL/HLSL payloads compiled to SPIR-V
+  int checked = 0;   // CUSTOM nodes validated
+};
+// Makes every CUSTOM node of `m` (all graphs) runnable; `weft compile` and Model::load run it.
+//   - A node of a registered operator (domain_name, operator_name) whose implementation_attrs is
+//     empty gets the registration's payload (lower()); its declared output types must equal the
+//     registration's.
+//   - GLSL/HLSL payloads are compiled to SPIR-V (the payload then says "SPIR-V").
+//   - Every payload is validated (parse_payload) and its resource contract checked; a payload
+//     without a dispatch shape (weft_dispatch) is an error, since nothing else says how to run it.
+//   - Nodes with an empty payload and no registration are left alone (a CPU kernel registered with
+//     register_custom_kernel may run them).
+// Errors name `source` and the node. On error `m` is unchanged.
+PrepareStats prepare_module(Module& m, const std::string& source);
 
 }  // namespace weft::custom

@@ -1,0 +1,91 @@
+// prepare_module: every CUSTOM node of a module made runnable (payload filled, shader compiled,
+// payload and resource contract checked).
+#include "weft/custom.h"
+
+namespace weft::custom {
+
+namespace {
+
+std::vector<TensorType> types_of(const Graph& g, const std::vector<ValueId>& ids) {
+  std::vector<TensorType> t;
+  for (ValueId v : ids) t.push_back(g.value(v).type);
+  return t;
+}
+
+}  // namespace
+
+PrepareStats prepare_module(Module& m, const std::string& source) {
+  PrepareStats stats;
+  // Work on a copy of the changed attributes; commit only when every node passed.
+  struct Change {
+    size_t graph;
+    int node;
+    std::string payload;
+  };
+  std::vector<Change> changes;
+  for (size_t gi = 0; gi < m.graphs().size(); ++gi) {
+    const Graph& g = m.graphs()[gi];
+    for (int i = 0; i < static_cast<int>(g.nodes().size()); ++i) {
+      const Node& n = g.node(i);
+      if (n.op != Op::CUSTOM) continue;
+      const std::string& domain = n.attr_str("domain_name");
+      const std::string& name = n.attr_str("operator_name");
+      const Location where{.file = source, .graph = g.name(), .node = g.node_label(i), .operand = "implementation_attrs"};
+      const std::vector<TensorType> ins = types_of(g, n.inputs), outs = types_of(g, n.outputs);
+      const std::string& attrs = n.attr_str("implementation_attrs");
+      Payload p;
+      bool changed = false;
+      if (attrs.find_first_not_of(" \t\r\n") == std::string::npos) {
+        std::optional<OpSpec> spec = find_op(domain, name);
+        if (!spec) continue;  // maybe a CPU kernel runs it
+        ExprEnv env;
+        Lowered l = lower(*spec, ins, env, where);
+        if (l.outputs != outs) {
+          std::string want, have;
+          for (const TensorType& t : l.outputs) want += (want.empty() ? "" : ", ") + t.str();
+          for (const TensorType& t : outs) have += (have.empty() ? "" : ", ") + t.str();
+          throw Error(ErrorCode::kVerify,
+                      "custom operator " + domain + "::" + name + " declares outputs (" + have +
+                          ") but its registration computes (" + want + ") for these inputs",
+                      where);
+        }
+        p = std::move(l.payload);
+        ++stats.lowered;
+        changed = true;
+      } else {
+        p = parse_payload(attrs, where);
+        if (p.language == ShaderLanguage::kGlsl || p.language == ShaderLanguage::kHlsl) {
+          if (!p.shader_code) throw Error(ErrorCode::kVerify, "shader_language is " + std::string(language_name(p.language)) + " but there is no shader_code", where);
+          CompiledShader c = compile_shader(p.language, *p.shader_code, {}, p.entry_point, g.node_label(i));
+          p.language = ShaderLanguage::kSpirv;
+          p.spirv = std::move(c.spirv);
+          p.shader_code.reset();
+          ++stats.compiled;
+          changed = true;
+        } else if (p.language == ShaderLanguage::kSpirv) {
+          compile_shader(p.language, "", p.spirv, p.entry_point, g.node_label(i));
+        } else {
+          throw Error(ErrorCode::kVerify,
+                      "the payload has no shader (shader_language is unspecified); give SPIR-V, GLSL or HLSL code", where);
+        }
+      }
+      if (!p.dispatch)
+        throw Error(ErrorCode::kVerify,
+                    "the payload has no dispatch shape (weft_dispatch): register the operator (weft compile "
+                    "--custom-ops) so that Weft computes it from the registration's invocations",
+                    where);
+      check_contract(p, ins, outs, where);
+      ++stats.checked;
+      if (changed) changes.push_back({gi, i, write_payload(p)});
+    }
+  }
+  for (Change& c : changes) {
+    Node& n = m.graphs()[c.graph].mutable_node(c.node);
+    n.attrs = make_attrs(Op::CUSTOM, {{"operator_name", n.attr_str("operator_name")},
+                                      {"domain_name", n.attr_str("domain_name")},
+                                      {"implementation_attrs", std::move(c.payload)}});
+  }
+  return stats;
+}
+
+}  // namespace weft::custom

@@ -1,0 +1,212 @@
+// Compute shaders of custom operators: GLSL/HLSL compiled with shaderc (Vulkan 1.1), every module
+// validated with SPIRV-Tools, then its entry point and workgroup size read from the SPIR-V.
+#include <map>
+#include <memory>
+#include <string>
+
+#include <shaderc/shaderc.h>
+#include <spirv-tools/libspirv.hpp>
+
+#include "custom/base64.h"
+#include "weft/custom.h"
+
+namespace weft::custom {
+
+namespace {
+
+[[noreturn]] void fail(std::string_view name, const std::string& message) {
+  throw Error(ErrorCode::kVerify, "shader '" + std::string(name) + "': " + message);
+}
+
+struct ShadercDeleter {
+  void operator()(shaderc_compiler* c) const { shaderc_compiler_release(c); }
+  void operator()(shaderc_compile_options* o) const { shaderc_compile_options_release(o); }
+  void operator()(shaderc_compilation_result* r) const { shaderc_result_release(r); }
+};
+
+std::vector<uint32_t> compile_source(ShaderLanguage language, std::string_view code, std::string_view entry_point,
+                                     std::string_view name) {
+  std::unique_ptr<shaderc_compiler, ShadercDeleter> compiler(shaderc_compiler_initialize());
+  std::unique_ptr<shaderc_compile_options, ShadercDeleter> options(shaderc_compile_options_initialize());
+  if (!compiler || !options) fail(name, "could not start the shaderc compiler");
+  bool hlsl = language == ShaderLanguage::kHlsl;
+  shaderc_compile_options_set_source_language(options.get(),
+                                              hlsl ? shaderc_source_language_hlsl : shaderc_source_language_glsl);
+  shaderc_compile_options_set_target_env(options.get(), shaderc_target_env_vulkan, shaderc_env_version_vulkan_1_1);
+  shaderc_compile_options_set_optimization_level(options.get(), shaderc_optimization_level_performance);
+  const std::string file(name);
+  // GLSL's entry point is always main(); the module's entry point is then checked against
+  // `entry_point` like any other. HLSL names the function to compile.
+  const std::string entry = hlsl ? std::string(entry_point) : "main";
+  std::unique_ptr<shaderc_compilation_result, ShadercDeleter> result(
+      shaderc_compile_into_spv(compiler.get(), code.data(), code.size(), shaderc_compute_shader, file.c_str(),
+                               entry.c_str(), options.get()));
+  if (!result) fail(name, "shaderc returned no result");
+  shaderc_compilation_status status = shaderc_result_get_compilation_status(result.get());
+  if (status != shaderc_compilation_status_success) {
+    std::string text = shaderc_result_get_error_message(result.get());
+    while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+    if (text.empty()) text = "(no message; shaderc status " + std::to_string(static_cast<int>(status)) + ")";
+    fail(name, std::string(language_name(language)) + " compilation failed:\n" + text);
+  }
+  const size_t bytes = shaderc_result_get_length(result.get());
+  const char* data = shaderc_result_get_bytes(result.get());
+  std::vector<uint32_t> words(bytes / 4);
+  for (size_t i = 0; i < words.size(); ++i) {
+    const auto* b = reinterpret_cast<const unsigned char*>(data) + 4 * i;
+    words[i] = uint32_t{b[0]} | (uint32_t{b[1]} << 8) | (uint32_t{b[2]} << 16) | (uint32_t{b[3]} << 24);
+  }
+  return words;
+}
+
+const char* model_name(uint32_t m) {
+  switch (m) {
+    case 0: return "Vertex";
+    case 1: return "TessellationControl";
+    case 2: return "TessellationEvaluation";
+    case 3: return "Geometry";
+    case 4: return "Fragment";
+    case 5: return "GLCompute";
+    case 6: return "Kernel";
+    default: return nullptr;
+  }
+}
+
+// SPIR-V opcodes, execution modes and decorations the walker reads.
+constexpr uint32_t kOpEntryPoint = 15, kOpExecutionMode = 16, kOpConstant = 43, kOpConstantComposite = 44,
+                   kOpSpecConstant = 50, kOpSpecConstantComposite = 51, kOpDecorate = 71,
+                   kOpExecutionModeId = 331;
+constexpr uint32_t kModeLocalSize = 17, kModeLocalSizeId = 38, kDecorationBuiltIn = 11,
+                   kBuiltInWorkgroupSize = 25, kGLCompute = 5;
+
+struct EntryPoint {
+  uint32_t model = 0;
+  uint32_t id = 0;
+  std::string name;
+};
+
+std::string literal_string(const uint32_t* w, size_t count) {
+  std::string s;
+  for (size_t i = 0; i < count; ++i)
+    for (int b = 0; b < 4; ++b) {
+      char c = static_cast<char>((w[i] >> (8 * b)) & 0xFF);
+      if (c == 0) return s;
+      s += c;
+    }
+  return s;
+}
+
+// Reads the entry points and the workgroup size of `entry_point` from a (validated) module.
+std::array<uint32_t, 3> read_module(const std::vector<uint32_t>& m, std::string_view entry_point,
+                                    std::string_view name) {
+  std::vector<EntryPoint> entries;
+  std::map<uint32_t, std::array<uint32_t, 3>> local_size;        // entry id -> LocalSize
+  std::map<uint32_t, std::array<uint32_t, 3>> local_size_ids;    // entry id -> LocalSizeId operands
+  std::map<uint32_t, uint32_t> scalars;                          // (spec) constant id -> value
+  std::map<uint32_t, std::array<uint32_t, 3>> composites;        // (spec) composite id -> constituents
+  uint32_t workgroup_size_id = 0;                                 // decorated BuiltIn WorkgroupSize
+  size_t i = 5;
+  while (i < m.size()) {
+    uint32_t count = m[i] >> 16, op = m[i] & 0xFFFF;
+    if (count == 0 || i + count > m.size()) fail(name, "malformed SPIR-V instruction at word " + std::to_string(i));
+    const uint32_t* w = &m[i];
+    if (op == kOpEntryPoint && count >= 4) {
+      entries.push_back({w[1], w[2], literal_string(w + 3, count - 3)});
+    } else if ((op == kOpExecutionMode || op == kOpExecutionModeId) && count >= 6) {
+      if (w[2] == kModeLocalSize && op == kOpExecutionMode) local_size[w[1]] = {w[3], w[4], w[5]};
+      if (w[2] == kModeLocalSizeId) local_size_ids[w[1]] = {w[3], w[4], w[5]};
+    } else if ((op == kOpConstant || op == kOpSpecConstant) && count == 4) {
+      scalars[w[2]] = w[3];
+    } else if ((op == kOpConstantComposite || op == kOpSpecConstantComposite) && count == 6) {
+      composites[w[2]] = {w[3], w[4], w[5]};
+    } else if (op == kOpDecorate && count >= 4 && w[2] == kDecorationBuiltIn && w[3] == kBuiltInWorkgroupSize) {
+      workgroup_size_id = w[1];
+    }
+    i += count;
+  }
+  const EntryPoint* found = nullptr;
+  for (const EntryPoint& e : entries)
+    if (e.model == kGLCompute && e.name == entry_point) found = &e;
+  if (!found) {
+    std::string list;
+    for (const EntryPoint& e : entries) {
+      if (!list.empty()) list += ", ";
+      const char* model = model_name(e.model);
+      list += "'" + e.name + "' (" + (model ? model : "model " + std::to_string(e.model)) + ")";
+    }
+    fail(name, "the module has no GLCompute entry point '" + std::string(entry_point) +
+                   "' (entry points: " + (list.empty() ? "none" : list) + ")");
+  }
+  auto resolve = [&](const std::array<uint32_t, 3>& ids) -> std::array<uint32_t, 3> {
+    std::array<uint32_t, 3> out{};
+    for (int k = 0; k < 3; ++k) {
+      auto it = scalars.find(ids[k]);
+      if (it == scalars.end()) return {};
+      out[k] = it->second;
+    }
+    return out;
+  };
+  // A WorkgroupSize built-in overrides the execution modes (SPIR-V 3.21 BuiltIn).
+  if (workgroup_size_id) {
+    auto it = composites.find(workgroup_size_id);
+    if (it != composites.end()) return resolve(it->second);
+    return {};
+  }
+  if (auto it = local_size.find(found->id); it != local_size.end()) return it->second;
+  if (auto it = local_size_ids.find(found->id); it != local_size_ids.end()) return resolve(it->second);
+  return {};
+}
+
+}  // namespace
+
+CompiledShader compile_shader(ShaderLanguage language, std::string_view code_or_empty,
+                              const std::vector<uint32_t>& spirv, std::string_view entry_point,
+                              std::string_view name) {
+  CompiledShader out;
+  switch (language) {
+    case ShaderLanguage::kGlsl:
+    case ShaderLanguage::kHlsl:
+      if (code_or_empty.empty()) fail(name, std::string("no ") + language_name(language) + " source to compile");
+      out.spirv = compile_source(language, code_or_empty, entry_point, name);
+      break;
+    case ShaderLanguage::kSpirv:
+    case ShaderLanguage::kUnspecified:
+      if (!spirv.empty()) {
+        out.spirv = spirv;
+      } else if (language == ShaderLanguage::kSpirv && !code_or_empty.empty()) {
+        std::vector<uint8_t> bytes;
+        try {
+          bytes = base64_decode(code_or_empty, "the SPIR-V shader code");
+        } catch (const Error& e) {
+          fail(name, e.message());
+        }
+        if (bytes.size() % 4 != 0) fail(name, "SPIR-V code is not a whole number of 32-bit words");
+        out.spirv.resize(bytes.size() / 4);
+        for (size_t i = 0; i < out.spirv.size(); ++i)
+          out.spirv[i] = uint32_t{bytes[4 * i]} | (uint32_t{bytes[4 * i + 1]} << 8) |
+                         (uint32_t{bytes[4 * i + 2]} << 16) | (uint32_t{bytes[4 * i + 3]} << 24);
+      } else if (!code_or_empty.empty()) {
+        fail(name, "shader_language is unspecified: name GLSL or HLSL to compile source text");
+      } else {
+        fail(name, "no shader: neither source text nor SPIR-V");
+      }
+      break;
+  }
+
+  spvtools::SpirvTools tools(SPV_ENV_VULKAN_1_1);
+  std::string messages;
+  tools.SetMessageConsumer([&](spv_message_level_t level, const char*, const spv_position_t& position,
+                               const char* message) {
+    if (level > SPV_MSG_ERROR) return;  // warnings and infos
+    if (!messages.empty()) messages += "\n";
+    messages += "word " + std::to_string(position.index) + ": " + message;
+  });
+  if (out.spirv.size() < 5 || out.spirv[0] != 0x07230203u)
+    fail(name, "not a SPIR-V module (no 5-word header starting with the magic number 0x07230203)");
+  if (!tools.Validate(out.spirv))
+    fail(name, "SPIR-V validation (Vulkan 1.1) failed:\n" + (messages.empty() ? std::string("(no message)") : messages));
+  out.local_size = read_module(out.spirv, entry_point, name);
+  return out;
+}
+
+}  // namespace weft::custom
