@@ -1,0 +1,852 @@
+// ComputeKernel: one shader dispatch with its resources, recorded once and run many times.
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <map>
+
+#include "runtime/vulkan/internal.h"
+
+namespace weft::vk {
+
+using custom::ResourceKind;
+using detail::check;
+
+namespace {
+
+// ---- SPIR-V: the compute entry point and its LocalSize -----------------------------------------
+
+struct EntryPointScan {
+  bool found = false;
+  std::array<uint32_t, 3> local_size{};  // 0: unknown (LocalSizeId or absent)
+  std::vector<std::string> compute_entry_points;
+};
+
+std::string spirv_string(const std::vector<uint32_t>& words, size_t begin, size_t end, size_t* next) {
+  std::string s;
+  for (size_t i = begin; i < end; ++i) {
+    for (int b = 0; b < 4; ++b) {
+      char c = static_cast<char>((words[i] >> (8 * b)) & 0xff);
+      if (c == 0) {
+        *next = i + 1;
+        return s;
+      }
+      s += c;
+    }
+  }
+  *next = end;
+  return s;
+}
+
+EntryPointScan scan_spirv(const std::vector<uint32_t>& words, const std::string& entry, const std::string& kernel) {
+  constexpr uint32_t kMagic = 0x07230203;
+  constexpr uint32_t kOpEntryPoint = 15, kOpExecutionMode = 16, kGLCompute = 5, kLocalSize = 17;
+  if (words.size() < 5 || words[0] != kMagic)
+    throw Error(ErrorCode::kInvalidArgument,
+                "kernel '" + kernel + "': the shader is not a SPIR-V module (" +
+                    (words.empty() ? std::string("no words") : "magic number missing") + ")");
+  EntryPointScan scan;
+  uint32_t entry_id = 0;
+  bool have_id = false;
+  for (size_t i = 5; i < words.size();) {
+    uint32_t count = words[i] >> 16, op = words[i] & 0xffff;
+    if (count == 0 || i + count > words.size())
+      throw Error(ErrorCode::kInvalidArgument,
+                  "kernel '" + kernel + "': malformed SPIR-V (instruction at word " + std::to_string(i) + ")");
+    if (op == kOpEntryPoint && count >= 4 && words[i + 1] == kGLCompute) {
+      size_t next = 0;
+      std::string name = spirv_string(words, i + 3, i + count, &next);
+      scan.compute_entry_points.push_back(name);
+      if (name == entry && !have_id) {
+        entry_id = words[i + 2];
+        have_id = true;
+        scan.found = true;
+      }
+    } else if (op == kOpExecutionMode && count >= 6 && have_id && words[i + 1] == entry_id &&
+               words[i + 2] == kLocalSize) {
+      scan.local_size = {words[i + 3], words[i + 4], words[i + 5]};
+    }
+    i += count;
+  }
+  return scan;
+}
+
+// ---- Vulkan names ------------------------------------------------------------------------------
+
+VkFilter filter_of(const std::string& s, const std::string& what) {
+  if (s.empty() || s == "linear") return VK_FILTER_LINEAR;
+  if (s == "nearest") return VK_FILTER_NEAREST;
+  throw Error(ErrorCode::kInvalidArgument, what + ": unknown sampler filter '" + s + "' (nearest, linear)");
+}
+
+VkSamplerAddressMode address_of(const std::string& s, const std::string& what) {
+  if (s.empty() || s == "clamp_to_edge") return VK_SAMPLER_ADDRESS_MODE_CLAMP_TO_EDGE;
+  if (s == "repeat") return VK_SAMPLER_ADDRESS_MODE_REPEAT;
+  if (s == "mirrored_repeat") return VK_SAMPLER_ADDRESS_MODE_MIRRORED_REPEAT;
+  if (s == "clamp_to_border") return VK_SAMPLER_ADDRESS_MODE_CLAMP_TO_BORDER;
+  throw Error(ErrorCode::kInvalidArgument, what + ": unknown sampler address mode '" + s +
+                                               "' (clamp_to_edge, repeat, mirrored_repeat, clamp_to_border)");
+}
+
+std::string descriptor_name(VkDescriptorType t) {
+  switch (t) {
+    case VK_DESCRIPTOR_TYPE_STORAGE_BUFFER: return "VK_DESCRIPTOR_TYPE_STORAGE_BUFFER";
+    case VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER: return "VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER";
+    case VK_DESCRIPTOR_TYPE_STORAGE_IMAGE: return "VK_DESCRIPTOR_TYPE_STORAGE_IMAGE";
+    case VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER: return "VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER";
+    default: return "VkDescriptorType(" + std::to_string(static_cast<int>(t)) + ")";
+  }
+}
+
+// One device object: every resource with the same (set, binding).
+struct Backing {
+  uint32_t set = 0, binding = 0;
+  ResourceKind kind = ResourceKind::kBuffer;
+  VkDescriptorType type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+  VkFormat format = VK_FORMAT_UNDEFINED;
+  const char* format_name = "";
+  size_t bytes = 0;      // the tensor's bytes (host side)
+  VkDeviceSize size = 4;  // the buffer's size: bytes rounded up to 4, at least 4
+  int input = -1;        // the input uploaded into it
+  std::vector<uint32_t> outputs;  // the outputs read back from it
+  std::string what;      // "input 0 (set 0, binding 1)"
+  uint32_t width = 0, height = 0;
+  std::string filter, address_mode;
+
+  VkBuffer buffer = VK_NULL_HANDLE;
+  VkDeviceMemory memory = VK_NULL_HANDLE;
+  void* mapped = nullptr;  // the device buffer itself, when mapped directly
+  bool coherent = true;
+  VkImage image = VK_NULL_HANDLE;
+  VkImageView view = VK_NULL_HANDLE;
+  VkSampler sampler = VK_NULL_HANDLE;
+  VkBuffer staging = VK_NULL_HANDLE;
+  VkDeviceMemory staging_memory = VK_NULL_HANDLE;
+  void* staging_mapped = nullptr;
+  bool staging_coherent = true;
+
+  bool is_image() const { return kind == ResourceKind::kStorageImage || kind == ResourceKind::kSampledImage; }
+  bool is_output() const { return !outputs.empty(); }
+  bool is_input() const { return input >= 0; }
+  // Host memory holding the data: the mapped device buffer, or the staging buffer.
+  uint8_t* host() const { return static_cast<uint8_t*>(mapped ? mapped : staging_mapped); }
+  VkDeviceMemory host_memory() const { return mapped ? memory : staging_memory; }
+  bool host_coherent() const { return mapped ? coherent : staging_coherent; }
+};
+
+uint32_t env_timeout_ms() {
+  const char* v = std::getenv("WEFT_VULKAN_TIMEOUT_MS");
+  if (!v || !*v) return 10000;
+  char* end = nullptr;
+  unsigned long ms = std::strtoul(v, &end, 10);
+  if (*end != 0 || ms == 0 || ms > 0xffffffffUL)
+    throw Error(ErrorCode::kInvalidArgument,
+                std::string("WEFT_VULKAN_TIMEOUT_MS='") + v + "' is not a positive number of milliseconds");
+  return static_cast<uint32_t>(ms);
+}
+
+}  // namespace
+
+struct ComputeKernel::Impl {
+  std::shared_ptr<Device> device;
+  DispatchDesc desc;
+  uint32_t timeout_ms = 10000;
+  std::vector<uint8_t> push;  // padded to 4
+  std::shared_ptr<detail::PipelineEntry> pipeline;
+  std::vector<Backing> backings;
+  VkDescriptorPool descriptor_pool = VK_NULL_HANDLE;
+  std::vector<VkDescriptorSet> sets;
+  VkCommandBuffer command_buffer = VK_NULL_HANDLE;
+  VkFence fence = VK_NULL_HANDLE;
+  VkQueryPool query_pool = VK_NULL_HANDLE;
+  double gpu_ms = -1, total_ms = -1;
+  std::mutex run_mutex;
+
+  ~Impl();
+  std::string kernel() const { return "kernel '" + desc.name + "'"; }
+  void check_validation(uint64_t before, const char* doing) const;
+  void validate();
+  void create_pipeline();
+  void create_resources();
+  void create_descriptors();
+  void record();
+  void run(const std::vector<const void*>& inputs, const std::vector<void*>& outputs);
+};
+
+ComputeKernel::Impl::~Impl() {
+  if (!device || !device->device) return;
+  if (device->lost.load()) {
+    // The lost device may still be running the dispatch that uses these objects: leak them.
+    using detail::handle_ptr;
+    detail::keep_forever({handle_ptr(command_buffer), handle_ptr(fence), handle_ptr(query_pool),
+                          handle_ptr(descriptor_pool)});
+    for (const Backing& b : backings)
+      detail::keep_forever({handle_ptr(b.sampler), handle_ptr(b.view), handle_ptr(b.image), handle_ptr(b.buffer),
+                            handle_ptr(b.memory), handle_ptr(b.staging), handle_ptr(b.staging_memory)});
+    return;
+  }
+  VkDevice d = device->device;
+  if (command_buffer) {
+    std::lock_guard<std::mutex> lock(device->pool_mutex);
+    vkFreeCommandBuffers(d, device->command_pool, 1, &command_buffer);
+  }
+  if (fence) vkDestroyFence(d, fence, nullptr);
+  if (query_pool) vkDestroyQueryPool(d, query_pool, nullptr);
+  if (descriptor_pool) vkDestroyDescriptorPool(d, descriptor_pool, nullptr);
+  for (Backing& b : backings) {
+    if (b.sampler) vkDestroySampler(d, b.sampler, nullptr);
+    if (b.view) vkDestroyImageView(d, b.view, nullptr);
+    if (b.image) vkDestroyImage(d, b.image, nullptr);
+    if (b.buffer) vkDestroyBuffer(d, b.buffer, nullptr);
+    if (b.memory) vkFreeMemory(d, b.memory, nullptr);
+    if (b.staging) vkDestroyBuffer(d, b.staging, nullptr);
+    if (b.staging_memory) vkFreeMemory(d, b.staging_memory, nullptr);
+  }
+}
+
+void ComputeKernel::Impl::check_validation(uint64_t before, const char* doing) const {
+  if (detail::validation_error_count() != before)
+    throw Error(ErrorCode::kRuntime, std::string("Vulkan validation error while ") + doing + " " + kernel() + ": " +
+                                         detail::last_validation_error());
+}
+
+// Checks the dispatch against the module, the contract's resource kinds and the device's limits,
+// and groups the resources into backings.
+void ComputeKernel::Impl::validate() {
+  const DeviceInfo& info = device->info;
+  const std::string k = kernel();
+  const std::string on = " of Vulkan " + device->label();
+
+  EntryPointScan scan = scan_spirv(desc.spirv, desc.entry_point, desc.name);
+  if (!scan.found) {
+    std::string names;
+    for (const auto& n : scan.compute_entry_points) names += (names.empty() ? "'" : ", '") + n + "'";
+    throw Error(ErrorCode::kInvalidArgument, k + ": the SPIR-V module has no compute entry point '" +
+                                                 desc.entry_point + "' (compute entry points: " +
+                                                 (names.empty() ? std::string("none") : names) + ")");
+  }
+  static const char* axes[3] = {"x", "y", "z"};
+  if (scan.local_size[0] != 0) {
+    uint64_t invocations = 1;
+    for (int i = 0; i < 3; ++i) {
+      invocations *= scan.local_size[i];
+      if (scan.local_size[i] > info.max_workgroup_size[i])
+        throw Error(ErrorCode::kUnsupported, k + ": workgroup size " + axes[i] + " = " +
+                                                 std::to_string(scan.local_size[i]) +
+                                                 " exceeds maxComputeWorkGroupSize[" + std::to_string(i) +
+                                                 "] = " + std::to_string(info.max_workgroup_size[i]) + on);
+    }
+    if (invocations > info.max_workgroup_invocations)
+      throw Error(ErrorCode::kUnsupported, k + ": workgroup size " + std::to_string(scan.local_size[0]) + " x " +
+                                               std::to_string(scan.local_size[1]) + " x " +
+                                               std::to_string(scan.local_size[2]) +
+                                               " exceeds maxComputeWorkGroupInvocations = " +
+                                               std::to_string(info.max_workgroup_invocations) + on);
+  }
+  for (int i = 0; i < 3; ++i)
+    if (desc.groups[i] > info.max_workgroup_count[i])
+      throw Error(ErrorCode::kUnsupported,
+                  k + ": dispatch of " + std::to_string(desc.groups[0]) + " x " + std::to_string(desc.groups[1]) +
+                      " x " + std::to_string(desc.groups[2]) + " workgroups exceeds maxComputeWorkGroupCount[" +
+                      std::to_string(i) + "] = " + std::to_string(info.max_workgroup_count[i]) + on);
+  if (desc.push_constants.size() > info.max_push_constants_size)
+    throw Error(ErrorCode::kUnsupported, k + ": " + std::to_string(desc.push_constants.size()) +
+                                             " bytes of push constants exceed maxPushConstantsSize = " +
+                                             std::to_string(info.max_push_constants_size) + on);
+  push = desc.push_constants;
+  push.resize((push.size() + 3) / 4 * 4, 0);
+
+  std::map<std::pair<uint32_t, uint32_t>, size_t> by_binding;
+  for (const custom::BoundResource& r : desc.resources) {
+    std::string what = std::string(r.output ? "output " : "input ") + std::to_string(r.index) + " (set " +
+                       std::to_string(r.set) + ", binding " + std::to_string(r.binding) + ")";
+    std::string where = k + ", " + what;
+    VkDescriptorType type = static_cast<VkDescriptorType>(r.descriptor_type);
+    switch (r.kind) {
+      case ResourceKind::kBuffer:
+        if (r.descriptor_type == 0) type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+        if (type != VK_DESCRIPTOR_TYPE_STORAGE_BUFFER && type != VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER)
+          throw Error(ErrorCode::kInvalidArgument,
+                      where + ": a buffer resource needs VK_DESCRIPTOR_TYPE_STORAGE_BUFFER or "
+                              "VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, not " + descriptor_name(type));
+        if (r.output && type == VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER)
+          throw Error(ErrorCode::kInvalidArgument, where + ": a uniform buffer cannot be an output");
+        break;
+      case ResourceKind::kStorageImage:
+        if (r.descriptor_type == 0) type = VK_DESCRIPTOR_TYPE_STORAGE_IMAGE;
+        if (type != VK_DESCRIPTOR_TYPE_STORAGE_IMAGE)
+          throw Error(ErrorCode::kInvalidArgument,
+                      where + ": a storage image needs VK_DESCRIPTOR_TYPE_STORAGE_IMAGE, not " + descriptor_name(type));
+        break;
+      case ResourceKind::kSampledImage:
+        if (r.descriptor_type == 0) type = VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER;
+        if (type != VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER)
+          throw Error(ErrorCode::kInvalidArgument, where + ": a sampled image needs "
+                                                           "VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER, not " +
+                                                       descriptor_name(type));
+        if (r.output)
+          throw Error(ErrorCode::kInvalidArgument,
+                      where + ": a sampled image cannot be an output (use VK_DESCRIPTOR_TYPE_STORAGE_IMAGE)");
+        break;
+      case ResourceKind::kTensorArm:
+        throw Error(ErrorCode::kUnsupported, where + ": tensor descriptors (VK_ARM_tensors) are not supported by "
+                                                     "Weft's Vulkan runtime; use a storage buffer");
+    }
+    Backing b;
+    b.set = r.set;
+    b.binding = r.binding;
+    b.kind = r.kind;
+    b.type = type;
+    b.bytes = r.tensor.byte_size();
+    b.size = std::max<VkDeviceSize>(4, (b.bytes + 3) / 4 * 4);
+    b.what = what;
+    if (b.is_image()) {
+      if (!r.format)
+        throw Error(ErrorCode::kInvalidArgument, where + ": an image resource needs a format");
+      b.format = static_cast<VkFormat>(r.format->value);
+      b.format_name = r.format->name;
+      b.width = r.width;
+      b.height = r.height;
+      const Shape& s = r.tensor.shape;
+      if (b.width == 0 || b.height == 0) {
+        if (s.size() == 3) {
+          b.height = static_cast<uint32_t>(s[0]), b.width = static_cast<uint32_t>(s[1]);
+        } else if (s.size() == 4 && s[0] == 1) {
+          b.height = static_cast<uint32_t>(s[1]), b.width = static_cast<uint32_t>(s[2]);
+        } else {
+          throw Error(ErrorCode::kInvalidArgument,
+                      where + ": an image tensor has shape [H,W,C] or [1,H,W,C], not " + r.tensor.str());
+        }
+      }
+      if (b.width == 0 || b.height == 0)
+        throw Error(ErrorCode::kUnsupported, where + ": an image cannot be empty (" + r.tensor.str() + ")");
+      if (r.channels != 0 && r.channels != static_cast<uint32_t>(r.format->components))
+        throw Error(ErrorCode::kInvalidArgument, where + ": " + std::to_string(r.channels) + " channels, but " +
+                                                     r.format->name + " has " +
+                                                     std::to_string(r.format->components) + " components");
+      size_t texel = static_cast<size_t>(r.format->components) * static_cast<size_t>(r.format->component_bytes);
+      if (static_cast<size_t>(b.width) * b.height * texel != b.bytes)
+        throw Error(ErrorCode::kInvalidArgument,
+                    where + ": " + std::to_string(b.width) + " x " + std::to_string(b.height) + " texels of " +
+                        r.format->name + " are not the " + std::to_string(b.bytes) + " bytes of " + r.tensor.str());
+      if (b.width > info.max_image_dimension_2d || b.height > info.max_image_dimension_2d)
+        throw Error(ErrorCode::kUnsupported, where + ": image extent " + std::to_string(b.width) + " x " +
+                                                 std::to_string(b.height) + " exceeds maxImageDimension2D = " +
+                                                 std::to_string(info.max_image_dimension_2d) + on);
+      b.filter = r.filter;
+      b.address_mode = r.address_mode;
+    } else {
+      bool uniform = type == VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER;
+      uint64_t limit = uniform ? info.max_uniform_buffer_range : info.max_storage_buffer_range;
+      if (b.size > limit)
+        throw Error(ErrorCode::kUnsupported, where + ": " + std::to_string(b.bytes) + " bytes exceed " +
+                                                 (uniform ? "maxUniformBufferRange" : "maxStorageBufferRange") +
+                                                 " = " + std::to_string(limit) + on);
+    }
+    auto key = std::make_pair(r.set, r.binding);
+    auto it = by_binding.find(key);
+    if (it == by_binding.end()) {
+      if (r.output)
+        b.outputs.push_back(r.index);
+      else
+        b.input = static_cast<int>(r.index);
+      by_binding.emplace(key, backings.size());
+      backings.push_back(std::move(b));
+      continue;
+    }
+    // An alias: the same device object.
+    Backing& a = backings[it->second];
+    if (a.kind != b.kind || a.type != b.type || a.format != b.format || a.bytes != b.bytes ||
+        a.width != b.width || a.height != b.height)
+      throw Error(ErrorCode::kInvalidArgument,
+                  k + ": " + a.what + " and " + what +
+                      " share a binding but differ in kind, descriptor type, format or size");
+    if (r.output) {
+      if (std::find(a.outputs.begin(), a.outputs.end(), r.index) == a.outputs.end()) a.outputs.push_back(r.index);
+    } else if (a.input < 0) {
+      a.input = static_cast<int>(r.index);
+    }
+    a.what += " = " + what;
+  }
+
+  uint32_t set_count = 0;
+  for (const Backing& b : backings) set_count = std::max(set_count, b.set + 1);
+  if (set_count > info.max_bound_descriptor_sets)
+    throw Error(ErrorCode::kUnsupported, k + ": descriptor set " + std::to_string(set_count - 1) +
+                                             " exceeds maxBoundDescriptorSets = " +
+                                             std::to_string(info.max_bound_descriptor_sets) + on);
+
+  // Image formats must support their use.
+  for (const Backing& b : backings) {
+    if (!b.is_image()) continue;
+    VkFormatProperties fp{};
+    vkGetPhysicalDeviceFormatProperties(device->physical, b.format, &fp);
+    VkFormatFeatureFlags have = fp.optimalTilingFeatures;
+    auto need = [&](VkFormatFeatureFlags bit, const char* feature, const char* use) {
+      if (!(have & bit))
+        throw Error(ErrorCode::kUnsupported, "Vulkan " + device->label() + " does not support " + b.format_name +
+                                                 " " + use + " (" + feature + "), needed by " + k + ", " + b.what);
+    };
+    if (b.kind == ResourceKind::kSampledImage) {
+      need(VK_FORMAT_FEATURE_SAMPLED_IMAGE_BIT, "VK_FORMAT_FEATURE_SAMPLED_IMAGE_BIT", "as a sampled image");
+      if (filter_of(b.filter, k + ", " + b.what) == VK_FILTER_LINEAR)
+        need(VK_FORMAT_FEATURE_SAMPLED_IMAGE_FILTER_LINEAR_BIT, "VK_FORMAT_FEATURE_SAMPLED_IMAGE_FILTER_LINEAR_BIT",
+             "with a linear filter");
+      address_of(b.address_mode, k + ", " + b.what);
+    } else {
+      need(VK_FORMAT_FEATURE_STORAGE_IMAGE_BIT, "VK_FORMAT_FEATURE_STORAGE_IMAGE_BIT", "as a storage image");
+    }
+    need(VK_FORMAT_FEATURE_TRANSFER_DST_BIT, "VK_FORMAT_FEATURE_TRANSFER_DST_BIT", "as a copy destination");
+    if (b.is_output())
+      need(VK_FORMAT_FEATURE_TRANSFER_SRC_BIT, "VK_FORMAT_FEATURE_TRANSFER_SRC_BIT", "as a copy source");
+  }
+}
+
+void ComputeKernel::Impl::create_pipeline() {
+  // The layout: bindings per set, sets 0..max (empty layouts fill the gaps).
+  uint32_t set_count = 0;
+  for (const Backing& b : backings) set_count = std::max(set_count, b.set + 1);
+  std::vector<std::vector<VkDescriptorSetLayoutBinding>> sets_bindings(set_count);
+  for (const Backing& b : backings) {
+    VkDescriptorSetLayoutBinding lb{};
+    lb.binding = b.binding;
+    lb.descriptorType = b.type;
+    lb.descriptorCount = 1;
+    lb.stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
+    sets_bindings[b.set].push_back(lb);
+  }
+  std::string key(reinterpret_cast<const char*>(desc.spirv.data()), desc.spirv.size() * sizeof(uint32_t));
+  key += '\0';
+  key += desc.entry_point;
+  key += '\0';
+  for (uint32_t s = 0; s < set_count; ++s) {
+    auto& v = sets_bindings[s];
+    std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.binding < b.binding; });
+    key += "s" + std::to_string(s) + ":";
+    for (const auto& lb : v) key += std::to_string(lb.binding) + "=" + std::to_string(lb.descriptorType) + ",";
+  }
+  key += "pc" + std::to_string(push.size());
+
+  Device& dev = *device;
+  const std::string k = kernel();
+  pipeline = dev.pipeline(key, [&]() {
+    detail::PipelineEntry e;
+    VkShaderModule module = VK_NULL_HANDLE;
+    auto cleanup = [&]() {
+      if (module) vkDestroyShaderModule(dev.device, module, nullptr);
+      if (e.pipeline) vkDestroyPipeline(dev.device, e.pipeline, nullptr);
+      if (e.layout) vkDestroyPipelineLayout(dev.device, e.layout, nullptr);
+      for (VkDescriptorSetLayout l : e.set_layouts) vkDestroyDescriptorSetLayout(dev.device, l, nullptr);
+    };
+    try {
+      for (uint32_t s = 0; s < set_count; ++s) {
+        VkDescriptorSetLayoutCreateInfo ci{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
+        ci.bindingCount = static_cast<uint32_t>(sets_bindings[s].size());
+        ci.pBindings = sets_bindings[s].data();
+        VkDescriptorSetLayout l = VK_NULL_HANDLE;
+        check(vkCreateDescriptorSetLayout(dev.device, &ci, nullptr, &l), "vkCreateDescriptorSetLayout", k + ": ");
+        e.set_layouts.push_back(l);
+      }
+      VkPushConstantRange range{VK_SHADER_STAGE_COMPUTE_BIT, 0, static_cast<uint32_t>(push.size())};
+      VkPipelineLayoutCreateInfo pl{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
+      pl.setLayoutCount = set_count;
+      pl.pSetLayouts = e.set_layouts.data();
+      pl.pushConstantRangeCount = push.empty() ? 0 : 1;
+      pl.pPushConstantRanges = push.empty() ? nullptr : &range;
+      check(vkCreatePipelineLayout(dev.device, &pl, nullptr, &e.layout), "vkCreatePipelineLayout", k + ": ");
+      VkShaderModuleCreateInfo sm{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+      sm.codeSize = desc.spirv.size() * sizeof(uint32_t);
+      sm.pCode = desc.spirv.data();
+      check(vkCreateShaderModule(dev.device, &sm, nullptr, &module), "vkCreateShaderModule", k + ": ");
+      VkComputePipelineCreateInfo ci{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
+      ci.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
+      ci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+      ci.stage.module = module;
+      ci.stage.pName = desc.entry_point.c_str();
+      ci.layout = e.layout;
+      check(vkCreateComputePipelines(dev.device, dev.pipeline_cache, 1, &ci, nullptr, &e.pipeline),
+            "vkCreateComputePipelines", k + ": ");
+      vkDestroyShaderModule(dev.device, module, nullptr);
+    } catch (...) {
+      cleanup();
+      throw;
+    }
+    return e;
+  });
+}
+
+void ComputeKernel::Impl::create_resources() {
+  Device& dev = *device;
+  VkDevice d = dev.device;
+  const std::string k = kernel();
+  // Direct mapping: a memory type that is device-local, host-visible and host-cached (UMA).
+  const VkMemoryPropertyFlags kDirect = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT | VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
+                                        VK_MEMORY_PROPERTY_HOST_CACHED_BIT;
+  auto allocate = [&](const VkMemoryRequirements& req, uint32_t type, const std::string& where) {
+    VkMemoryAllocateInfo ai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+    ai.allocationSize = req.size;
+    ai.memoryTypeIndex = type;
+    VkDeviceMemory m = VK_NULL_HANDLE;
+    check(vkAllocateMemory(d, &ai, nullptr, &m), "vkAllocateMemory", where + ": ");
+    return m;
+  };
+  auto coherent_type = [&](uint32_t type) {
+    return (dev.memory.memoryTypes[type].propertyFlags & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT) != 0;
+  };
+
+  for (Backing& b : backings) {
+    const std::string where = k + ", " + b.what;
+    bool staged = true;
+    if (!b.is_image()) {
+      VkBufferCreateInfo ci{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+      ci.size = b.size;
+      ci.usage = (b.type == VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER ? VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT
+                                                              : VK_BUFFER_USAGE_STORAGE_BUFFER_BIT) |
+                 VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+      ci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+      check(vkCreateBuffer(d, &ci, nullptr, &b.buffer), "vkCreateBuffer", where + ": ");
+      VkMemoryRequirements req;
+      vkGetBufferMemoryRequirements(d, b.buffer, &req);
+      uint32_t type = UINT32_MAX;
+      if (desc.map_device_memory) {
+        type = dev.find_memory_type(req.memoryTypeBits, kDirect, VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
+        if (type != UINT32_MAX) staged = false;
+      }
+      if (type == UINT32_MAX) type = dev.find_memory_type(req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
+      if (type == UINT32_MAX) type = dev.find_memory_type(req.memoryTypeBits, 0);
+      if (type == UINT32_MAX)
+        throw Error(ErrorCode::kRuntime, where + ": no memory type of Vulkan " + dev.label() + " fits a buffer");
+      b.memory = allocate(req, type, where);
+      check(vkBindBufferMemory(d, b.buffer, b.memory, 0), "vkBindBufferMemory", where + ": ");
+      if (!staged) {
+        check(vkMapMemory(d, b.memory, 0, VK_WHOLE_SIZE, 0, &b.mapped), "vkMapMemory", where + ": ");
+        b.coherent = coherent_type(type);
+      }
+    } else {
+      VkImageCreateInfo ci{VK_STRUCTURE_TYPE_IMAGE_CREATE_INFO};
+      ci.imageType = VK_IMAGE_TYPE_2D;
+      ci.format = b.format;
+      ci.extent = {b.width, b.height, 1};
+      ci.mipLevels = 1;
+      ci.arrayLayers = 1;
+      ci.samples = VK_SAMPLE_COUNT_1_BIT;
+      ci.tiling = VK_IMAGE_TILING_OPTIMAL;
+      ci.usage = VK_IMAGE_USAGE_TRANSFER_DST_BIT |
+                 (b.kind == ResourceKind::kSampledImage ? VK_IMAGE_USAGE_SAMPLED_BIT : VK_IMAGE_USAGE_STORAGE_BIT) |
+                 (b.is_output() ? VK_IMAGE_USAGE_TRANSFER_SRC_BIT : 0);
+      ci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+      ci.initialLayout = VK_IMAGE_LAYOUT_UNDEFINED;
+      VkImageFormatProperties ifp{};
+      VkResult r = vkGetPhysicalDeviceImageFormatProperties(dev.physical, ci.format, ci.imageType, ci.tiling,
+                                                            ci.usage, 0, &ifp);
+      if (r == VK_ERROR_FORMAT_NOT_SUPPORTED || (r == VK_SUCCESS && (b.width > ifp.maxExtent.width ||
+                                                                     b.height > ifp.maxExtent.height)))
+        throw Error(ErrorCode::kUnsupported, "Vulkan " + dev.label() + " cannot create a " + std::to_string(b.width) +
+                                                 " x " + std::to_string(b.height) + " " + b.format_name +
+                                                 " image for this use (vkGetPhysicalDeviceImageFormatProperties), "
+                                                 "needed by " + where);
+      check(vkCreateImage(d, &ci, nullptr, &b.image), "vkCreateImage", where + ": ");
+      VkMemoryRequirements req;
+      vkGetImageMemoryRequirements(d, b.image, &req);
+      uint32_t type = dev.find_memory_type(req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
+      if (type == UINT32_MAX) type = dev.find_memory_type(req.memoryTypeBits, 0);
+      if (type == UINT32_MAX)
+        throw Error(ErrorCode::kRuntime, where + ": no memory type of Vulkan " + dev.label() + " fits an image");
+      b.memory = allocate(req, type, where);
+      check(vkBindImageMemory(d, b.image, b.memory, 0), "vkBindImageMemory", where + ": ");
+      VkImageViewCreateInfo vi{VK_STRUCTURE_TYPE_IMAGE_VIEW_CREATE_INFO};
+      vi.image = b.image;
+      vi.viewType = VK_IMAGE_VIEW_TYPE_2D;
+      vi.format = b.format;
+      vi.subresourceRange = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 1, 0, 1};
+      check(vkCreateImageView(d, &vi, nullptr, &b.view), "vkCreateImageView", where + ": ");
+      if (b.kind == ResourceKind::kSampledImage) {
+        VkSamplerCreateInfo si{VK_STRUCTURE_TYPE_SAMPLER_CREATE_INFO};
+        si.magFilter = si.minFilter = filter_of(b.filter, where);
+        si.mipmapMode = VK_SAMPLER_MIPMAP_MODE_NEAREST;
+        si.addressModeU = si.addressModeV = si.addressModeW = address_of(b.address_mode, where);
+        si.borderColor = VK_BORDER_COLOR_FLOAT_TRANSPARENT_BLACK;
+        si.minLod = 0;
+        si.maxLod = 0;
+        si.unnormalizedCoordinates = VK_FALSE;
+        check(vkCreateSampler(d, &si, nullptr, &b.sampler), "vkCreateSampler", where + ": ");
+      }
+    }
+    // Staging: host-visible, for what is uploaded or read back.
+    if (staged && (b.is_input() || b.is_output())) {
+      VkBufferCreateInfo ci{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+      ci.size = b.size;
+      ci.usage = VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+      ci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+      check(vkCreateBuffer(d, &ci, nullptr, &b.staging), "vkCreateBuffer", where + " (staging): ");
+      VkMemoryRequirements req;
+      vkGetBufferMemoryRequirements(d, b.staging, &req);
+      VkMemoryPropertyFlags preferred = VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+      if (b.is_output()) preferred |= VK_MEMORY_PROPERTY_HOST_CACHED_BIT;
+      uint32_t type = dev.find_memory_type(req.memoryTypeBits, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT, preferred);
+      if (type == UINT32_MAX)
+        throw Error(ErrorCode::kRuntime,
+                    where + ": Vulkan " + dev.label() + " has no host-visible memory type for staging");
+      b.staging_memory = allocate(req, type, where + " (staging)");
+      check(vkBindBufferMemory(d, b.staging, b.staging_memory, 0), "vkBindBufferMemory", where + " (staging): ");
+      check(vkMapMemory(d, b.staging_memory, 0, VK_WHOLE_SIZE, 0, &b.staging_mapped), "vkMapMemory",
+            where + " (staging): ");
+      b.staging_coherent = coherent_type(type);
+    }
+  }
+}
+
+void ComputeKernel::Impl::create_descriptors() {
+  VkDevice d = device->device;
+  const std::string k = kernel();
+  if (pipeline->set_layouts.empty()) return;
+  std::map<VkDescriptorType, uint32_t> counts;
+  for (const Backing& b : backings) counts[b.type]++;
+  std::vector<VkDescriptorPoolSize> sizes;
+  for (auto [type, n] : counts) sizes.push_back({type, n});
+  VkDescriptorPoolCreateInfo pci{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
+  pci.maxSets = static_cast<uint32_t>(pipeline->set_layouts.size());
+  pci.poolSizeCount = static_cast<uint32_t>(sizes.size());
+  pci.pPoolSizes = sizes.data();
+  check(vkCreateDescriptorPool(d, &pci, nullptr, &descriptor_pool), "vkCreateDescriptorPool", k + ": ");
+  VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
+  ai.descriptorPool = descriptor_pool;
+  ai.descriptorSetCount = static_cast<uint32_t>(pipeline->set_layouts.size());
+  ai.pSetLayouts = pipeline->set_layouts.data();
+  sets.resize(pipeline->set_layouts.size());
+  check(vkAllocateDescriptorSets(d, &ai, sets.data()), "vkAllocateDescriptorSets", k + ": ");
+
+  std::vector<VkDescriptorBufferInfo> buffer_infos(backings.size());
+  std::vector<VkDescriptorImageInfo> image_infos(backings.size());
+  std::vector<VkWriteDescriptorSet> writes;
+  for (size_t i = 0; i < backings.size(); ++i) {
+    const Backing& b = backings[i];
+    VkWriteDescriptorSet w{VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+    w.dstSet = sets[b.set];
+    w.dstBinding = b.binding;
+    w.descriptorCount = 1;
+    w.descriptorType = b.type;
+    if (b.is_image()) {
+      image_infos[i].sampler = b.sampler;
+      image_infos[i].imageView = b.view;
+      image_infos[i].imageLayout = b.kind == ResourceKind::kSampledImage ? VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL
+                                                                          : VK_IMAGE_LAYOUT_GENERAL;
+      w.pImageInfo = &image_infos[i];
+    } else {
+      buffer_infos[i] = {b.buffer, 0, b.size};
+      w.pBufferInfo = &buffer_infos[i];
+    }
+    writes.push_back(w);
+  }
+  vkUpdateDescriptorSets(d, static_cast<uint32_t>(writes.size()), writes.data(), 0, nullptr);
+}
+
+void ComputeKernel::Impl::record() {
+  Device& dev = *device;
+  VkDevice d = dev.device;
+  const std::string k = kernel();
+  if (dev.timestamp_valid_bits > 0) {
+    VkQueryPoolCreateInfo qi{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
+    qi.queryType = VK_QUERY_TYPE_TIMESTAMP;
+    qi.queryCount = 2;
+    check(vkCreateQueryPool(d, &qi, nullptr, &query_pool), "vkCreateQueryPool", k + ": ");
+  }
+  VkFenceCreateInfo fi{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+  check(vkCreateFence(d, &fi, nullptr, &fence), "vkCreateFence", k + ": ");
+
+  std::lock_guard<std::mutex> lock(dev.pool_mutex);
+  VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+  ai.commandPool = dev.command_pool;
+  ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+  ai.commandBufferCount = 1;
+  check(vkAllocateCommandBuffers(d, &ai, &command_buffer), "vkAllocateCommandBuffers", k + ": ");
+  VkCommandBuffer cb = command_buffer;
+  VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+  check(vkBeginCommandBuffer(cb, &bi), "vkBeginCommandBuffer", k + ": ");
+  if (query_pool) vkCmdResetQueryPool(cb, query_pool, 0, 2);
+
+  const VkImageSubresourceRange range{VK_IMAGE_ASPECT_COLOR_BIT, 0, 1, 0, 1};
+  auto image_barrier = [&](const Backing& b, VkImageLayout from, VkImageLayout to, VkAccessFlags src,
+                           VkAccessFlags dst) {
+    VkImageMemoryBarrier ib{VK_STRUCTURE_TYPE_IMAGE_MEMORY_BARRIER};
+    ib.srcAccessMask = src;
+    ib.dstAccessMask = dst;
+    ib.oldLayout = from;
+    ib.newLayout = to;
+    ib.srcQueueFamilyIndex = ib.dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED;
+    ib.image = b.image;
+    ib.subresourceRange = range;
+    return ib;
+  };
+  auto copy_region = [](const Backing& b) {
+    VkBufferImageCopy region{};
+    region.bufferOffset = 0;
+    region.bufferRowLength = 0;  // tightly packed: the contract's dense [H,W,C]
+    region.bufferImageHeight = 0;
+    region.imageSubresource = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, 1};
+    region.imageExtent = {b.width, b.height, 1};
+    return region;
+  };
+
+  // 1. Uploads (and zeroing of what is only written).
+  std::vector<VkImageMemoryBarrier> to_transfer;
+  for (const Backing& b : backings)
+    if (b.is_image())
+      to_transfer.push_back(image_barrier(b, VK_IMAGE_LAYOUT_UNDEFINED, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, 0,
+                                          VK_ACCESS_TRANSFER_WRITE_BIT));
+  if (!to_transfer.empty())
+    vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 0, nullptr, 0,
+                         nullptr, static_cast<uint32_t>(to_transfer.size()), to_transfer.data());
+  for (const Backing& b : backings) {
+    if (b.is_image()) {
+      if (b.is_input()) {
+        VkBufferImageCopy region = copy_region(b);
+        vkCmdCopyBufferToImage(cb, b.staging, b.image, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, 1, &region);
+      } else {
+        VkClearColorValue zero{};
+        vkCmdClearColorImage(cb, b.image, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, &zero, 1, &range);
+      }
+    } else if (b.is_input()) {
+      if (!b.mapped && b.bytes > 0) {
+        VkBufferCopy region{0, 0, b.bytes};
+        vkCmdCopyBuffer(cb, b.staging, b.buffer, 1, &region);
+      }
+    } else {
+      vkCmdFillBuffer(cb, b.buffer, 0, VK_WHOLE_SIZE, 0);
+    }
+  }
+  // 2. Transfers -> compute.
+  std::vector<VkImageMemoryBarrier> to_shader;
+  for (const Backing& b : backings)
+    if (b.is_image())
+      to_shader.push_back(image_barrier(b, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL,
+                                        b.kind == ResourceKind::kSampledImage ? VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL
+                                                                              : VK_IMAGE_LAYOUT_GENERAL,
+                                        VK_ACCESS_TRANSFER_WRITE_BIT,
+                                        VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT));
+  VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  mb.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+  mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_UNIFORM_READ_BIT;
+  vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &mb, 0,
+                       nullptr, static_cast<uint32_t>(to_shader.size()), to_shader.data());
+  // 3. The dispatch, between two timestamps.
+  if (query_pool) vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, query_pool, 0);
+  vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline->pipeline);
+  if (!sets.empty())
+    vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline->layout, 0,
+                            static_cast<uint32_t>(sets.size()), sets.data(), 0, nullptr);
+  if (!push.empty())
+    vkCmdPushConstants(cb, pipeline->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, static_cast<uint32_t>(push.size()),
+                       push.data());
+  vkCmdDispatch(cb, desc.groups[0], desc.groups[1], desc.groups[2]);
+  if (query_pool) vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, query_pool, 1);
+  // 4. Compute -> transfers (and host reads of directly mapped buffers).
+  std::vector<VkImageMemoryBarrier> to_read;
+  for (const Backing& b : backings)
+    if (b.is_image() && b.is_output())
+      to_read.push_back(image_barrier(b, VK_IMAGE_LAYOUT_GENERAL, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL,
+                                      VK_ACCESS_SHADER_WRITE_BIT, VK_ACCESS_TRANSFER_READ_BIT));
+  mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
+  mb.dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_HOST_READ_BIT;
+  vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                       VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, nullptr,
+                       static_cast<uint32_t>(to_read.size()), to_read.data());
+  // 5. Downloads, then make them visible to the host.
+  for (const Backing& b : backings) {
+    if (!b.is_output()) continue;
+    if (b.is_image()) {
+      VkBufferImageCopy region = copy_region(b);
+      vkCmdCopyImageToBuffer(cb, b.image, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, b.staging, 1, &region);
+    } else if (!b.mapped && b.bytes > 0) {
+      VkBufferCopy region{0, 0, b.bytes};
+      vkCmdCopyBuffer(cb, b.buffer, b.staging, 1, &region);
+    }
+  }
+  mb.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+  mb.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+  vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, nullptr, 0,
+                       nullptr);
+  check(vkEndCommandBuffer(cb), "vkEndCommandBuffer", k + ": ");
+}
+
+void ComputeKernel::Impl::run(const std::vector<const void*>& inputs, const std::vector<void*>& outputs) {
+  std::lock_guard<std::mutex> lock(run_mutex);
+  device->check_usable();
+  auto start = std::chrono::steady_clock::now();
+  uint64_t validation_before = detail::validation_error_count();
+  VkDevice d = device->device;
+  const std::string k = kernel();
+
+  for (const Backing& b : backings) {
+    if (b.bytes == 0) continue;
+    if (b.is_input() && (static_cast<size_t>(b.input) >= inputs.size() || !inputs[b.input]))
+      throw Error(ErrorCode::kInvalidArgument, k + ": no host memory for input " + std::to_string(b.input) + " (" +
+                                                   std::to_string(inputs.size()) + " inputs given)");
+    for (uint32_t o : b.outputs)
+      if (o >= outputs.size() || !outputs[o])
+        throw Error(ErrorCode::kInvalidArgument, k + ": no host memory for output " + std::to_string(o) + " (" +
+                                                     std::to_string(outputs.size()) + " outputs given)");
+  }
+  for (const Backing& b : backings) {
+    if (!b.is_input() || b.bytes == 0) continue;
+    std::memcpy(b.host(), inputs[b.input], b.bytes);
+    if (!b.host_coherent()) {
+      VkMappedMemoryRange r{VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE, nullptr, b.host_memory(), 0, VK_WHOLE_SIZE};
+      check(vkFlushMappedMemoryRanges(d, 1, &r), "vkFlushMappedMemoryRanges", k + ": ");
+    }
+  }
+  check(vkResetFences(d, 1, &fence), "vkResetFences", k + ": ");
+  device->submit_and_wait(command_buffer, fence, timeout_ms, desc.name);
+  for (const Backing& b : backings) {
+    if (!b.is_output() || b.bytes == 0) continue;
+    if (!b.host_coherent()) {
+      VkMappedMemoryRange r{VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE, nullptr, b.host_memory(), 0, VK_WHOLE_SIZE};
+      check(vkInvalidateMappedMemoryRanges(d, 1, &r), "vkInvalidateMappedMemoryRanges", k + ": ");
+    }
+    for (uint32_t o : b.outputs) std::memcpy(outputs[o], b.host(), b.bytes);
+  }
+  gpu_ms = -1;
+  if (query_pool) {
+    uint64_t ticks[2] = {0, 0};
+    if (vkGetQueryPoolResults(d, query_pool, 0, 2, sizeof ticks, ticks, sizeof(uint64_t), VK_QUERY_RESULT_64_BIT) ==
+        VK_SUCCESS) {
+      uint64_t mask = device->timestamp_valid_bits >= 64 ? ~0ull : (1ull << device->timestamp_valid_bits) - 1;
+      uint64_t elapsed = ((ticks[1] & mask) - (ticks[0] & mask)) & mask;
+      gpu_ms = static_cast<double>(elapsed) * device->timestamp_period / 1e6;
+    }
+  }
+  total_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  check_validation(validation_before, "running");
+}
+
+// ---- ComputeKernel -------------------------------------------------------------------------------
+
+ComputeKernel::ComputeKernel(std::shared_ptr<Device> device, DispatchDesc desc) : impl_(std::make_unique<Impl>()) {
+  if (!device) throw Error(ErrorCode::kInvalidArgument, "ComputeKernel '" + desc.name + "': no device");
+  impl_->device = std::move(device);
+  impl_->desc = std::move(desc);
+  Impl& m = *impl_;
+  m.device->check_usable();
+  m.timeout_ms = m.desc.timeout_ms ? m.desc.timeout_ms : env_timeout_ms();
+  uint64_t validation_before = detail::validation_error_count();
+  m.validate();
+  m.create_pipeline();
+  m.create_resources();
+  m.create_descriptors();
+  m.record();
+  m.check_validation(validation_before, "creating");
+}
+
+ComputeKernel::~ComputeKernel() = default;
+ComputeKernel::ComputeKernel(ComputeKernel&&) noexcept = default;
+ComputeKernel& ComputeKernel::operator=(ComputeKernel&&) noexcept = default;
+
+void ComputeKernel::run(const std::vector<const void*>& inputs, const std::vector<void*>& outputs) {
+  impl_->run(inputs, outputs);
+}
+
+double ComputeKernel::last_gpu_ms() const { return impl_->gpu_ms; }
+double ComputeKernel::last_total_ms() const { return impl_->total_ms; }
+const DispatchDesc& ComputeKernel::desc() const { return impl_->desc; }
+const std::shared_ptr<Device>& ComputeKernel::device() const { return impl_->device; }
+
+}  // namespace weft::vk

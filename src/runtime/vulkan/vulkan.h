@@ -1,0 +1,190 @@
+// The Vulkan compute runtime that runs custom-operator shaders (include/weft/custom.h).
+//
+// Internal to libweft (namespace weft::vk): the Vulkan types stay out of this header, so that its
+// users need no Vulkan headers. One VkInstance per process, one shared Device per physical
+// device, and a ComputeKernel per shader dispatch that owns everything that dispatch needs:
+//
+//   auto dev = weft::vk::open_device();              // WEFT_VULKAN_DEVICE, else the best device
+//   weft::vk::ComputeKernel k(dev, std::move(desc)); // pipeline, descriptors, memory, commands
+//   k.run({x.data()}, {y.data()});                   // upload, dispatch, download; blocking
+//
+// Errors are weft::Error: kUnsupported for a missing driver, device, feature, format or limit;
+// kInvalidArgument for a bad selector or a malformed dispatch; kRuntime for failures while running
+// (Vulkan errors carry the function and the VkResult name, e.g. "vkAllocateMemory:
+// VK_ERROR_OUT_OF_DEVICE_MEMORY").
+//
+// Environment:
+//   WEFT_VULKAN_DEVICE      default device selector (see open_device)
+//   WEFT_VULKAN_TIMEOUT_MS  how long run() waits for a dispatch (default 10000)
+//   WEFT_VULKAN_VALIDATION  "1": enable VK_LAYER_KHRONOS_validation when installed; its messages
+//                           go to stderr, and an error message makes the kernel creation or run()
+//                           that caused it throw Error(kRuntime)
+//   WEFT_CACHE_DIR          pipeline cache folder ("" or "off": no on-disk cache); default
+//                           $XDG_CACHE_HOME/weft, else ~/.cache/weft
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "weft/custom.h"
+#include "weft/error.h"
+
+namespace weft::vk {
+
+struct DeviceInfo {
+  uint32_t index = 0;        // position in list_devices()
+  std::string name;          // "llvmpipe (LLVM 15.0.6, 256 bits)"
+  std::string type;          // "discrete GPU", "integrated GPU", "virtual GPU", "CPU", "other"
+  uint32_t vendor_id = 0, device_id = 0;
+  std::string driver_name, driver_info;  // "llvmpipe", "Mesa 22.3.6 (LLVM 15.0.6)" (Vulkan 1.2+)
+  std::string api_version;   // "1.3.230": the device's own version
+  std::string uuid;          // deviceUUID, 32 lowercase hex digits
+  bool has_compute_queue = false;
+  // Limits a dispatch is checked against.
+  std::array<uint32_t, 3> max_workgroup_count{};
+  std::array<uint32_t, 3> max_workgroup_size{};
+  uint32_t max_workgroup_invocations = 0;
+  uint32_t max_push_constants_size = 0;
+  uint32_t max_storage_buffer_range = 0;
+  uint32_t max_uniform_buffer_range = 0;
+  uint32_t max_image_dimension_2d = 0;
+  uint32_t max_bound_descriptor_sets = 0;
+};
+
+// Every physical device (vkEnumeratePhysicalDevices), in the loader's order. The instance (Vulkan
+// 1.1+, apiVersion min(1.3, the loader's)) is created on first use, once per process, thread-safe;
+// it is never destroyed. Throws Error(kUnsupported) when the loader cannot create an instance or
+// finds no device ("no Vulkan driver found: install mesa-vulkan-drivers ..."); a failed attempt is
+// retried on the next call.
+std::vector<DeviceInfo> list_devices();
+
+struct DeviceOptions {
+  // A private Device: not shared with, nor registered for, other open_device() calls; destroyed
+  // with its last reference. Tests use it to isolate a device (the timeout test, the disk cache).
+  bool exclusive = false;
+  // Pipeline cache folder for an exclusive device, overriding WEFT_CACHE_DIR/XDG_CACHE_HOME/HOME
+  // ("" or "off" disables the disk cache). Ignored (the environment decides) for shared devices.
+  std::optional<std::string> cache_dir;
+};
+
+// The index into list_devices() that open_device(selector) opens, without opening it (same rules
+// and errors as open_device; "" consults WEFT_VULKAN_DEVICE).
+uint32_t select_device(std::string_view selector = "");
+
+// VkDevice + one compute queue (fed by a submission thread) + command pool + VkPipelineCache +
+// memory type choice. Opaque outside src/runtime/vulkan.
+class Device;
+
+// Opens a device. `selector`:
+//   ""            the environment variable WEFT_VULKAN_DEVICE if set and not empty, else the first
+//                 discrete GPU, else integrated GPU, else virtual GPU, else CPU (lavapipe), else
+//                 any other device with a compute queue;
+//   "<digits>"    an index into list_devices();
+//   anything else a case-insensitive substring of the device name ("llvmpipe", "H100"); the first
+//                 match wins.
+// Shared devices are opened once per process, keyed by physical device, and live until the process
+// ends (never destroyed: their pipeline cache is saved whenever a pipeline is created). A shared
+// device that was lost (see ComputeKernel::run) is replaced by a freshly opened one.
+// Errors: kInvalidArgument naming the selector (and WEFT_VULKAN_DEVICE when it came from there) and
+// listing the devices there are; kUnsupported when the device has no compute queue, or no driver;
+// kRuntime when vkCreateDevice fails.
+std::shared_ptr<Device> open_device(std::string_view selector = "", const DeviceOptions& options = {});
+
+// The device's description.
+const DeviceInfo& info(const Device& device);
+
+// Counters, for tests and diagnostics.
+struct DeviceStats {
+  size_t pipelines_created = 0;     // VkPipelines created (vkCreateComputePipelines calls)
+  size_t pipeline_cache_hits = 0;   // kernels that reused an existing VkPipeline (in-memory cache)
+  size_t disk_cache_bytes_loaded = 0;  // size of the cache file accepted at open (0: none)
+  size_t disk_cache_saves = 0;      // cache files written
+  std::string disk_cache_file;      // its path ("" when the disk cache is disabled)
+  std::string disk_cache_status;    // "disabled", "absent", "loaded", "ignored: <why>"
+  bool timestamps = false;          // the queue supports timestamp queries
+  bool lost = false;                // the device is no longer used (see ComputeKernel::run)
+};
+DeviceStats stats(const Device& device);
+// Kernels that reused an existing pipeline (stats(d).pipeline_cache_hits).
+size_t pipeline_cache_hits(const Device& device);
+// Whether the device was marked lost (a timeout or VK_ERROR_DEVICE_LOST); every later use throws.
+bool is_lost(const Device& device);
+
+struct DispatchDesc {
+  std::string name;                 // for errors and profiling, e.g. the custom node's name
+  std::vector<uint32_t> spirv;      // a compute shader module
+  std::string entry_point = "main";
+  // From check_contract: kind, descriptor_type, set, binding, format, tensor type, image extent.
+  // Resources with the same (set, binding) are one alias: one descriptor and one device object,
+  // filled from the first input among them and read back into every output among them (an
+  // in-place operator binds its input and its output at the same binding). Their kind, descriptor
+  // type, format and byte size must agree.
+  std::vector<custom::BoundResource> resources;
+  std::vector<uint8_t> push_constants;  // the whole block, bound at offset 0, stage COMPUTE
+                                        // (padded with zeros to a multiple of 4 bytes)
+  std::array<uint32_t, 3> groups{1, 1, 1};  // vkCmdDispatch counts
+  // How long run() waits for the dispatch, in ms; 0: WEFT_VULKAN_TIMEOUT_MS, else 10000.
+  uint32_t timeout_ms = 0;
+  // Map device-local buffers directly when a memory type is DEVICE_LOCAL + HOST_VISIBLE +
+  // HOST_CACHED (lavapipe, integrated GPUs), skipping staging copies. false: always stage.
+  bool map_device_memory = true;
+};
+
+// One dispatch of one shader with its resources, created once and run many times.
+class ComputeKernel {
+ public:
+  // Creates everything once: descriptor set layouts (one per set number up to the highest used),
+  // the pipeline layout with the push constant range, the pipeline (through the device's
+  // VkPipelineCache and an in-memory cache keyed by SPIR-V + entry point + layout, so identical
+  // kernels share one VkPipeline), descriptor pool and sets, device buffers and images (+ a sampler
+  // for COMBINED_IMAGE_SAMPLER from the resource's filter/address_mode; clamp_to_border uses
+  // transparent black), host-visible staging, a command buffer recorded once (uploads -> barrier
+  // -> bind/push/dispatch -> barrier -> downloads) and a fence.
+  // Checks first: the SPIR-V module and its compute entry point (and its LocalSize against
+  // maxComputeWorkGroupSize/Invocations), groups vs maxComputeWorkGroupCount, push constants vs
+  // maxPushConstantsSize, buffer sizes vs maxStorageBufferRange/maxUniformBufferRange, image
+  // extents, set count vs maxBoundDescriptorSets, and that each image format supports its use
+  // (storage / sampled / linear filtering / transfers); errors name the kernel and the limit or
+  // the device, format and feature (kUnsupported), or the resource (kInvalidArgument).
+  // Output-only buffers and images are cleared to zero at every run before the dispatch.
+  ComputeKernel(std::shared_ptr<Device> device, DispatchDesc desc);
+  // On a lost device the kernel's Vulkan objects are deliberately leaked (the device may still be
+  // executing the stuck dispatch that uses them).
+  ~ComputeKernel();
+  ComputeKernel(ComputeKernel&&) noexcept;
+  ComputeKernel& operator=(ComputeKernel&&) noexcept;
+  ComputeKernel(const ComputeKernel&) = delete;
+  ComputeKernel& operator=(const ComputeKernel&) = delete;
+
+  // Runs the dispatch once, blocking: copies the inputs in, submits one command buffer, waits for
+  // its fence (the timeout above), copies the outputs out. inputs[i] / outputs[j]: host memory of
+  // the node's i-th input / j-th output (BoundResource::index), each exactly tensor.byte_size()
+  // bytes (may be null for zero-size tensors and for indexes no resource uses). A ComputeKernel is
+  // used by one thread at a time; kernels on the same Device may run from different threads.
+  // A dispatch that does not finish in time throws Error(kRuntime) "Vulkan dispatch of '<name>'
+  // did not finish within N ms: ..." and marks the device lost: every later use of it (this and
+  // every other kernel on it, new kernels) throws. VK_ERROR_DEVICE_LOST is handled the same way.
+  void run(const std::vector<const void*>& inputs, const std::vector<void*>& outputs);
+
+  // Time of the last dispatch alone from timestamp queries, in ms (-1 when the queue has no
+  // timestamps or nothing ran yet).
+  double last_gpu_ms() const;
+  // Wall time of the last run(), transfers included, in ms (-1 before the first run).
+  double last_total_ms() const;
+
+  const DispatchDesc& desc() const;
+  const std::shared_ptr<Device>& device() const;
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace weft::vk
