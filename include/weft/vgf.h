@@ -6,7 +6,10 @@
 //   vgf::Container c = vgf::from_module(module);   // IR -> container (spirv::encode)
 //   vgf::save(c, "model.vgf");                      // version 0.4.3, 8-byte aligned sections
 //   vgf::Container r = vgf::load("model.vgf");     // mmap; checked; constants point into the map
-//   weft::Module m = vgf::to_module(r);             // GRAPH segment -> IR (spirv::decode)
+//   weft::Module m = vgf::to_module(r, "model.vgf"); // the whole sequence -> IR (spirv::decode)
+//
+// Models with custom operators (tosa.CUSTOM nodes carrying compiled Vulkan compute shaders) become
+// a sequence of GRAPH and COMPUTE segments; docs/vgf.md, "Custom operators: COMPUTE segments".
 //
 // Every malformed input is a weft::Error (kParse for a broken layout, kVerify for tables that
 // disagree with each other or a module that fails validation, kUnsupported for a newer format)
@@ -42,8 +45,13 @@ inline constexpr uint16_t kVkHeaderVersion = 320;
 inline constexpr uint32_t kDescriptorTypeStorageBuffer = 7;
 inline constexpr uint32_t kDescriptorTypeTensorARM = 1000460000;  // VK_DESCRIPTOR_TYPE_TENSOR_ARM
 inline constexpr uint32_t kNoDescriptorType = 0xFFFFFFFF;         // constants: no descriptor
+inline constexpr uint32_t kDescriptorTypeCombinedImageSampler = 1;
 // DescriptorSetInfo::set_index when not given: the set is the entry's position in set_infos.
 inline constexpr uint32_t kSetIndexUnset = 0xFFFFFFFF;
+// Resource::alias_group_id when the row shares its storage with no other row.
+inline constexpr uint32_t kNoAliasGroup = 0xFFFFFFFF;
+// VK_SHADER_STAGE_COMPUTE_BIT: the stage of a COMPUTE segment's push constant range.
+inline constexpr uint32_t kShaderStageCompute = 0x20;
 
 // VkFormat values of one-component tensor elements.
 namespace format {
@@ -123,7 +131,10 @@ struct SamplerConfig {
 
 // One row of the model resource table. Shape dimensions of -1 are unknown (not allowed for
 // constants). Strides are in bytes, one per dimension (VkTensorDescriptionARM::pStrides);
-// empty strides mean the packed row-major layout.
+// empty strides mean the packed row-major layout. Rows with the same alias_group_id (the SDK's
+// ModelResourceTableEntry.alias_group_id, VGF library 0.10) are views of one storage, e.g. the
+// TENSOR_ARM row a GRAPH segment binds and the STORAGE_BUFFER row a COMPUTE segment binds for the
+// same tensor; kNoAliasGroup (not written to the file) for a row of its own. Constants never alias.
 struct Resource {
   uint32_t vk_descriptor_type = kDescriptorTypeTensorARM;
   uint32_t vk_format = format::kUndefined;
@@ -131,6 +142,7 @@ struct Resource {
   std::vector<int64_t> shape;
   std::vector<int64_t> strides;
   std::optional<SamplerConfig> sampler;  // the ExtraConfig union
+  uint32_t alias_group_id = kNoAliasGroup;
   bool operator==(const Resource&) const = default;
 };
 
@@ -246,6 +258,13 @@ struct BuildOptions {
 // format, shape and packed byte strides; bindings read from the module's interface variables;
 // the sequence's inputs/outputs named after the graph's. Constant data is shared, not copied.
 // Throws what spirv::encode throws, and Error(kUnsupported) for tensor-array interfaces.
+//
+// When the entry graph holds CUSTOM nodes (compiled shaders: shader_language "SPIR-V" and
+// weft_dispatch in the payload), the graph is split into a sequence of segments: the other
+// nodes in maximal runs, each a GRAPH segment with its own module, and one COMPUTE segment per
+// CUSTOM node, with INTERMEDIATE resources for the tensors that cross segments and Weft's record
+// of each CUSTOM node (docs/vgf.md, "Custom operators: COMPUTE segments"). A CUSTOM node whose
+// shader is not compiled is an Error(kUnsupported) naming the node.
 Container from_module(const weft::Module& module, const BuildOptions& options = {});
 
 // The data of a GRAPH segment's graph constants for spirv::decode(): GraphConstantID = the
@@ -254,6 +273,43 @@ std::vector<spirv::GraphConstant> graph_constants(const Container& c, size_t seg
 
 // Decodes GRAPH segment `segment` back into IR (spirv::decode with graph_constants()).
 weft::Module to_module(const Container& c, size_t segment = 0, std::string_view source_name = "<vgf>");
+
+// Decodes the whole sequence into one module: the entry graph has the model's inputs and outputs
+// (named by input_names/output_names), the nodes of every GRAPH segment (in sequence order,
+// connected through the resources they share: a row, or rows of one alias group) and one CUSTOM
+// node per COMPUTE segment, rebuilt from Weft's record. A container of one GRAPH segment decodes
+// exactly as to_module(c, 0, source_name). The result verifies (verify_module). Errors: kVerify
+// for tables that do not connect (a resource read before any segment writes it, types that
+// disagree), kUnsupported for a COMPUTE segment without Weft's record.
+weft::Module to_module(const Container& c, std::string_view source_name);
+
+// Weft's record of a COMPUTE segment made from a CUSTOM node: a CONSTANT resource (R8_UINT, [n],
+// no descriptor type) listed in the segment's `constants`, holding a JSON document that starts
+// with {"weft_custom_op":1 (docs/vgf.md). It keeps what the tables do not: the node's
+// operator_name, domain_name and implementation_attrs (verbatim: push constant names and values,
+// workgroup size, unknown keys), its label, and the names and types of its tensors.
+struct CustomOpRecord {
+  uint32_t constant = 0;  // index of the record in Container::constants
+  std::string graph;      // name of the model's entry graph
+  ProfileSet profiles = kAllProfiles;
+  std::string node;       // the node's label ("" when it had none)
+  std::string operator_name;
+  std::string domain_name;
+  std::string implementation_attrs;
+  struct Operand {
+    std::string name;
+    TensorType type;
+  };
+  std::vector<Operand> inputs;
+  std::vector<Operand> outputs;
+};
+// The record of COMPUTE segment `segment`, cross-checked against the tables: the module's code,
+// entry point and name, every binding (set, binding, resource descriptor type, format, shape,
+// sampler), the dispatch shape and the push constant range must be what the record's payload
+// says. None when the segment has no record (a COMPUTE segment Weft did not write). Throws
+// Error(kVerify) naming `source_name`, the segment and the field; check() calls it.
+std::optional<CustomOpRecord> custom_op_record(const Container& c, size_t segment,
+                                               std::string_view source_name = "<vgf>");
 
 // ---- Formats ----------------------------------------------------------------------------------
 

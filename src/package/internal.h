@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "weft/error.h"
+#include "weft/graph.h"
+#include "weft/vgf.h"
 
 namespace weft::vgf::detail {
 
@@ -47,5 +49,12 @@ struct GraphModuleFacts {
 };
 // Throws Error(kParse) on a malformed stream.
 GraphModuleFacts scan_graph_module(std::span<const uint32_t> words);
+
+// Models with custom operators (vgf_custom.cpp): whether the entry graph has CUSTOM nodes, and
+// the segmented container from_module builds for them.
+bool has_custom_nodes(const weft::Module& module);
+Container build_segmented(const weft::Module& module, const BuildOptions& options);
+// The storage a resource row is a view of: its alias group when it has one, else the row itself.
+uint64_t storage_of(const Container& c, uint32_t row);
 
 }  // namespace weft::vgf::detail

@@ -21,6 +21,12 @@ std::string shape_string(const std::vector<int64_t>& s) {
   return r + "]";
 }
 
+std::string list_string(const std::vector<uint32_t>& s) {
+  std::string r = "[";
+  for (size_t i = 0; i < s.size(); ++i) r += (i ? "," : "") + std::to_string(s[i]);
+  return r + "]";
+}
+
 std::string segment_label(size_t i, const Segment& s) { return "segment " + std::to_string(i) + " '" + s.name + "'"; }
 
 void check_slot(const Container& c, std::string_view source, const std::string& where, const BindingSlot& s) {
@@ -50,6 +56,10 @@ void check_resources(const Container& c, std::string_view source) {
       bad(source, where + ": " + std::to_string(r.strides.size()) + " strides for a rank-" +
                       std::to_string(r.shape.size()) + " shape (give one per dimension, or none for packed)");
     if (r.category != ResourceCategory::kConstant) continue;
+    if (r.alias_group_id != kNoAliasGroup)
+      bad(source, where + ": alias_group_id " + std::to_string(r.alias_group_id) +
+                      ": a constant has storage of its own and never shares it (only INPUT, OUTPUT and INTERMEDIATE "
+                      "rows alias)");
     std::optional<size_t> es = element_size(r.vk_format);
     if (!es)
       bad(source, where + ": vk_format " + format_name(r.vk_format) +
@@ -99,6 +109,11 @@ void check_modules(const Container& c, std::string_view source, const ReadOption
     if (m.type == ModuleType::kGraph && (m.code_type != CodeType::kSpirv || m.spirv.empty()))
       bad(source, where + ": a GRAPH module needs SPIR-V code (it has " +
                       (m.code_type == CodeType::kSpirv ? std::string("an empty word list") : code_type_name(m.code_type)) +
+                      ")");
+    if (m.type == ModuleType::kCompute &&
+        !(m.code_type == CodeType::kSpirv ? !m.spirv.empty() : m.code_type != CodeType::kNone && !m.source.empty()))
+      bad(source, where + ": a COMPUTE module needs its shader: SPIR-V words, or GLSL or HLSL source (it has " +
+                      (m.code_type == CodeType::kNone ? std::string("no code") : std::string("empty ") + code_type_name(m.code_type)) +
                       ")");
     if (m.code_type == CodeType::kSpirv && !m.spirv.empty() && (m.spirv.size() < 5 || m.spirv[0] != 0x07230203))
       bad(source, where + ": its SPIR-V code does not start with a SPIR-V header (magic 0x07230203, 5 words)");
@@ -152,6 +167,55 @@ void check_graph_interface(const Container& c, std::string_view source, size_t s
   }
 }
 
+// Every INTERMEDIATE storage (a row, or the rows of one alias group when none of them is a model
+// INPUT or OUTPUT) is written by exactly one segment (one that lists it among its outputs), and
+// read (listed among inputs) only by later segments.
+void check_intermediates(const Container& c, std::string_view source) {
+  std::map<uint64_t, bool> internal;  // storage -> every row of it is INTERMEDIATE
+  for (uint32_t r = 0; r < c.resources.size(); ++r) {
+    const ResourceCategory cat = c.resources[r].category;
+    if (cat == ResourceCategory::kConstant) continue;
+    auto [it, fresh] = internal.emplace(detail::storage_of(c, r), cat == ResourceCategory::kIntermediate);
+    if (!fresh) it->second = it->second && cat == ResourceCategory::kIntermediate;
+  }
+  auto label = [&](uint32_t r) {
+    const uint32_t g = c.resources[r].alias_group_id;
+    return "resource " + std::to_string(r) + " (INTERMEDIATE" +
+           (g == kNoAliasGroup ? std::string() : ", alias group " + std::to_string(g)) + ")";
+  };
+  std::map<uint64_t, size_t> writer;
+  const std::vector<Segment>& segs = c.sequence.segments;
+  for (size_t si = 0; si < segs.size(); ++si) {
+    const Segment& s = segs[si];
+    for (size_t k = 0; k < s.outputs.size(); ++k) {
+      const uint32_t r = s.outputs[k].mrt_index;
+      auto in = internal.find(detail::storage_of(c, r));
+      if (in == internal.end() || !in->second) continue;
+      auto [w, fresh] = writer.emplace(in->first, si);
+      if (!fresh && w->second != si)
+        bad(source, segment_label(si, s) + ": outputs[" + std::to_string(k) + "] writes " + label(r) + ", which " +
+                        segment_label(w->second, segs[w->second]) +
+                        " writes already; an intermediate is written by exactly one segment");
+    }
+  }
+  for (size_t si = 0; si < segs.size(); ++si) {
+    const Segment& s = segs[si];
+    for (size_t k = 0; k < s.inputs.size(); ++k) {
+      const uint32_t r = s.inputs[k].mrt_index;
+      auto in = internal.find(detail::storage_of(c, r));
+      if (in == internal.end() || !in->second) continue;
+      auto w = writer.find(in->first);
+      if (w == writer.end())
+        bad(source, segment_label(si, s) + ": inputs[" + std::to_string(k) + "] reads " + label(r) +
+                        ", which no segment writes");
+      if (w->second >= si)
+        bad(source, segment_label(si, s) + ": inputs[" + std::to_string(k) + "] reads " + label(r) +
+                        " before it is written (by " + segment_label(w->second, segs[w->second]) +
+                        "); segments run in sequence order");
+    }
+  }
+}
+
 void check_sequence(const Container& c, std::string_view source) {
   const Sequence& q = c.sequence;
   for (size_t si = 0; si < q.segments.size(); ++si) {
@@ -184,8 +248,24 @@ void check_sequence(const Container& c, std::string_view source) {
     if (!s.dispatch_shape.empty() && s.dispatch_shape.size() != 3)
       bad(source, where + ": dispatch_shape has " + std::to_string(s.dispatch_shape.size()) +
                       " entries; it has 3 (x, y, z) or none");
+    for (size_t k = 0; k < s.push_constant_ranges.size(); ++k) {
+      const PushConstantRange& p = s.push_constant_ranges[k];
+      const std::string pw = where + ": push_constant_ranges[" + std::to_string(k) + "] (offset " +
+                             std::to_string(p.offset) + ", size " + std::to_string(p.size) + ")";
+      if (uint64_t{p.offset} + p.size > UINT32_MAX) bad(source, pw + ": offset + size does not fit 32 bits");
+      if (p.size == 0 || p.size % 4 != 0 || p.offset % 4 != 0)
+        bad(source, pw + ": a push constant range has an offset and a size that are multiples of 4, size > 0");
+    }
     if (s.type == ModuleType::kGraph && m.type == ModuleType::kGraph) check_graph_interface(c, source, si, s, bound);
+    if (s.type == ModuleType::kCompute) {
+      if (s.dispatch_shape.size() != 3 || s.dispatch_shape[0] == 0 || s.dispatch_shape[1] == 0 ||
+          s.dispatch_shape[2] == 0)
+        bad(source, where + ": dispatch_shape " + list_string(s.dispatch_shape) +
+                        ": a COMPUTE segment dispatches 3 workgroup counts (x, y, z), each >= 1");
+      custom_op_record(c, si, source);  // Weft's record, when there is one, agrees with the tables
+    }
   }
+  check_intermediates(c, source);
   check_slots(c, source, "model sequence: inputs", q.inputs);
   check_slots(c, source, "model sequence: outputs", q.outputs);
   if (!q.input_names.empty() && q.input_names.size() != q.inputs.size())

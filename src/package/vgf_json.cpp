@@ -88,6 +88,7 @@ std::string to_json(const Container& c, const DumpOptions& options) {
                           {"address_mode_v", s.address_mode_v},
                           {"border_color", s.border_color}};
     }
+    if (r.alias_group_id != kNoAliasGroup) o["alias_group_id"] = r.alias_group_id;
     res.push_back(std::move(o));
   }
   j["resources"] = std::move(res);
@@ -106,16 +107,37 @@ std::string to_json(const Container& c, const DumpOptions& options) {
     Json pcr = Json::array();
     for (const PushConstantRange& p : s.push_constant_ranges)
       pcr.push_back(Json{{"stage_flags", p.stage_flags}, {"offset", p.offset}, {"size", p.size}});
-    segs.push_back(Json{{"index", i},
-                        {"type", module_type_name(s.type)},
-                        {"name", s.name},
-                        {"module_index", s.module_index},
-                        {"set_infos", std::move(sets)},
-                        {"inputs", slots(s.inputs)},
-                        {"outputs", slots(s.outputs)},
-                        {"constants", s.constants},
-                        {"dispatch_shape", s.dispatch_shape},
-                        {"push_constant_ranges", std::move(pcr)}});
+    Json seg{{"index", i},
+             {"type", module_type_name(s.type)},
+             {"name", s.name},
+             {"module_index", s.module_index},
+             {"set_infos", std::move(sets)},
+             {"inputs", slots(s.inputs)},
+             {"outputs", slots(s.outputs)},
+             {"constants", s.constants},
+             {"dispatch_shape", s.dispatch_shape},
+             {"push_constant_ranges", std::move(pcr)}};
+    if (s.type == ModuleType::kCompute) {
+      // Weft's record of the custom operator the segment runs (the payload stays in the record).
+      try {
+        if (std::optional<CustomOpRecord> r = custom_op_record(c, i)) {
+          auto operands = [](const std::vector<CustomOpRecord::Operand>& v) {
+            Json a = Json::array();
+            for (const CustomOpRecord::Operand& o : v) a.push_back(Json{{"name", o.name}, {"type", o.type.str()}});
+            return a;
+          };
+          seg["custom_op"] = Json{{"record_constant", r->constant},
+                                  {"operator_name", r->operator_name},
+                                  {"domain_name", r->domain_name},
+                                  {"node", r->node},
+                                  {"inputs", operands(r->inputs)},
+                                  {"outputs", operands(r->outputs)}};
+        }
+      } catch (const Error& e) {
+        seg["custom_op_error"] = e.what();
+      }
+    }
+    segs.push_back(std::move(seg));
   }
   j["sequence"] = Json{{"segments", std::move(segs)},
                        {"inputs", slots(c.sequence.inputs)},

@@ -1,4 +1,5 @@
-// weft::Module <-> VGF container: one GRAPH module and segment for the entry graph.
+// weft::Module <-> VGF container: one GRAPH module and segment for the entry graph (models with
+// custom operators: vgf_custom.cpp).
 #include <algorithm>
 #include <map>
 
@@ -28,6 +29,7 @@ uint32_t add_resource(Container& c, ResourceCategory category, uint32_t descript
 }  // namespace
 
 Container from_module(const weft::Module& module, const BuildOptions& options) {
+  if (detail::has_custom_nodes(module)) return detail::build_segmented(module, options);
   spirv::Binary bin = spirv::encode(module, options.encode);
   const Graph& g = module.main();
   detail::GraphModuleFacts f = detail::scan_graph_module(bin.words);

@@ -169,6 +169,7 @@ void read_resources(const VGF::ModelResourceTable* t, Container& c, std::string_
              where + ": extra_config type " + std::to_string(static_cast<int>(e->extra_config_type())) +
                  " is not SamplerConfig (1)");
     }
+    r.alias_group_id = e->alias_group_id();
     c.resources.push_back(std::move(r));
   }
 }

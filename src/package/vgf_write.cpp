@@ -66,7 +66,7 @@ void build_resources(fb::FlatBufferBuilder& b, const Container& c) {
     }
     rows.push_back(VGF::CreateModelResourceTableEntry(b, r.vk_descriptor_type, r.vk_format,
                                                       static_cast<VGF::ResourceCategory>(r.category), desc,
-                                                      extra_type, extra));
+                                                      extra_type, extra, r.alias_group_id));
   }
   b.Finish(VGF::CreateModelResourceTable(b, b.CreateVector(rows)));
 }
@@ -188,11 +188,15 @@ std::vector<uint8_t> serialize(const Container& c, const WriteOptions& options) 
   Prepared p;
   prepare(c, options, p);
   std::vector<uint8_t> out;
-  out.reserve(static_cast<size_t>(p.total));
+  out.resize(static_cast<size_t>(p.total));
+  size_t at = 0;
   emit(c, p, [&](const void* d, size_t n) {
-    const auto* b = static_cast<const uint8_t*>(d);
-    out.insert(out.end(), b, b + n);
+    // Into the presized vector (GCC 12 reports a false -Wstringop-overflow for vector::insert here).
+    if (n > out.size() - at) throw Error(ErrorCode::kInternal, "VGF writer: the file outgrew its computed size");
+    std::memcpy(out.data() + at, d, n);
+    at += n;
   });
+  if (at != out.size()) throw Error(ErrorCode::kInternal, "VGF writer: the file is smaller than its computed size");
   return out;
 }
 
