@@ -25,6 +25,9 @@ struct OnnxImportOptions {
   std::map<std::string, Shape> input_shapes;
   // Verify the lowered module with the TOSA verifier (a failure is an importer bug).
   bool verify = true;
+  // Remove TRANSPOSE / RESHAPE pairs that cancel (the permutes lowering puts around custom shader
+  // nodes, between adjacent ones). Off only to inspect the explicit layout contract.
+  bool cancel_layout_pairs = true;
 };
 
 // Imports `path`. Errors carry the file and, for a node, its name, op type, domain and opset.

@@ -2,6 +2,7 @@
 // emitter that folds constant sub-graphs with the reference kernels, layout bookkeeping and the
 // final clean-up. Operator lowerings live in lower_*.cpp.
 #include "frontends/onnx/importer.h"
+#include "compiler/layout_cleanup.h"
 
 #include <algorithm>
 #include <cmath>
@@ -430,6 +431,23 @@ TVal Importer::emit(Op op, std::vector<TVal> inputs, Attrs attrs) {
   return emit_multi(op, std::move(inputs), std::move(attrs)).at(0);
 }
 
+std::vector<TVal> Importer::emit_typed(Op op, std::vector<TVal> inputs, Attrs attrs,
+                                       const std::vector<TensorType>& out_types) {
+  Node n;
+  n.op = op;
+  n.attrs = make_attrs(op, attrs);
+  for (const TVal& v : inputs) n.inputs.push_back(materialize(v));
+  std::vector<TVal> r;
+  for (const TensorType& t : out_types) {
+    ValueId id = graph_.add_value(graph_.unique_name("t" + std::to_string(graph_.values().size())), t);
+    n.outputs.push_back(id);
+    r.push_back(TVal{id, nullptr, t});
+  }
+  if (node_) n.name = node_->name().empty() ? (node_->output_size() ? node_->output(0) : std::string()) : node_->name();
+  graph_.add_node(std::move(n));
+  return r;
+}
+
 TVal Importer::emit_as(Op op, DType out, std::vector<TVal> inputs, Attrs attrs) {
   return emit_multi(op, std::move(inputs), std::move(attrs), {out}).at(0);
 }
@@ -680,14 +698,16 @@ void Importer::lower_node(const onnx::NodeProto& n) {
   if (opset_ < 7 && attr("broadcast"))
     fail("the legacy 'broadcast' / 'axis' attributes (opsets before 7) are not supported; convert the model "
          "to opset 7 or later with onnx.version_converter");
-  if (!(n.domain().empty() || n.domain() == "ai.onnx")) {
+  // A registered custom operator takes precedence over the built-in lowering of the same op type.
+  const std::optional<custom::OpSpec> custom_op = custom::find_onnx_op(dom == "ai.onnx" ? "" : dom, n.op_type());
+  if (!custom_op && !(n.domain().empty() || n.domain() == "ai.onnx")) {
     fail("operator " + n.op_type() + " of domain '" + n.domain() +
          "' is not an ONNX standard operator and Weft has no lowering for it; replace it before export, or "
          "carry it as a custom operator (tosa.CUSTOM) once it is registered with Weft");
   }
   const auto& rules = op_rules();
   auto it = std::find_if(rules.begin(), rules.end(), [&](const OpRule& r) { return n.op_type() == r.op_type; });
-  if (it == rules.end())
+  if (!custom_op && it == rules.end())
     fail("operator " + n.op_type() + " is not supported by Weft's ONNX frontend (`weft import --list-ops` lists "
          "the supported ones); replace it before export, or carry it as a custom operator (tosa.CUSTOM) once it "
          "is registered with Weft");
@@ -700,7 +720,8 @@ void Importer::lower_node(const onnx::NodeProto& n) {
            ErrorCode::kInvalidArgument);
   }
   try {
-    it->lower(*this, n);
+    if (custom_op) custom_lowering::lower(*this, n, *custom_op);
+    else it->lower(*this, n);
   } catch (const Error& e) {
     if (!e.location().node.empty()) throw;
     throw Error(e.code(), e.message(), {.file = source_, .node = node_label_, .operand = e.location().operand});
@@ -794,7 +815,11 @@ Module Importer::run() {
   infer_onnx_shapes();
   for (const auto& n : g_.node()) lower_node(n);
   finish_outputs();
-  Module m(prune_graph(graph_));
+  Graph lowered = compiler::prune_graph(graph_);
+  // Custom shader nodes come with explicit NCHW<->NHWC permutes around them; pairs that cancel
+  // between adjacent shader nodes (or a shader node and an NHWC operator) go here.
+  if (options_.cancel_layout_pairs) compiler::cancel_layout_pairs(lowered);
+  Module m(std::move(lowered));
   if (options_.verify) {
     auto errors = verify_module(m);
     if (!errors.empty())
@@ -802,39 +827,6 @@ Module Importer::run() {
                   {.file = source_});
   }
   return m;
-}
-
-// ---- dead-node removal ----------------------------------------------------------------------------
-
-Graph prune_graph(const Graph& g) {
-  std::vector<char> live_value(g.values().size(), 0), live_node(g.nodes().size(), 0);
-  for (ValueId o : g.outputs()) live_value[static_cast<size_t>(o)] = 1;
-  for (int i = static_cast<int>(g.nodes().size()) - 1; i >= 0; --i) {
-    const Node& n = g.node(i);
-    bool live = false;
-    for (ValueId o : n.outputs) live = live || live_value[static_cast<size_t>(o)];
-    if (!live) continue;
-    live_node[static_cast<size_t>(i)] = 1;
-    for (ValueId v : n.inputs) live_value[static_cast<size_t>(v)] = 1;
-  }
-  Graph out(g.name());
-  std::vector<ValueId> map(g.values().size(), kNoValue);
-  for (ValueId in : g.inputs()) map[static_cast<size_t>(in)] = out.add_input(g.value(in).name, g.value(in).type);
-  for (size_t i = 0; i < g.nodes().size(); ++i) {
-    if (!live_node[i]) continue;
-    Node n = g.nodes()[i];
-    for (ValueId& v : n.inputs) v = map[static_cast<size_t>(v)];
-    for (ValueId& v : n.outputs) {
-      ValueId nv = out.add_value(g.value(v).name, g.value(v).type);
-      map[static_cast<size_t>(v)] = nv;
-      v = nv;
-    }
-    out.add_node(std::move(n));
-  }
-  std::vector<ValueId> outs;
-  for (ValueId o : g.outputs()) outs.push_back(map[static_cast<size_t>(o)]);
-  out.set_outputs(outs);
-  return out;
 }
 
 namespace {

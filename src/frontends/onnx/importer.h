@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "weft/error.h"
+#include "weft/custom.h"
 #include "weft/graph.h"
 #include "weft/onnx.h"
 
@@ -70,6 +71,12 @@ struct OpRule {
 // The ONNX operators of the default domain that the frontend lowers (lower_table.cpp).
 const std::vector<OpRule>& op_rules();
 
+namespace custom_lowering {
+// Lowers the current node to a tosa.CUSTOM node of a registered custom operator (lower_custom.cpp):
+// NCHW->NHWC permutes before the inputs the registration declares NHWC, NHWC->NCHW after such outputs.
+void lower(Importer& imp, const onnx::NodeProto& n, const custom::OpSpec& spec);
+}
+
 class Importer {
  public:
   Importer(const onnx::ModelProto& model, std::string source, const OnnxImportOptions& options, std::string base_dir);
@@ -118,6 +125,8 @@ class Importer {
   std::vector<TVal> emit_multi(Op op, std::vector<TVal> inputs, Attrs attrs, std::vector<DType> out_dtypes = {});
   // With the output's element type given (CAST, RESCALE, and rows the inputs leave open).
   TVal emit_as(Op op, DType out, std::vector<TVal> inputs, Attrs attrs = {});
+  // A node whose output types are given, not inferred (CUSTOM); never folded.
+  std::vector<TVal> emit_typed(Op op, std::vector<TVal> inputs, Attrs attrs, const std::vector<TensorType>& out_types);
 
   // Common building blocks.
   TVal reshape(const TVal& v, const Shape& shape);
@@ -176,7 +185,5 @@ std::vector<int64_t> inverse_perm(const std::vector<int64_t>& perm);
 int64_t norm_axis(const Importer& imp, int64_t axis, int64_t rank, const char* what = "axis");
 // The position in the TOSA value of ONNX dimension `onnx_axis` of a value with layout `perm`.
 int64_t tosa_axis(const std::vector<int64_t>& perm, int64_t onnx_axis);
-// Removes nodes whose results no output needs.
-Graph prune_graph(const Graph& g);
 
 }  // namespace weft::onnxfe

@@ -1,0 +1,25 @@
+// Removes layout round trips: a TRANSPOSE whose input is a TRANSPOSE with the inverse permutation
+// (or a RESHAPE of a RESHAPE back to the original shape) is the identity, so its users read the
+// first one's input instead. Lowering puts explicit NCHW->NHWC / NHWC->NCHW permutes around every
+// custom shader node (the resource contract is explicit); between two adjacent shader regions (or a
+// shader and an NHWC convolution) they cancel here. An optimisation only: the graph means the same.
+#pragma once
+
+#include "weft/graph.h"
+
+namespace weft::compiler {
+
+struct LayoutCleanupStats {
+  int pairs_removed = 0;  // identity pairs whose second node was bypassed
+  int nodes_removed = 0;  // nodes left without users and dropped
+};
+
+// The graph without nodes whose results nothing needs (nodes without outputs, which have effects,
+// stay). Node order is kept.
+Graph prune_graph(const Graph& g);
+
+// Rewrites `g` in place (node order kept; values that become unused stay as values without
+// producers only if they were graph values before — dead nodes are removed).
+LayoutCleanupStats cancel_layout_pairs(Graph& g);
+
+}  // namespace weft::compiler

@@ -1,0 +1,85 @@
+// compiler::cancel_layout_pairs: TRANSPOSE/RESHAPE round trips disappear, everything else stays.
+#include <gtest/gtest.h>
+
+#include "compiler/layout_cleanup.h"
+#include "weft/verify.h"
+
+namespace weft::compiler {
+namespace {
+
+int count(const Graph& g, Op op) {
+  int n = 0;
+  for (const Node& node : g.nodes()) n += node.op == op;
+  return n;
+}
+
+// x -> TRANSPOSE(p) -> TRANSPOSE(q) -> ABS -> out
+Graph two_transposes(std::vector<int64_t> p, std::vector<int64_t> q, bool second_is_output = false) {
+  GraphBuilder b;
+  ValueId x = b.input("x", {DType::kFp32, {1, 3, 4, 5}});
+  ValueId t1 = b.op(Op::TRANSPOSE, {x}, {{"perms", p}}, "t1");
+  ValueId t2 = b.op(Op::TRANSPOSE, {t1}, {{"perms", q}}, "t2");
+  if (second_is_output) {
+    b.output(t2);
+  } else {
+    b.output(b.op(Op::ABS, {t2}, {}, "y"));
+  }
+  return b.finish();
+}
+
+TEST(LayoutCleanup, InversePermutesCancel) {
+  Graph g = two_transposes({0, 2, 3, 1}, {0, 3, 1, 2});
+  LayoutCleanupStats s = cancel_layout_pairs(g);
+  EXPECT_EQ(s.pairs_removed, 1);
+  EXPECT_EQ(s.nodes_removed, 2);
+  EXPECT_EQ(count(g, Op::TRANSPOSE), 0);
+  ASSERT_EQ(g.nodes().size(), 1u);
+  EXPECT_EQ(g.node(0).inputs[0], g.inputs()[0]);  // ABS reads x directly
+  EXPECT_TRUE(verify_module(Module(g)).empty());
+}
+
+TEST(LayoutCleanup, NonInversePermutesStay) {
+  Graph g = two_transposes({0, 2, 3, 1}, {0, 2, 3, 1});
+  LayoutCleanupStats s = cancel_layout_pairs(g);
+  EXPECT_EQ(s.pairs_removed, 0);
+  EXPECT_EQ(count(g, Op::TRANSPOSE), 2);
+}
+
+TEST(LayoutCleanup, FirstTransposeWithOtherReadersStays) {
+  GraphBuilder b;
+  ValueId x = b.input("x", {DType::kFp32, {1, 3, 4, 5}});
+  ValueId t1 = b.op(Op::TRANSPOSE, {x}, {{"perms", std::vector<int64_t>{0, 2, 3, 1}}}, "t1");
+  ValueId t2 = b.op(Op::TRANSPOSE, {t1}, {{"perms", std::vector<int64_t>{0, 3, 1, 2}}}, "t2");
+  b.output(b.op(Op::ABS, {t2}, {}, "y"));
+  b.output(b.op(Op::EXP, {t1}, {}, "z"));
+  Graph g = b.finish();
+  LayoutCleanupStats s = cancel_layout_pairs(g);
+  EXPECT_EQ(s.pairs_removed, 1);
+  EXPECT_EQ(count(g, Op::TRANSPOSE), 1);  // t1 still feeds EXP
+  EXPECT_TRUE(verify_module(Module(g)).empty());
+}
+
+TEST(LayoutCleanup, GraphOutputKeepsItsValue) {
+  Graph g = two_transposes({0, 2, 3, 1}, {0, 3, 1, 2}, /*second_is_output=*/true);
+  LayoutCleanupStats s = cancel_layout_pairs(g);
+  EXPECT_EQ(s.pairs_removed, 0);
+  EXPECT_EQ(count(g, Op::TRANSPOSE), 2);
+}
+
+TEST(LayoutCleanup, ReshapeRoundTripCancels) {
+  GraphBuilder b;
+  ValueId x = b.input("x", {DType::kFp32, {1, 1, 4, 5}});
+  ValueId s1 = b.constant_shape("s1", {1, 4, 5, 1});
+  ValueId s2 = b.constant_shape("s2", {1, 1, 4, 5});
+  ValueId r1 = b.op(Op::RESHAPE, {x, s1}, {}, "r1");
+  ValueId r2 = b.op(Op::RESHAPE, {r1, s2}, {}, "r2");
+  b.output(b.op(Op::ABS, {r2}, {}, "y"));
+  Graph g = b.finish();
+  LayoutCleanupStats s = cancel_layout_pairs(g);
+  EXPECT_EQ(s.pairs_removed, 1);
+  EXPECT_EQ(count(g, Op::RESHAPE), 0);
+  EXPECT_TRUE(verify_module(Module(g)).empty());
+}
+
+}  // namespace
+}  // namespace weft::compiler
