@@ -37,6 +37,10 @@ struct BackendOptions {
   // also starts a max from -FLT_MAX rather than -inf; NaN through EXP and softmax) off that backend. Off by default: oneDNN, like ONNX Runtime's kernels, lets
   // ReLU/clamp/max turn a NaN into a number, and fused ReLUs are worth more than that.
   bool nan_exact = false;
+  // The Vulkan device that runs shader nodes: an index from `weft devices` or part of the device's
+  // name ("llvmpipe", "H100"). "" = the WEFT_VULKAN_DEVICE environment variable, else the first
+  // discrete GPU, then integrated, virtual and CPU devices.
+  std::string device;
 };
 
 // How model files are read and placed: .onnx files are imported with `onnx` (static input

@@ -97,7 +97,9 @@ struct Composite {
   }
 };
 
-// Whether a backend runs a composite; `reason` says why not in one line.
+// Whether a backend runs a composite; `reason` says why not in one line. An empty reason means the
+// composite is not the backend's kind of work at all (the Vulkan backend and a CPU operator): the
+// partitioner's explanations leave it out.
 struct Support {
   bool ok = false;
   std::string reason;
@@ -124,6 +126,7 @@ struct PrepareOptions {
   bool library_scratchpad = false;  // oneDNN: let the library own its scratch memory (for measurements)
   int threads = 1;                  // the thread count the kernel will run with (ExecArgs::threads)
   PreparedCache* cache = nullptr;   // shared prepared data (may be null)
+  std::string device;               // Vulkan: the device selector ("" = WEFT_VULKAN_DEVICE or the best one)
 };
 
 // What a kernel gets for one execution.
@@ -201,5 +204,6 @@ const Backend& reference_backend();
 #ifdef WEFT_WITH_ONEDNN
 const Backend& onednn_backend();
 #endif
+const Backend& vulkan_backend();
 
 }  // namespace weft::backend

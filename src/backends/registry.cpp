@@ -19,6 +19,9 @@ std::vector<const Backend*>& registered() {
 
 std::vector<const Backend*> all_backends() {
   std::vector<const Backend*> list;
+  // Vulkan first: today it runs only custom shader nodes, which nothing else runs (unless a CPU
+  // kernel is registered for them).
+  list.push_back(&vulkan_backend());
 #ifdef WEFT_WITH_ONEDNN
   list.push_back(&onednn_backend());
 #endif

@@ -42,6 +42,13 @@ std::vector<const Backend*> resolve_backends(const std::vector<std::string>& nam
 
 namespace {
 
+// "a: why; b: why" for an error that lists every backend's reason.
+std::string join_reasons(const std::vector<std::string>& reasons) {
+  std::string r;
+  for (const std::string& s : reasons) r += (r.empty() ? "" : "; ") + s;
+  return r;
+}
+
 bool is_view_or_const(Op op) {
   return op == Op::CONST || op == Op::CONST_SHAPE || op == Op::IDENTITY || op == Op::RESHAPE;
 }
@@ -550,7 +557,8 @@ Partition partition_graph(const Module& m, const Graph& g, const std::vector<con
         assign(*chosen, b, declined);
         break;
       }
-      declined.push_back(std::string(b->name()) + ": " + first_reason);
+      // An empty reason: not the backend's kind of operator at all, nothing to explain.
+      if (!first_reason.empty()) declined.push_back(std::string(b->name()) + ": " + first_reason);
     }
     if (!taken[static_cast<size_t>(a)]) anchor_declines[a] = declined;
   }
@@ -570,12 +578,12 @@ Partition partition_graph(const Module& m, const Graph& g, const std::vector<con
       const std::string prefix = std::string(b->name()) + ": ";
       bool listed = false;
       for (const std::string& d : declined) listed |= d.rfind(prefix, 0) == 0;
-      if (!listed) declined.push_back(prefix + s.reason);
+      if (!listed && !s.reason.empty()) declined.push_back(prefix + s.reason);
     }
     if (!chosen)
       throw Error(ErrorCode::kUnsupported,
                   "no backend runs " + std::string(op_name(g.node(ni).op)) + ": " +
-                      (declined.empty() ? std::string("(none listed)") : declined.front()),
+                      (declined.empty() ? std::string("(none listed)") : join_reasons(declined)),
                   {.graph = g.name(), .node = g.node_label(ni)});
     assign(std::move(c), chosen, std::move(declined));
   }

@@ -2,6 +2,7 @@
 // view of every planned value, the output buffers, per-node operand tables), so that run() only
 // zero-fills outputs and calls the kernels.
 #include "weft/runtime.h"
+#include "weft/custom.h"
 
 #include <cstring>
 #include <filesystem>
@@ -64,6 +65,9 @@ size_t index_of(const std::vector<IoInfo>& infos, std::string_view name, const c
 }  // namespace
 
 std::shared_ptr<const Model> Model::from_module(Module module, const BackendOptions& options) {
+  // Custom shader nodes: registered payloads filled in, GLSL compiled, payloads and resource
+  // contracts checked (a no-op for modules without CUSTOM nodes).
+  custom::prepare_module(module, "");
   verify_or_throw(module);
   auto impl = std::make_unique<Impl>();
   impl->module = std::move(module);
@@ -95,7 +99,10 @@ std::shared_ptr<const Model::Impl::Prepared> Model::Impl::prepare(int threads) c
   auto p = std::make_shared<Prepared>();
   const Graph& g = graph();
   backend::PrepareOptions prep{
-      .library_scratchpad = backend_options.library_scratchpad, .threads = threads, .cache = &prepared_cache};
+      .library_scratchpad = backend_options.library_scratchpad,
+      .threads = threads,
+      .cache = &prepared_cache,
+      .device = backend_options.device};
   std::vector<runtime::Step> steps;
   for (const compiler::Unit& u : partition.units) {
     auto kernel = u.backend->prepare(module, g, u.composite, prep);
@@ -130,17 +137,11 @@ Module read_model(const std::string& path, const LoadOptions& options) {
   if (ext == ".onnx") return import_onnx(path, options.onnx);
   if (ext == ".vgf") {
     // The container is checked as a whole (layout, tables, module validation) before anything
-    // is decoded; constants stay in the mapped file and the module's tensors point into it.
+    // is decoded; constants stay in the mapped file and the module's tensors point into it. The
+    // whole sequence decodes into one module: GRAPH segments' operators, COMPUTE segments as the
+    // CUSTOM nodes they were made from.
     vgf::Container c = vgf::load(path);
-    const size_t segments = c.sequence.segments.size();
-    if (segments != 1 || c.sequence.segments[0].type != vgf::ModuleType::kGraph)
-      throw Error(ErrorCode::kUnsupported,
-                  "the runtime runs models of one GRAPH segment; this one has " + std::to_string(segments) +
-                      " segments" + (segments ? std::string(", the first of type ") +
-                                                     vgf::module_type_name(c.sequence.segments[0].type)
-                                               : std::string()),
-                  {.file = path});
-    return vgf::to_module(c, 0, path);
+    return vgf::to_module(c, path);
   }
   throw Error(ErrorCode::kUnsupported,
               "unknown model file type '" + ext + "' (Weft reads .weft, .vgf and .onnx models)", {.file = path});

@@ -99,10 +99,15 @@ constexpr const char* kBackendHelp =
     "                               available backend, fastest first; the reference backend is always\n"
     "                               the last resort). See `weft ops --backends`.\n";
 
+// --custom-ops FILE: registers the custom operators of a declarative ops file (docs/custom-ops.md)
+// before the model is read, so that matching ONNX nodes / .weft CUSTOM nodes get their shaders.
+void add_custom_ops_option(const std::string& path);
 // The whole content of a file (binary-safe). Throws weft::Error(kIo) naming the file.
 std::string read_file(const std::string& path);
 
 // Commands defined outside main.cpp.
+int cmd_devices(Args& args);
+extern const char* const kDevicesHelp;
 int cmd_spirv(Args& args);
 int cmd_compile(Args& args);
 extern const char* const kSpirvHelp;

@@ -76,6 +76,11 @@ int cmd_import(Args& args) {
     } else if (flag == "--list-ops") {
       no_inline_value(args, flag, v);
       list = true;
+    } else if (flag == "--custom-ops") {
+      add_custom_ops_option(args.value(flag, v));
+    } else if (flag == "--keep-permutes") {
+      no_inline_value(args, flag, v);
+      load.onnx.cancel_layout_pairs = false;
     } else if (flag == "-h" || flag == "--help") {
       std::cout << kImportHelp;
       return kExitOk;

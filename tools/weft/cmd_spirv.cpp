@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cli.h"
+#include "weft/custom.h"
 #include "weft/error.h"
 #include "weft/npy.h"
 #include "weft/spirv.h"
@@ -31,9 +32,10 @@ SPIR-V graph modules (SPV_ARM_graph, SPV_ARM_tensors, TOSA.001000.1):
 const char* const kCompileHelp = R"(Usage: weft compile MODEL.weft|MODEL.onnx -o FILE.vgf [--shape NAME=DIMS]...
        weft compile MODEL.weft|MODEL.onnx --emit spirv -o FILE.spv
 
-Verifies MODEL (an ONNX model is imported and lowered to TOSA first) and writes it as a VGF container (--emit vgf, the default for an output ending
-in .vgf): one GRAPH module and segment, a resource per input, output and graph constant, and the
-constants' data (docs/vgf.md). With --emit spirv, writes the bare SPIR-V graph module instead.
+Verifies MODEL (an ONNX model is imported and lowered to TOSA first) and writes it as a VGF
+container (--emit vgf, the default for an output ending in .vgf): a GRAPH module and segment per
+run of TOSA operators, a COMPUTE module and segment per custom shader node, a resource per input,
+output, intermediate and graph constant, and the constants' data (docs/vgf.md). With --emit spirv, writes the bare SPIR-V graph module instead.
 Constants larger than 16 elements become graph constants (OpGraphConstantARM) whose data stays
 out of the module: with --emit spirv they are written as FILE.constants/<GraphConstantID>.npy.
 
@@ -43,8 +45,14 @@ Options:
   --shape NAME=DIMS   Static shape of an ONNX input with dynamic dimensions (repeatable)
   --explain           Also print how the runtime on this machine partitions the model: which
                       backend runs each node or fused group, and why a node is not offloaded
-  --backend LIST      Backend priority for --explain, e.g. onednn,reference (the artifact itself
-                      is portable and does not depend on it)
+  --backend LIST      Backend priority for --explain, e.g. vulkan,onednn,reference (the artifact
+                      itself is portable and does not depend on it)
+  --device SEL        Vulkan device for --explain (see `weft devices`)
+  --custom-ops FILE   Register the custom operators of an ops file (JSON, docs/custom-ops.md):
+                      matching ONNX nodes and .weft CUSTOM nodes become shader nodes, their GLSL
+                      is compiled here and each becomes a COMPUTE segment of the VGF (repeatable)
+  --keep-permutes     Keep every NCHW<->NHWC permute around custom shader nodes, also the pairs
+                      that cancel between adjacent shader nodes
   -h, --help          Show this help
 )";
 
@@ -195,6 +203,13 @@ int cmd_compile(Args& args) {
     } else if (flag == "--explain") {
       no_inline_value(args, flag, v);
       explain = true;
+    } else if (flag == "--custom-ops") {
+      add_custom_ops_option(args.value(flag, v));
+    } else if (flag == "--keep-permutes") {
+      no_inline_value(args, flag, v);
+      load.onnx.cancel_layout_pairs = false;
+    } else if (flag == "--device") {
+      load.backend.device = args.value(flag, v);
     } else if (flag == "-h" || flag == "--help") {
       std::cout << kCompileHelp;
       return kExitOk;
@@ -209,6 +224,13 @@ int cmd_compile(Args& args) {
   if (!load.backend.backends.empty() && !explain) usage_error("--backend only matters with --explain for `weft compile`");
   if (out.empty()) usage_error(emit == "vgf" ? "`weft compile` needs -o FILE.vgf" : "`weft compile` needs -o FILE.spv");
   Module m = read_model(model, load);
+  // Custom shader nodes: registered payloads filled in, GLSL/HLSL compiled to SPIR-V and validated,
+  // payloads and resource contracts checked. A failure stops compilation.
+  try {
+    custom::prepare_module(m, model);
+  } catch (const Error& e) {
+    throw e.with_context({.file = model});
+  }
   verify_or_throw(m);
   if (explain) std::cout << Model::from_module(m, load.backend)->explain();
   if (emit == "vgf") return compile_vgf(m, out);

@@ -55,12 +55,13 @@ constexpr const char* kMainHelp = R"(Usage: weft <command> [options]
 Weft runs and inspects ML dataflow graphs written with the TOSA 1.0 operator set.
 
 Commands:
-  run     Run a model (.weft, .vgf or .onnx) on .npy inputs with the reference interpreter
+  run     Run a model (.weft, .vgf or .onnx) on .npy inputs (oneDNN, Vulkan and reference backends)
   check   Verify a model and print a summary of it
   import  Import an ONNX model and write it in Weft's text form (.weft)
   fmt     Print a model in canonical text form (or check that it is canonical)
   ops     Print the TOSA operator table with type support, profiles and backends
   compile Write a model as a VGF container (-o FILE.vgf) or a SPIR-V graph module (--emit spirv)
+  devices List the Vulkan devices that run shader nodes
   dump    Print a VGF container as JSON
   spirv   Disassemble, assemble and validate SPIR-V graph modules (dis, as, val)
 
@@ -75,6 +76,7 @@ constexpr const char* kRunHelp =
     R"(Usage: weft run MODEL.weft|MODEL.vgf|MODEL.onnx [--input NAME=FILE.npy]... [--output NAME=FILE.npy]...
                 [--print] [--threads N] [--stats] [--shape NAME=DIMS]... [--backend LIST]
                 [--explain] [--profile] [--repeat N] [--scratchpad arena|library] [--nan-exact]
+                [--custom-ops FILE]... [--device SEL]
 
 Loads and verifies MODEL, reads every input of its entry graph from a .npy file, runs it with
 the runtime (partitioned between backends, planned memory) and writes or prints the outputs. An
@@ -104,6 +106,10 @@ Options:
   --nan-exact                  Keep nodes whose NaN/-inf results a backend would not give exactly
                                as TOSA specifies (nan_mode; oneDNN's max/min/clamp/pooling, EXP,
                                softmax) on the reference backend
+  --custom-ops FILE            Register the custom operators of an ops file (JSON, docs/custom-ops.md):
+                               matching ONNX nodes and .weft CUSTOM nodes become shader nodes (repeatable)
+  --device SEL                 Vulkan device for shader nodes: an index or part of a name from
+                               `weft devices` (default: $WEFT_VULKAN_DEVICE, else the first GPU)
   -h, --help                   Show this help
 )";
 
@@ -424,6 +430,10 @@ int cmd_run(Args& args) {
     } else if (flag == "--nan-exact") {
       no_inline_value(args, flag, inline_value);
       load.backend.nan_exact = true;
+    } else if (flag == "--custom-ops") {
+      add_custom_ops_option(args.value(flag, inline_value));
+    } else if (flag == "--device") {
+      load.backend.device = args.value(flag, inline_value);
     } else if (flag == "--scratchpad") {
       std::string v = args.value(flag, inline_value);
       if (v != "arena" && v != "library") usage_error("--scratchpad expects 'arena' or 'library', got '" + v + "'");
@@ -836,6 +846,7 @@ const std::map<std::string, std::pair<Command, const char*>>& commands() {
       {"import", {cmd_import, kImportHelp}},
       {"spirv", {cmd_spirv, kSpirvHelp}},
       {"dump", {cmd_dump, kDumpHelp}},
+      {"devices", {cmd_devices, kDevicesHelp}},
   };
   return m;
 }
@@ -861,14 +872,14 @@ int dispatch(const std::vector<std::string>& argv) {
     }
     auto it = commands().find(argv[1]);
     if (it == commands().end())
-      usage_error("unknown command '" + argv[1] + "' (commands: run, check, fmt, ops, compile, dump, spirv)");
+      usage_error("unknown command '" + argv[1] + "' (commands: run, check, fmt, ops, compile, dump, spirv, devices)");
     std::cout << it->second.second;
     return kExitOk;
   }
   auto it = commands().find(first);
   if (it == commands().end()) {
     if (first[0] == '-') usage_error("unknown option '" + first + "' (see `weft --help`)");
-    usage_error("unknown command '" + first + "' (commands: run, check, fmt, ops, compile, dump, spirv; see `weft --help`)");
+    usage_error("unknown command '" + first + "' (commands: run, check, fmt, ops, compile, dump, spirv, devices; see `weft --help`)");
   }
   Args args(first, std::vector<std::string>(argv.begin() + 1, argv.end()));
   return it->second.first(args);

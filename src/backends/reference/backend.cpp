@@ -2,6 +2,11 @@
 // the exact semantics of the TOSA 1.0 pseudocode. It is the fallback of every partition.
 #include "backends/backend.h"
 
+namespace weft::ref {
+// Defined in custom_registry.cpp.
+std::optional<CustomKernel> find_custom_kernel(const std::string& domain_name, const std::string& operator_name);
+}  // namespace weft::ref
+
 namespace weft::backend {
 namespace {
 
@@ -31,8 +36,12 @@ class ReferenceBackend final : public Backend {
     return "Weft's reference kernels: every TOSA 1.0 operator and type, exact pseudocode semantics";
   }
   bool runs_row(const OpDef&, const TypeSupport&) const override { return true; }
-  Support supports(const Module&, const Graph&, const Composite& c) const override {
+  Support supports(const Module&, const Graph& g, const Composite& c) const override {
     if (!c.single()) return Support::no("runs single operators, not fused groups");
+    const Node& n = g.node(c.anchor);
+    if (n.op == Op::CUSTOM && !ref::find_custom_kernel(n.attr_str("domain_name"), n.attr_str("operator_name")))
+      return Support::no("no CPU implementation of custom operator " + n.attr_str("domain_name") +
+                         "::" + n.attr_str("operator_name") + " is registered (weft::register_custom_kernel)");
     return Support::yes();
   }
   std::unique_ptr<Kernel> prepare(const Module&, const Graph& g, const Composite& c,
