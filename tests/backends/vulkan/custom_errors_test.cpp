@@ -1,0 +1,86 @@
+// Bad input around custom shader nodes, through `weft compile` / `weft run`: every failure stops
+// compilation with an error that names the file, the node and the rule.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "common/run_cli.h"
+#include "common/temp_dir.h"
+
+namespace weft {
+namespace {
+
+const std::string kExamples = std::string(WEFT_SOURCE_DIR) + "/examples/custom_ops";
+
+void write(const std::string& path, const std::string& text) {
+  std::ofstream f(path);
+  f << text;
+}
+
+// A .weft model with one CUSTOM node reading a [1,8,8,C] tensor.
+std::string weft_model(int channels, const std::string& payload) {
+  const std::string c = std::to_string(channels);
+  return "graph @main(%img: f32[1,8,8," + c + "]) -> (%y) {\n  %y: f32[1,4,4," + c +
+         "] = CUSTOM(%img) {operator_name = \"downsample2x\", domain_name = \"weft.examples\", implementation_attrs = \"" +
+         payload + "\"} loc(\"half\")\n  return %y\n}\n";
+}
+
+#define EXPECT_HAS(text, needle) EXPECT_NE((text).find(needle), std::string::npos) << "missing '" << (needle) << "' in:\n" << (text)
+
+TEST(CustomErrors, ThreeChannelImageIsRejectedWithBothWaysOut) {
+  test::TempDir dir("weft_custom_err");
+  write(dir.file("m.weft"), weft_model(3, ""));
+  test::CliResult r = test::run_weft(dir, "compile m.weft --custom-ops '" + kExamples +
+                                              "/image_downsample/ops.json' -o m.vgf");
+  EXPECT_EQ(r.rc, 1) << r.all();
+  EXPECT_HAS(r.err, "m.weft");
+  EXPECT_HAS(r.err, "half");
+  EXPECT_HAS(r.err, "input_0");
+  EXPECT_HAS(r.err, "pad the tensor to 4 channels");
+  EXPECT_HAS(r.err, "tensor/buffer");
+  EXPECT_FALSE(std::filesystem::exists(dir.file("m.vgf")));
+}
+
+TEST(CustomErrors, InvalidPayloadStopsCompilation) {
+  test::TempDir dir("weft_custom_err");
+  // Two workgroup sizes instead of three; the .weft string escapes the JSON quotes.
+  write(dir.file("m.weft"), weft_model(4, "{\\\"entry_point\\\": \\\"main\\\", \\\"workgroup_sizes\\\": [8, 8]}"));
+  test::CliResult r = test::run_weft(dir, "compile m.weft -o m.vgf");
+  EXPECT_EQ(r.rc, 1) << r.all();
+  EXPECT_HAS(r.err, "m.weft");
+  EXPECT_HAS(r.err, "half");
+  EXPECT_HAS(r.err, "workgroup_sizes");
+  EXPECT_HAS(r.err, "exactly 3");
+  EXPECT_FALSE(std::filesystem::exists(dir.file("m.vgf")));
+}
+
+TEST(CustomErrors, ShaderCompileErrorShowsTheLine) {
+  test::TempDir dir("weft_custom_err");
+  write(dir.file("bad.comp"),
+        "#version 450\nlayout(local_size_x = 8, local_size_y = 8) in;\nvoid main() {\n  float x = undefined_name;\n}\n");
+  write(dir.file("ops.json"), R"({"custom_ops": [{
+    "operator_name": "downsample2x", "domain_name": "weft.examples",
+    "shader": {"language": "GLSL", "file": "bad.comp"},
+    "workgroup_size": [8, 8, 1],
+    "inputs": [{"type": "Buffer"}],
+    "outputs": [{"type": "Buffer", "shape": ["in0[0]", "4", "4", "in0[3]"]}],
+    "invocations": ["4", "4", "1"]}]})");
+  write(dir.file("m.weft"), weft_model(4, ""));
+  test::CliResult r = test::run_weft(dir, "compile m.weft --custom-ops ops.json -o m.vgf");
+  EXPECT_EQ(r.rc, 1) << r.all();
+  EXPECT_HAS(r.err, "ops.json");
+  EXPECT_HAS(r.err, "bad.comp:4:");  // the compiler's file:line
+  EXPECT_HAS(r.err, "undefined_name");
+}
+
+TEST(CustomErrors, UnregisteredCustomNodeHasNowhereToRun) {
+  test::TempDir dir("weft_custom_err");
+  write(dir.file("m.weft"), weft_model(4, ""));
+  test::CliResult r = test::run_weft(dir, "run m.weft --input img=img.npy");
+  EXPECT_EQ(r.rc, 1) << r.all();
+  EXPECT_HAS(r.err, "no backend runs CUSTOM");
+  EXPECT_HAS(r.err, "no CPU implementation of custom operator weft.examples::downsample2x");
+}
+
+}  // namespace
+}  // namespace weft
