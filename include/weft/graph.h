@@ -25,6 +25,8 @@ inline constexpr ValueId kNoValue = -1;
 //  kBool -> bool; kInt, enums -> int64_t; kIntList, kShapeValues -> std::vector<int64_t>;
 //  kString, kGraph -> std::string; kScalar (rank 0), kTensor -> Tensor.
 using AttrValue = std::variant<bool, int64_t, std::vector<int64_t>, std::string, Tensor>;
+// Same alternative and value (tensors: same type and bytes).
+bool same_attr(const AttrValue& a, const AttrValue& b);
 
 struct Value {
   std::string name;  // unique within its graph, without the '%' sigil

@@ -238,4 +238,18 @@ std::vector<ValueId> GraphBuilder::op_multi(Op o, std::vector<ValueId> inputs, A
 
 void GraphBuilder::output(ValueId v) { graph_.add_output(v); }
 
+bool same_attr(const AttrValue& a, const AttrValue& b) {
+  if (a.index() != b.index()) return false;
+  return std::visit(
+      [&](const auto& x) {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, Tensor>) {
+          return x.identical(std::get<Tensor>(b));
+        } else {
+          return x == std::get<T>(b);
+        }
+      },
+      a);
+}
+
 }  // namespace weft

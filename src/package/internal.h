@@ -1,6 +1,8 @@
 // Pieces shared by the VGF reader, checker, writer and model builder (src/package/).
 #pragma once
 
+#include <map>
+
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -56,5 +58,16 @@ bool has_custom_nodes(const weft::Module& module);
 Container build_segmented(const weft::Module& module, const BuildOptions& options);
 // The storage a resource row is a view of: its alias group when it has one, else the row itself.
 uint64_t storage_of(const Container& c, uint32_t row);
+
+// DescriptorSetInfos from slots grouped by set number: set_index unset where the set number is
+// the entry's position (the SDK's default), explicit otherwise.
+inline std::vector<DescriptorSetInfo> set_infos_of(std::map<uint32_t, std::vector<BindingSlot>> sets) {
+  std::vector<DescriptorSetInfo> infos;
+  for (auto& [set, bindings] : sets) {
+    const uint32_t position = static_cast<uint32_t>(infos.size());
+    infos.push_back({std::move(bindings), set == position ? kSetIndexUnset : set});
+  }
+  return infos;
+}
 
 }  // namespace weft::vgf::detail

@@ -35,20 +35,6 @@ constexpr uint16_t kOpGraphConstantARM = 4181;
 
 bool is_constant_op(Op op) { return op == Op::CONST || op == Op::CONST_SHAPE; }
 
-bool same_attr(const AttrValue& a, const AttrValue& b) {
-  if (a.index() != b.index()) return false;
-  return std::visit(
-      [&](const auto& x) {
-        using T = std::decay_t<decltype(x)>;
-        if constexpr (std::is_same_v<T, Tensor>) {
-          return x.identical(std::get<Tensor>(b));
-        } else {
-          return x == std::get<T>(b);
-        }
-      },
-      a);
-}
-
 std::string shape_text(const std::vector<int64_t>& s) {
   std::string r = "[";
   for (size_t i = 0; i < s.size(); ++i) r += (i ? "," : "") + std::to_string(s[i]);
@@ -403,10 +389,7 @@ void SegmentedBuilder::graph_segment(const Part& part, size_t part_index) {
     sets[*var.set].push_back(slot);
     (input ? seg.inputs : seg.outputs).push_back(slot);
   }
-  for (auto& [set, bindings] : sets) {
-    const uint32_t position = static_cast<uint32_t>(seg.set_infos.size());
-    seg.set_infos.push_back({std::move(bindings), set == position ? kSetIndexUnset : set});
-  }
+  seg.set_infos = detail::set_infos_of(std::move(sets));
   for (size_t i = 0; i < bin.constants.size(); ++i) {
     const spirv::GraphConstant& gc = bin.constants[i];
     if (gc.id != i)

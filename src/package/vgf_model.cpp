@@ -66,10 +66,7 @@ Container from_module(const weft::Module& module, const BuildOptions& options) {
     (input ? c.sequence.inputs : c.sequence.outputs).push_back(slot);
     (input ? c.sequence.input_names : c.sequence.output_names).push_back(v.name);
   }
-  for (auto& [set, bindings] : sets) {
-    const uint32_t position = static_cast<uint32_t>(seg.set_infos.size());
-    seg.set_infos.push_back({std::move(bindings), set == position ? kSetIndexUnset : set});
-  }
+  seg.set_infos = detail::set_infos_of(std::move(sets));
 
   // GraphConstantID i is constant i of the constant section (the SDK's convention).
   for (size_t i = 0; i < bin.constants.size(); ++i) {

@@ -17,20 +17,6 @@ struct CompareOptions {
   bool data_files = true;  // CONST data_file (the .npy a constant came from)
 };
 
-inline bool same_attr(const AttrValue& a, const AttrValue& b) {
-  if (a.index() != b.index()) return false;
-  return std::visit(
-      [&](const auto& x) {
-        using T = std::decay_t<decltype(x)>;
-        if constexpr (std::is_same_v<T, Tensor>) {
-          return x.identical(std::get<Tensor>(b));
-        } else {
-          return x == std::get<T>(b);
-        }
-      },
-      a);
-}
-
 inline void expect_same_graph(const Graph& a, const Graph& b, const CompareOptions& opt = {}) {
   SCOPED_TRACE("graph " + a.name());
   EXPECT_EQ(a.name(), b.name());
