@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up, builds and runs Weft's main job on the bundled example model: verify it, compile it to
 # a VGF container (SPIR-V graph module + constants), load that once and run it on an input,
-# printing the output and the memory plan.
+# printing the output and the memory plan; then a PyTorch-exported ONNX model, and a CNN with
+# custom operators carried as Vulkan shaders.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -24,4 +25,19 @@ y, ref = np.load(sys.argv[1]), np.load(sys.argv[2])
 top = np.argsort(-y[0])[:5]
 print("squeezenet1_1 top-5 classes:", top.tolist(), "scores:", np.round(y[0][top], 4).tolist())
 print("max |weft - pytorch| = %.2e" % np.abs(y - ref).max())
+PY
+
+# A custom operator carried as a Vulkan shader: the CNN of examples/custom_ops/cnn (GridSample and a
+# model-specific ChannelGate as GLSL shaders between two convolutions), compiled with its ops file
+# into GRAPH and COMPUTE segments and run on the default Vulkan device (`weft devices`).
+/usr/bin/python3 examples/custom_ops/make_all.py "$BUILD_DIR/custom-examples" cnn
+"$WEFT" devices
+"$WEFT" compile "$BUILD_DIR/custom-examples/cnn/cnn.onnx" --custom-ops examples/custom_ops/cnn/ops.json \
+  -o "$BUILD_DIR/cnn_custom.vgf"
+"$WEFT" run "$BUILD_DIR/cnn_custom.vgf" --input x="$BUILD_DIR/custom-examples/cnn/input.npy" \
+  --output y="$BUILD_DIR/cnn_custom.output.npy" --explain
+/usr/bin/python3 - "$BUILD_DIR/cnn_custom.output.npy" "$BUILD_DIR/custom-examples/cnn/expected.npy" <<'PY'
+import sys, numpy as np
+y, ref = np.load(sys.argv[1]), np.load(sys.argv[2])
+print("custom-op CNN: max |weft - pytorch| = %.2e" % np.abs(y - ref).max())
 PY

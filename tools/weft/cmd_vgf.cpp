@@ -68,8 +68,16 @@ int compile_vgf(const Module& m, const std::string& out) {
   vgf::save(c, out);
   size_t const_bytes = 0;
   for (const vgf::Constant& k : c.constants) const_bytes += k.data.size();
+  size_t spirv_bytes = 0, compute = 0;
+  for (const vgf::Module& mod : c.modules) {
+    spirv_bytes += mod.spirv.size() * 4;
+    compute += mod.type == vgf::ModuleType::kCompute;
+  }
   std::cout << out << ": VGF " << c.header.version.str() << ", " << c.modules.size() << " module"
-            << (c.modules.size() == 1 ? "" : "s") << " (" << c.modules[0].spirv.size() * 4 << " bytes of SPIR-V), "
+            << (c.modules.size() == 1 ? "" : "s")
+            << (compute ? " (" + std::to_string(c.modules.size() - compute) + " GRAPH, " + std::to_string(compute) + " COMPUTE)"
+                        : std::string())
+            << ", " << spirv_bytes << " bytes of SPIR-V, "
             << c.resources.size() << " resources, " << c.constants.size() << " constants (" << const_bytes
             << " bytes)\n";
   return kExitOk;
