@@ -108,6 +108,11 @@ std::string read_file(const std::string& path);
 // Commands defined outside main.cpp.
 int cmd_devices(Args& args);
 extern const char* const kDevicesHelp;
+// cmd_iospec.cpp: `weft iospec` (an IOSpec for a model) and `weft stream` (a streaming session).
+int cmd_iospec(Args& args);
+int cmd_stream(Args& args);
+extern const char* const kIospecHelp;
+extern const char* const kStreamHelp;
 int cmd_spirv(Args& args);
 int cmd_compile(Args& args);
 extern const char* const kSpirvHelp;

@@ -3,12 +3,14 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "cli.h"
 #include "weft/custom.h"
 #include "weft/error.h"
+#include "weft/iospec.h"
 #include "weft/npy.h"
 #include "weft/spirv.h"
 #include "weft/text.h"
@@ -29,7 +31,8 @@ SPIR-V graph modules (SPV_ARM_graph, SPV_ARM_tensors, TOSA.001000.1):
       --rules lists every rule the validator checks.
 )";
 
-const char* const kCompileHelp = R"(Usage: weft compile MODEL.weft|MODEL.onnx -o FILE.vgf [--shape NAME=DIMS]...
+const char* const kCompileHelp = R"(Usage: weft compile MODEL.weft|MODEL.onnx -o FILE.vgf [--shape NAME=DIMS]... [--custom-ops FILE]...
+                    [--iospec FILE.yaml [--latched NAME]... [--target FILE]]
        weft compile MODEL.weft|MODEL.onnx --emit spirv -o FILE.spv
 
 Verifies MODEL (an ONNX model is imported and lowered to TOSA first) and writes it as a VGF
@@ -53,6 +56,10 @@ Options:
                       is compiled here and each becomes a COMPUTE segment of the VGF (repeatable)
   --keep-permutes     Keep every NCHW<->NHWC permute around custom shader nodes, also the pairs
                       that cancel between adjacent shader nodes
+  --iospec FILE.yaml  Also write the model's IOSpec (docs/iospec.md): every input and output with
+                      its length, padding, precision and quantization, and the sequences
+  --latched NAME      An input that keeps its value until rewritten (its own sequence; repeatable)
+  --target FILE       The IOSpec target description (word size, padding granule, core id)
   -h, --help          Show this help
 )";
 
@@ -182,7 +189,8 @@ int cmd_spirv(Args& args) {
 }
 
 int cmd_compile(Args& args) {
-  std::string model, out, emit;
+  std::string model, out, emit, iospec_out, target_file;
+  std::vector<std::string> latched;
   LoadOptions load;
   bool explain = false;
   while (!args.done()) {
@@ -210,6 +218,12 @@ int cmd_compile(Args& args) {
       load.onnx.cancel_layout_pairs = false;
     } else if (flag == "--device") {
       load.backend.device = args.value(flag, v);
+    } else if (flag == "--iospec") {
+      iospec_out = args.value(flag, v);
+    } else if (flag == "--latched") {
+      latched.push_back(args.value(flag, v));
+    } else if (flag == "--target") {
+      target_file = args.value(flag, v);
     } else if (flag == "-h" || flag == "--help") {
       std::cout << kCompileHelp;
       return kExitOk;
@@ -223,6 +237,8 @@ int cmd_compile(Args& args) {
   if (emit != "spirv" && emit != "vgf") usage_error("--emit expects 'vgf' or 'spirv', got '" + emit + "'");
   if (!load.backend.backends.empty() && !explain) usage_error("--backend only matters with --explain for `weft compile`");
   if (out.empty()) usage_error(emit == "vgf" ? "`weft compile` needs -o FILE.vgf" : "`weft compile` needs -o FILE.spv");
+  if (iospec_out.empty() && (!latched.empty() || !target_file.empty()))
+    usage_error("--latched and --target describe the IOSpec: give --iospec FILE.yaml too");
   Module m = read_model(model, load);
   // Custom shader nodes: registered payloads filled in, GLSL/HLSL compiled to SPIR-V and validated,
   // payloads and resource contracts checked. A failure stops compilation.
@@ -233,7 +249,31 @@ int cmd_compile(Args& args) {
   }
   verify_or_throw(m);
   if (explain) std::cout << Model::from_module(m, load.backend)->explain();
-  if (emit == "vgf") return compile_vgf(m, out);
+  // The model's input/output contract, from the same module the artifact holds: derived (and its
+  // errors reported) before anything is written, saved after the artifact.
+  std::optional<iospec::IoSpec> spec;
+  if (!iospec_out.empty()) {
+    iospec::GenerateOptions gen;
+    if (!target_file.empty()) gen.target = iospec::read_target(target_file);
+    gen.latched = latched;
+    try {
+      spec = iospec::generate(m, gen);
+    } catch (const Error& e) {
+      throw e.with_context({.file = model});
+    }
+  }
+  auto write_spec = [&] {
+    if (!spec) return;
+    iospec::save_yaml(*spec, iospec_out);
+    std::cout << iospec_out << ": IOSpec, " << spec->inputs.size() << " inputs, " << spec->outputs.size()
+              << " outputs, " << spec->simple_sequences.size() << " sequence"
+              << (spec->simple_sequences.size() == 1 ? "" : "s") << "\n";
+  };
+  if (emit == "vgf") {
+    const int rc = compile_vgf(m, out);
+    write_spec();
+    return rc;
+  }
 
   spirv::Binary bin = spirv::encode(m);
   spirv::write_file(out, bin.words);
@@ -254,6 +294,7 @@ int cmd_compile(Args& args) {
               << ".constants/";
   }
   std::cout << "\n";
+  write_spec();
   return kExitOk;
 }
 

@@ -62,6 +62,8 @@ Commands:
   ops     Print the TOSA operator table with type support, profiles and backends
   compile Write a model as a VGF container (-o FILE.vgf) or a SPIR-V graph module (--emit spirv)
   devices List the Vulkan devices that run shader nodes
+  iospec  Print or check a model's IOSpec (input/output contract, sequences, latched inputs)
+  stream  Run a model as a streaming target: write inputs and read outputs in IOSpec order
   dump    Print a VGF container as JSON
   spirv   Disassemble, assemble and validate SPIR-V graph modules (dis, as, val)
 
@@ -847,6 +849,8 @@ const std::map<std::string, std::pair<Command, const char*>>& commands() {
       {"spirv", {cmd_spirv, kSpirvHelp}},
       {"dump", {cmd_dump, kDumpHelp}},
       {"devices", {cmd_devices, kDevicesHelp}},
+      {"iospec", {cmd_iospec, kIospecHelp}},
+      {"stream", {cmd_stream, kStreamHelp}},
   };
   return m;
 }
@@ -872,14 +876,14 @@ int dispatch(const std::vector<std::string>& argv) {
     }
     auto it = commands().find(argv[1]);
     if (it == commands().end())
-      usage_error("unknown command '" + argv[1] + "' (commands: run, check, fmt, ops, compile, dump, spirv, devices)");
+      usage_error("unknown command '" + argv[1] + "' (commands: run, check, fmt, ops, compile, dump, spirv, devices, iospec, stream)");
     std::cout << it->second.second;
     return kExitOk;
   }
   auto it = commands().find(first);
   if (it == commands().end()) {
     if (first[0] == '-') usage_error("unknown option '" + first + "' (see `weft --help`)");
-    usage_error("unknown command '" + first + "' (commands: run, check, fmt, ops, compile, dump, spirv, devices; see `weft --help`)");
+    usage_error("unknown command '" + first + "' (commands: run, check, fmt, ops, compile, dump, spirv, devices, iospec, stream; see `weft --help`)");
   }
   Args args(first, std::vector<std::string>(argv.begin() + 1, argv.end()));
   return it->second.first(args);
