@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "weft/dtype.h"
+#include "weft/custom.h"
 #include "weft/error.h"
 #include "weft/graph.h"
 #include "weft/npy.h"
@@ -115,9 +116,10 @@ Options:
   -h, --help                   Show this help
 )";
 
-constexpr const char* kCheckHelp = R"(Usage: weft check MODEL.weft|MODEL.vgf|MODEL.onnx [--shape NAME=DIMS]...
+constexpr const char* kCheckHelp = R"(Usage: weft check MODEL.weft|MODEL.vgf|MODEL.onnx [--shape NAME=DIMS]... [--custom-ops FILE]...
 
-Verifies MODEL (structure, types, shapes and every TOSA ERROR_IF rule) and prints a summary:
+Verifies MODEL (structure, types, shapes and every TOSA ERROR_IF rule; the payload and resource
+contract of every custom shader node, with --custom-ops filling in registered ones) and prints a summary:
 entry graph, inputs, outputs, operator counts, nodes, constant bytes, graphs and profiles.
 Exits with status 1 and lists every diagnostic when the model is invalid.
 )";
@@ -580,6 +582,8 @@ int cmd_check(Args& args) {
       return kExitOk;
     } else if (flag == "--shape") {
       add_shape_option(load, args.value(flag, inline_value));
+    } else if (flag == "--custom-ops") {
+      add_custom_ops_option(args.value(flag, inline_value));
     } else {
       unknown_option(args, flag);
     }
@@ -587,6 +591,14 @@ int cmd_check(Args& args) {
   if (model_path.empty()) usage_error("`weft check` needs a model file (see `weft check --help`)");
 
   Module module = read_model(model_path, load);
+  // Custom shader nodes: payloads validated (and registered ones filled in, GLSL compiled) and
+  // resource contracts checked, as `weft compile` would.
+  custom::PrepareStats custom_stats;
+  try {
+    custom_stats = custom::prepare_module(module, model_path);
+  } catch (const Error& e) {
+    throw e.with_context({.file = model_path});
+  }
   std::vector<Error> diagnostics = verify_module(module);
   if (!diagnostics.empty()) {
     std::cerr << "weft: error: " << model_path << " is invalid: " << diagnostics.size() << " diagnostic"
@@ -618,6 +630,9 @@ int cmd_check(Args& args) {
     os << "  " << name << std::string(width - name.size() + 2, ' ') << count << "\n";
   }
   os << "nodes: " << nodes << "\n";
+  if (op_counts.count("CUSTOM"))
+    os << "custom shader nodes: " << custom_stats.checked << " checked (payload and resource contract), "
+       << op_counts["CUSTOM"] - custom_stats.checked << " without a shader payload\n";
   os << "constant bytes: " << const_bytes << " (" << human_bytes(const_bytes) << ")\n";
   os << "graphs: " << module.graphs().size() << "\n";
   os << "profiles: " << (module.profiles() == kAllProfiles ? "all (" : "")

@@ -41,6 +41,22 @@ TEST(CustomErrors, ThreeChannelImageIsRejectedWithBothWaysOut) {
   EXPECT_FALSE(std::filesystem::exists(dir.file("m.vgf")));
 }
 
+TEST(CustomErrors, CheckValidatesShaderNodes) {
+  test::TempDir dir("weft_custom_err");
+  write(dir.file("m.weft"), weft_model(3, ""));
+  const std::string ops = " --custom-ops '" + kExamples + "/image_downsample/ops.json'";
+  test::CliResult r = test::run_weft(dir, "check m.weft");  // no registration: nothing to check yet
+  EXPECT_EQ(r.rc, 0) << r.all();
+  EXPECT_HAS(r.out, "custom shader nodes: 0 checked (payload and resource contract), 1 without a shader payload");
+  r = test::run_weft(dir, "check m.weft" + ops);
+  EXPECT_EQ(r.rc, 1) << r.all();
+  EXPECT_HAS(r.err, "pad the tensor to 4 channels");
+  write(dir.file("m4.weft"), weft_model(4, ""));
+  r = test::run_weft(dir, "check m4.weft" + ops);
+  EXPECT_EQ(r.rc, 0) << r.all();
+  EXPECT_HAS(r.out, "custom shader nodes: 1 checked");
+}
+
 TEST(CustomErrors, InvalidPayloadStopsCompilation) {
   test::TempDir dir("weft_custom_err");
   // Two workgroup sizes instead of three; the .weft string escapes the JSON quotes.
