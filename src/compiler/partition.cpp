@@ -580,11 +580,18 @@ Partition partition_graph(const Module& m, const Graph& g, const std::vector<con
       for (const std::string& d : declined) listed |= d.rfind(prefix, 0) == 0;
       if (!listed && !s.reason.empty()) declined.push_back(prefix + s.reason);
     }
-    if (!chosen)
+    if (!chosen) {
+      // Backends this machine lacks may be the ones that would have run it: say why they are missing.
+      for (const Backend* b : backend::all_backends()) {
+        if (std::find(priority.begin(), priority.end(), b) != priority.end()) continue;
+        const std::string why = b->unavailable_reason();
+        if (!why.empty()) declined.push_back(std::string(b->name()) + " (unavailable on this machine): " + why);
+      }
       throw Error(ErrorCode::kUnsupported,
                   "no backend runs " + std::string(op_name(g.node(ni).op)) + ": " +
                       (declined.empty() ? std::string("(none listed)") : join_reasons(declined)),
                   {.graph = g.name(), .node = g.node_label(ni)});
+    }
     assign(std::move(c), chosen, std::move(declined));
   }
 

@@ -2,6 +2,7 @@
 // compilation with an error that names the file, the node and the rule.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <fstream>
 
 #include "common/run_cli.h"
@@ -87,6 +88,23 @@ TEST(CustomErrors, ShaderCompileErrorShowsTheLine) {
   EXPECT_HAS(r.err, "ops.json");
   EXPECT_HAS(r.err, "bad.comp:4:");  // the compiler's file:line
   EXPECT_HAS(r.err, "undefined_name");
+}
+
+// A machine without a Vulkan driver: the shader node's error says which backend is missing and why.
+TEST(CustomErrors, MissingVulkanDriverIsNamed) {
+  test::TempDir dir("weft_custom_err");
+  write(dir.file("m.weft"), weft_model(4, ""));
+  ::setenv("VK_ICD_FILENAMES", "/nonexistent-driver.json", 1);  // inherited by the weft process only
+  test::CliResult r = test::run_weft(dir, "check m.weft --custom-ops '" + kExamples + "/image_downsample/ops.json'");
+  EXPECT_EQ(r.rc, 0) << r.all();  // checking needs no device
+  r = test::run_weft(dir, "run m.weft --custom-ops '" + kExamples + "/image_downsample/ops.json' --input img=img.npy");
+  test::CliResult devices = test::run_weft(dir, "devices");
+  ::unsetenv("VK_ICD_FILENAMES");
+  EXPECT_EQ(r.rc, 1) << r.all();
+  EXPECT_HAS(r.err, "vulkan (unavailable on this machine): no Vulkan driver found");
+  EXPECT_HAS(r.err, "mesa-vulkan-drivers");
+  EXPECT_EQ(devices.rc, 1);
+  EXPECT_HAS(devices.err, "no Vulkan driver found");
 }
 
 TEST(CustomErrors, UnregisteredCustomNodeHasNowhereToRun) {
