@@ -86,6 +86,9 @@ struct StreamSession::Impl {
   size_t input_index(std::string_view key) const {
     for (size_t i = 0; i < spec.inputs.size(); ++i)
       if (spec.inputs[i].key == key) return i;
+    // The model's own name also works (the IOSpec key may differ: `latchedC` with varname `C`).
+    for (size_t i = 0; i < spec.inputs.size(); ++i)
+      if (spec.inputs[i].varname == key) return i;
     for (const auto& v : spec.outputs)
       if (v.key == key)
         throw Error(ErrorCode::kInvalidArgument,
@@ -96,6 +99,8 @@ struct StreamSession::Impl {
   size_t output_index(std::string_view key) const {
     for (size_t i = 0; i < spec.outputs.size(); ++i)
       if (spec.outputs[i].key == key) return i;
+    for (size_t i = 0; i < spec.outputs.size(); ++i)
+      if (spec.outputs[i].varname == key) return i;
     for (const auto& v : spec.inputs)
       if (v.key == key)
         throw Error(ErrorCode::kInvalidArgument,

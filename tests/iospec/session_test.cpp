@@ -149,6 +149,21 @@ TEST(StreamSession, SpecLatchedExampleTransactions) {
   expect_all(session, "A", 6);
 }
 
+// The specification's latched example names the IOSpec entry `latchedC` with varname `C`: both the
+// key and the model's name address it.
+TEST(StreamSession, KeyOrVarnameAddressesAVariable) {
+  Built s = make(add_module(), {"C"});
+  s.spec.inputs[1].key = "latchedC";
+  s.spec.simple_sequences[1].inputs = {"latchedC"};
+  StreamSession session(s.model, s.spec);
+  session.write_values("latchedC", fill(60, 1));
+  session.write_values("B", fill(60, 1));
+  expect_all(session, "A", 2);
+  session.write_values("C", fill(60, 2));  // the varname
+  session.write_values("B", fill(60, 4));
+  expect_all(session, "A", 6);
+}
+
 TEST(StreamSession, LatchedInputStartsAtZero) {
   Built s = make(add_module(8), {"C"});
   StreamSession session(s.model, s.spec);
