@@ -1,8 +1,11 @@
 // libFuzzer target for the VGF reader: bytes -> vgf::parse() (header and section bounds, the
 // FlatBuffers verifier, the CONST00 and legacy constant sections, the cross-table checks and the
 // validation of GRAPH modules). A container that parses must dump to JSON, give its graph
-// constants, serialize, and parse again to the same tables; every failure must be a weft::Error.
-// Anything else (a crash, a sanitizer report, another exception type, a hang) is a bug.
+// constants, decode to IR (the whole sequence, vgf::to_module: GRAPH segments through
+// spirv::decode, COMPUTE segments through Weft's record of the custom operator and its
+// implementation_attrs payload), serialize, and parse again to the same tables; every failure must
+// be a weft::Error. Anything else (a crash, a sanitizer report, another exception type, a hang) is
+// a bug.
 //
 // Built by scripts/fuzz.sh vgf with clang (-DWEFT_FUZZ=ON); see docs/vgf.md.
 #include <cstddef>
@@ -29,6 +32,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       (void)weft::vgf::graph_constants(c, s);
     } catch (const weft::Error&) {
     }
+  }
+  // The whole sequence decodes to one module, or says why not.
+  try {
+    (void)weft::vgf::to_module(c, "fuzz");
+  } catch (const weft::Error&) {
   }
   // What was read writes back, and reads back to the same tables.
   std::vector<uint8_t> again = weft::vgf::serialize(c);

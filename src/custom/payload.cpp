@@ -161,6 +161,9 @@ const Resource* Payload::output(uint32_t index) const { return find_resource(out
 namespace {
 
 constexpr uint32_t kMaxResourceIndex = 65535;
+// Arrays and objects nested deeper than this are rejected before they are built: the schema's
+// values are flat, and deeper unknown values would only cost stack (dump() recurses).
+constexpr int kMaxNesting = 64;
 constexpr const char* kFilters[] = {"nearest", "linear"};
 constexpr const char* kAddressModes[] = {"clamp_to_edge", "repeat", "mirrored_repeat", "clamp_to_border"};
 
@@ -376,7 +379,13 @@ Payload Parser::run(std::string_view text) {
   std::vector<std::set<std::string>> open;
   json doc;
   try {
-    doc = json::parse(text, [&](int /*depth*/, json::parse_event_t event, json& parsed) {
+    doc = json::parse(text, [&](int depth, json::parse_event_t event, json& parsed) {
+      if ((event == json::parse_event_t::object_start || event == json::parse_event_t::array_start) &&
+          depth >= kMaxNesting)
+        throw Error(ErrorCode::kVerify,
+                    "implementation_attrs nests arrays and objects more than " + std::to_string(kMaxNesting) +
+                        " levels deep",
+                    where_);
       switch (event) {
         case json::parse_event_t::object_start: open.emplace_back(); break;
         case json::parse_event_t::object_end: open.pop_back(); break;
@@ -390,7 +399,7 @@ Payload Parser::run(std::string_view text) {
       }
       return true;
     });
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for a number beyond double ("1e400")
     Location l = where_;
     throw Error(ErrorCode::kVerify, std::string("implementation_attrs is not valid JSON: ") + e.what(), l);
   }

@@ -1,10 +1,10 @@
 // IOSpec YAML: the writer (the specification's layout) and the strict parser.
+#include <algorithm>
 #include <charconv>
 #include <climits>
 #include <cmath>
 #include <fstream>
 #include <map>
-#include <regex>
 #include <sstream>
 
 #include "iospec/internal.h"
@@ -19,9 +19,12 @@ namespace {
 // Plain when it reads back as the same string in YAML 1.1 and 1.2 (PyYAML included); else
 // double-quoted.
 std::string yaml_name(const std::string& s) {
-  static const std::regex kPlain("[A-Za-z_][A-Za-z0-9_.\\-/]*");
+  // [A-Za-z_][A-Za-z0-9_.\-/]*, matched by hand (std::regex overflows the stack on long names).
+  auto letter = [](char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_'; };
   static const char* const kReserved[] = {"null", "true", "false", "yes", "no", "on", "off", "y", "n"};
-  bool plain = std::regex_match(s, kPlain);
+  bool plain = !s.empty() && letter(s[0]) && std::all_of(s.begin(), s.end(), [&](char c) {
+    return letter(c) || (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '/';
+  });
   if (plain) {
     std::string lower;
     for (char c : s) lower += static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);

@@ -4,7 +4,10 @@
 #include <charconv>
 #include <cmath>
 #include <limits>
-#include <regex>
+#include <optional>
+#include <sstream>
+
+#include <yaml-cpp/eventhandler.h>
 
 namespace weft::iospec::detail {
 
@@ -12,20 +15,66 @@ namespace {
 
 enum class PlainKind { kNull, kBool, kInt, kFloat, kString };
 
-const std::regex kIntPattern("[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+");
-const std::regex kDecimalPattern("[-+]?[0-9]+");
-const std::regex kFloatPattern(
-    "[-+]?(\\.[0-9]+|[0-9]+(\\.[0-9]*)?)([eE][-+]?[0-9]+)?|[-+]?\\.(inf|Inf|INF)|\\.(nan|NaN|NAN)");
+// The core schema's patterns, matched by hand: std::regex recurses once per character and
+// overflows the stack on a long scalar (tens of thousands of digits).
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_octal(char c) { return c >= '0' && c <= '7'; }
+bool is_hex(char c) { return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
 
-bool full_match(const std::string& s, const std::regex& pattern) { return std::regex_match(s, pattern); }
+// How many characters from `at` on satisfy `ok`.
+size_t run_of(const std::string& s, size_t at, bool (*ok)(char)) {
+  size_t i = at;
+  while (i < s.size() && ok(s[i])) ++i;
+  return i - at;
+}
+
+size_t sign_len(const std::string& s) { return !s.empty() && (s[0] == '-' || s[0] == '+') ? 1 : 0; }
+
+// [-+]?[0-9]+
+bool is_decimal(const std::string& s) {
+  const size_t i = sign_len(s);
+  return i < s.size() && run_of(s, i, is_digit) == s.size() - i;
+}
+
+// [-+]?[0-9]+ | 0o[0-7]+ | 0x[0-9a-fA-F]+
+bool is_core_int(const std::string& s) {
+  if (is_decimal(s)) return true;
+  if (s.size() > 2 && s[0] == '0' && (s[1] == 'o' || s[1] == 'x'))
+    return run_of(s, 2, s[1] == 'o' ? is_octal : is_hex) == s.size() - 2;
+  return false;
+}
+
+// [-+]?(\.[0-9]+ | [0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)? | [-+]?\.(inf|Inf|INF) | \.(nan|NaN|NAN)
+bool is_core_float(const std::string& s) {
+  if (s == ".nan" || s == ".NaN" || s == ".NAN") return true;
+  size_t i = sign_len(s);
+  const std::string body = s.substr(i);
+  if (body == ".inf" || body == ".Inf" || body == ".INF") return true;
+  const size_t whole = run_of(s, i, is_digit);
+  i += whole;
+  if (i < s.size() && s[i] == '.') {
+    const size_t fraction = run_of(s, i + 1, is_digit);
+    if (whole == 0 && fraction == 0) return false;
+    i += 1 + fraction;
+  } else if (whole == 0) {
+    return false;
+  }
+  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+    ++i;
+    if (i < s.size() && (s[i] == '-' || s[i] == '+')) ++i;
+    const size_t exponent = run_of(s, i, is_digit);
+    if (exponent == 0) return false;
+    i += exponent;
+  }
+  return i == s.size();
+}
 
 // The YAML 1.2 core schema's reading of a plain scalar.
 PlainKind plain_kind(const std::string& s) {
   if (s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL") return PlainKind::kNull;
   if (s == "true" || s == "True" || s == "TRUE" || s == "false" || s == "False" || s == "FALSE") return PlainKind::kBool;
-  if (full_match(s, kIntPattern)) return PlainKind::kInt;
-  if (full_match(s, kFloatPattern))
-    return PlainKind::kFloat;
+  if (is_core_int(s)) return PlainKind::kInt;
+  if (is_core_float(s)) return PlainKind::kFloat;
   return PlainKind::kString;
 }
 
@@ -88,19 +137,79 @@ std::string show(const YAML::Node& n) {
   return quoted(n.Scalar());
 }
 
+namespace {
+
+// Counts the documents of a stream (and where the second one's root node is) from the parser's
+// events, without building nodes. yaml-cpp's LoadAll() never returns on a token that starts no node,
+// such as a ',' outside a flow collection (jbeder/yaml-cpp#1040, in Debian 12's 0.7): the document
+// parser reports an empty document there without consuming the token, again and again, and LoadAll
+// collects them until memory runs out. A document that starts where the previous one did is that
+// case; the scan stops there with `stuck` set.
+class DocumentScan : public YAML::EventHandler {
+ public:
+  int documents = 0;
+  YAML::Mark second_root = YAML::Mark::null_mark();
+  std::optional<YAML::Mark> stuck;
+
+  void OnDocumentStart(const YAML::Mark& mark) override {
+    if (documents > 0 && mark.pos <= last_start_.pos) stuck = mark;
+    last_start_ = mark;
+    ++documents;
+    root_seen_ = false;
+  }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t) override { node(mark); }
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override { node(mark); }
+  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t, const std::string&) override {
+    node(mark);
+  }
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    node(mark);
+  }
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    node(mark);
+  }
+  void OnMapEnd() override {}
+
+ private:
+  void node(const YAML::Mark& mark) {
+    if (!root_seen_ && documents == 2) second_root = mark;
+    root_seen_ = true;
+  }
+  YAML::Mark last_start_ = YAML::Mark::null_mark();
+  bool root_seen_ = false;
+};
+
+}  // namespace
+
 YAML::Node load_document(std::string_view text, const YamlContext& ctx) {
-  std::vector<YAML::Node> docs;
+  const std::string input(text);
+  DocumentScan scan;
+  YAML::Node doc;
   try {
-    docs = YAML::LoadAll(std::string(text));
+    std::istringstream stream(input);
+    YAML::Parser parser(stream);
+    while (!scan.stuck && parser.HandleNextDocument(scan)) {
+    }
+    if (scan.stuck) {
+      const YAML::Mark& m = *scan.stuck;
+      const char c = m.pos >= 0 && static_cast<size_t>(m.pos) < input.size() ? input[m.pos] : '\0';
+      const std::string what = c > ' ' && c < 0x7f ? "'" + std::string(1, c) + "'" : std::string("token");
+      throw Error(ErrorCode::kParse,
+                  "YAML syntax: unexpected " + what + " at column " + std::to_string(m.column + 1) +
+                      ", where no value can start",
+                  Location{.file = ctx.source, .line = m.line + 1});
+    }
+    if (scan.documents == 1) doc = YAML::Load(input);  // the same parse, now safe
   } catch (const YAML::Exception& e) {
     const int line = e.mark.is_null() ? 0 : e.mark.line + 1;
     throw Error(ErrorCode::kParse, "YAML syntax: " + e.msg, Location{.file = ctx.source, .line = line});
   }
-  if (docs.size() > 1)
-    throw Error(ErrorCode::kParse, "expected one YAML document, got " + std::to_string(docs.size()),
-                Location{.file = ctx.source, .line = line_of(docs[1], 0)});
-  if (docs.empty()) return YAML::Node();
-  return docs[0];
+  if (scan.documents > 1)
+    throw Error(ErrorCode::kParse, "expected one YAML document, got " + std::to_string(scan.documents),
+                Location{.file = ctx.source, .line = scan.second_root.is_null() ? 0 : scan.second_root.line + 1});
+  return doc;
 }
 
 int64_t as_int(const YamlContext& ctx, const YAML::Node& n, int fallback_line, const std::string& path) {
@@ -108,7 +217,7 @@ int64_t as_int(const YamlContext& ctx, const YAML::Node& n, int fallback_line, c
   if (!n.IsDefined() || n.IsNull()) fail_at(ctx, n, fallback_line, path, "missing value: expected an integer");
   if (!n.IsScalar() || !is_plain(n)) fail_at(ctx, n, fallback_line, path, "expected an integer, got " + show(n));
   const std::string& s = n.Scalar();
-  if (!full_match(s, kDecimalPattern)) {
+  if (!is_decimal(s)) {
     const PlainKind k = plain_kind(s);
     fail_at(ctx, n, fallback_line, path,
             std::string("expected a decimal integer, got ") + show(n) +

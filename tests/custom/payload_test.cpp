@@ -582,5 +582,35 @@ TEST(Formats, DescriptorTypes) {
   EXPECT_EQ(descriptor_type_name(424242), "424242");
 }
 
+// Fuzzing regressions (fuzz/payload_fuzz.cpp).
+
+// A number beyond double ("1e400") made nlohmann throw out_of_range, which escaped as a
+// non-weft exception; it is invalid JSON like any other syntax error.
+TEST(PayloadFuzz, NumberOverflowIsAnError) {
+  expect_error([] { parse_payload(doc(R"("future_key": 99e99999)")); }, "", {"is not valid JSON", "overflow"});
+  expect_error([] { parse_payload(R"({"entry_point": "main", "workgroup_sizes": [1, 1, -1e400]})"); }, "",
+               {"is not valid JSON"});
+}
+
+// Deeply nested unknown values overflowed the stack (json::dump() recursing while keeping the
+// value verbatim); nesting is limited to 64 levels before the document is built.
+TEST(PayloadFuzz, NestingDepthIsLimited) {
+  const std::string deep = std::string(200000, '[') + std::string(200000, ']');
+  expect_error([&] { parse_payload(doc("\"future_key\": " + deep)); }, "", {"more than 64 levels deep"});
+  const std::string deep_objects = [] {
+    std::string s;
+    for (int i = 0; i < 100000; ++i) s += "{\"a\":";
+    return s + "1" + std::string(100000, '}');
+  }();
+  expect_error([&] { parse_payload(deep_objects); }, "", {"more than 64 levels deep"});
+  // 64 levels (the document itself and 63 below it) are fine, and round-trip.
+  const std::string ok = doc("\"future_key\": " + std::string(63, '[') + std::string(63, ']'));
+  Payload p = parse_payload(ok);
+  ASSERT_EQ(p.unknown.size(), 1u);
+  EXPECT_EQ(parse_payload(write_payload(p)), p);
+  expect_error([&] { parse_payload(doc("\"future_key\": " + std::string(64, '[') + std::string(64, ']'))); }, "",
+               {"more than 64 levels deep"});
+}
+
 }  // namespace
 }  // namespace weft::custom

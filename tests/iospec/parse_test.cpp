@@ -232,5 +232,58 @@ TEST(IospecParse, FlowStyleAndCommentsAccepted) {
   EXPECT_EQ(parse_yaml(text, "flow.yaml"), parse_yaml(kAddYaml, "add.yaml"));
 }
 
+// Fuzzing regression (fuzz/iospec_fuzz.cpp): the scalar patterns were std::regex matches, which
+// recurse once per character and overflowed the stack on long scalars; they are matched by hand.
+TEST(IospecParse, LongScalarsDoNotOverflowTheStack) {
+  const std::string digits(200000, '6');
+  std::optional<Error> e = error_of([&] { parse_yaml(edit("    length: 60\n", "    length: " + digits + "\n"), "l.yaml"); });
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->location().operand, "inputs.B.length");
+  EXPECT_NE(e->message().find("integer out of range"), std::string::npos) << e->message().substr(0, 200);
+
+  e = error_of([&] { parse_yaml(edit("    varname: B\n", "    varname: " + digits + "\n"), "v.yaml"); });
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->location().operand, "inputs.B.varname");
+  EXPECT_NE(e->message().find("reads as an integer in YAML; quote it"), std::string::npos) << e->message().substr(0, 200);
+
+  const std::string scale = "1." + std::string(200000, '0');
+  IoSpec s = parse_yaml(edit("      scale: 1.0\n", "      scale: " + scale + "\n"), "s.yaml");
+  EXPECT_EQ(s.inputs[0].quantization.scale, 1.0);
+
+  // A long name writes plain and reads back (the writer's pattern too).
+  const std::string name = "v" + std::string(200000, 'x');
+  s = parse_yaml(edit("    varname: B\n", "    varname: " + name + "\n"), "n.yaml");
+  EXPECT_EQ(s.inputs[0].varname, name);
+  const std::string again = to_yaml(s);
+  EXPECT_NE(again.find("    varname: " + name + "\n"), std::string::npos);
+  EXPECT_EQ(parse_yaml(again, "n2.yaml"), s);
+}
+
+// Fuzzing regression (fuzz/iospec_fuzz.cpp): a token that starts no value (a ',' outside a flow
+// collection) made yaml-cpp's LoadAll() report empty documents forever without consuming it,
+// allocating until memory ran out (jbeder/yaml-cpp#1040); it is a syntax error at its line.
+TEST(IospecParse, StrayFlowIndicatorIsASyntaxError) {
+  for (const std::string& text : {std::string(","), std::string(",null_b|iranule_:"), std::string("\n\n  ,\n"),
+                                   std::string(kAddYaml) + "---\n,\n"}) {
+    std::optional<Error> e = error_of([&] { parse_yaml(text, "stray.yaml"); });
+    ASSERT_TRUE(e) << text;
+    EXPECT_EQ(e->code(), ErrorCode::kParse) << e->what();
+    EXPECT_NE(e->message().find("YAML syntax: unexpected ','"), std::string::npos) << e->what();
+    EXPECT_EQ(e->location().file, "stray.yaml");
+  }
+  std::optional<Error> e = error_of([&] { parse_yaml("\n\n  ,\n", "stray.yaml"); });
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->location().line, 3);
+  EXPECT_EQ(e->message(), "YAML syntax: unexpected ',' at column 3, where no value can start");
+  e = error_of([] { parse_target(",", "target.yaml"); });
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->code(), ErrorCode::kParse);
+  // Several documents are still counted, and the second one's line named.
+  e = error_of([] { parse_yaml("a: 1\n---\nb: 2\n---\n", "docs.yaml"); });
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->message(), "expected one YAML document, got 3");
+  EXPECT_EQ(e->location().line, 3);
+}
+
 }  // namespace
 }  // namespace weft::iospec
