@@ -470,22 +470,29 @@ void merge_regions(const Graph& g, Partition& p) {
   std::vector<bool> is_output(g.values().size(), false);
   for (ValueId v : g.outputs()) is_output[static_cast<size_t>(v)] = true;
   std::vector<Unit> merged;
+  std::vector<size_t> merged_units;  // units per entry of merged
   for (Unit& u : p.units) {
     const bool region = u.backend->grouping() == Backend::Grouping::kRegions;
     if (!region || merged.empty() || merged.back().backend != u.backend) {
       merged.push_back(std::move(u));
+      merged_units.push_back(1);
       if (region) merged.back().composite.region = Composite::Region::kSubgraph;
       continue;
     }
+    ++merged_units.back();
     Unit& r = merged.back();
     r.composite.nodes.insert(r.composite.nodes.end(), u.composite.nodes.begin(), u.composite.nodes.end());
     for (std::string& d : u.declined)
       if (std::find(r.declined.begin(), r.declined.end(), d) == r.declined.end()) r.declined.push_back(std::move(d));
   }
   // Inputs, outputs and pattern of each region from its nodes.
-  for (Unit& u : merged) {
-    Composite& c = u.composite;
+  for (size_t ui = 0; ui < merged.size(); ++ui) {
+    Composite& c = merged[ui].composite;
     if (c.region != Composite::Region::kSubgraph) continue;
+    if (merged_units[ui] == 1 && c.single()) {
+      c.region = Composite::Region::kNone;  // a run of one operator stays that operator
+      continue;
+    }
     std::sort(c.nodes.begin(), c.nodes.end());
     std::vector<bool> member(g.nodes().size(), false);
     for (int ni : c.nodes) member[static_cast<size_t>(ni)] = true;

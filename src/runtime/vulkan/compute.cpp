@@ -72,6 +72,24 @@ EntryPointScan scan_spirv(const std::vector<uint32_t>& words, const std::string&
 
 // ---- Vulkan names ------------------------------------------------------------------------------
 
+
+
+std::string descriptor_name(VkDescriptorType t) {
+  switch (t) {
+    case VK_DESCRIPTOR_TYPE_STORAGE_BUFFER: return "VK_DESCRIPTOR_TYPE_STORAGE_BUFFER";
+    case VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER: return "VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER";
+    case VK_DESCRIPTOR_TYPE_STORAGE_IMAGE: return "VK_DESCRIPTOR_TYPE_STORAGE_IMAGE";
+    case VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER: return "VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER";
+    default: return "VkDescriptorType(" + std::to_string(static_cast<int>(t)) + ")";
+  }
+}
+
+
+
+}  // namespace
+
+namespace detail {
+
 VkFilter filter_of(const std::string& s, const std::string& what) {
   if (s.empty() || s == "linear") return VK_FILTER_LINEAR;
   if (s == "nearest") return VK_FILTER_NEAREST;
@@ -87,52 +105,6 @@ VkSamplerAddressMode address_of(const std::string& s, const std::string& what) {
                                                "' (clamp_to_edge, repeat, mirrored_repeat, clamp_to_border)");
 }
 
-std::string descriptor_name(VkDescriptorType t) {
-  switch (t) {
-    case VK_DESCRIPTOR_TYPE_STORAGE_BUFFER: return "VK_DESCRIPTOR_TYPE_STORAGE_BUFFER";
-    case VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER: return "VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER";
-    case VK_DESCRIPTOR_TYPE_STORAGE_IMAGE: return "VK_DESCRIPTOR_TYPE_STORAGE_IMAGE";
-    case VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER: return "VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER";
-    default: return "VkDescriptorType(" + std::to_string(static_cast<int>(t)) + ")";
-  }
-}
-
-// One device object: every resource with the same (set, binding).
-struct Backing {
-  uint32_t set = 0, binding = 0;
-  ResourceKind kind = ResourceKind::kBuffer;
-  VkDescriptorType type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-  VkFormat format = VK_FORMAT_UNDEFINED;
-  const char* format_name = "";
-  size_t bytes = 0;      // the tensor's bytes (host side)
-  VkDeviceSize size = 4;  // the buffer's size: bytes rounded up to 4, at least 4
-  int input = -1;        // the input uploaded into it
-  std::vector<uint32_t> outputs;  // the outputs read back from it
-  std::string what;      // "input 0 (set 0, binding 1)"
-  uint32_t width = 0, height = 0;
-  std::string filter, address_mode;
-
-  VkBuffer buffer = VK_NULL_HANDLE;
-  VkDeviceMemory memory = VK_NULL_HANDLE;
-  void* mapped = nullptr;  // the device buffer itself, when mapped directly
-  bool coherent = true;
-  VkImage image = VK_NULL_HANDLE;
-  VkImageView view = VK_NULL_HANDLE;
-  VkSampler sampler = VK_NULL_HANDLE;
-  VkBuffer staging = VK_NULL_HANDLE;
-  VkDeviceMemory staging_memory = VK_NULL_HANDLE;
-  void* staging_mapped = nullptr;
-  bool staging_coherent = true;
-
-  bool is_image() const { return kind == ResourceKind::kStorageImage || kind == ResourceKind::kSampledImage; }
-  bool is_output() const { return !outputs.empty(); }
-  bool is_input() const { return input >= 0; }
-  // Host memory holding the data: the mapped device buffer, or the staging buffer.
-  uint8_t* host() const { return static_cast<uint8_t*>(mapped ? mapped : staging_mapped); }
-  VkDeviceMemory host_memory() const { return mapped ? memory : staging_memory; }
-  bool host_coherent() const { return mapped ? coherent : staging_coherent; }
-};
-
 uint32_t env_timeout_ms() {
   const char* v = std::getenv("WEFT_VULKAN_TIMEOUT_MS");
   if (!v || !*v) return 10000;
@@ -144,7 +116,9 @@ uint32_t env_timeout_ms() {
   return static_cast<uint32_t>(ms);
 }
 
-}  // namespace
+}  // namespace detail
+
+using detail::Backing;
 
 struct ComputeKernel::Impl {
   std::shared_ptr<Device> device;
@@ -164,10 +138,7 @@ struct ComputeKernel::Impl {
   ~Impl();
   std::string kernel() const { return "kernel '" + desc.name + "'"; }
   void check_validation(uint64_t before, const char* doing) const;
-  void validate();
-  void create_pipeline();
   void create_resources();
-  void create_descriptors();
   void record();
   void run(const std::vector<const void*>& inputs, const std::vector<void*>& outputs);
 };
@@ -204,17 +175,16 @@ ComputeKernel::Impl::~Impl() {
 }
 
 void ComputeKernel::Impl::check_validation(uint64_t before, const char* doing) const {
-  if (detail::validation_error_count() != before)
-    throw Error(ErrorCode::kRuntime, std::string("Vulkan validation error while ") + doing + " " + kernel() + ": " +
-                                         detail::last_validation_error());
+  detail::check_validation(before, doing, kernel());
 }
 
 // Checks the dispatch against the module, the contract's resource kinds and the device's limits,
 // and groups the resources into backings.
-void ComputeKernel::Impl::validate() {
-  const DeviceInfo& info = device->info;
-  const std::string k = kernel();
-  const std::string on = " of Vulkan " + device->label();
+void detail::validate_dispatch(const Device& dev, const DispatchDesc& desc, std::vector<uint8_t>& push,
+                               std::vector<Backing>& backings) {
+  const DeviceInfo& info = dev.info;
+  const std::string k = "kernel '" + desc.name + "'";
+  const std::string on = " of Vulkan " + dev.label();
 
   EntryPointScan scan = scan_spirv(desc.spirv, desc.entry_point, desc.name);
   if (!scan.found) {
@@ -379,11 +349,11 @@ void ComputeKernel::Impl::validate() {
   for (const Backing& b : backings) {
     if (!b.is_image()) continue;
     VkFormatProperties fp{};
-    vkGetPhysicalDeviceFormatProperties(device->physical, b.format, &fp);
+    vkGetPhysicalDeviceFormatProperties(dev.physical, b.format, &fp);
     VkFormatFeatureFlags have = fp.optimalTilingFeatures;
     auto need = [&](VkFormatFeatureFlags bit, const char* feature, const char* use) {
       if (!(have & bit))
-        throw Error(ErrorCode::kUnsupported, "Vulkan " + device->label() + " does not support " + b.format_name +
+        throw Error(ErrorCode::kUnsupported, "Vulkan " + dev.label() + " does not support " + b.format_name +
                                                  " " + use + " (" + feature + "), needed by " + k + ", " + b.what);
     };
     if (b.kind == ResourceKind::kSampledImage) {
@@ -401,7 +371,9 @@ void ComputeKernel::Impl::validate() {
   }
 }
 
-void ComputeKernel::Impl::create_pipeline() {
+std::shared_ptr<detail::PipelineEntry> detail::dispatch_pipeline(Device& dev, const DispatchDesc& desc,
+                                                             const std::vector<Backing>& backings,
+                                                             const std::vector<uint8_t>& push) {
   // The layout: bindings per set, sets 0..max (empty layouts fill the gaps).
   uint32_t set_count = 0;
   for (const Backing& b : backings) set_count = std::max(set_count, b.set + 1);
@@ -426,9 +398,8 @@ void ComputeKernel::Impl::create_pipeline() {
   }
   key += "pc" + std::to_string(push.size());
 
-  Device& dev = *device;
-  const std::string k = kernel();
-  pipeline = dev.pipeline(key, [&]() {
+  const std::string k = "kernel '" + desc.name + "'";
+  return dev.pipeline(key, [&]() {
     detail::PipelineEntry e;
     VkShaderModule module = VK_NULL_HANDLE;
     auto cleanup = [&]() {
@@ -474,145 +445,164 @@ void ComputeKernel::Impl::create_pipeline() {
   });
 }
 
-void ComputeKernel::Impl::create_resources() {
-  Device& dev = *device;
+VkDeviceMemory detail::allocate_memory(Device& dev, const VkMemoryRequirements& req, uint32_t type,
+                                       const std::string& where) {
+  VkMemoryAllocateInfo ai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+  ai.allocationSize = req.size;
+  ai.memoryTypeIndex = type;
+  VkDeviceMemory m = VK_NULL_HANDLE;
+  check(vkAllocateMemory(dev.device, &ai, nullptr, &m), "vkAllocateMemory", where + ": ");
+  return m;
+}
+
+namespace {
+bool coherent_type(const Device& dev, uint32_t type) {
+  return (dev.memory.memoryTypes[type].propertyFlags & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT) != 0;
+}
+}  // namespace
+
+bool detail::create_buffer(Device& dev, Backing& b, VkBufferUsageFlags usage, bool map_direct,
+                           const std::string& where) {
   VkDevice d = dev.device;
-  const std::string k = kernel();
   // Direct mapping: a memory type that is device-local, host-visible and host-cached (UMA).
   const VkMemoryPropertyFlags kDirect = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT | VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
                                         VK_MEMORY_PROPERTY_HOST_CACHED_BIT;
-  auto allocate = [&](const VkMemoryRequirements& req, uint32_t type, const std::string& where) {
-    VkMemoryAllocateInfo ai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
-    ai.allocationSize = req.size;
-    ai.memoryTypeIndex = type;
-    VkDeviceMemory m = VK_NULL_HANDLE;
-    check(vkAllocateMemory(d, &ai, nullptr, &m), "vkAllocateMemory", where + ": ");
-    return m;
-  };
-  auto coherent_type = [&](uint32_t type) {
-    return (dev.memory.memoryTypes[type].propertyFlags & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT) != 0;
-  };
+  bool staged = true;
+  VkBufferCreateInfo ci{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+  ci.size = b.size;
+  ci.usage = usage;
+  ci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+  check(vkCreateBuffer(d, &ci, nullptr, &b.buffer), "vkCreateBuffer", where + ": ");
+  VkMemoryRequirements req;
+  vkGetBufferMemoryRequirements(d, b.buffer, &req);
+  uint32_t type = UINT32_MAX;
+  if (map_direct) {
+    type = dev.find_memory_type(req.memoryTypeBits, kDirect, VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
+    if (type != UINT32_MAX) staged = false;
+  }
+  if (type == UINT32_MAX) type = dev.find_memory_type(req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
+  if (type == UINT32_MAX) type = dev.find_memory_type(req.memoryTypeBits, 0);
+  if (type == UINT32_MAX)
+    throw Error(ErrorCode::kRuntime, where + ": no memory type of Vulkan " + dev.label() + " fits a buffer");
+  b.memory = allocate_memory(dev, req, type, where);
+  check(vkBindBufferMemory(d, b.buffer, b.memory, 0), "vkBindBufferMemory", where + ": ");
+  if (!staged) {
+    check(vkMapMemory(d, b.memory, 0, VK_WHOLE_SIZE, 0, &b.mapped), "vkMapMemory", where + ": ");
+    b.coherent = coherent_type(dev, type);
+  }
+  return staged;
+}
 
+void detail::create_image(Device& dev, Backing& b, bool transfer_src, const std::string& where) {
+  VkDevice d = dev.device;
+  VkImageCreateInfo ci{VK_STRUCTURE_TYPE_IMAGE_CREATE_INFO};
+  ci.imageType = VK_IMAGE_TYPE_2D;
+  ci.format = b.format;
+  ci.extent = {b.width, b.height, 1};
+  ci.mipLevels = 1;
+  ci.arrayLayers = 1;
+  ci.samples = VK_SAMPLE_COUNT_1_BIT;
+  ci.tiling = VK_IMAGE_TILING_OPTIMAL;
+  ci.usage = VK_IMAGE_USAGE_TRANSFER_DST_BIT |
+             (b.kind == ResourceKind::kSampledImage ? VK_IMAGE_USAGE_SAMPLED_BIT : VK_IMAGE_USAGE_STORAGE_BIT) |
+             (transfer_src ? VK_IMAGE_USAGE_TRANSFER_SRC_BIT : 0);
+  ci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+  ci.initialLayout = VK_IMAGE_LAYOUT_UNDEFINED;
+  VkImageFormatProperties ifp{};
+  VkResult r = vkGetPhysicalDeviceImageFormatProperties(dev.physical, ci.format, ci.imageType, ci.tiling, ci.usage, 0,
+                                                        &ifp);
+  if (r == VK_ERROR_FORMAT_NOT_SUPPORTED ||
+      (r == VK_SUCCESS && (b.width > ifp.maxExtent.width || b.height > ifp.maxExtent.height)))
+    throw Error(ErrorCode::kUnsupported, "Vulkan " + dev.label() + " cannot create a " + std::to_string(b.width) +
+                                             " x " + std::to_string(b.height) + " " + b.format_name +
+                                             " image for this use (vkGetPhysicalDeviceImageFormatProperties), "
+                                             "needed by " + where);
+  check(vkCreateImage(d, &ci, nullptr, &b.image), "vkCreateImage", where + ": ");
+  VkMemoryRequirements req;
+  vkGetImageMemoryRequirements(d, b.image, &req);
+  uint32_t type = dev.find_memory_type(req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
+  if (type == UINT32_MAX) type = dev.find_memory_type(req.memoryTypeBits, 0);
+  if (type == UINT32_MAX)
+    throw Error(ErrorCode::kRuntime, where + ": no memory type of Vulkan " + dev.label() + " fits an image");
+  b.memory = allocate_memory(dev, req, type, where);
+  check(vkBindImageMemory(d, b.image, b.memory, 0), "vkBindImageMemory", where + ": ");
+  VkImageViewCreateInfo vi{VK_STRUCTURE_TYPE_IMAGE_VIEW_CREATE_INFO};
+  vi.image = b.image;
+  vi.viewType = VK_IMAGE_VIEW_TYPE_2D;
+  vi.format = b.format;
+  vi.subresourceRange = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 1, 0, 1};
+  check(vkCreateImageView(d, &vi, nullptr, &b.view), "vkCreateImageView", where + ": ");
+  if (b.kind == ResourceKind::kSampledImage) {
+    VkSamplerCreateInfo si{VK_STRUCTURE_TYPE_SAMPLER_CREATE_INFO};
+    si.magFilter = si.minFilter = filter_of(b.filter, where);
+    si.mipmapMode = VK_SAMPLER_MIPMAP_MODE_NEAREST;
+    si.addressModeU = si.addressModeV = si.addressModeW = address_of(b.address_mode, where);
+    si.borderColor = VK_BORDER_COLOR_FLOAT_TRANSPARENT_BLACK;
+    si.minLod = 0;
+    si.maxLod = 0;
+    si.unnormalizedCoordinates = VK_FALSE;
+    check(vkCreateSampler(d, &si, nullptr, &b.sampler), "vkCreateSampler", where + ": ");
+  }
+}
+
+void detail::create_staging(Device& dev, Backing& b, bool readback, const std::string& where) {
+  VkDevice d = dev.device;
+  VkBufferCreateInfo ci{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+  ci.size = b.size;
+  ci.usage = VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+  ci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+  check(vkCreateBuffer(d, &ci, nullptr, &b.staging), "vkCreateBuffer", where + " (staging): ");
+  VkMemoryRequirements req;
+  vkGetBufferMemoryRequirements(d, b.staging, &req);
+  VkMemoryPropertyFlags preferred = VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+  if (readback) preferred |= VK_MEMORY_PROPERTY_HOST_CACHED_BIT;
+  uint32_t type = dev.find_memory_type(req.memoryTypeBits, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT, preferred);
+  if (type == UINT32_MAX)
+    throw Error(ErrorCode::kRuntime, where + ": Vulkan " + dev.label() + " has no host-visible memory type for staging");
+  b.staging_memory = allocate_memory(dev, req, type, where + " (staging)");
+  check(vkBindBufferMemory(d, b.staging, b.staging_memory, 0), "vkBindBufferMemory", where + " (staging): ");
+  check(vkMapMemory(d, b.staging_memory, 0, VK_WHOLE_SIZE, 0, &b.staging_mapped), "vkMapMemory",
+        where + " (staging): ");
+  b.staging_coherent = coherent_type(dev, type);
+}
+
+void ComputeKernel::Impl::create_resources() {
+  const std::string k = kernel();
   for (Backing& b : backings) {
     const std::string where = k + ", " + b.what;
     bool staged = true;
     if (!b.is_image()) {
-      VkBufferCreateInfo ci{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
-      ci.size = b.size;
-      ci.usage = (b.type == VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER ? VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT
-                                                              : VK_BUFFER_USAGE_STORAGE_BUFFER_BIT) |
-                 VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
-      ci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
-      check(vkCreateBuffer(d, &ci, nullptr, &b.buffer), "vkCreateBuffer", where + ": ");
-      VkMemoryRequirements req;
-      vkGetBufferMemoryRequirements(d, b.buffer, &req);
-      uint32_t type = UINT32_MAX;
-      if (desc.map_device_memory) {
-        type = dev.find_memory_type(req.memoryTypeBits, kDirect, VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
-        if (type != UINT32_MAX) staged = false;
-      }
-      if (type == UINT32_MAX) type = dev.find_memory_type(req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
-      if (type == UINT32_MAX) type = dev.find_memory_type(req.memoryTypeBits, 0);
-      if (type == UINT32_MAX)
-        throw Error(ErrorCode::kRuntime, where + ": no memory type of Vulkan " + dev.label() + " fits a buffer");
-      b.memory = allocate(req, type, where);
-      check(vkBindBufferMemory(d, b.buffer, b.memory, 0), "vkBindBufferMemory", where + ": ");
-      if (!staged) {
-        check(vkMapMemory(d, b.memory, 0, VK_WHOLE_SIZE, 0, &b.mapped), "vkMapMemory", where + ": ");
-        b.coherent = coherent_type(type);
-      }
+      VkBufferUsageFlags usage = (b.type == VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER ? VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT
+                                                                             : VK_BUFFER_USAGE_STORAGE_BUFFER_BIT) |
+                                 VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+      staged = detail::create_buffer(*device, b, usage, desc.map_device_memory, where);
     } else {
-      VkImageCreateInfo ci{VK_STRUCTURE_TYPE_IMAGE_CREATE_INFO};
-      ci.imageType = VK_IMAGE_TYPE_2D;
-      ci.format = b.format;
-      ci.extent = {b.width, b.height, 1};
-      ci.mipLevels = 1;
-      ci.arrayLayers = 1;
-      ci.samples = VK_SAMPLE_COUNT_1_BIT;
-      ci.tiling = VK_IMAGE_TILING_OPTIMAL;
-      ci.usage = VK_IMAGE_USAGE_TRANSFER_DST_BIT |
-                 (b.kind == ResourceKind::kSampledImage ? VK_IMAGE_USAGE_SAMPLED_BIT : VK_IMAGE_USAGE_STORAGE_BIT) |
-                 (b.is_output() ? VK_IMAGE_USAGE_TRANSFER_SRC_BIT : 0);
-      ci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
-      ci.initialLayout = VK_IMAGE_LAYOUT_UNDEFINED;
-      VkImageFormatProperties ifp{};
-      VkResult r = vkGetPhysicalDeviceImageFormatProperties(dev.physical, ci.format, ci.imageType, ci.tiling,
-                                                            ci.usage, 0, &ifp);
-      if (r == VK_ERROR_FORMAT_NOT_SUPPORTED || (r == VK_SUCCESS && (b.width > ifp.maxExtent.width ||
-                                                                     b.height > ifp.maxExtent.height)))
-        throw Error(ErrorCode::kUnsupported, "Vulkan " + dev.label() + " cannot create a " + std::to_string(b.width) +
-                                                 " x " + std::to_string(b.height) + " " + b.format_name +
-                                                 " image for this use (vkGetPhysicalDeviceImageFormatProperties), "
-                                                 "needed by " + where);
-      check(vkCreateImage(d, &ci, nullptr, &b.image), "vkCreateImage", where + ": ");
-      VkMemoryRequirements req;
-      vkGetImageMemoryRequirements(d, b.image, &req);
-      uint32_t type = dev.find_memory_type(req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
-      if (type == UINT32_MAX) type = dev.find_memory_type(req.memoryTypeBits, 0);
-      if (type == UINT32_MAX)
-        throw Error(ErrorCode::kRuntime, where + ": no memory type of Vulkan " + dev.label() + " fits an image");
-      b.memory = allocate(req, type, where);
-      check(vkBindImageMemory(d, b.image, b.memory, 0), "vkBindImageMemory", where + ": ");
-      VkImageViewCreateInfo vi{VK_STRUCTURE_TYPE_IMAGE_VIEW_CREATE_INFO};
-      vi.image = b.image;
-      vi.viewType = VK_IMAGE_VIEW_TYPE_2D;
-      vi.format = b.format;
-      vi.subresourceRange = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 1, 0, 1};
-      check(vkCreateImageView(d, &vi, nullptr, &b.view), "vkCreateImageView", where + ": ");
-      if (b.kind == ResourceKind::kSampledImage) {
-        VkSamplerCreateInfo si{VK_STRUCTURE_TYPE_SAMPLER_CREATE_INFO};
-        si.magFilter = si.minFilter = filter_of(b.filter, where);
-        si.mipmapMode = VK_SAMPLER_MIPMAP_MODE_NEAREST;
-        si.addressModeU = si.addressModeV = si.addressModeW = address_of(b.address_mode, where);
-        si.borderColor = VK_BORDER_COLOR_FLOAT_TRANSPARENT_BLACK;
-        si.minLod = 0;
-        si.maxLod = 0;
-        si.unnormalizedCoordinates = VK_FALSE;
-        check(vkCreateSampler(d, &si, nullptr, &b.sampler), "vkCreateSampler", where + ": ");
-      }
+      detail::create_image(*device, b, b.is_output(), where);
     }
     // Staging: host-visible, for what is uploaded or read back.
-    if (staged && (b.is_input() || b.is_output())) {
-      VkBufferCreateInfo ci{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
-      ci.size = b.size;
-      ci.usage = VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
-      ci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
-      check(vkCreateBuffer(d, &ci, nullptr, &b.staging), "vkCreateBuffer", where + " (staging): ");
-      VkMemoryRequirements req;
-      vkGetBufferMemoryRequirements(d, b.staging, &req);
-      VkMemoryPropertyFlags preferred = VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
-      if (b.is_output()) preferred |= VK_MEMORY_PROPERTY_HOST_CACHED_BIT;
-      uint32_t type = dev.find_memory_type(req.memoryTypeBits, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT, preferred);
-      if (type == UINT32_MAX)
-        throw Error(ErrorCode::kRuntime,
-                    where + ": Vulkan " + dev.label() + " has no host-visible memory type for staging");
-      b.staging_memory = allocate(req, type, where + " (staging)");
-      check(vkBindBufferMemory(d, b.staging, b.staging_memory, 0), "vkBindBufferMemory", where + " (staging): ");
-      check(vkMapMemory(d, b.staging_memory, 0, VK_WHOLE_SIZE, 0, &b.staging_mapped), "vkMapMemory",
-            where + " (staging): ");
-      b.staging_coherent = coherent_type(type);
-    }
+    if (staged && (b.is_input() || b.is_output())) detail::create_staging(*device, b, b.is_output(), where);
   }
 }
 
-void ComputeKernel::Impl::create_descriptors() {
-  VkDevice d = device->device;
-  const std::string k = kernel();
-  if (pipeline->set_layouts.empty()) return;
+void detail::create_descriptor_sets(Device& dev, const PipelineEntry& pipeline, const std::vector<Backing>& backings,
+                                    VkDescriptorPool& descriptor_pool, std::vector<VkDescriptorSet>& sets,
+                                    const std::string& k) {
+  VkDevice d = dev.device;
+  if (pipeline.set_layouts.empty()) return;
   std::map<VkDescriptorType, uint32_t> counts;
   for (const Backing& b : backings) counts[b.type]++;
   std::vector<VkDescriptorPoolSize> sizes;
   for (auto [type, n] : counts) sizes.push_back({type, n});
   VkDescriptorPoolCreateInfo pci{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
-  pci.maxSets = static_cast<uint32_t>(pipeline->set_layouts.size());
+  pci.maxSets = static_cast<uint32_t>(pipeline.set_layouts.size());
   pci.poolSizeCount = static_cast<uint32_t>(sizes.size());
   pci.pPoolSizes = sizes.data();
   check(vkCreateDescriptorPool(d, &pci, nullptr, &descriptor_pool), "vkCreateDescriptorPool", k + ": ");
   VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
   ai.descriptorPool = descriptor_pool;
-  ai.descriptorSetCount = static_cast<uint32_t>(pipeline->set_layouts.size());
-  ai.pSetLayouts = pipeline->set_layouts.data();
-  sets.resize(pipeline->set_layouts.size());
+  ai.descriptorSetCount = static_cast<uint32_t>(pipeline.set_layouts.size());
+  ai.pSetLayouts = pipeline.set_layouts.data();
+  sets.resize(pipeline.set_layouts.size());
   check(vkAllocateDescriptorSets(d, &ai, sets.data()), "vkAllocateDescriptorSets", k + ": ");
 
   std::vector<VkDescriptorBufferInfo> buffer_infos(backings.size());
@@ -628,8 +618,7 @@ void ComputeKernel::Impl::create_descriptors() {
     if (b.is_image()) {
       image_infos[i].sampler = b.sampler;
       image_infos[i].imageView = b.view;
-      image_infos[i].imageLayout = b.kind == ResourceKind::kSampledImage ? VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL
-                                                                          : VK_IMAGE_LAYOUT_GENERAL;
+      image_infos[i].imageLayout = shader_layout(b);
       w.pImageInfo = &image_infos[i];
     } else {
       buffer_infos[i] = {b.buffer, 0, b.size};
@@ -638,6 +627,50 @@ void ComputeKernel::Impl::create_descriptors() {
     writes.push_back(w);
   }
   vkUpdateDescriptorSets(d, static_cast<uint32_t>(writes.size()), writes.data(), 0, nullptr);
+}
+
+VkImageLayout detail::shader_layout(const Backing& b) {
+  return b.kind == ResourceKind::kSampledImage ? VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL : VK_IMAGE_LAYOUT_GENERAL;
+}
+
+VkImageMemoryBarrier detail::image_barrier(VkImage image, VkImageLayout from, VkImageLayout to, VkAccessFlags src,
+                                           VkAccessFlags dst) {
+  VkImageMemoryBarrier ib{VK_STRUCTURE_TYPE_IMAGE_MEMORY_BARRIER};
+  ib.srcAccessMask = src;
+  ib.dstAccessMask = dst;
+  ib.oldLayout = from;
+  ib.newLayout = to;
+  ib.srcQueueFamilyIndex = ib.dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED;
+  ib.image = image;
+  ib.subresourceRange = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 1, 0, 1};
+  return ib;
+}
+
+VkBufferImageCopy detail::image_copy_region(const Backing& b) {
+  VkBufferImageCopy region{};
+  region.bufferOffset = 0;
+  region.bufferRowLength = 0;  // tightly packed: the contract's dense [H,W,C]
+  region.bufferImageHeight = 0;
+  region.imageSubresource = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, 1};
+  region.imageExtent = {b.width, b.height, 1};
+  return region;
+}
+
+double detail::elapsed_ms(const Device& dev, VkQueryPool pool) {
+  if (!pool) return -1;
+  uint64_t ticks[2] = {0, 0};
+  if (vkGetQueryPoolResults(dev.device, pool, 0, 2, sizeof ticks, ticks, sizeof(uint64_t), VK_QUERY_RESULT_64_BIT) !=
+      VK_SUCCESS)
+    return -1;
+  uint64_t mask = dev.timestamp_valid_bits >= 64 ? ~0ull : (1ull << dev.timestamp_valid_bits) - 1;
+  uint64_t elapsed = ((ticks[1] & mask) - (ticks[0] & mask)) & mask;
+  return static_cast<double>(elapsed) * dev.timestamp_period / 1e6;
+}
+
+void detail::check_validation(uint64_t before, const char* doing, const std::string& what) {
+  if (validation_error_count() != before)
+    throw Error(ErrorCode::kRuntime,
+                std::string("Vulkan validation error while ") + doing + " " + what + ": " + last_validation_error());
 }
 
 void ComputeKernel::Impl::record() {
@@ -665,27 +698,9 @@ void ComputeKernel::Impl::record() {
   if (query_pool) vkCmdResetQueryPool(cb, query_pool, 0, 2);
 
   const VkImageSubresourceRange range{VK_IMAGE_ASPECT_COLOR_BIT, 0, 1, 0, 1};
-  auto image_barrier = [&](const Backing& b, VkImageLayout from, VkImageLayout to, VkAccessFlags src,
-                           VkAccessFlags dst) {
-    VkImageMemoryBarrier ib{VK_STRUCTURE_TYPE_IMAGE_MEMORY_BARRIER};
-    ib.srcAccessMask = src;
-    ib.dstAccessMask = dst;
-    ib.oldLayout = from;
-    ib.newLayout = to;
-    ib.srcQueueFamilyIndex = ib.dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED;
-    ib.image = b.image;
-    ib.subresourceRange = range;
-    return ib;
-  };
-  auto copy_region = [](const Backing& b) {
-    VkBufferImageCopy region{};
-    region.bufferOffset = 0;
-    region.bufferRowLength = 0;  // tightly packed: the contract's dense [H,W,C]
-    region.bufferImageHeight = 0;
-    region.imageSubresource = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, 1};
-    region.imageExtent = {b.width, b.height, 1};
-    return region;
-  };
+  auto image_barrier = [](const Backing& b, VkImageLayout from, VkImageLayout to, VkAccessFlags src,
+                          VkAccessFlags dst) { return detail::image_barrier(b.image, from, to, src, dst); };
+  auto copy_region = [](const Backing& b) { return detail::image_copy_region(b); };
 
   // 1. Uploads (and zeroing of what is only written).
   std::vector<VkImageMemoryBarrier> to_transfer;
@@ -804,16 +819,7 @@ void ComputeKernel::Impl::run(const std::vector<const void*>& inputs, const std:
     }
     for (uint32_t o : b.outputs) std::memcpy(outputs[o], b.host(), b.bytes);
   }
-  gpu_ms = -1;
-  if (query_pool) {
-    uint64_t ticks[2] = {0, 0};
-    if (vkGetQueryPoolResults(d, query_pool, 0, 2, sizeof ticks, ticks, sizeof(uint64_t), VK_QUERY_RESULT_64_BIT) ==
-        VK_SUCCESS) {
-      uint64_t mask = device->timestamp_valid_bits >= 64 ? ~0ull : (1ull << device->timestamp_valid_bits) - 1;
-      uint64_t elapsed = ((ticks[1] & mask) - (ticks[0] & mask)) & mask;
-      gpu_ms = static_cast<double>(elapsed) * device->timestamp_period / 1e6;
-    }
-  }
+  gpu_ms = detail::elapsed_ms(*device, query_pool);
   total_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   check_validation(validation_before, "running");
 }
@@ -826,12 +832,12 @@ ComputeKernel::ComputeKernel(std::shared_ptr<Device> device, DispatchDesc desc) 
   impl_->desc = std::move(desc);
   Impl& m = *impl_;
   m.device->check_usable();
-  m.timeout_ms = m.desc.timeout_ms ? m.desc.timeout_ms : env_timeout_ms();
+  m.timeout_ms = m.desc.timeout_ms ? m.desc.timeout_ms : detail::env_timeout_ms();
   uint64_t validation_before = detail::validation_error_count();
-  m.validate();
-  m.create_pipeline();
+  detail::validate_dispatch(*m.device, m.desc, m.push, m.backings);
+  m.pipeline = detail::dispatch_pipeline(*m.device, m.desc, m.backings, m.push);
   m.create_resources();
-  m.create_descriptors();
+  detail::create_descriptor_sets(*m.device, *m.pipeline, m.backings, m.descriptor_pool, m.sets, m.kernel());
   m.record();
   m.check_validation(validation_before, "creating");
 }

@@ -1,4 +1,5 @@
-// Shared between device.cpp and compute.cpp: the Device class and Vulkan helpers.
+// Shared between device.cpp, compute.cpp and program.cpp: the Device class and Vulkan helpers
+// (dispatch validation, pipelines, buffers, images, descriptors, barriers), defined in compute.cpp.
 #pragma once
 
 #include <vulkan/vulkan.h>
@@ -71,6 +72,76 @@ struct SubmitQueue {
   std::deque<std::shared_ptr<SubmitJob>> jobs;
   bool stop = false;
 };
+
+// One device object: every resource with the same (set, binding).
+struct Backing {
+  uint32_t set = 0, binding = 0;
+  custom::ResourceKind kind = custom::ResourceKind::kBuffer;
+  VkDescriptorType type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+  VkFormat format = VK_FORMAT_UNDEFINED;
+  const char* format_name = "";
+  size_t bytes = 0;      // the tensor's bytes (host side)
+  VkDeviceSize size = 4;  // the buffer's size: bytes rounded up to 4, at least 4
+  int input = -1;        // the input uploaded into it
+  std::vector<uint32_t> outputs;  // the outputs read back from it
+  std::string what;      // "input 0 (set 0, binding 1)"
+  uint32_t width = 0, height = 0;
+  std::string filter, address_mode;
+
+  VkBuffer buffer = VK_NULL_HANDLE;
+  VkDeviceMemory memory = VK_NULL_HANDLE;
+  void* mapped = nullptr;  // the device buffer itself, when mapped directly
+  bool coherent = true;
+  VkImage image = VK_NULL_HANDLE;
+  VkImageView view = VK_NULL_HANDLE;
+  VkSampler sampler = VK_NULL_HANDLE;
+  VkBuffer staging = VK_NULL_HANDLE;
+  VkDeviceMemory staging_memory = VK_NULL_HANDLE;
+  void* staging_mapped = nullptr;
+  bool staging_coherent = true;
+
+  bool is_image() const { return kind == custom::ResourceKind::kStorageImage || kind == custom::ResourceKind::kSampledImage; }
+  bool is_output() const { return !outputs.empty(); }
+  bool is_input() const { return input >= 0; }
+  // Host memory holding the data: the mapped device buffer, or the staging buffer.
+  uint8_t* host() const { return static_cast<uint8_t*>(mapped ? mapped : staging_mapped); }
+  VkDeviceMemory host_memory() const { return mapped ? memory : staging_memory; }
+  bool host_coherent() const { return mapped ? coherent : staging_coherent; }
+};
+
+// WEFT_VULKAN_TIMEOUT_MS, else 10000.
+uint32_t env_timeout_ms();
+VkFilter filter_of(const std::string& s, const std::string& what);
+VkSamplerAddressMode address_of(const std::string& s, const std::string& what);
+VkImageLayout shader_layout(const Backing& b);  // SHADER_READ_ONLY_OPTIMAL (sampled) or GENERAL
+
+// Error(kRuntime) when the validation layer reported an error since `before`.
+void check_validation(uint64_t before, const char* doing, const std::string& what);
+
+// Checks one dispatch against its module, the contract's resource kinds and the device's limits,
+// and groups its resources into backings (one per (set, binding)); `push` gets the padded block.
+void validate_dispatch(const Device& dev, const DispatchDesc& desc, std::vector<uint8_t>& push,
+                       std::vector<Backing>& backings);
+// The (shared) pipeline of a validated dispatch.
+std::shared_ptr<PipelineEntry> dispatch_pipeline(Device& dev, const DispatchDesc& desc,
+                                                 const std::vector<Backing>& backings,
+                                                 const std::vector<uint8_t>& push);
+VkDeviceMemory allocate_memory(Device& dev, const VkMemoryRequirements& req, uint32_t type, const std::string& where);
+// b.buffer + b.memory of b.size bytes; mapped directly (b.mapped, b.coherent) when `map_direct`
+// and a DEVICE_LOCAL + HOST_VISIBLE + HOST_CACHED type exists. Returns whether it needs staging.
+bool create_buffer(Device& dev, Backing& b, VkBufferUsageFlags usage, bool map_direct, const std::string& where);
+// b.image + b.memory + b.view (+ b.sampler for sampled images); `transfer_src`: copied back.
+void create_image(Device& dev, Backing& b, bool transfer_src, const std::string& where);
+// b.staging (+ memory, mapped) of b.size bytes; `readback` prefers HOST_CACHED memory.
+void create_staging(Device& dev, Backing& b, bool readback, const std::string& where);
+// A descriptor pool and sets for `pipeline`, written with the backings' buffers / images.
+void create_descriptor_sets(Device& dev, const PipelineEntry& pipeline, const std::vector<Backing>& backings,
+                            VkDescriptorPool& pool, std::vector<VkDescriptorSet>& sets, const std::string& what);
+VkImageMemoryBarrier image_barrier(VkImage image, VkImageLayout from, VkImageLayout to, VkAccessFlags src,
+                                   VkAccessFlags dst);
+VkBufferImageCopy image_copy_region(const Backing& b);  // the whole image, tightly packed
+// ms between the two timestamps of `pool`, or -1.
+double elapsed_ms(const Device& dev, VkQueryPool pool);
 
 }  // namespace weft::vk::detail
 

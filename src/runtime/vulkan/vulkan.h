@@ -8,6 +8,9 @@
 //   weft::vk::ComputeKernel k(dev, std::move(desc)); // pipeline, descriptors, memory, commands
 //   k.run({x.data()}, {y.data()});                   // upload, dispatch, download; blocking
 //
+// A vk::Program runs several dispatches as one submission, their intermediates kept on the device
+// (the Vulkan backend prepares one per region of adjacent shader nodes).
+//
 // Errors are weft::Error: kUnsupported for a missing driver, device, feature, format or limit;
 // kInvalidArgument for a bad selector or a malformed dispatch; kRuntime for failures while running
 // (Vulkan errors carry the function and the VkResult name, e.g. "vkAllocateMemory:
@@ -179,6 +182,76 @@ class ComputeKernel {
   double last_total_ms() const;
 
   const DispatchDesc& desc() const;
+  const std::shared_ptr<Device>& device() const;
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+// A region of dispatches run as one submission, created once and run many times. Its tensors are
+// "slots": external inputs (uploaded at every run), external outputs (downloaded at every run) and
+// internal slots (device-only buffers: a dispatch's result that later dispatches read stays on the
+// device). An external output may also be read by later dispatches on the device.
+struct ProgramSlot {
+  enum class Role { kInput, kOutput, kInternal };
+  Role role = Role::kInternal;
+  size_t bytes = 0;  // the tensor's bytes; every resource naming the slot must have this size
+  std::string name;  // for errors (e.g. the value's name)
+};
+
+struct ProgramDispatch {
+  // Checked as a ComputeKernel's (limits, formats, aliases); BoundResource::index is not used:
+  // slot_of_resource[i] is the slot that desc.resources[i] reads (input) or writes (output).
+  // desc.timeout_ms and desc.map_device_memory are ignored (see ProgramDesc).
+  DispatchDesc desc;
+  std::vector<uint32_t> slot_of_resource;
+};
+
+struct ProgramDesc {
+  std::string name;  // for errors and the timeout message
+  std::vector<ProgramSlot> slots;
+  std::vector<ProgramDispatch> dispatches;  // in execution order
+  uint32_t timeout_ms = 0;         // for the whole submission; 0: WEFT_VULKAN_TIMEOUT_MS, else 10000
+  bool map_device_memory = true;   // external slots: map device memory directly when possible
+};
+
+// Per run, for tests and diagnostics.
+struct ProgramStats {
+  size_t bytes_uploaded = 0;    // host -> device bytes of the last run (external inputs)
+  size_t bytes_downloaded = 0;  // device -> host bytes of the last run (external outputs)
+  size_t barriers = 0;          // vkCmdPipelineBarrier calls recorded
+  size_t images = 0;            // image objects (one per image resource of each dispatch)
+  size_t runs = 0;
+};
+
+class Program {
+ public:
+  // Validates every dispatch as ComputeKernel does, then creates one device buffer per slot (internal
+  // slots device-only; external ones mapped directly or staged), an image per image resource of each
+  // dispatch (filled from / copied back to its slot's buffer inside the command buffer), shared
+  // pipelines, descriptor sets and ONE command buffer: uploads and zero-filling of output-only slots,
+  // then each dispatch (a pipeline barrier before it only when it touches a slot written earlier),
+  // then downloads. Errors as ComputeKernel's; kInvalidArgument for a malformed slot mapping (a slot
+  // read before anything writes it, an external input written, an output never written, a size
+  // mismatch).
+  Program(std::shared_ptr<Device> device, ProgramDesc desc);
+  ~Program();  // on a lost device, leaks its objects as ComputeKernel does
+  Program(Program&&) noexcept;
+  Program& operator=(Program&&) noexcept;
+  Program(const Program&) = delete;
+  Program& operator=(const Program&) = delete;
+
+  // inputs[i]: the i-th external-input slot (in slot order), outputs[j]: the j-th external-output
+  // slot; each exactly its bytes (null only for zero bytes). Blocking; one thread at a time; timeout
+  // and device loss as ComputeKernel::run.
+  void run(const std::vector<const void*>& inputs, const std::vector<void*>& outputs);
+
+  double last_gpu_ms() const;    // first dispatch to last, from timestamps (-1: none)
+  double last_total_ms() const;  // wall time of the last run() (-1 before the first)
+  ProgramStats stats() const;
+  const ProgramDesc& desc() const;
   const std::shared_ptr<Device>& device() const;
 
   struct Impl;

@@ -132,6 +132,19 @@ TEST_F(CustomExamples, CnnPermutesAroundAdjacentShaderNodesCancel) {
   }
 }
 
+// The two adjacent shader nodes (GridSample, then ChannelGate reading its result) are one Vulkan
+// region: one program, one submission, the intermediate kept on the device.
+TEST_F(CustomExamples, CnnAdjacentShaderNodesRunAsOneVulkanRegion) {
+  custom::register_ops_file(ops("cnn"));
+  auto m = Model::load(data("cnn", "cnn.onnx"), gpu_first());
+  const std::string ex = m->explain();
+  EXPECT_NE(ex.find("vulkan REGION[2 nodes]: "), std::string::npos) << ex;
+  EXPECT_EQ(ex.find("vulkan CUSTOM"), std::string::npos) << ex;  // no shader node on its own
+  const Tensor input = read_npy(data("cnn", "input.npy")), expected = read_npy(data("cnn", "expected.npy"));
+  Context ctx(m);
+  for (int run = 0; run < 3; ++run) EXPECT_LT(max_abs_diff(ctx.run({input})[0], expected), 1e-4);
+}
+
 TEST_F(CustomExamples, VgfHasComputeSegmentsBetweenGraphSegments) {
   custom::register_ops_file(ops("cnn"));
   Module m = import_onnx(data("cnn", "cnn.onnx"));
