@@ -1,8 +1,9 @@
-// ComputeKernel: one shader dispatch with its resources, recorded once and run many times.
+// The shared dispatch helpers (validation, pipelines, buffers, images, descriptors) and ComputeKernel,
+// a one-dispatch Program.
 #include <algorithm>
-#include <chrono>
-#include <cstring>
+#include <cstdlib>
 #include <map>
+#include <utility>
 
 #include "runtime/vulkan/internal.h"
 
@@ -119,64 +120,6 @@ uint32_t env_timeout_ms() {
 }  // namespace detail
 
 using detail::Backing;
-
-struct ComputeKernel::Impl {
-  std::shared_ptr<Device> device;
-  DispatchDesc desc;
-  uint32_t timeout_ms = 10000;
-  std::vector<uint8_t> push;  // padded to 4
-  std::shared_ptr<detail::PipelineEntry> pipeline;
-  std::vector<Backing> backings;
-  VkDescriptorPool descriptor_pool = VK_NULL_HANDLE;
-  std::vector<VkDescriptorSet> sets;
-  VkCommandBuffer command_buffer = VK_NULL_HANDLE;
-  VkFence fence = VK_NULL_HANDLE;
-  VkQueryPool query_pool = VK_NULL_HANDLE;
-  double gpu_ms = -1, total_ms = -1;
-  std::mutex run_mutex;
-
-  ~Impl();
-  std::string kernel() const { return "kernel '" + desc.name + "'"; }
-  void check_validation(uint64_t before, const char* doing) const;
-  void create_resources();
-  void record();
-  void run(const std::vector<const void*>& inputs, const std::vector<void*>& outputs);
-};
-
-ComputeKernel::Impl::~Impl() {
-  if (!device || !device->device) return;
-  if (device->lost.load()) {
-    // The lost device may still be running the dispatch that uses these objects: leak them.
-    using detail::handle_ptr;
-    detail::keep_forever({handle_ptr(command_buffer), handle_ptr(fence), handle_ptr(query_pool),
-                          handle_ptr(descriptor_pool)});
-    for (const Backing& b : backings)
-      detail::keep_forever({handle_ptr(b.sampler), handle_ptr(b.view), handle_ptr(b.image), handle_ptr(b.buffer),
-                            handle_ptr(b.memory), handle_ptr(b.staging), handle_ptr(b.staging_memory)});
-    return;
-  }
-  VkDevice d = device->device;
-  if (command_buffer) {
-    std::lock_guard<std::mutex> lock(device->pool_mutex);
-    vkFreeCommandBuffers(d, device->command_pool, 1, &command_buffer);
-  }
-  if (fence) vkDestroyFence(d, fence, nullptr);
-  if (query_pool) vkDestroyQueryPool(d, query_pool, nullptr);
-  if (descriptor_pool) vkDestroyDescriptorPool(d, descriptor_pool, nullptr);
-  for (Backing& b : backings) {
-    if (b.sampler) vkDestroySampler(d, b.sampler, nullptr);
-    if (b.view) vkDestroyImageView(d, b.view, nullptr);
-    if (b.image) vkDestroyImage(d, b.image, nullptr);
-    if (b.buffer) vkDestroyBuffer(d, b.buffer, nullptr);
-    if (b.memory) vkFreeMemory(d, b.memory, nullptr);
-    if (b.staging) vkDestroyBuffer(d, b.staging, nullptr);
-    if (b.staging_memory) vkFreeMemory(d, b.staging_memory, nullptr);
-  }
-}
-
-void ComputeKernel::Impl::check_validation(uint64_t before, const char* doing) const {
-  detail::check_validation(before, doing, kernel());
-}
 
 // Checks the dispatch against the module, the contract's resource kinds and the device's limits,
 // and groups the resources into backings.
@@ -566,24 +509,6 @@ void detail::create_staging(Device& dev, Backing& b, bool readback, const std::s
   b.staging_coherent = coherent_type(dev, type);
 }
 
-void ComputeKernel::Impl::create_resources() {
-  const std::string k = kernel();
-  for (Backing& b : backings) {
-    const std::string where = k + ", " + b.what;
-    bool staged = true;
-    if (!b.is_image()) {
-      VkBufferUsageFlags usage = (b.type == VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER ? VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT
-                                                                             : VK_BUFFER_USAGE_STORAGE_BUFFER_BIT) |
-                                 VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
-      staged = detail::create_buffer(*device, b, usage, desc.map_device_memory, where);
-    } else {
-      detail::create_image(*device, b, b.is_output(), where);
-    }
-    // Staging: host-visible, for what is uploaded or read back.
-    if (staged && (b.is_input() || b.is_output())) detail::create_staging(*device, b, b.is_output(), where);
-  }
-}
-
 void detail::create_descriptor_sets(Device& dev, const PipelineEntry& pipeline, const std::vector<Backing>& backings,
                                     VkDescriptorPool& descriptor_pool, std::vector<VkDescriptorSet>& sets,
                                     const std::string& k) {
@@ -673,173 +598,66 @@ void detail::check_validation(uint64_t before, const char* doing, const std::str
                 std::string("Vulkan validation error while ") + doing + " " + what + ": " + last_validation_error());
 }
 
-void ComputeKernel::Impl::record() {
-  Device& dev = *device;
-  VkDevice d = dev.device;
-  const std::string k = kernel();
-  if (dev.timestamp_valid_bits > 0) {
-    VkQueryPoolCreateInfo qi{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
-    qi.queryType = VK_QUERY_TYPE_TIMESTAMP;
-    qi.queryCount = 2;
-    check(vkCreateQueryPool(d, &qi, nullptr, &query_pool), "vkCreateQueryPool", k + ": ");
-  }
-  VkFenceCreateInfo fi{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-  check(vkCreateFence(d, &fi, nullptr, &fence), "vkCreateFence", k + ": ");
+// ---- ComputeKernel: a one-dispatch Program ---------------------------------------------------------
 
-  std::lock_guard<std::mutex> lock(dev.pool_mutex);
-  VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
-  ai.commandPool = dev.command_pool;
-  ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
-  ai.commandBufferCount = 1;
-  check(vkAllocateCommandBuffers(d, &ai, &command_buffer), "vkAllocateCommandBuffers", k + ": ");
-  VkCommandBuffer cb = command_buffer;
-  VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-  check(vkBeginCommandBuffer(cb, &bi), "vkBeginCommandBuffer", k + ": ");
-  if (query_pool) vkCmdResetQueryPool(cb, query_pool, 0, 2);
+struct ComputeKernel::Impl {
+  Program program;
+  // The Program's external input / output slots (in slot order): the node index each one holds.
+  std::vector<uint32_t> input_index, output_index;
+  std::vector<size_t> input_bytes, output_bytes;
 
-  const VkImageSubresourceRange range{VK_IMAGE_ASPECT_COLOR_BIT, 0, 1, 0, 1};
-  auto image_barrier = [](const Backing& b, VkImageLayout from, VkImageLayout to, VkAccessFlags src,
-                          VkAccessFlags dst) { return detail::image_barrier(b.image, from, to, src, dst); };
-  auto copy_region = [](const Backing& b) { return detail::image_copy_region(b); };
+  Impl(std::shared_ptr<Device> device, ProgramDesc desc, std::vector<uint32_t> in, std::vector<uint32_t> out,
+       std::vector<size_t> in_bytes, std::vector<size_t> out_bytes)
+      : program(std::move(device), std::move(desc)),
+        input_index(std::move(in)),
+        output_index(std::move(out)),
+        input_bytes(std::move(in_bytes)),
+        output_bytes(std::move(out_bytes)) {}
+};
 
-  // 1. Uploads (and zeroing of what is only written).
-  std::vector<VkImageMemoryBarrier> to_transfer;
-  for (const Backing& b : backings)
-    if (b.is_image())
-      to_transfer.push_back(image_barrier(b, VK_IMAGE_LAYOUT_UNDEFINED, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, 0,
-                                          VK_ACCESS_TRANSFER_WRITE_BIT));
-  if (!to_transfer.empty())
-    vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 0, nullptr, 0,
-                         nullptr, static_cast<uint32_t>(to_transfer.size()), to_transfer.data());
-  for (const Backing& b : backings) {
-    if (b.is_image()) {
-      if (b.is_input()) {
-        VkBufferImageCopy region = copy_region(b);
-        vkCmdCopyBufferToImage(cb, b.staging, b.image, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, 1, &region);
-      } else {
-        VkClearColorValue zero{};
-        vkCmdClearColorImage(cb, b.image, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, &zero, 1, &range);
-      }
-    } else if (b.is_input()) {
-      if (!b.mapped && b.bytes > 0) {
-        VkBufferCopy region{0, 0, b.bytes};
-        vkCmdCopyBuffer(cb, b.staging, b.buffer, 1, &region);
-      }
-    } else {
-      vkCmdFillBuffer(cb, b.buffer, 0, VK_WHOLE_SIZE, 0);
-    }
-  }
-  // 2. Transfers -> compute.
-  std::vector<VkImageMemoryBarrier> to_shader;
-  for (const Backing& b : backings)
-    if (b.is_image())
-      to_shader.push_back(image_barrier(b, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL,
-                                        b.kind == ResourceKind::kSampledImage ? VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL
-                                                                              : VK_IMAGE_LAYOUT_GENERAL,
-                                        VK_ACCESS_TRANSFER_WRITE_BIT,
-                                        VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT));
-  VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
-  mb.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
-  mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_UNIFORM_READ_BIT;
-  vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &mb, 0,
-                       nullptr, static_cast<uint32_t>(to_shader.size()), to_shader.data());
-  // 3. The dispatch, between two timestamps.
-  if (query_pool) vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, query_pool, 0);
-  vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline->pipeline);
-  if (!sets.empty())
-    vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline->layout, 0,
-                            static_cast<uint32_t>(sets.size()), sets.data(), 0, nullptr);
-  if (!push.empty())
-    vkCmdPushConstants(cb, pipeline->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, static_cast<uint32_t>(push.size()),
-                       push.data());
-  vkCmdDispatch(cb, desc.groups[0], desc.groups[1], desc.groups[2]);
-  if (query_pool) vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, query_pool, 1);
-  // 4. Compute -> transfers (and host reads of directly mapped buffers).
-  std::vector<VkImageMemoryBarrier> to_read;
-  for (const Backing& b : backings)
-    if (b.is_image() && b.is_output())
-      to_read.push_back(image_barrier(b, VK_IMAGE_LAYOUT_GENERAL, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL,
-                                      VK_ACCESS_SHADER_WRITE_BIT, VK_ACCESS_TRANSFER_READ_BIT));
-  mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
-  mb.dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_HOST_READ_BIT;
-  vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-                       VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, nullptr,
-                       static_cast<uint32_t>(to_read.size()), to_read.data());
-  // 5. Downloads, then make them visible to the host.
-  for (const Backing& b : backings) {
-    if (!b.is_output()) continue;
-    if (b.is_image()) {
-      VkBufferImageCopy region = copy_region(b);
-      vkCmdCopyImageToBuffer(cb, b.image, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, b.staging, 1, &region);
-    } else if (!b.mapped && b.bytes > 0) {
-      VkBufferCopy region{0, 0, b.bytes};
-      vkCmdCopyBuffer(cb, b.buffer, b.staging, 1, &region);
-    }
-  }
-  mb.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
-  mb.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
-  vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, nullptr, 0,
-                       nullptr);
-  check(vkEndCommandBuffer(cb), "vkEndCommandBuffer", k + ": ");
-}
-
-void ComputeKernel::Impl::run(const std::vector<const void*>& inputs, const std::vector<void*>& outputs) {
-  std::lock_guard<std::mutex> lock(run_mutex);
-  device->check_usable();
-  auto start = std::chrono::steady_clock::now();
-  uint64_t validation_before = detail::validation_error_count();
-  VkDevice d = device->device;
-  const std::string k = kernel();
-
-  for (const Backing& b : backings) {
-    if (b.bytes == 0) continue;
-    if (b.is_input() && (static_cast<size_t>(b.input) >= inputs.size() || !inputs[b.input]))
-      throw Error(ErrorCode::kInvalidArgument, k + ": no host memory for input " + std::to_string(b.input) + " (" +
-                                                   std::to_string(inputs.size()) + " inputs given)");
-    for (uint32_t o : b.outputs)
-      if (o >= outputs.size() || !outputs[o])
-        throw Error(ErrorCode::kInvalidArgument, k + ": no host memory for output " + std::to_string(o) + " (" +
-                                                     std::to_string(outputs.size()) + " outputs given)");
-  }
-  for (const Backing& b : backings) {
-    if (!b.is_input() || b.bytes == 0) continue;
-    std::memcpy(b.host(), inputs[b.input], b.bytes);
-    if (!b.host_coherent()) {
-      VkMappedMemoryRange r{VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE, nullptr, b.host_memory(), 0, VK_WHOLE_SIZE};
-      check(vkFlushMappedMemoryRanges(d, 1, &r), "vkFlushMappedMemoryRanges", k + ": ");
-    }
-  }
-  check(vkResetFences(d, 1, &fence), "vkResetFences", k + ": ");
-  device->submit_and_wait(command_buffer, fence, timeout_ms, desc.name);
-  for (const Backing& b : backings) {
-    if (!b.is_output() || b.bytes == 0) continue;
-    if (!b.host_coherent()) {
-      VkMappedMemoryRange r{VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE, nullptr, b.host_memory(), 0, VK_WHOLE_SIZE};
-      check(vkInvalidateMappedMemoryRanges(d, 1, &r), "vkInvalidateMappedMemoryRanges", k + ": ");
-    }
-    for (uint32_t o : b.outputs) std::memcpy(outputs[o], b.host(), b.bytes);
-  }
-  gpu_ms = detail::elapsed_ms(*device, query_pool);
-  total_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  check_validation(validation_before, "running");
-}
-
-// ---- ComputeKernel -------------------------------------------------------------------------------
-
-ComputeKernel::ComputeKernel(std::shared_ptr<Device> device, DispatchDesc desc) : impl_(std::make_unique<Impl>()) {
+ComputeKernel::ComputeKernel(std::shared_ptr<Device> device, DispatchDesc desc) {
   if (!device) throw Error(ErrorCode::kInvalidArgument, "ComputeKernel '" + desc.name + "': no device");
-  impl_->device = std::move(device);
-  impl_->desc = std::move(desc);
-  Impl& m = *impl_;
-  m.device->check_usable();
-  m.timeout_ms = m.desc.timeout_ms ? m.desc.timeout_ms : detail::env_timeout_ms();
-  uint64_t validation_before = detail::validation_error_count();
-  detail::validate_dispatch(*m.device, m.desc, m.push, m.backings);
-  m.pipeline = detail::dispatch_pipeline(*m.device, m.desc, m.backings, m.push);
-  m.create_resources();
-  detail::create_descriptor_sets(*m.device, *m.pipeline, m.backings, m.descriptor_pool, m.sets, m.kernel());
-  m.record();
-  m.check_validation(validation_before, "creating");
+  // One slot per node input index (an alias is filled from its first input, so a later input of the
+  // same (set, binding) shares that slot), then one per node output index.
+  ProgramDesc pd;
+  pd.name = desc.name;
+  pd.timeout_ms = desc.timeout_ms;
+  pd.map_device_memory = desc.map_device_memory;
+  ProgramDispatch dispatch;
+  dispatch.slot_of_resource.assign(desc.resources.size(), 0);
+  std::vector<uint32_t> in, out;
+  std::vector<size_t> in_bytes, out_bytes;
+  std::map<uint32_t, uint32_t> input_slot, output_slot;           // node index -> slot
+  std::map<std::pair<uint32_t, uint32_t>, uint32_t> alias_input;  // (set, binding) -> slot
+  for (bool output : {false, true}) {
+    for (size_t i = 0; i < desc.resources.size(); ++i) {
+      const custom::BoundResource& r = desc.resources[i];
+      if (r.output != output) continue;
+      auto& by_index = output ? output_slot : input_slot;
+      auto key = std::make_pair(r.set, r.binding);
+      auto alias = alias_input.find(key);
+      uint32_t slot;
+      if (!output && alias != alias_input.end()) {
+        slot = alias->second;
+      } else if (auto it = by_index.find(r.index); it != by_index.end()) {
+        slot = it->second;
+      } else {
+        slot = static_cast<uint32_t>(pd.slots.size());
+        size_t bytes = r.tensor.byte_size();
+        pd.slots.push_back({output ? ProgramSlot::Role::kOutput : ProgramSlot::Role::kInput, bytes,
+                            std::string(output ? "output " : "input ") + std::to_string(r.index)});
+        (output ? out : in).push_back(r.index);
+        (output ? out_bytes : in_bytes).push_back(bytes);
+        by_index.emplace(r.index, slot);
+      }
+      if (!output) alias_input.emplace(key, slot);
+      dispatch.slot_of_resource[i] = slot;
+    }
+  }
+  dispatch.desc = std::move(desc);
+  pd.dispatches.push_back(std::move(dispatch));
+  impl_ = std::make_unique<Impl>(std::move(device), std::move(pd), std::move(in), std::move(out),
+                                 std::move(in_bytes), std::move(out_bytes));
 }
 
 ComputeKernel::~ComputeKernel() = default;
@@ -847,12 +665,31 @@ ComputeKernel::ComputeKernel(ComputeKernel&&) noexcept = default;
 ComputeKernel& ComputeKernel::operator=(ComputeKernel&&) noexcept = default;
 
 void ComputeKernel::run(const std::vector<const void*>& inputs, const std::vector<void*>& outputs) {
-  impl_->run(inputs, outputs);
+  Impl& m = *impl_;
+  m.program.device()->check_usable();
+  const std::string k = "kernel '" + desc().name + "'";
+  std::vector<const void*> in(m.input_index.size(), nullptr);
+  std::vector<void*> out(m.output_index.size(), nullptr);
+  for (size_t j = 0; j < in.size(); ++j) {
+    uint32_t i = m.input_index[j];
+    if (i < inputs.size()) in[j] = inputs[i];
+    if (!in[j] && m.input_bytes[j] > 0)
+      throw Error(ErrorCode::kInvalidArgument, k + ": no host memory for input " + std::to_string(i) + " (" +
+                                                   std::to_string(inputs.size()) + " inputs given)");
+  }
+  for (size_t j = 0; j < out.size(); ++j) {
+    uint32_t o = m.output_index[j];
+    if (o < outputs.size()) out[j] = outputs[o];
+    if (!out[j] && m.output_bytes[j] > 0)
+      throw Error(ErrorCode::kInvalidArgument, k + ": no host memory for output " + std::to_string(o) + " (" +
+                                                   std::to_string(outputs.size()) + " outputs given)");
+  }
+  m.program.run(in, out);
 }
 
-double ComputeKernel::last_gpu_ms() const { return impl_->gpu_ms; }
-double ComputeKernel::last_total_ms() const { return impl_->total_ms; }
-const DispatchDesc& ComputeKernel::desc() const { return impl_->desc; }
-const std::shared_ptr<Device>& ComputeKernel::device() const { return impl_->device; }
+double ComputeKernel::last_gpu_ms() const { return impl_->program.last_gpu_ms(); }
+double ComputeKernel::last_total_ms() const { return impl_->program.last_total_ms(); }
+const DispatchDesc& ComputeKernel::desc() const { return impl_->program.desc().dispatches[0].desc; }
+const std::shared_ptr<Device>& ComputeKernel::device() const { return impl_->program.device(); }
 
 }  // namespace weft::vk

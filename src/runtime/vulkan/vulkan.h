@@ -148,7 +148,8 @@ class ComputeKernel {
   // kernels share one VkPipeline), descriptor pool and sets, device buffers and images (+ a sampler
   // for COMBINED_IMAGE_SAMPLER from the resource's filter/address_mode; clamp_to_border uses
   // transparent black), host-visible staging, a command buffer recorded once (uploads -> barrier
-  // -> bind/push/dispatch -> barrier -> downloads) and a fence.
+  // -> bind/push/dispatch -> barrier -> downloads) and a fence: a one-dispatch Program with a slot
+  // per node input index and per node output index that the resources use.
   // Checks first: the SPIR-V module and its compute entry point (and its LocalSize against
   // maxComputeWorkGroupSize/Invocations), groups vs maxComputeWorkGroupCount, push constants vs
   // maxPushConstantsSize, buffer sizes vs maxStorageBufferRange/maxUniformBufferRange, image
