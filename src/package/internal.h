@@ -59,6 +59,24 @@ Container build_segmented(const weft::Module& module, const BuildOptions& option
 // The storage a resource row is a view of: its alias group when it has one, else the row itself.
 uint64_t storage_of(const Container& c, uint32_t row);
 
+// Interface variable i of an encoded graph module, which the encoder always decorates with a
+// DescriptorSet and a Binding (kInternal otherwise).
+inline const InterfaceVariable& bound_variable(const GraphModuleFacts& f, size_t i) {
+  const InterfaceVariable& var = f.interface.at(i);
+  if (!var.set || !var.binding)
+    throw Error(ErrorCode::kInternal,
+                "the encoder left interface variable %" + std::to_string(var.id) + " without DescriptorSet/Binding");
+  return var;
+}
+
+// The encoder numbers graph constants 0, 1, 2, ... in order (GraphConstantID i is constant i).
+inline void check_constant_ids(const std::vector<spirv::GraphConstant>& constants) {
+  for (size_t i = 0; i < constants.size(); ++i)
+    if (constants[i].id != i)
+      throw Error(ErrorCode::kInternal, "graph constants are not numbered 0, 1, 2, ...: found id " +
+                                            std::to_string(constants[i].id) + " at position " + std::to_string(i));
+}
+
 // DescriptorSetInfos from slots grouped by set number: set_index unset where the set number is
 // the entry's position (the SDK's default), explicit otherwise.
 inline std::vector<DescriptorSetInfo> set_infos_of(std::map<uint32_t, std::vector<BindingSlot>> sets) {

@@ -381,20 +381,15 @@ void SegmentedBuilder::graph_segment(const Part& part, size_t part_index) {
   for (size_t i = 0; i < ni + no; ++i) {
     const bool input = i < ni;
     ValueId v = input ? inputs[i] : outputs[i - ni];
-    const detail::InterfaceVariable& var = f.interface[i];
-    if (!var.set || !var.binding)
-      throw Error(ErrorCode::kInternal, "the encoder left interface variable %" + std::to_string(var.id) +
-                                            " without DescriptorSet/Binding");
+    const detail::InterfaceVariable& var = detail::bound_variable(f, i);
     BindingSlot slot{*var.binding, row(v, graph_view(v))};
     sets[*var.set].push_back(slot);
     (input ? seg.inputs : seg.outputs).push_back(slot);
   }
   seg.set_infos = detail::set_infos_of(std::move(sets));
+  detail::check_constant_ids(bin.constants);
   for (size_t i = 0; i < bin.constants.size(); ++i) {
     const spirv::GraphConstant& gc = bin.constants[i];
-    if (gc.id != i)
-      throw Error(ErrorCode::kInternal, "graph constants are not numbered 0, 1, 2, ...: found id " +
-                                            std::to_string(gc.id) + " at position " + std::to_string(i));
     const TensorType& t = gc.tensor.type();
     Resource r;
     r.vk_descriptor_type = kNoDescriptorType;

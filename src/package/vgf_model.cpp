@@ -54,10 +54,7 @@ Container from_module(const weft::Module& module, const BuildOptions& options) {
   for (size_t i = 0; i < ni + no; ++i) {
     const bool input = i < ni;
     const Value& v = g.value(input ? g.inputs()[i] : g.outputs()[i - ni]);
-    const detail::InterfaceVariable& var = f.interface[i];
-    if (!var.set || !var.binding)
-      throw Error(ErrorCode::kInternal, "the encoder left interface variable %" + std::to_string(var.id) +
-                                            " without DescriptorSet/Binding");
+    const detail::InterfaceVariable& var = detail::bound_variable(f, i);
     uint32_t r = add_resource(c, input ? ResourceCategory::kInput : ResourceCategory::kOutput, kDescriptorTypeTensorARM,
                               v.type, std::string(input ? "input" : "output") + " '" + v.name + "'");
     BindingSlot slot{*var.binding, r};
@@ -69,11 +66,9 @@ Container from_module(const weft::Module& module, const BuildOptions& options) {
   seg.set_infos = detail::set_infos_of(std::move(sets));
 
   // GraphConstantID i is constant i of the constant section (the SDK's convention).
+  detail::check_constant_ids(bin.constants);
   for (size_t i = 0; i < bin.constants.size(); ++i) {
     const spirv::GraphConstant& gc = bin.constants[i];
-    if (gc.id != i)
-      throw Error(ErrorCode::kInternal, "graph constants are not numbered 0, 1, 2, ...: found id " +
-                                            std::to_string(gc.id) + " at position " + std::to_string(i));
     uint32_t r = add_resource(c, ResourceCategory::kConstant, kNoDescriptorType, gc.tensor.type(),
                               "constant '" + gc.name + "'");
     c.constants.push_back({r, -1, gc.tensor.buffer()});
