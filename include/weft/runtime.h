@@ -64,6 +64,10 @@ struct KernelProfile {
   std::string pattern;   // "CONV2D+CLAMP", "ADD", ...
   std::string node;      // label of the group's main node
   double microseconds = 0;
+  // A record of device time inside the kernel before it (a GPU backend's region: one record per
+  // dispatch, from timestamp queries); not part of the run's kernel time, which the region's own
+  // record already holds.
+  bool device = false;
 };
 
 // The module of a model file, by extension: .weft (text form), .vgf (the container's single GRAPH

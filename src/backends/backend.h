@@ -18,6 +18,7 @@
 
 #include "backends/reference/kernels.h"
 #include "weft/graph.h"
+#include "weft/runtime.h"
 #include "weft/tensor.h"
 
 namespace weft::backend {
@@ -80,6 +81,10 @@ struct Composite {
   // Operations applied to the anchor's result, in order: a bias (ADD of a constant broadcast
   // along the last dimension), a residual (ADD of a tensor of the result's type), activations.
   std::vector<PostOp> post_ops;
+
+  // kSubgraph: the units merged into the region, in execution order (each a single node or a fused
+  // composite as the backend accepted it), so that the backend can lower fused groups as such.
+  std::vector<Composite> members;
 
   std::vector<int> nodes;         // all members, ascending
   // External inputs. A single node: its inputs exactly (in operand order, repeats kept). A
@@ -155,6 +160,9 @@ class Kernel {
   // Whether out is replaced by a view of an input (CONST, IDENTITY, RESHAPE) instead of written.
   virtual bool forwards_buffer() const { return false; }
   virtual void execute(ExecArgs& args) const = 0;
+  // Device-side timing of the last execute (KernelProfile::device records, e.g. one per GPU dispatch);
+  // appended to the run's profile after the kernel's own record when profiling is on.
+  virtual void device_profile(std::vector<KernelProfile>& out) const { (void)out; }
 };
 
 class Backend {

@@ -474,13 +474,18 @@ void merge_regions(const Graph& g, Partition& p) {
   for (Unit& u : p.units) {
     const bool region = u.backend->grouping() == Backend::Grouping::kRegions;
     if (!region || merged.empty() || merged.back().backend != u.backend) {
+      Composite member = u.composite;
       merged.push_back(std::move(u));
       merged_units.push_back(1);
-      if (region) merged.back().composite.region = Composite::Region::kSubgraph;
+      if (region) {
+        merged.back().composite.members.push_back(std::move(member));
+        merged.back().composite.region = Composite::Region::kSubgraph;
+      }
       continue;
     }
     ++merged_units.back();
     Unit& r = merged.back();
+    r.composite.members.push_back(u.composite);
     r.composite.nodes.insert(r.composite.nodes.end(), u.composite.nodes.begin(), u.composite.nodes.end());
     for (std::string& d : u.declined)
       if (std::find(r.declined.begin(), r.declined.end(), d) == r.declined.end()) r.declined.push_back(std::move(d));
@@ -489,8 +494,10 @@ void merge_regions(const Graph& g, Partition& p) {
   for (size_t ui = 0; ui < merged.size(); ++ui) {
     Composite& c = merged[ui].composite;
     if (c.region != Composite::Region::kSubgraph) continue;
-    if (merged_units[ui] == 1 && c.single()) {
-      c.region = Composite::Region::kNone;  // a run of one operator stays that operator
+    if (merged_units[ui] == 1) {
+      // A run of one unit stays that unit (an operator, or a fused group such as CONV2D+CLAMP).
+      Composite only = std::move(c.members.front());
+      c = std::move(only);
       continue;
     }
     std::sort(c.nodes.begin(), c.nodes.end());

@@ -9,8 +9,6 @@
 namespace weft::runtime {
 namespace {
 
-size_t align_up(size_t n) { return (n + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment; }
-
 // A slice of the arena shared by one value, or by a chain of in-place values, or a workspace.
 struct Slot {
   size_t bytes = 0;
@@ -20,6 +18,37 @@ struct Slot {
 };
 
 }  // namespace
+
+std::vector<size_t> pack_intervals(const std::vector<Interval>& items, size_t alignment, size_t* total) {
+  auto align = [&](size_t n) { return (n + alignment - 1) / alignment * alignment; };
+  // Largest first, each at the lowest offset that no placed item with an overlapping lifetime uses.
+  std::vector<size_t> order(items.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return items[a].bytes > items[b].bytes; });
+  std::vector<size_t> offsets(items.size(), 0), placed;
+  std::vector<std::pair<size_t, size_t>> busy;  // [begin, end) of conflicting items
+  size_t size = 0;
+  for (size_t i : order) {
+    const Interval& s = items[i];
+    busy.clear();
+    for (size_t p : placed) {
+      const Interval& o = items[p];
+      if (o.first <= s.last && s.first <= o.last) busy.emplace_back(offsets[p], offsets[p] + align(o.bytes));
+    }
+    std::sort(busy.begin(), busy.end());
+    size_t offset = 0;
+    const size_t need = align(s.bytes);
+    for (const auto& [b, e] : busy) {
+      if (offset + need <= b) break;
+      offset = std::max(offset, e);
+    }
+    offsets[i] = offset;
+    size = std::max(size, offset + need);
+    placed.push_back(i);
+  }
+  if (total) *total = size;
+  return offsets;
+}
 
 std::vector<Step> node_steps(const Graph& g) {
   std::vector<Step> steps;
@@ -132,29 +161,10 @@ MemoryPlan plan_memory(const Graph& g, const std::vector<Step>& steps) {
 
   // Greedy placement, largest first: each slot takes the lowest offset that does not overlap a
   // placed slot whose lifetime intersects its own.
-  std::vector<size_t> order(slots.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return slots[a].bytes > slots[b].bytes; });
-  std::vector<size_t> placed;
-  std::vector<std::pair<size_t, size_t>> busy;  // [begin, end) of conflicting slots
-  for (size_t si : order) {
-    Slot& s = slots[si];
-    busy.clear();
-    for (size_t pi : placed) {
-      const Slot& o = slots[pi];
-      if (o.first <= s.last && s.first <= o.last) busy.emplace_back(o.offset, o.offset + align_up(o.bytes));
-    }
-    std::sort(busy.begin(), busy.end());
-    size_t offset = 0;
-    const size_t need = align_up(s.bytes);
-    for (const auto& [b, e] : busy) {
-      if (offset + need <= b) break;
-      offset = std::max(offset, e);
-    }
-    s.offset = offset;
-    plan.arena_bytes = std::max(plan.arena_bytes, offset + need);
-    placed.push_back(si);
-  }
+  std::vector<Interval> intervals;
+  for (const Slot& sl : slots) intervals.push_back({sl.bytes, sl.first, sl.last});
+  std::vector<size_t> offsets = pack_intervals(intervals, kArenaAlignment, &plan.arena_bytes);
+  for (size_t i = 0; i < slots.size(); ++i) slots[i].offset = offsets[i];
   for (size_t v = 0; v < nv; ++v) {
     if (slot_of[v] >= 0) plan.values[v].offset = slots[static_cast<size_t>(slot_of[v])].offset;
   }

@@ -271,6 +271,7 @@ struct Context::Impl {
           auto t1 = std::chrono::steady_clock::now();
           profile.push_back({std::string(units[ui].backend->name()), c.pattern, g.node_label(c.anchor),
                              std::chrono::duration<double, std::micro>(t1 - t0).count()});
+          kernel.device_profile(profile);
         } else {
           kernel.execute(args);
         }

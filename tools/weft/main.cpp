@@ -354,9 +354,18 @@ void print_profile(std::ostream& os, const std::vector<KernelProfile>& total, in
     double us = 0;
     int count = 0;
   };
-  std::map<std::pair<std::string, std::string>, Row> by_pattern;
-  double kernels_us = 0;
+  std::map<std::pair<std::string, std::string>, Row> by_pattern, device_by_op;
+  double kernels_us = 0, device_us = 0;
+  size_t kernels = 0;
   for (const KernelProfile& k : total) {
+    if (k.device) {
+      Row& r = device_by_op[{k.backend, k.pattern}];
+      r.us += k.microseconds / runs;
+      ++r.count;
+      device_us += k.microseconds / runs;
+      continue;
+    }
+    ++kernels;
     Row& r = by_pattern[{k.backend, k.pattern}];
     r.us += k.microseconds / runs;
     ++r.count;
@@ -366,7 +375,7 @@ void print_profile(std::ostream& os, const std::vector<KernelProfile>& total, in
   for (const auto& [key, r] : by_pattern) rows.push_back({r.us, key});
   std::sort(rows.rbegin(), rows.rend());
   os << std::fixed << std::setprecision(3);
-  os << "profile: " << total.size() << " kernels, " << kernels_us / 1000 << " ms in kernels of " << mean_ms
+  os << "profile: " << kernels << " kernels, " << kernels_us / 1000 << " ms in kernels of " << mean_ms
      << " ms per run (the rest is the runtime's own work: binding, zero-filling, dispatch)\n";
   os << "  " << std::left << std::setw(10) << "backend" << std::setw(34) << "pattern" << std::right << std::setw(7)
      << "count" << std::setw(11) << "ms" << std::setw(8) << "%" << "\n";
@@ -375,11 +384,24 @@ void print_profile(std::ostream& os, const std::vector<KernelProfile>& total, in
        << by_pattern[key].count << std::setw(11) << us / 1000 << std::setw(7) << std::setprecision(1)
        << (kernels_us > 0 ? 100 * us / kernels_us : 0) << "%" << std::setprecision(3) << "\n";
   }
-  std::vector<size_t> order(total.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  if (!device_by_op.empty()) {
+    // GPU time per operator inside device regions, from timestamp queries.
+    std::vector<std::pair<double, std::pair<std::string, std::string>>> drows;
+    for (const auto& [key, r] : device_by_op) drows.push_back({r.us, key});
+    std::sort(drows.rbegin(), drows.rend());
+    os << "device time (timestamp queries): " << device_us / 1000 << " ms per run\n";
+    os << "  " << std::left << std::setw(10) << "device" << std::setw(34) << "operator" << std::right << std::setw(7)
+       << "count" << std::setw(11) << "ms" << std::setw(8) << "%" << "\n";
+    for (const auto& [us, key] : drows)
+      os << "  " << std::left << std::setw(10) << key.first << std::setw(34) << key.second << std::right << std::setw(7)
+         << device_by_op[key].count << std::setw(11) << us / 1000 << std::setw(7) << std::setprecision(1)
+         << (device_us > 0 ? 100 * us / device_us : 0) << "%" << std::setprecision(3) << "\n";
+  }
+  std::vector<size_t> order;
+  for (size_t i = 0; i < total.size(); ++i) order.push_back(i);
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return total[a].microseconds > total[b].microseconds; });
   os << "slowest kernels:\n";
-  for (size_t i = 0; i < order.size() && i < 10; ++i) {
+  for (size_t i = 0; i < order.size() && i < 12; ++i) {
     const KernelProfile& k = total[order[i]];
     os << "  " << std::setw(9) << k.microseconds / runs / 1000 << " ms  " << k.backend << " " << k.pattern << " ("
        << k.node << ")\n";

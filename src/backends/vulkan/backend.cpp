@@ -1,19 +1,32 @@
-// The Vulkan backend: runs tosa.CUSTOM nodes that carry a compiled Vulkan compute shader
-// (implementation_attrs with SPIR-V, resources, push constants and a dispatch shape) on a Vulkan
-// device through runtime/vulkan. The backend takes whole regions (Grouping::kRegions): every run of
-// consecutive shader nodes is one vk::Program, one submission per run, whose intermediates stay on
-// the device; the region's inputs are uploaded and its outputs downloaded, so that CPU-run
-// neighbours read ordinary host memory.
+// The Vulkan backend: runs TOSA operators as compute shaders (embedded GLSL, lowered per operator by
+// the table of lower.h) and tosa.CUSTOM nodes that carry their own Vulkan shader, on any Vulkan device
+// with the storage types the shaders declare.
+//
+// It takes whole regions (Grouping::kRegions): every run of consecutive units it accepted is one
+// vk::Program: one command buffer recorded at prepare, one submission per run. Within a region:
+//   - every value is a slot: region inputs are uploaded, region outputs downloaded, the rest live in
+//     one device arena packed by lifetime (the memory planner's interval packing);
+//   - values that CONST nodes produce are uploaded once, at prepare, like the data the lowerings make
+//     (reordered weights, tables, per-channel parameters);
+//   - RESHAPE and IDENTITY are aliases (no dispatch) unless both ends must be separate host tensors;
+//   - barriers only where a dispatch touches memory an unordered earlier access used.
+// CPU-run neighbours read and write ordinary host memory: the runtime's transfers are the region's
+// uploads and downloads.
 #include <algorithm>
 #include <map>
 #include <mutex>
+#include <set>
 
 #include "backends/backend.h"
+#include "backends/vulkan/lower.h"
 #include "runtime/vulkan/vulkan.h"
 #include "weft/custom.h"
 
 namespace weft::backend {
 namespace {
+
+using vkb::Arg;
+using vkb::Caps;
 
 struct Checked {
   custom::Payload payload;
@@ -39,13 +52,30 @@ Checked check_node(const Graph& g, int node) {
   return c;
 }
 
-// A composite's dispatches as one vk::Program: composite inputs are external-input slots (one per
-// distinct value), composite outputs external-output slots, every other value an internal slot that
-// stays on the device. An output that later members also read is read there from its slot.
+Caps caps_of(const vk::Device& d) {
+  Caps c;
+  const vk::DeviceInfo& info = vk::info(d);
+  const vk::DeviceFeatures& f = vk::features(d);
+  c.device = info.name;
+  for (int i = 0; i < 3; ++i) c.max_groups[i] = info.max_workgroup_count[i];
+  c.max_shared_bytes = f.max_shared_memory;
+  c.subgroup_size = f.subgroup_size;
+  c.coop_matrix_f16 = f.coop_matrix_f16 && std::getenv("WEFT_VULKAN_NO_COOP") == nullptr;
+  c.fp16_arith = f.float16;
+  return c;
+}
+
+bool is_alias_op(Op op) { return op == Op::RESHAPE || op == Op::IDENTITY; }
+
+// One region's dispatches as a vk::Program, with the mapping of its external slots to the runtime's
+// tensors. GPU time per dispatch is reported through device_profile().
 class VulkanKernel final : public Kernel {
  public:
-  VulkanKernel(std::shared_ptr<vk::Device> device, vk::ProgramDesc desc, std::vector<size_t> input_args)
-      : program_(std::move(device), std::move(desc)), input_args_(std::move(input_args)) {}
+  VulkanKernel(std::shared_ptr<vk::Device> device, vk::ProgramDesc desc, std::vector<size_t> input_args,
+               std::vector<std::pair<std::string, std::string>> dispatch_names)
+      : program_(std::move(device), std::move(desc)),
+        input_args_(std::move(input_args)),
+        names_(std::move(dispatch_names)) {}
   void execute(ExecArgs& a) const override {
     std::vector<const void*> in;
     std::vector<void*> out;
@@ -54,35 +84,194 @@ class VulkanKernel final : public Kernel {
     // Contexts of one model share the prepared program (its staging memory): one run at a time.
     std::lock_guard<std::mutex> lock(mu_);
     program_.run(in, out);
+    last_ms_ = program_.last_dispatch_ms();
+  }
+  void device_profile(std::vector<KernelProfile>& out) const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (size_t i = 0; i < last_ms_.size() && i < names_.size(); ++i)
+      out.push_back({"vulkan", names_[i].first, names_[i].second, last_ms_[i] * 1000.0, true});
+  }
+  size_t prepared_bytes() const override {
+    vk::ProgramStats s = program_.stats();
+    return s.arena_bytes + s.constant_bytes;
   }
 
  private:
   mutable std::mutex mu_;
   mutable vk::Program program_;
   std::vector<size_t> input_args_;  // per external-input slot: its index in Composite::inputs
+  std::vector<std::pair<std::string, std::string>> names_;  // per dispatch: operator, node
+  mutable std::vector<double> last_ms_;
 };
 
-vk::ProgramDesc program_of(const Graph& g, const Composite& c) {
-  vk::ProgramDesc p;
-  p.name = c.single() ? g.node_label(c.anchor) : g.node_label(c.nodes.front()) + ".." + g.node_label(c.nodes.back());
-  std::map<ValueId, uint32_t> slot_of;
-  auto add_slot = [&](ValueId v, vk::ProgramSlot::Role role) {
-    auto [it, added] = slot_of.emplace(v, static_cast<uint32_t>(p.slots.size()));
-    if (added) p.slots.push_back({role, g.value(v).type.byte_size(), g.value(v).name});
-    return it->second;
+// Builds the Program of a region: value classes (aliases), slots, dispatches.
+class RegionBuilder {
+ public:
+  RegionBuilder(const Graph& g, const Composite& c, const Caps& caps) : g_(g), c_(c), low_(g, caps) {}
+
+  vk::ProgramDesc build(std::vector<size_t>& input_args, std::vector<std::pair<std::string, std::string>>& names) {
+    std::vector<const Composite*> members;
+    if (c_.region == Composite::Region::kSubgraph && !c_.members.empty())
+      for (const Composite& m : c_.members) members.push_back(&m);
+    else
+      members.push_back(&c_);
+    p_.name = c_.single() || c_.region != Composite::Region::kSubgraph
+                  ? g_.node_label(c_.anchor)
+                  : g_.node_label(c_.nodes.front()) + ".." + g_.node_label(c_.nodes.back());
+
+    // Value classes: RESHAPE / IDENTITY join their input's class unless that would put two external
+    // values (region inputs, constants, region outputs) in one class; those get a copy instead.
+    for (ValueId v : c_.inputs) {
+      Info& i = info_[v];
+      if (const Tensor* t = low_.constant(v)) i.constant = t;
+      else i.input = true;
+    }
+    for (ValueId v : c_.outputs) info_[v].output = true;
+    for (const Composite* m : members) {
+      if (!m->single() || !is_alias_op(g_.node(m->anchor).op)) continue;
+      const Node& n = g_.node(m->anchor);
+      ValueId rx = find(n.inputs[0]), ry = find(n.outputs[0]);
+      if (info_[rx].externals() + info_[ry].externals() <= 1) {
+        parent_[ry] = rx;
+        Info& a = info_[rx];
+        const Info& b = info_[ry];
+        a.input |= b.input;
+        a.output |= b.output;
+        if (!a.constant) a.constant = b.constant;
+      } else {
+        copies_.insert(m->anchor);
+      }
+    }
+    // Output slots first, in Composite::outputs order (the runtime's order).
+    for (ValueId v : c_.outputs) slot(v);
+
+    for (const Composite* m : members) {
+      const Node& n = g_.node(m->anchor);
+      low_.node = m->anchor;
+      if (n.op == Op::CUSTOM) {
+        add_custom(m->anchor);
+        continue;
+      }
+      if (is_alias_op(n.op)) {
+        if (copies_.count(m->anchor)) {
+          const size_t words = (g_.value(n.outputs[0]).type.byte_size() + 3) / 4;
+          low_.dispatch("ew_copy", {static_cast<int32_t>(words)}, {low_.in(n.inputs[0]), low_.out(n.outputs[0])},
+                        low_.grid(words));
+          flush();
+        }
+        continue;
+      }
+      auto it = vkb::ops_table().find(n.op);
+      if (it == vkb::ops_table().end())
+        throw Error(ErrorCode::kUnsupported, "the Vulkan backend has no kernel for " + std::string(op_name(n.op)),
+                    Location{.graph = g_.name(), .node = g_.node_label(m->anchor)});
+      it->second.lower(low_, *m);
+      flush();
+    }
+    input_args = std::move(input_args_);
+    names = std::move(names_);
+    return std::move(p_);
+  }
+
+ private:
+  struct Info {
+    bool input = false, output = false;
+    const Tensor* constant = nullptr;
+    int externals() const { return int(input) + int(output) + int(constant != nullptr); }
   };
-  for (ValueId v : c.inputs)
-    if (!slot_of.count(v)) add_slot(v, vk::ProgramSlot::Role::kInput);
-  for (ValueId v : c.outputs) add_slot(v, vk::ProgramSlot::Role::kOutput);
-  for (int ni : c.nodes) {
-    const Node& n = g.node(ni);
-    if (n.op != Op::CUSTOM)
-      throw Error(ErrorCode::kUnsupported, "the Vulkan backend runs only shader nodes (CUSTOM), not " +
-                                               std::string(op_name(n.op)),
-                  Location{.graph = g.name(), .node = g.node_label(ni)});
-    Checked checked = check_node(g, ni);
+
+  ValueId find(ValueId v) {
+    auto it = parent_.find(v);
+    if (it == parent_.end() || it->second == v) return v;
+    ValueId r = find(it->second);
+    parent_[v] = r;
+    return r;
+  }
+
+  uint32_t slot(ValueId v) {
+    const ValueId r = find(v);
+    auto it = slot_of_.find(r);
+    if (it != slot_of_.end()) return it->second;
+    const Info& i = info_[r];
+    vk::ProgramSlot s;
+    s.bytes = g_.value(v).type.byte_size();
+    s.name = g_.value(v).name;
+    if (i.constant) {
+      s.role = vk::ProgramSlot::Role::kConstant;
+      s.data.assign(i.constant->bytes(), i.constant->bytes() + i.constant->byte_size());
+    } else if (i.input) {
+      s.role = vk::ProgramSlot::Role::kInput;
+      // The runtime's tensor: the first Composite::inputs entry of the class.
+      size_t at = 0;
+      while (at < c_.inputs.size() && find(c_.inputs[at]) != r) ++at;
+      input_args_.push_back(at);
+    } else if (i.output) {
+      s.role = vk::ProgramSlot::Role::kOutput;
+    } else {
+      s.role = vk::ProgramSlot::Role::kInternal;
+    }
+    const uint32_t id = static_cast<uint32_t>(p_.slots.size());
+    p_.slots.push_back(std::move(s));
+    slot_of_.emplace(r, id);
+    return id;
+  }
+
+  uint32_t slot(const Arg& a) {
+    if (a.kind == Arg::Kind::kValue) return slot(a.value);
+    auto& map = a.kind == Arg::Kind::kScratch ? scratch_slot_ : data_slot_;
+    auto it = map.find(a.index);
+    if (it != map.end()) return it->second;
+    vk::ProgramSlot s;
+    if (a.kind == Arg::Kind::kScratch) {
+      s.bytes = low_.scratch_bytes.at(a.index);
+      s.name = "scratch of " + g_.node_label(low_.node);
+    } else {
+      s.role = vk::ProgramSlot::Role::kConstant;
+      s.data = std::move(low_.data_blobs.at(a.index));
+      s.bytes = s.data.size();
+      s.name = "data of " + g_.node_label(low_.node);
+    }
+    const uint32_t id = static_cast<uint32_t>(p_.slots.size());
+    p_.slots.push_back(std::move(s));
+    map.emplace(a.index, id);
+    return id;
+  }
+
+  // Turns the lowering's new dispatches into program dispatches.
+  void flush() {
+    for (; flushed_ < low_.dispatches.size(); ++flushed_) {
+      const vkb::Dispatch& d = low_.dispatches[flushed_];
+      vk::ProgramDispatch pd;
+      pd.desc.name = d.label + " (" + d.shader + ")";
+      pd.desc.spirv = vkb::shader_spirv(d.shader);
+      pd.desc.spec_constants.assign(d.spec.begin(), d.spec.end());
+      pd.desc.push_constants = d.push;
+      pd.desc.groups = d.groups;
+      pd.zero_outputs = false;
+      for (size_t i = 0; i < d.args.size(); ++i) {
+        const Arg& a = d.args[i];
+        custom::BoundResource r;
+        r.output = a.write;
+        r.index = static_cast<uint32_t>(i);
+        r.kind = custom::ResourceKind::kBuffer;
+        r.descriptor_type = 7;  // VK_DESCRIPTOR_TYPE_STORAGE_BUFFER
+        r.binding = static_cast<uint32_t>(i);
+        const uint32_t s = slot(a);
+        r.tensor = a.kind == Arg::Kind::kValue ? g_.value(a.value).type
+                                               : TensorType{DType::kInt8, {static_cast<int64_t>(p_.slots[s].bytes)}};
+        pd.desc.resources.push_back(std::move(r));
+        pd.slot_of_resource.push_back(s);
+      }
+      p_.dispatches.push_back(std::move(pd));
+      names_.push_back({std::string(op_name(d.op)), d.label});
+    }
+  }
+
+  void add_custom(int node) {
+    const Node& n = g_.node(node);
+    Checked checked = check_node(g_, node);
     vk::ProgramDispatch d;
-    d.desc.name = g.node_label(ni);
+    d.desc.name = g_.node_label(node);
     d.desc.spirv = std::move(checked.payload.spirv);
     d.desc.entry_point = checked.payload.entry_point;
     d.desc.resources = std::move(checked.resources);
@@ -90,18 +279,32 @@ vk::ProgramDesc program_of(const Graph& g, const Composite& c) {
     d.desc.groups = *checked.payload.dispatch;
     for (const custom::BoundResource& r : d.desc.resources) {
       const std::vector<ValueId>& vals = r.output ? n.outputs : n.inputs;
-      d.slot_of_resource.push_back(add_slot(vals.at(r.index), vk::ProgramSlot::Role::kInternal));
+      d.slot_of_resource.push_back(slot(vals.at(r.index)));
     }
-    p.dispatches.push_back(std::move(d));
+    p_.dispatches.push_back(std::move(d));
+    names_.push_back({"CUSTOM", g_.node_label(node)});
   }
-  return p;
-}
+
+  const Graph& g_;
+  const Composite& c_;
+  vkb::Lowering low_;
+  vk::ProgramDesc p_;
+  std::map<ValueId, ValueId> parent_;
+  std::map<ValueId, Info> info_;
+  std::set<int> copies_;
+  std::map<ValueId, uint32_t> slot_of_;
+  std::map<uint32_t, uint32_t> scratch_slot_, data_slot_;
+  std::vector<size_t> input_args_;
+  std::vector<std::pair<std::string, std::string>> names_;
+  size_t flushed_ = 0;
+};
 
 class VulkanBackend final : public Backend {
  public:
   std::string_view name() const override { return "vulkan"; }
   std::string_view description() const override {
-    return "Vulkan compute: custom operators carried as shaders (tosa.CUSTOM), on any Vulkan 1.1 device";
+    return "Vulkan compute: TOSA operators as compute shaders and custom shader operators (tosa.CUSTOM), on any "
+           "Vulkan 1.1 device with 8/16-bit storage and int64";
   }
   std::string unavailable_reason() const override {
     std::call_once(once_, [this] {
@@ -114,42 +317,88 @@ class VulkanBackend final : public Backend {
     return reason_;
   }
   Grouping grouping() const override { return Grouping::kRegions; }
-  bool runs_row(const OpDef& def, const TypeSupport&) const override { return def.op == Op::CUSTOM; }
+  bool runs_row(const OpDef& def, const TypeSupport& row) const override {
+    if (def.op == Op::CUSTOM || is_alias_op(def.op)) return true;
+    auto it = vkb::ops_table().find(def.op);
+    if (it == vkb::ops_table().end()) return false;
+    if (it->second.row) return it->second.row(def, row);
+    for (size_t i = 0; i < def.type_vars.size(); ++i)
+      if (row.types[i] != DType::kShape && !vkb::shader_type(row.types[i])) return false;
+    return true;
+  }
   Support supports(const Module&, const Graph& g, const Composite& c) const override {
-    if (!c.single() || g.node(c.anchor).op != Op::CUSTOM)
-      return Support::no("");  // not a shader node: nothing to explain
+    const Op op = g.node(c.anchor).op;
+    if (op == Op::CONST || op == Op::CONST_SHAPE) return Support::no("");  // forwarded in place on the CPU
+    if (op == Op::CUSTOM) {
+      if (!c.single()) return Support::no("");
+      std::string why = unavailable_reason();
+      if (!why.empty()) return Support::no(why);
+      try {
+        check_node(g, c.anchor);
+      } catch (const Error& e) {
+        return Support::no(e.message());
+      }
+      return Support::yes();
+    }
+    if (!is_alias_op(op) && !vkb::ops_table().count(op))
+      return Support::no("no Vulkan kernel for " + std::string(op_name(op)));
     std::string why = unavailable_reason();
     if (!why.empty()) return Support::no(why);
-    try {
-      check_node(g, c.anchor);
-    } catch (const Error& e) {
-      return Support::no(e.message());
+    const Caps* caps = default_caps(why);
+    if (!caps) return Support::no(why);
+    for (int ni : c.nodes) {
+      const Op o = g.node(ni).op;
+      if (o == Op::CONST || o == Op::CONST_SHAPE) continue;
+      std::string t = vkb::check_tensors(g, ni);
+      if (!t.empty()) return Support::no(t);
     }
-    return Support::yes();
+    if (is_alias_op(op)) return c.single() ? Support::yes() : Support::no("");
+    std::string r = vkb::ops_table().at(op).check(g, c, *caps);
+    return r.empty() ? Support::yes() : Support::no(r);
   }
   std::unique_ptr<Kernel> prepare(const Module&, const Graph& g, const Composite& c,
                                   const PrepareOptions& options) const override {
-    vk::ProgramDesc p = program_of(g, c);
-    // The external-input slots in order, each with the position of its value in Composite::inputs.
-    std::vector<size_t> input_args;
-    {
-      std::vector<ValueId> seen;
-      for (size_t i = 0; i < c.inputs.size(); ++i)
-        if (std::find(seen.begin(), seen.end(), c.inputs[i]) == seen.end()) {
-          seen.push_back(c.inputs[i]);
-          input_args.push_back(i);
-        }
-    }
     try {
-      return std::make_unique<VulkanKernel>(vk::open_device(options.device), std::move(p), std::move(input_args));
+      std::shared_ptr<vk::Device> device = vk::open_device(options.device);
+      const Caps caps = caps_of(*device);
+      if (std::string missing = vk::features(*device).missing(); !missing.empty()) {
+        bool tosa = false;
+        for (int ni : c.nodes) tosa |= g.node(ni).op != Op::CUSTOM;
+        if (tosa)
+          throw Error(ErrorCode::kUnsupported, "Vulkan device '" + caps.device + "' lacks " + missing +
+                                                   ", which the TOSA shaders need");
+      }
+      std::vector<size_t> input_args;
+      std::vector<std::pair<std::string, std::string>> names;
+      RegionBuilder builder(g, c, caps);
+      vk::ProgramDesc p = builder.build(input_args, names);
+      return std::make_unique<VulkanKernel>(std::move(device), std::move(p), std::move(input_args), std::move(names));
     } catch (const Error& e) {
       throw e.with_context({.graph = g.name(), .node = g.node_label(c.anchor)});
     }
   }
 
  private:
-  mutable std::once_flag once_;
-  mutable std::string reason_;
+  // The default device's capabilities (what supports() decides by; prepare() re-checks the chosen
+  // device). Null with `why` set when the device cannot be opened or lacks the shaders' types.
+  const Caps* default_caps(std::string& why) const {
+    std::call_once(caps_once_, [this] {
+      try {
+        auto d = vk::open_device();
+        caps_ = caps_of(*d);
+        std::string missing = vk::features(*d).missing();
+        if (!missing.empty()) caps_reason_ = "Vulkan device '" + caps_.device + "' lacks " + missing;
+      } catch (const Error& e) {
+        caps_reason_ = e.message();
+      }
+    });
+    why = caps_reason_;
+    return caps_reason_.empty() ? &caps_ : nullptr;
+  }
+
+  mutable std::once_flag once_, caps_once_;
+  mutable std::string reason_, caps_reason_;
+  mutable Caps caps_;
 };
 
 }  // namespace

@@ -340,6 +340,10 @@ std::shared_ptr<detail::PipelineEntry> detail::dispatch_pipeline(Device& dev, co
     for (const auto& lb : v) key += std::to_string(lb.binding) + "=" + std::to_string(lb.descriptorType) + ",";
   }
   key += "pc" + std::to_string(push.size());
+  if (!desc.spec_constants.empty()) {
+    key += "sc";
+    key.append(reinterpret_cast<const char*>(desc.spec_constants.data()), desc.spec_constants.size() * 4);
+  }
 
   const std::string k = "kernel '" + desc.name + "'";
   return dev.pipeline(key, [&]() {
@@ -376,6 +380,11 @@ std::shared_ptr<detail::PipelineEntry> detail::dispatch_pipeline(Device& dev, co
       ci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
       ci.stage.module = module;
       ci.stage.pName = desc.entry_point.c_str();
+      std::vector<VkSpecializationMapEntry> entries(desc.spec_constants.size());
+      for (uint32_t i = 0; i < entries.size(); ++i) entries[i] = {i, i * 4, 4};
+      VkSpecializationInfo spec{static_cast<uint32_t>(entries.size()), entries.data(),
+                                desc.spec_constants.size() * 4, desc.spec_constants.data()};
+      if (!entries.empty()) ci.stage.pSpecializationInfo = &spec;
       ci.layout = e.layout;
       check(vkCreateComputePipelines(dev.device, dev.pipeline_cache, 1, &ci, nullptr, &e.pipeline),
             "vkCreateComputePipelines", k + ": ");
@@ -546,7 +555,7 @@ void detail::create_descriptor_sets(Device& dev, const PipelineEntry& pipeline, 
       image_infos[i].imageLayout = shader_layout(b);
       w.pImageInfo = &image_infos[i];
     } else {
-      buffer_infos[i] = {b.buffer, 0, b.size};
+      buffer_infos[i] = {b.buffer, b.offset, b.size};
       w.pBufferInfo = &buffer_infos[i];
     }
     writes.push_back(w);
@@ -590,6 +599,19 @@ double detail::elapsed_ms(const Device& dev, VkQueryPool pool) {
   uint64_t mask = dev.timestamp_valid_bits >= 64 ? ~0ull : (1ull << dev.timestamp_valid_bits) - 1;
   uint64_t elapsed = ((ticks[1] & mask) - (ticks[0] & mask)) & mask;
   return static_cast<double>(elapsed) * dev.timestamp_period / 1e6;
+}
+
+std::vector<double> detail::interval_ms(const Device& dev, VkQueryPool pool, uint32_t count) {
+  if (!pool || count == 0) return {};
+  std::vector<uint64_t> ticks(count + 1, 0);
+  if (vkGetQueryPoolResults(dev.device, pool, 0, count + 1, ticks.size() * sizeof(uint64_t), ticks.data(),
+                            sizeof(uint64_t), VK_QUERY_RESULT_64_BIT) != VK_SUCCESS)
+    return {};
+  const uint64_t mask = dev.timestamp_valid_bits >= 64 ? ~0ull : (1ull << dev.timestamp_valid_bits) - 1;
+  std::vector<double> ms(count);
+  for (uint32_t i = 0; i < count; ++i)
+    ms[i] = static_cast<double>(((ticks[i + 1] & mask) - (ticks[i] & mask)) & mask) * dev.timestamp_period / 1e6;
+  return ms;
 }
 
 void detail::check_validation(uint64_t before, const char* doing, const std::string& what) {

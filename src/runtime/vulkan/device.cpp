@@ -440,13 +440,59 @@ std::shared_ptr<Device> create_device(uint32_t index, const DeviceOptions& optio
   vkGetPhysicalDeviceFeatures2(d->physical, &features);
 
   std::vector<const char*> extensions;
+  bool has_coop_nv = false;
   uint32_t ne = 0;
   if (vkEnumerateDeviceExtensionProperties(d->physical, nullptr, &ne, nullptr) == VK_SUCCESS) {
     std::vector<VkExtensionProperties> available(ne);
     if (vkEnumerateDeviceExtensionProperties(d->physical, nullptr, &ne, available.data()) == VK_SUCCESS) {
-      for (uint32_t i = 0; i < ne; ++i)
+      for (uint32_t i = 0; i < ne; ++i) {
         if (std::strcmp(available[i].extensionName, "VK_KHR_portability_subset") == 0)
           extensions.push_back("VK_KHR_portability_subset");
+        if (std::strcmp(available[i].extensionName, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME) == 0) has_coop_nv = true;
+      }
+    }
+  }
+
+  // What TOSA shaders need, and cooperative matrices (NV: the extension Debian's glslang compiles).
+  DeviceFeatures& df = d->features;
+  df.storage8 = f12.storageBuffer8BitAccess;
+  df.storage16 = f11.storageBuffer16BitAccess;
+  df.int8 = f12.shaderInt8;
+  df.float16 = f12.shaderFloat16;
+  df.int16 = features.features.shaderInt16;
+  df.int64 = features.features.shaderInt64;
+  df.max_shared_memory = d->properties.limits.maxComputeSharedMemorySize;
+  {
+    VkPhysicalDeviceSubgroupProperties sp{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+    VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+    p2.pNext = &sp;
+    vkGetPhysicalDeviceProperties2(d->physical, &p2);
+    df.subgroup_size = sp.subgroupSize;
+  }
+  VkPhysicalDeviceCooperativeMatrixFeaturesNV coop{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
+  if (has_coop_nv && d->api_version >= VK_API_VERSION_1_3) {
+    VkPhysicalDeviceFeatures2 probe{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+    probe.pNext = &coop;
+    vkGetPhysicalDeviceFeatures2(d->physical, &probe);
+    auto props_fn = reinterpret_cast<PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV>(
+        vkGetInstanceProcAddr(inst.instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV"));
+    bool shape = false;
+    if (coop.cooperativeMatrix && props_fn) {
+      uint32_t np = 0;
+      props_fn(d->physical, &np, nullptr);
+      std::vector<VkCooperativeMatrixPropertiesNV> props(np, {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV});
+      if (np) props_fn(d->physical, &np, props.data());
+      for (const auto& cp : props)
+        shape |= cp.MSize == 16 && cp.NSize == 16 && cp.KSize == 16 && cp.AType == VK_COMPONENT_TYPE_FLOAT16_NV &&
+                 cp.BType == VK_COMPONENT_TYPE_FLOAT16_NV && cp.CType == VK_COMPONENT_TYPE_FLOAT32_NV &&
+                 cp.DType == VK_COMPONENT_TYPE_FLOAT32_NV && cp.scope == VK_SCOPE_SUBGROUP_NV;
+    }
+    if (shape && f12.vulkanMemoryModel) {
+      df.coop_matrix_f16 = true;
+      extensions.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
+      coop.cooperativeMatrixRobustBufferAccess = VK_FALSE;
+      coop.pNext = features.pNext;
+      features.pNext = &coop;
     }
   }
 
@@ -766,6 +812,22 @@ std::shared_ptr<Device> open_device(std::string_view selector, const DeviceOptio
   auto device = create_device(index, DeviceOptions{});
   (*g_registry)[index] = device;
   return device;
+}
+
+const DeviceFeatures& features(const Device& device) { return device.features; }
+
+std::string DeviceFeatures::missing() const {
+  std::string m;
+  auto need = [&](bool have, const char* name) {
+    if (!have) m += (m.empty() ? "" : ", ") + std::string(name);
+  };
+  need(storage8, "storageBuffer8BitAccess");
+  need(storage16, "storageBuffer16BitAccess");
+  need(int8, "shaderInt8");
+  need(int16, "shaderInt16");
+  need(int64, "shaderInt64");
+  need(float16, "shaderFloat16");
+  return m;
 }
 
 const DeviceInfo& info(const Device& device) { return device.info; }

@@ -89,6 +89,7 @@ struct Backing {
   std::string filter, address_mode;
 
   VkBuffer buffer = VK_NULL_HANDLE;
+  VkDeviceSize offset = 0;  // where the data starts in `buffer` (slots of a Program's arena)
   VkDeviceMemory memory = VK_NULL_HANDLE;
   void* mapped = nullptr;  // the device buffer itself, when mapped directly
   bool coherent = true;
@@ -142,6 +143,8 @@ VkImageMemoryBarrier image_barrier(VkImage image, VkImageLayout from, VkImageLay
 VkBufferImageCopy image_copy_region(const Backing& b);  // the whole image, tightly packed
 // ms between the two timestamps of `pool`, or -1.
 double elapsed_ms(const Device& dev, VkQueryPool pool);
+// Per dispatch: ms between consecutive timestamps 0..n of `pool` (n = `count` dispatches); empty on failure.
+std::vector<double> interval_ms(const Device& dev, VkQueryPool pool, uint32_t count);
 
 }  // namespace weft::vk::detail
 
@@ -164,6 +167,7 @@ class Device {
   uint32_t api_version = 0;       // min(instance, device)
   VkPhysicalDeviceProperties properties{};
   VkPhysicalDeviceMemoryProperties memory{};
+  DeviceFeatures features;
 
   // The command pool (allocation and recording need it externally synchronized).
   std::mutex pool_mutex;

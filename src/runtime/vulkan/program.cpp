@@ -5,6 +5,7 @@
 #include <map>
 #include <mutex>
 
+#include "runtime/memory_plan.h"
 #include "runtime/vulkan/internal.h"
 
 namespace weft::vk {
@@ -34,6 +35,15 @@ struct Step {
 struct SlotMemory {
   Backing b;
   bool staged = false;
+  bool owned = true;        // false: a range of the program's arena
+  int first = -1, last = -1;  // dispatches that first and last touch it
+};
+
+// A byte range of a device buffer, for hazard tracking (arena slots share one buffer).
+struct Range {
+  VkBuffer buffer;
+  VkDeviceSize begin, end;
+  bool overlaps(const Range& o) const { return buffer == o.buffer && begin < o.end && o.begin < end; }
 };
 
 }  // namespace
@@ -48,7 +58,10 @@ struct Program::Impl {
   VkCommandBuffer command_buffer = VK_NULL_HANDLE;
   VkFence fence = VK_NULL_HANDLE;
   VkQueryPool query_pool = VK_NULL_HANDLE;
+  VkBuffer arena = VK_NULL_HANDLE;
+  VkDeviceMemory arena_memory = VK_NULL_HANDLE;
   double gpu_ms = -1, total_ms = -1;
+  std::vector<double> dispatch_ms;
   ProgramStats stats;
   std::mutex run_mutex;
 
@@ -56,6 +69,7 @@ struct Program::Impl {
   std::string what() const { return "program '" + desc.name + "'"; }
   void map_slots();
   void create_slots();
+  void upload_constants();
   void record();
   void run(const std::vector<const void*>& inputs, const std::vector<void*>& outputs);
 };
@@ -64,7 +78,8 @@ Program::Impl::~Impl() {
   if (!device || !device->device) return;
   if (device->lost.load()) {
     using detail::handle_ptr;
-    detail::keep_forever({handle_ptr(command_buffer), handle_ptr(fence), handle_ptr(query_pool)});
+    detail::keep_forever({handle_ptr(command_buffer), handle_ptr(fence), handle_ptr(query_pool), handle_ptr(arena),
+                          handle_ptr(arena_memory)});
     for (const Step& s : steps) {
       detail::keep_forever({handle_ptr(s.descriptor_pool)});
       for (const Backing& b : s.backings)
@@ -72,7 +87,8 @@ Program::Impl::~Impl() {
           detail::keep_forever({handle_ptr(b.sampler), handle_ptr(b.view), handle_ptr(b.image), handle_ptr(b.memory)});
     }
     for (const SlotMemory& m : slots)
-      detail::keep_forever({handle_ptr(m.b.buffer), handle_ptr(m.b.memory), handle_ptr(m.b.staging),
+      if (m.owned)
+        detail::keep_forever({handle_ptr(m.b.buffer), handle_ptr(m.b.memory), handle_ptr(m.b.staging),
                             handle_ptr(m.b.staging_memory)});
     return;
   }
@@ -93,7 +109,10 @@ Program::Impl::~Impl() {
       if (b.memory) vkFreeMemory(d, b.memory, nullptr);
     }
   }
+  if (arena) vkDestroyBuffer(d, arena, nullptr);
+  if (arena_memory) vkFreeMemory(d, arena_memory, nullptr);
   for (SlotMemory& m : slots) {
+    if (!m.owned) continue;
     if (m.b.buffer) vkDestroyBuffer(d, m.b.buffer, nullptr);
     if (m.b.memory) vkFreeMemory(d, m.b.memory, nullptr);
     if (m.b.staging) vkDestroyBuffer(d, m.b.staging, nullptr);
@@ -112,9 +131,14 @@ void Program::Impl::map_slots() {
     slots[s].b.what = "slot " + std::to_string(s) + (ps.name.empty() ? "" : " (" + ps.name + ")");
     if (ps.role == Role::kInput) input_slots.push_back(static_cast<uint32_t>(s));
     if (ps.role == Role::kOutput) output_slots.push_back(static_cast<uint32_t>(s));
+    if (ps.role == Role::kConstant && ps.data.size() != ps.bytes)
+      throw Error(ErrorCode::kInvalidArgument, p + ": constant " + slots[s].b.what + " has " +
+                                                   std::to_string(ps.data.size()) + " bytes of data for " +
+                                                   std::to_string(ps.bytes));
   }
   std::vector<bool> written(slots.size(), false);
-  for (size_t s = 0; s < slots.size(); ++s) written[s] = desc.slots[s].role == Role::kInput;
+  for (size_t s = 0; s < slots.size(); ++s)
+    written[s] = desc.slots[s].role == Role::kInput || desc.slots[s].role == Role::kConstant;
   steps.resize(desc.dispatches.size());
   for (size_t i = 0; i < desc.dispatches.size(); ++i) {
     const ProgramDispatch& pd = desc.dispatches[i];
@@ -141,6 +165,9 @@ void Program::Impl::map_slots() {
                                                      std::to_string(desc.slots[slot].bytes));
       size_t bi = 0;
       while (bi < st.backings.size() && !(st.backings[bi].set == res.set && st.backings[bi].binding == res.binding)) ++bi;
+      SlotMemory& sm = slots[slot];
+      if (sm.first < 0) sm.first = static_cast<int>(i);
+      sm.last = static_cast<int>(i);
       if (res.output) {
         auto& outs = st.out_slots[bi];
         if (std::find(outs.begin(), outs.end(), slot) == outs.end()) outs.push_back(slot);
@@ -157,9 +184,10 @@ void Program::Impl::map_slots() {
     }
     for (size_t bi = 0; bi < st.backings.size(); ++bi)
       for (uint32_t s : st.out_slots[bi]) {
-        if (desc.slots[s].role == Role::kInput)
+        if (desc.slots[s].role == Role::kInput || desc.slots[s].role == Role::kConstant)
           throw Error(ErrorCode::kInvalidArgument,
-                      k + ": " + st.backings[bi].what + " writes external input " + slots[s].b.what);
+                      k + ": " + st.backings[bi].what + " writes " +
+                          (desc.slots[s].role == Role::kInput ? "external input " : "constant ") + slots[s].b.what);
         written[s] = true;
       }
   }
@@ -172,14 +200,44 @@ void Program::Impl::create_slots() {
   Device& dev = *device;
   const VkBufferUsageFlags usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT |
                                    VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+  // Internal slots: ranges of one arena, packed by lifetime (a slot nothing touches gets none).
+  std::vector<runtime::Interval> intervals;
+  std::vector<uint32_t> internal;
+  for (size_t s = 0; s < slots.size(); ++s)
+    if (desc.slots[s].role == Role::kInternal && slots[s].first >= 0) {
+      internal.push_back(static_cast<uint32_t>(s));
+      intervals.push_back({static_cast<size_t>(slots[s].b.size), slots[s].first, slots[s].last});
+      stats.internal_bytes += slots[s].b.size;
+    }
+  const VkPhysicalDeviceLimits& lim = dev.properties.limits;
+  const size_t align = std::max<size_t>({64, static_cast<size_t>(lim.minStorageBufferOffsetAlignment),
+                                         static_cast<size_t>(lim.minUniformBufferOffsetAlignment)});
+  size_t arena_size = 0;
+  std::vector<size_t> offsets = runtime::pack_intervals(intervals, align, &arena_size);
+  stats.arena_bytes = arena_size;
+  if (arena_size > 0) {
+    Backing a;
+    a.size = arena_size;
+    detail::create_buffer(dev, a, usage, false, p + ", arena of " + std::to_string(arena_size) + " bytes");
+    arena = a.buffer;
+    arena_memory = a.memory;
+  }
+  for (size_t k = 0; k < internal.size(); ++k) {
+    SlotMemory& m = slots[internal[k]];
+    m.owned = false;
+    m.b.buffer = arena;
+    m.b.offset = offsets[k];
+  }
   for (size_t s = 0; s < slots.size(); ++s) {
     SlotMemory& m = slots[s];
-    const std::string where = p + ", " + m.b.what;
     Role role = desc.slots[s].role;
-    bool external = role != Role::kInternal;
-    m.staged = detail::create_buffer(dev, m.b, usage, external && desc.map_device_memory, where);
-    if (external && m.staged) detail::create_staging(dev, m.b, role == Role::kOutput, where);
+    if (role == Role::kInternal) continue;
+    const std::string where = p + ", " + m.b.what;
+    const bool map = role == Role::kConstant || desc.map_device_memory;
+    m.staged = detail::create_buffer(dev, m.b, usage, map, where);
+    if (m.staged) detail::create_staging(dev, m.b, role == Role::kOutput, where);
   }
+  upload_constants();
   for (size_t i = 0; i < steps.size(); ++i) {
     Step& st = steps[i];
     const std::string k = p + ", kernel '" + desc.dispatches[i].desc.name + "'";
@@ -190,6 +248,7 @@ void Program::Impl::create_slots() {
         ++stats.images;
       } else {
         b.buffer = slots[st.bound_slot[bi]].b.buffer;  // not owned
+        b.offset = slots[st.bound_slot[bi]].b.offset;
         b.size = slots[st.bound_slot[bi]].b.size;
       }
     }
@@ -198,14 +257,78 @@ void Program::Impl::create_slots() {
   }
 }
 
+// Constant slots get their data once: written through the mapping, or copied from staging memory by a
+// one-time submission (the staging buffers are freed afterwards).
+void Program::Impl::upload_constants() {
+  Device& dev = *device;
+  VkDevice d = dev.device;
+  const std::string p = what();
+  std::vector<uint32_t> staged;
+  for (size_t s = 0; s < slots.size(); ++s) {
+    if (desc.slots[s].role != Role::kConstant || desc.slots[s].bytes == 0) continue;
+    SlotMemory& m = slots[s];
+    std::memcpy(m.b.host(), desc.slots[s].data.data(), m.b.bytes);
+    stats.constant_bytes += m.b.bytes;
+    if (!m.b.host_coherent()) {
+      VkMappedMemoryRange r{VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE, nullptr, m.b.host_memory(), 0, VK_WHOLE_SIZE};
+      check(vkFlushMappedMemoryRanges(d, 1, &r), "vkFlushMappedMemoryRanges", p + ": ");
+    }
+    if (m.staged) staged.push_back(static_cast<uint32_t>(s));
+  }
+  if (staged.empty()) return;
+  VkCommandBuffer cb = VK_NULL_HANDLE;
+  VkFence upload_fence = VK_NULL_HANDLE;
+  auto release = [&]() {
+    if (upload_fence) vkDestroyFence(d, upload_fence, nullptr);
+    if (cb) {
+      std::lock_guard<std::mutex> lock(dev.pool_mutex);
+      vkFreeCommandBuffers(d, dev.command_pool, 1, &cb);
+    }
+  };
+  try {
+    {
+      std::lock_guard<std::mutex> lock(dev.pool_mutex);
+      VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+      ai.commandPool = dev.command_pool;
+      ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+      ai.commandBufferCount = 1;
+      check(vkAllocateCommandBuffers(d, &ai, &cb), "vkAllocateCommandBuffers", p + ": ");
+      VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+      bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+      check(vkBeginCommandBuffer(cb, &bi), "vkBeginCommandBuffer", p + ": ");
+      for (uint32_t s : staged) {
+        VkBufferCopy region{0, slots[s].b.offset, slots[s].b.bytes};
+        vkCmdCopyBuffer(cb, slots[s].b.staging, slots[s].b.buffer, 1, &region);
+      }
+      check(vkEndCommandBuffer(cb), "vkEndCommandBuffer", p + ": ");
+    }
+    VkFenceCreateInfo fi{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    check(vkCreateFence(d, &fi, nullptr, &upload_fence), "vkCreateFence", p + ": ");
+    dev.submit_and_wait(cb, upload_fence, timeout_ms, desc.name + " (constant upload)");
+  } catch (...) {
+    if (!dev.lost.load()) release();
+    throw;
+  }
+  release();
+  for (uint32_t s : staged) {
+    Backing& b = slots[s].b;
+    vkDestroyBuffer(d, b.staging, nullptr);
+    vkFreeMemory(d, b.staging_memory, nullptr);
+    b.staging = VK_NULL_HANDLE;
+    b.staging_memory = VK_NULL_HANDLE;
+    b.staging_mapped = nullptr;
+  }
+}
+
 void Program::Impl::record() {
   Device& dev = *device;
   VkDevice d = dev.device;
   const std::string p = what();
+  const uint32_t queries = static_cast<uint32_t>(steps.size()) + 1;
   if (dev.timestamp_valid_bits > 0 && !steps.empty()) {
     VkQueryPoolCreateInfo qi{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
     qi.queryType = VK_QUERY_TYPE_TIMESTAMP;
-    qi.queryCount = 2;
+    qi.queryCount = queries;
     check(vkCreateQueryPool(d, &qi, nullptr, &query_pool), "vkCreateQueryPool", p + ": ");
   }
   VkFenceCreateInfo fi{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
@@ -220,17 +343,30 @@ void Program::Impl::record() {
   VkCommandBuffer cb = command_buffer;
   VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
   check(vkBeginCommandBuffer(cb, &bi), "vkBeginCommandBuffer", p + ": ");
-  if (query_pool) vkCmdResetQueryPool(cb, query_pool, 0, 2);
+  if (query_pool) vkCmdResetQueryPool(cb, query_pool, 0, queries);
 
-  // Hazards: accesses to slot buffers since the last barrier. A barrier is global (a VkMemoryBarrier
-  // from every pending stage), so it makes every earlier access available.
-  std::vector<bool> dirty_write(slots.size(), false), dirty_read(slots.size(), false);
+  // Hazards: byte ranges accessed since the last barrier (arena slots share one buffer, so a slot's
+  // memory may have been another slot's). A barrier is global (a VkMemoryBarrier from every pending
+  // stage), so it makes every earlier access available.
+  std::vector<Range> dirty_writes, dirty_reads;
   VkPipelineStageFlags pending_stages = 0;
   VkAccessFlags pending_writes = 0;
-  auto needs = [&](int slot, bool write) { return dirty_write[slot] || (write && dirty_read[slot]); };
+  auto range_of = [&](int slot) {
+    const Backing& b = slots[slot].b;
+    return Range{b.buffer, b.offset, b.offset + b.size};
+  };
+  auto overlaps = [](const std::vector<Range>& rs, const Range& r) {
+    for (const Range& x : rs)
+      if (x.overlaps(r)) return true;
+    return false;
+  };
+  auto needs = [&](int slot, bool write) {
+    Range r = range_of(slot);
+    return overlaps(dirty_writes, r) || (write && overlaps(dirty_reads, r));
+  };
   auto touch = [&](int slot, bool write, VkPipelineStageFlags stage, VkAccessFlags access) {
-    if (write) dirty_write[slot] = true, pending_writes |= access;
-    else dirty_read[slot] = true;
+    if (write) dirty_writes.push_back(range_of(slot)), pending_writes |= access;
+    else dirty_reads.push_back(range_of(slot));
     pending_stages |= stage;
   };
   auto barrier = [&](VkPipelineStageFlags extra_src, VkPipelineStageFlags dst_stage, VkAccessFlags dst_access,
@@ -243,39 +379,29 @@ void Program::Impl::record() {
     vkCmdPipelineBarrier(cb, src, dst_stage, 0, 1, &mb, 0, nullptr, static_cast<uint32_t>(images.size()),
                          images.data());
     ++stats.barriers;
-    std::fill(dirty_write.begin(), dirty_write.end(), false);
-    std::fill(dirty_read.begin(), dirty_read.end(), false);
+    dirty_writes.clear();
+    dirty_reads.clear();
     pending_stages = 0;
     pending_writes = 0;
   };
   const VkAccessFlags kShaderAccess = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_UNIFORM_READ_BIT;
   const VkAccessFlags kTransferAccess = VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
 
-  // 1. Uploads of staged external inputs; zeroing of slots whose writer reads nothing.
+  // 1. Uploads of staged external inputs.
   for (uint32_t s : input_slots) {
     const SlotMemory& m = slots[s];
     if (!m.staged || m.b.bytes == 0) continue;
-    VkBufferCopy region{0, 0, m.b.bytes};
+    VkBufferCopy region{0, m.b.offset, m.b.bytes};
     vkCmdCopyBuffer(cb, m.b.staging, m.b.buffer, 1, &region);
     touch(static_cast<int>(s), true, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT);
-  }
-  {
-    std::vector<bool> zeroed(slots.size(), false);
-    for (const Step& st : steps)
-      for (size_t b = 0; b < st.backings.size(); ++b) {
-        int s = st.bound_slot[b];
-        if (st.backings[b].is_image() || st.in_slot[b] >= 0 || s < 0 || zeroed[s]) continue;
-        zeroed[s] = true;
-        vkCmdFillBuffer(cb, slots[s].b.buffer, 0, VK_WHOLE_SIZE, 0);
-        touch(s, true, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT);
-      }
   }
 
   // 2. The dispatches.
   for (size_t i = 0; i < steps.size(); ++i) {
     Step& st = steps[i];
+    const bool zero_outputs = desc.dispatches[i].zero_outputs;
     // Before: images filled from their slots (or cleared); buffers bound to an output slot other than
-    // the one they read get a copy of it.
+    // the one they read get a copy of it; output-only buffers cleared (custom operators).
     bool transfers = false, need = false;
     std::vector<VkImageMemoryBarrier> to_transfer, to_shader, to_read;
     for (size_t b = 0; b < st.backings.size(); ++b) {
@@ -296,6 +422,9 @@ void Program::Impl::record() {
       } else if (st.in_slot[b] >= 0 && st.bound_slot[b] != st.in_slot[b]) {
         transfers = true;
         need |= needs(st.in_slot[b], false) || needs(st.bound_slot[b], true);
+      } else if (st.in_slot[b] < 0 && st.bound_slot[b] >= 0 && zero_outputs) {
+        transfers = true;
+        need |= needs(st.bound_slot[b], true);
       }
     }
     if (transfers) {
@@ -306,6 +435,7 @@ void Program::Impl::record() {
         if (bk.is_image()) {
           if (st.in_slot[b] >= 0) {
             VkBufferImageCopy region = detail::image_copy_region(bk);
+            region.bufferOffset = slots[st.in_slot[b]].b.offset;
             vkCmdCopyBufferToImage(cb, slots[st.in_slot[b]].b.buffer, bk.image, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL,
                                    1, &region);
             touch(st.in_slot[b], false, VK_PIPELINE_STAGE_TRANSFER_BIT, 0);
@@ -315,16 +445,22 @@ void Program::Impl::record() {
             vkCmdClearColorImage(cb, bk.image, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, &zero, 1, &range);
           }
         } else if (st.in_slot[b] >= 0 && st.bound_slot[b] != st.in_slot[b]) {
-          VkBufferCopy region{0, 0, bk.size};
-          vkCmdCopyBuffer(cb, slots[st.in_slot[b]].b.buffer, slots[st.bound_slot[b]].b.buffer, 1, &region);
+          const Backing& from = slots[st.in_slot[b]].b;
+          const Backing& to = slots[st.bound_slot[b]].b;
+          VkBufferCopy region{from.offset, to.offset, bk.size};
+          vkCmdCopyBuffer(cb, from.buffer, to.buffer, 1, &region);
           touch(st.in_slot[b], false, VK_PIPELINE_STAGE_TRANSFER_BIT, 0);
+          touch(st.bound_slot[b], true, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT);
+        } else if (st.in_slot[b] < 0 && st.bound_slot[b] >= 0 && zero_outputs) {
+          const Backing& to = slots[st.bound_slot[b]].b;
+          vkCmdFillBuffer(cb, to.buffer, to.offset, to.size, 0);
           touch(st.bound_slot[b], true, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT);
         }
       }
       pending_stages |= VK_PIPELINE_STAGE_TRANSFER_BIT;
       pending_writes |= VK_ACCESS_TRANSFER_WRITE_BIT;
     }
-    // The dispatch: a barrier only when it touches a slot with an unordered earlier access (or
+    // The dispatch: a barrier only when it touches a range with an unordered earlier access (or
     // images must change layout).
     need = !to_shader.empty();
     for (size_t b = 0; b < st.backings.size(); ++b)
@@ -340,8 +476,8 @@ void Program::Impl::record() {
                          static_cast<uint32_t>(st.push.size()), st.push.data());
     const auto& groups = desc.dispatches[i].desc.groups;
     vkCmdDispatch(cb, groups[0], groups[1], groups[2]);
-    if (query_pool && i + 1 == steps.size())
-      vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, query_pool, 1);
+    if (query_pool)
+      vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, query_pool, static_cast<uint32_t>(i) + 1);
     bool post = !to_read.empty();
     for (size_t b = 0; b < st.backings.size(); ++b) {
       int s = st.bound_slot[b];
@@ -358,12 +494,14 @@ void Program::Impl::record() {
         const Backing& bk = st.backings[b];
         for (size_t o = 0; o < st.out_slots[b].size(); ++o) {
           uint32_t s = st.out_slots[b][o];
+          const Backing& to = slots[s].b;
           if (bk.is_image()) {
             VkBufferImageCopy region = detail::image_copy_region(bk);
-            vkCmdCopyImageToBuffer(cb, bk.image, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, slots[s].b.buffer, 1, &region);
+            region.bufferOffset = to.offset;
+            vkCmdCopyImageToBuffer(cb, bk.image, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, to.buffer, 1, &region);
           } else if (o > 0) {
-            VkBufferCopy region{0, 0, bk.size};
-            vkCmdCopyBuffer(cb, bk.buffer, slots[s].b.buffer, 1, &region);
+            VkBufferCopy region{bk.offset, to.offset, bk.size};
+            vkCmdCopyBuffer(cb, bk.buffer, to.buffer, 1, &region);
             touch(st.bound_slot[b], false, VK_PIPELINE_STAGE_TRANSFER_BIT, 0);
           } else {
             continue;
@@ -384,7 +522,7 @@ void Program::Impl::record() {
     for (uint32_t s : output_slots) {
       const SlotMemory& m = slots[s];
       if (!m.staged || m.b.bytes == 0) continue;
-      VkBufferCopy region{0, 0, m.b.bytes};
+      VkBufferCopy region{m.b.offset, 0, m.b.bytes};
       vkCmdCopyBuffer(cb, m.b.buffer, m.b.staging, 1, &region);
       touch(static_cast<int>(s), true, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT);
     }
@@ -434,7 +572,12 @@ void Program::Impl::run(const std::vector<const void*>& inputs, const std::vecto
     std::memcpy(outputs[i], b.host(), b.bytes);
     down += b.bytes;
   }
-  gpu_ms = detail::elapsed_ms(*device, query_pool);
+  dispatch_ms = detail::interval_ms(*device, query_pool, static_cast<uint32_t>(steps.size()));
+  gpu_ms = -1;
+  if (!dispatch_ms.empty()) {
+    gpu_ms = 0;
+    for (double t : dispatch_ms) gpu_ms += t;
+  }
   stats.bytes_uploaded = up;
   stats.bytes_downloaded = down;
   ++stats.runs;
@@ -468,6 +611,7 @@ void Program::run(const std::vector<const void*>& inputs, const std::vector<void
 
 double Program::last_gpu_ms() const { return impl_->gpu_ms; }
 double Program::last_total_ms() const { return impl_->total_ms; }
+std::vector<double> Program::last_dispatch_ms() const { return impl_->dispatch_ms; }
 ProgramStats Program::stats() const { return impl_->stats; }
 const ProgramDesc& Program::desc() const { return impl_->desc; }
 const std::shared_ptr<Device>& Program::device() const { return impl_->device; }

@@ -102,6 +102,20 @@ std::shared_ptr<Device> open_device(std::string_view selector = "", const Device
 // The device's description.
 const DeviceInfo& info(const Device& device);
 
+// What the device offers TOSA shaders (src/backends/vulkan): the storage and arithmetic types they
+// declare, and the optional fast paths.
+struct DeviceFeatures {
+  bool storage8 = false, storage16 = false;  // storageBuffer8BitAccess, storageBuffer16BitAccess
+  bool int8 = false, int16 = false, int64 = false, float16 = false;  // shaderInt8/16/64, shaderFloat16
+  // VK_NV_cooperative_matrix enabled, with a subgroup-scope 16x16x16 fp16 x fp16 + fp32 shape.
+  bool coop_matrix_f16 = false;
+  uint32_t subgroup_size = 0;
+  uint32_t max_shared_memory = 0;  // maxComputeSharedMemorySize
+  // "" when every TOSA shader can run; else the missing features, e.g. "shaderInt64, storageBuffer8BitAccess".
+  std::string missing() const;
+};
+const DeviceFeatures& features(const Device& device);
+
 // Counters, for tests and diagnostics.
 struct DeviceStats {
   size_t pipelines_created = 0;     // VkPipelines created (vkCreateComputePipelines calls)
@@ -132,6 +146,9 @@ struct DispatchDesc {
   std::vector<uint8_t> push_constants;  // the whole block, bound at offset 0, stage COMPUTE
                                         // (padded with zeros to a multiple of 4 bytes)
   std::array<uint32_t, 3> groups{1, 1, 1};  // vkCmdDispatch counts
+  // Specialization constants: constant_id i = spec_constants[i] (4 bytes each: int32, uint32 or
+  // float bits). Part of the pipeline's identity (the in-memory cache key).
+  std::vector<uint32_t> spec_constants;
   // How long run() waits for the dispatch, in ms; 0: WEFT_VULKAN_TIMEOUT_MS, else 10000.
   uint32_t timeout_ms = 0;
   // Map device-local buffers directly when a memory type is DEVICE_LOCAL + HOST_VISIBLE +
@@ -195,11 +212,15 @@ class ComputeKernel {
 // "slots": external inputs (uploaded at every run), external outputs (downloaded at every run) and
 // internal slots (device-only buffers: a dispatch's result that later dispatches read stays on the
 // device). An external output may also be read by later dispatches on the device.
+// Internal slots share one device arena: two of them overlap in memory only when their lifetimes
+// (first write to last read, in dispatch order) do not, placed by the memory planner's interval
+// packing (runtime/memory_plan.h). Constant slots hold data uploaded once, at creation.
 struct ProgramSlot {
-  enum class Role { kInput, kOutput, kInternal };
+  enum class Role { kInput, kOutput, kInternal, kConstant };
   Role role = Role::kInternal;
   size_t bytes = 0;  // the tensor's bytes; every resource naming the slot must have this size
   std::string name;  // for errors (e.g. the value's name)
+  std::vector<uint8_t> data;  // kConstant: exactly `bytes` bytes
 };
 
 struct ProgramDispatch {
@@ -208,6 +229,9 @@ struct ProgramDispatch {
   // desc.timeout_ms and desc.map_device_memory are ignored (see ProgramDesc).
   DispatchDesc desc;
   std::vector<uint32_t> slot_of_resource;
+  // Output buffers that the dispatch reads nothing from are cleared to zero before it (the custom
+  // operator contract); false for shaders that write every element (TOSA operators).
+  bool zero_outputs = true;
 };
 
 struct ProgramDesc {
@@ -225,6 +249,9 @@ struct ProgramStats {
   size_t barriers = 0;          // vkCmdPipelineBarrier calls recorded
   size_t images = 0;            // image objects (one per image resource of each dispatch)
   size_t runs = 0;
+  size_t arena_bytes = 0;       // the internal slots' arena
+  size_t internal_bytes = 0;    // sum of the internal slots' sizes (what separate buffers would take)
+  size_t constant_bytes = 0;    // uploaded once at creation
 };
 
 class Program {
@@ -250,6 +277,9 @@ class Program {
   void run(const std::vector<const void*>& inputs, const std::vector<void*>& outputs);
 
   double last_gpu_ms() const;    // first dispatch to last, from timestamps (-1: none)
+  // Per dispatch of the last run, from timestamps: the time from the end of the previous dispatch (or
+  // the start of the first) to its end, in ms; empty when the queue has no timestamps.
+  std::vector<double> last_dispatch_ms() const;
   double last_total_ms() const;  // wall time of the last run() (-1 before the first)
   ProgramStats stats() const;
   const ProgramDesc& desc() const;

@@ -1,0 +1,154 @@
+// Lowering TOSA operators to compute dispatches for the Vulkan backend.
+//
+// A region the partitioner gave the Vulkan backend is a list of member composites (single nodes, or
+// an anchor with a folded PAD and fused epilogues). Each member is lowered by its operator's entry in
+// the lowering table (ops_table()) into one or more dispatches of the shaders embedded in libweft
+// (src/backends/vulkan/shaders/*.comp, compiled at build time by glslc). The backend turns the
+// dispatches into one vk::Program: one command buffer recorded at prepare, intermediates in one
+// device arena, constants uploaded once.
+//
+// Shader conventions (shaders/common.glsl):
+//   - every buffer is a storage buffer at set 0, binding = its position in the dispatch's args;
+//   - shapes, strides and attributes are specialization constants, ids 0.. in the order of `spec`
+//     (int32 each; floats are passed as their bits, see f32_bits);
+//   - a tensor's element type is a specialization constant holding a ShaderType code, and the
+//     TENSOR() macro of common.glsl declares typed views of the binding with load/store helpers;
+//   - the workgroup size is fixed in the shader (local_size_x = 64 unless the shader says otherwise);
+//     grid() spreads large invocation counts over y (maxComputeWorkGroupCount[0] may be 65535), and
+//     the shader recovers the flat index with flat_id() from common.glsl.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "backends/backend.h"
+#include "weft/graph.h"
+
+namespace weft::vkb {
+
+// Element storage codes shared with the shaders (DT_* in common.glsl).
+enum class ShaderType : int32_t { kBool = 0, kI8 = 1, kI16 = 2, kI32 = 3, kI48 = 4, kF16 = 5, kF32 = 6 };
+// The shader storage of `t`; nullopt for types no shader handles (int4, bf16, fp8, shape).
+std::optional<ShaderType> shader_type(DType t);
+inline int32_t code(DType t) { return static_cast<int32_t>(*shader_type(t)); }
+inline int32_t f32_bits(float f) {
+  int32_t i;
+  std::memcpy(&i, &f, 4);
+  return i;
+}
+
+// What the device offers that decides support and the choice of kernels.
+struct Caps {
+  std::string device;                 // the device's name, for messages
+  uint32_t max_groups[3] = {65535, 65535, 65535};
+  uint32_t max_shared_bytes = 16384;  // maxComputeSharedMemorySize
+  uint32_t subgroup_size = 0;         // 0: unknown
+  // Cooperative matrices with a 16x16x16 fp16 x fp16 + fp32 subgroup shape. Debian 12's glslang knows
+  // only GL_NV_cooperative_matrix (not GL_KHR_cooperative_matrix), so shaders use the NV extension and
+  // the device must expose VK_NV_cooperative_matrix (NVIDIA GPUs do).
+  bool coop_matrix_f16 = false;
+  bool fp16_arith = false;            // shaderFloat16
+};
+
+// A buffer argument of a dispatch (see Lowering).
+struct Arg {
+  enum class Kind { kValue, kScratch, kData } kind = Kind::kValue;
+  ValueId value = kNoValue;  // kValue
+  uint32_t index = 0;        // kScratch / kData: which one
+  bool write = false;
+};
+
+// One dispatch as lowered (turned into a vk::ProgramDispatch by the backend).
+struct Dispatch {
+  std::string shader;                // embedded shader name (file name without .comp)
+  std::vector<int32_t> spec;         // specialization constants 0..n-1
+  std::vector<Arg> args;             // binding i = args[i]
+  std::array<uint32_t, 3> groups{1, 1, 1};
+  std::vector<uint8_t> push;         // push-constant block (usually empty)
+  std::string label;                 // profile/error label (default: the node's label)
+  Op op = Op::CUSTOM;                // the operator it implements (for the profile)
+};
+
+// The lowering of one region: collects dispatches, scratch buffers and constant data.
+class Lowering {
+ public:
+  Lowering(const Graph& g, const Caps& caps) : graph(g), caps(caps) {}
+  const Graph& graph;
+  const Caps& caps;
+
+  // The node being lowered (set by the backend before calling an OpLowering).
+  int node = -1;
+  const Node& n() const { return graph.node(node); }
+  const TensorType& type(ValueId v) const { return graph.value(v).type; }
+  // The data of `v` when a CONST node produces it, else nullptr.
+  const Tensor* constant(ValueId v) const;
+
+  Arg in(ValueId v) const { return {Arg::Kind::kValue, v, 0, false}; }
+  Arg out(ValueId v) const { return {Arg::Kind::kValue, v, 0, true}; }
+  // Device-only working memory for this member's dispatches (e.g. a partial-sum buffer). The first
+  // dispatch using it must write what later ones read; it is not zeroed.
+  Arg scratch(size_t bytes, bool write);
+  // Read-only data uploaded once at prepare (reordered weights, tables, per-channel parameters).
+  Arg data(std::vector<uint8_t> bytes);
+  template <typename T>
+  Arg data_of(const std::vector<T>& v) {
+    std::vector<uint8_t> b(v.size() * sizeof(T));
+    if (!b.empty()) std::memcpy(b.data(), v.data(), b.size());
+    return data(std::move(b));
+  }
+
+  // Emits a dispatch of `shader` (label defaults to the node's).
+  void dispatch(std::string shader, std::vector<int32_t> spec, std::vector<Arg> args, std::array<uint32_t, 3> groups,
+                std::vector<uint8_t> push = {});
+  // Workgroup counts for `invocations` invocations of workgroups of `local` (x only; spills into y).
+  std::array<uint32_t, 3> grid(uint64_t invocations, uint32_t local = 64) const;
+
+  // Error(kUnsupported) located at the node (for conditions found only while lowering).
+  [[noreturn]] void fail(const std::string& why) const;
+
+  // Results (read by the backend).
+  std::vector<Dispatch> dispatches;
+  std::vector<size_t> scratch_bytes;
+  std::vector<std::vector<uint8_t>> data_blobs;
+};
+
+// An operator's entry in the lowering table.
+struct OpLowering {
+  // Whether the backend runs the row's types at all (drives Backend::runs_row and `weft ops`);
+  // null: every row whose types all have a ShaderType.
+  bool (*row)(const OpDef& def, const TypeSupport& row) = nullptr;
+  // "" when composite `c` (a single node, or anchored at this operator with pad / post_ops) runs;
+  // else a one-line reason naming the rule. Composites with parts it does not fuse get a reason.
+  std::string (*check)(const Graph& g, const backend::Composite& c, const Caps& caps) = nullptr;
+  // Emits the dispatches of `c` (l.node = c.anchor).
+  void (*lower)(Lowering& l, const backend::Composite& c) = nullptr;
+};
+
+// The table: one entry per operator the backend runs, filled by each family's register function.
+const std::map<Op, OpLowering>& ops_table();
+
+// Families (one file each).
+void register_elementwise(std::map<Op, OpLowering>& t);  // ops_elementwise.cpp
+void register_layout(std::map<Op, OpLowering>& t);       // ops_layout.cpp
+void register_tensor(std::map<Op, OpLowering>& t);       // ops_tensor.cpp
+void register_misc(std::map<Op, OpLowering>& t);         // ops_misc.cpp
+
+// The SPIR-V of embedded shader `name`; throws Error(kInternal) for an unknown name.
+const std::vector<uint32_t>& shader_spirv(std::string_view name);
+
+// Helpers shared by families.
+// Row-major strides of `s` (elements).
+std::vector<int64_t> strides_of(const Shape& s);
+// Whether every dimension and the element count fit the shaders' int32 indexing.
+bool fits_int32(const TensorType& t);
+// "" when every tensor the node reads or writes has a ShaderType and fits int32 indexing.
+std::string check_tensors(const Graph& g, int node);
+
+}  // namespace weft::vkb
