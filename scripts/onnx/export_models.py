@@ -12,7 +12,8 @@ For each model NAME this writes, in the output directory:
     NAME.torch.npy   PyTorch's output for that input (float32)
 
 Weights are random (torch.manual_seed(0) before building each model); nothing is downloaded.
-A model whose three files already exist is skipped unless --force.
+A model whose three files already exist is skipped unless --force. With --batch B (not 1) the
+input has batch B and the files are NAME.bB.onnx, NAME.bB.input.npy, NAME.bB.torch.npy.
 """
 
 import argparse
@@ -50,8 +51,9 @@ BERT_HEADS = 4
 BERT_FFN = 1024
 
 
-def model_files(out_dir, name):
-    base = os.path.join(out_dir, name)
+def model_files(out_dir, name, batch=1):
+    """The files of NAME exported at `batch` (NAME.* at batch 1, NAME.bB.* otherwise)."""
+    base = os.path.join(out_dir, name if batch == 1 else "%s.b%d" % (name, batch))
     return {"onnx": base + ".onnx", "input": base + ".input.npy", "torch": base + ".torch.npy"}
 
 
@@ -193,25 +195,25 @@ def build_model(name):
     return model
 
 
-def make_input(name):
+def make_input(name, batch=1):
     rng = np.random.default_rng(0)
     if MODELS[name][1] == "tokens":
-        return rng.integers(0, BERT_VOCAB, size=(1, BERT_SEQ), dtype=np.int64)
-    return rng.standard_normal(IMAGE_SHAPE, dtype=np.float32)
+        return rng.integers(0, BERT_VOCAB, size=(batch, BERT_SEQ), dtype=np.int64)
+    return rng.standard_normal((batch,) + IMAGE_SHAPE[1:], dtype=np.float32)
 
 
-def export_one(name, out_dir, force=False):
+def export_one(name, out_dir, force=False, batch=1):
     import torch
     import onnx
 
-    files = model_files(out_dir, name)
+    files = model_files(out_dir, name, batch)
     if not force and all(os.path.exists(p) for p in files.values()):
         print("%-16s exists, skipped (--force re-exports)" % name, flush=True)
         return "skipped"
 
     t0 = time.perf_counter()
     model = build_model(name)
-    x = make_input(name)
+    x = make_input(name, batch)
     xt = torch.from_numpy(x)
     with torch.no_grad():
         ref = model(xt).numpy().astype(np.float32)
@@ -289,6 +291,8 @@ def main(argv=None):
     ap.add_argument("--force", action="store_true", help="re-export models that already exist")
     ap.add_argument("--ops", action="store_true", help="also print each model's ONNX op types and counts")
     ap.add_argument("--threads", type=int, default=0, help="torch CPU threads (0 = torch's default)")
+    ap.add_argument("--batch", type=int, default=1,
+                    help="batch size of the exported input (files NAME.bB.* when not 1; default 1)")
     args = ap.parse_args(argv)
 
     names = parse_model_list(args.models)
@@ -305,13 +309,13 @@ def main(argv=None):
     failed = []
     for name in names:
         try:
-            export_one(name, args.out, args.force)
+            export_one(name, args.out, args.force, args.batch)
         except Exception as e:  # report and go on with the other models
             print("%-16s FAILED: %s: %s" % (name, type(e).__name__, e), file=sys.stderr, flush=True)
             failed.append(name)
             continue
         if args.ops:
-            counts = op_counts(model_files(args.out, name)["onnx"])
+            counts = op_counts(model_files(args.out, name, args.batch)["onnx"])
             print("    ops: " + ", ".join("%s x%d" % (k, v) for k, v in sorted(counts.items())), flush=True)
     if failed:
         print("export failed for: " + ", ".join(failed), file=sys.stderr)

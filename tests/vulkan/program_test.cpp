@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 
 #include "vk_test_util.h"
 
@@ -195,3 +196,100 @@ TEST(VulkanProgram, MalformedSlotMappings) {
 }
 
 }  // namespace
+
+// y = x * S + c[i], with S a specialization constant and c a constant slot uploaded once.
+const char* kSpecAxpy = R"(
+#version 450
+layout(local_size_x = 64) in;
+layout(constant_id = 0) const float S = 1.0;
+layout(constant_id = 1) const uint N = 1;
+layout(set = 0, binding = 0) readonly buffer X { float x[]; };
+layout(set = 0, binding = 1) readonly buffer C { float c[]; };
+layout(set = 0, binding = 2) writeonly buffer Y { float y[]; };
+void main() {
+  uint i = gl_GlobalInvocationID.x;
+  if (i < N) y[i] = x[i] * S + c[i];
+}
+)";
+
+// A chain of `steps` dispatches x -> t1 -> t2 -> ... -> y, each y = x * scale[k] + c; intermediates
+// internal (they share the arena: only two are alive at a time).
+vk::ProgramDesc spec_chain(uint32_t n, int steps, const std::vector<float>& scale, const std::vector<float>& c) {
+  vk::ProgramDesc p;
+  p.name = "spec_chain";
+  const size_t bytes = n * sizeof(float);
+  p.slots.push_back({Role::kInput, bytes, "x"});
+  vk::ProgramSlot cs{Role::kConstant, bytes, "c"};
+  cs.data.resize(bytes);
+  std::memcpy(cs.data.data(), c.data(), bytes);
+  p.slots.push_back(std::move(cs));
+  for (int k = 1; k < steps; ++k) p.slots.push_back({Role::kInternal, bytes, "t" + std::to_string(k)});
+  p.slots.push_back({Role::kOutput, bytes, "y"});
+  for (int k = 0; k < steps; ++k) {
+    vk::ProgramDispatch d;
+    d.desc.name = "step" + std::to_string(k);
+    d.desc.spirv = glsl(kSpecAxpy);
+    d.desc.resources = {vk_test::buffer(false, 0, 0, 0, {n}), vk_test::buffer(false, 1, 0, 1, {n}),
+                        vk_test::buffer(true, 0, 0, 2, {n})};
+    uint32_t bits;
+    std::memcpy(&bits, &scale[k], 4);
+    d.desc.spec_constants = {bits, n};
+    d.desc.groups = {(n + 63) / 64, 1, 1};
+    const uint32_t in = k == 0 ? 0 : static_cast<uint32_t>(1 + k), out = static_cast<uint32_t>(2 + k);
+    d.slot_of_resource = {in, 1, out};
+    d.zero_outputs = false;
+    p.dispatches.push_back(std::move(d));
+  }
+  return p;
+}
+
+TEST(VulkanProgram, SpecializationConstantsConstantSlotsAndTheArena) {
+  WEFT_VK_REQUIRE_DEVICE();
+  const uint32_t n = 777;
+  const int steps = 6;
+  std::vector<float> x(n), c(n), scale = {2.0f, -1.0f, 0.5f, 3.0f, 1.5f, -2.0f};
+  for (uint32_t i = 0; i < n; ++i) x[i] = std::cos(0.03f * i), c[i] = 0.001f * static_cast<float>(i);
+  for (bool map : {true, false}) {
+    SCOPED_TRACE(map ? "mapped" : "staged");
+    vk::ProgramDesc d = spec_chain(n, steps, scale, c);
+    d.map_device_memory = map;
+    vk::Program prog(vk::open_device(), d);
+    for (int run = 0; run < 2; ++run) {
+      std::vector<float> y(n);
+      prog.run({x.data()}, {y.data()});
+      for (uint32_t i = 0; i < n; ++i) {
+        float want = x[i];
+        for (int k = 0; k < steps; ++k) want = want * scale[k] + c[i];
+        ASSERT_NEAR(y[i], want, 1e-4f * (1.0f + std::fabs(want))) << i;
+      }
+    }
+    vk::ProgramStats s = prog.stats();
+    EXPECT_EQ(s.bytes_uploaded, n * sizeof(float));  // the constant is not uploaded per run
+    EXPECT_EQ(s.constant_bytes, n * sizeof(float));
+    // Five intermediates, at most two alive at once: the arena holds two.
+    EXPECT_EQ(s.internal_bytes, 5 * ((n * 4 + 3) / 4 * 4));
+    EXPECT_LE(s.arena_bytes, 2 * ((n * 4 + 255) / 256 * 256));
+    // Every step depends on the previous one: a barrier between each pair (reusing arena memory adds
+    // no extra one), plus the final one for the host.
+    EXPECT_LE(s.barriers, static_cast<size_t>(steps + 2));
+    const std::vector<double> ms = prog.last_dispatch_ms();
+    if (!ms.empty()) {
+      EXPECT_EQ(ms.size(), static_cast<size_t>(steps));
+      for (double t : ms) EXPECT_GE(t, 0.0);
+    }
+  }
+}
+
+TEST(VulkanProgram, AConstantSlotCannotBeWritten) {
+  WEFT_VK_REQUIRE_DEVICE();
+  const uint32_t n = 16;
+  std::vector<float> c(n, 1.0f);
+  vk::ProgramDesc d = spec_chain(n, 2, {1.0f, 1.0f}, c);
+  d.dispatches[1].slot_of_resource = {2, 0, 1};  // writes the constant slot 1
+  try {
+    vk::Program prog(vk::open_device(), d);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("writes constant slot 1 (c)"), std::string::npos) << e.what();
+  }
+}

@@ -1,0 +1,194 @@
+#!/usr/bin/env python3
+"""Weft's Vulkan backend against PyTorch on the same GPU: model latency at batch 1 and 32, and a
+large fp16 matmul's TFLOP/s against the device's peak.
+
+    python3 bench/vulkan_models.py [--weft build/weft] [--models DIR] [--names mobilenet_v2,resnet50,bert_encoder]
+        [--batches 1,32] [--iters 50] [--no-compile] [--profile DIR] [--matmul 4096] [--peak-tflops 989.4]
+        [--json FILE]
+
+Models: DIR/NAME.onnx (batch 1) and DIR/NAME.bB.onnx with their saved inputs, as written by
+scripts/onnx/export_models.py [--batch B] (export them on a machine with Debian's torch 1.13; this
+script only needs the files, the weft CLI and a CUDA build of PyTorch + torchvision to rebuild the
+same architectures for the PyTorch side: the weights differ, the work does not).
+
+Each side runs a warm-up and then --iters timed inferences; the median is reported.
+  weft        `weft run NAME.onnx --backend vulkan,reference --repeat N`: host input -> host output
+              (upload, one command-buffer submission per Vulkan region, download).
+  eager       PyTorch eager fp32 on CUDA (cuDNN defaults, i.e. TF32 convolutions allowed), timed
+              host -> host as Weft is (x.cuda(), model, .cpu()), and device-resident (input already on
+              the GPU, output left there; CUDA-event timing) for reference.
+  compile     torch.compile(model) (inductor, default mode), same two timings.
+  ratio       weft / eager and weft / compile, host -> host (< 1: Weft is faster).
+With --profile DIR each model's `weft run --profile` output (per-operator GPU time from Vulkan
+timestamp queries) is written to DIR/NAME.bB.txt.
+
+Matmul: C[1,M,N] = A[1,M,K] x B[1,K,N], fp16 inputs with fp32 accumulate and output (TOSA's "fp16
+with fp32 accumulate" MATMUL), M = N = K = --matmul. Weft's time is the dispatch's GPU time from
+timestamp queries; PyTorch's is torch.matmul on fp16 CUDA tensors (fp16 output, cuBLAS) timed
+with CUDA events. TFLOP/s = 2*M*N*K / time; fraction = TFLOP/s / --peak-tflops (the H100 SXM's
+dense fp16 tensor-core peak by default).
+"""
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(REPO, "scripts", "onnx"))
+import export_models  # noqa: E402
+
+
+def weft_latency(weft, onnx_path, input_arg, iters, profile_path=None):
+    cmd = [weft, "run", onnx_path, "--input", input_arg, "--backend", "vulkan,reference", "--repeat", str(iters),
+           "--output", "%s=%s" % (export_models.OUTPUT_NAME, os.path.join(tempfile.gettempdir(), "weft_out.npy"))]
+    if profile_path:
+        cmd.append("--profile")
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise RuntimeError("weft failed on %s: %s" % (onnx_path, p.stderr.strip()[-1500:]))
+    m = re.search(r"median_ms=([0-9.]+)", p.stdout)
+    if profile_path:
+        with open(profile_path, "w") as f:
+            f.write(p.stdout)
+    return float(m.group(1)), p.stdout
+
+
+def torch_latency(model, x_host, iters, torch):
+    """(host->host median ms, device-resident median ms)."""
+    import time
+    with torch.no_grad():
+        xd = x_host.cuda()
+        for _ in range(5):
+            model(xd)
+        torch.cuda.synchronize()
+        host = []
+        for _ in range(iters):
+            t0 = time.perf_counter()
+            y = model(x_host.cuda()).cpu()
+            host.append((time.perf_counter() - t0) * 1e3)
+        dev = []
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        for _ in range(iters):
+            start.record()
+            model(xd)
+            end.record()
+            torch.cuda.synchronize()
+            dev.append(start.elapsed_time(end))
+    del y
+    return statistics.median(host), statistics.median(dev)
+
+
+def matmul_bench(weft, n, iters, torch):
+    d = tempfile.mkdtemp()
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((1, n, n)).astype(np.float16)
+    b = rng.standard_normal((1, n, n)).astype(np.float16)
+    np.save(os.path.join(d, "a.npy"), a)
+    np.save(os.path.join(d, "b.npy"), b)
+    model = os.path.join(d, "mm.weft")
+    with open(model, "w") as f:
+        f.write("graph @main(%%a: f16[1,%d,%d], %%b: f16[1,%d,%d]) -> (%%c) {\n" % (n, n, n, n))
+        f.write("  %zp: f16[1] = CONST() {values = [0]}\n")
+        f.write("  %%c: f32[1,%d,%d] = MATMUL(%%a, %%b, %%zp, %%zp)\n  return %%c\n}\n" % (n, n))
+    p = subprocess.run([weft, "run", model, "--input", "a=" + os.path.join(d, "a.npy"), "--input",
+                        "b=" + os.path.join(d, "b.npy"), "--output", "c=" + os.path.join(d, "c.npy"),
+                        "--backend", "vulkan,reference", "--repeat", str(iters), "--profile"],
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        raise RuntimeError("weft matmul failed: " + p.stderr[-1500:])
+    m = re.search(r"device time \(timestamp queries\): ([0-9.]+) ms", p.stdout)
+    weft_ms = float(m.group(1))
+    c = np.load(os.path.join(d, "c.npy"))
+    # Spot check against float64 on a few rows.
+    ref = a[0, :8].astype(np.float64) @ b[0].astype(np.float64)
+    rel = float(np.max(np.abs(c[0, :8] - ref)) / np.max(np.abs(ref)))
+    ta, tb = torch.from_numpy(a).cuda(), torch.from_numpy(b).cuda()
+    for _ in range(3):
+        torch.matmul(ta, tb)
+    torch.cuda.synchronize()
+    times = []
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    for _ in range(iters):
+        start.record()
+        torch.matmul(ta, tb)
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end))
+    return weft_ms, statistics.median(times), rel, p.stdout
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--weft", default=os.path.join(REPO, "build", "weft"))
+    ap.add_argument("--models", default=os.path.join(REPO, "build", "models"))
+    ap.add_argument("--names", default="mobilenet_v2,resnet50,bert_encoder")
+    ap.add_argument("--batches", default="1,32")
+    ap.add_argument("--iters", type=int, default=50)
+    ap.add_argument("--no-compile", action="store_true")
+    ap.add_argument("--profile")
+    ap.add_argument("--matmul", type=int, default=4096, help="matmul size (0: skip)")
+    ap.add_argument("--peak-tflops", type=float, default=989.4)
+    ap.add_argument("--json")
+    args = ap.parse_args(argv)
+
+    import torch
+    torch.manual_seed(0)
+    results = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__, "models": [], "matmul": None}
+    print("device: %s, torch %s" % (results["device"], results["torch"]), flush=True)
+    if args.profile:
+        os.makedirs(args.profile, exist_ok=True)
+
+    for name in [n for n in args.names.split(",") if n]:
+        model = export_models.build_model(name).eval().cuda()
+        compiled = None if args.no_compile else torch.compile(model)
+        for batch in [int(b) for b in args.batches.split(",")]:
+            files = export_models.model_files(args.models, name, batch)
+            if not os.path.exists(files["onnx"]):
+                print("%s batch %d: %s missing (export it first)" % (name, batch, files["onnx"]), flush=True)
+                continue
+            x = np.load(files["input"])
+            xt = torch.from_numpy(x)
+            tag = os.path.basename(files["onnx"])[: -len(".onnx")]
+            prof = os.path.join(args.profile, tag + ".txt") if args.profile else None
+            weft_ms, _ = weft_latency(args.weft, files["onnx"], "%s=%s" % (export_models.MODELS[name][0],
+                                                                         files["input"]), args.iters, prof)
+            eager_host, eager_dev = torch_latency(model, xt, args.iters, torch)
+            row = {"model": name, "batch": batch, "weft_ms": weft_ms, "eager_ms": eager_host, "eager_dev_ms": eager_dev}
+            if compiled is not None:
+                comp_host, comp_dev = torch_latency(compiled, xt, args.iters, torch)
+                row.update(compile_ms=comp_host, compile_dev_ms=comp_dev)
+            results["models"].append(row)
+            line = "%-14s b%-3d weft %8.3f ms | eager %8.3f ms (on-device %8.3f) ratio %.2f" % (
+                name, batch, weft_ms, eager_host, eager_dev, weft_ms / eager_host)
+            if compiled is not None:
+                line += " | compile %8.3f ms (on-device %8.3f) ratio %.2f" % (
+                    row["compile_ms"], row["compile_dev_ms"], weft_ms / row["compile_ms"])
+            print(line, flush=True)
+
+    if args.matmul:
+        n = args.matmul
+        weft_ms, torch_ms, rel, _ = matmul_bench(args.weft, n, 20, torch)
+        flops = 2.0 * n * n * n
+        w_tf, t_tf = flops / weft_ms / 1e9, flops / torch_ms / 1e9
+        results["matmul"] = {"n": n, "weft_ms": weft_ms, "weft_tflops": w_tf, "torch_ms": torch_ms,
+                             "torch_tflops": t_tf, "peak_tflops": args.peak_tflops, "weft_rel_error": rel}
+        print("matmul fp16 %dx%dx%d: weft %.3f ms = %.1f TFLOP/s (%.1f%% of %.0f peak, rel err %.1e) | "
+              "torch %.3f ms = %.1f TFLOP/s (%.1f%%)" % (n, n, n, weft_ms, w_tf, 100 * w_tf / args.peak_tflops,
+                                                         args.peak_tflops, rel, torch_ms, t_tf,
+                                                         100 * t_tf / args.peak_tflops), flush=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,108 @@
+// Whole graphs on the Vulkan backend: regions and their boundaries with CPU-run operators (the
+// transfers between them), RESHAPE / IDENTITY as aliases or copies, constants, several contexts of
+// one model, and device time in the profile.
+#include <random>
+#include <thread>
+
+#include "vk_ops_util.h"
+
+namespace weft::vk_test {
+namespace {
+
+const TensorType kF32{DType::kFp32, {2, 3, 8}};
+
+ValueId shift0(GraphBuilder& b) {
+  return b.constant("shift", Tensor::from_ints({DType::kInt8, {1}}, std::vector<int64_t>{0}));
+}
+
+TEST(VulkanGraph, CpuFallbackInTheMiddleSplitsTheRegionAndTransfers) {
+  // ADD -> CAST to bf16 (no shader stores bf16: the CPU runs it) -> CAST back -> MUL: two Vulkan
+  // regions around the CPU casts, with a download and an upload between them.
+  std::mt19937 rng(5);
+  GraphBuilder b;
+  ValueId x = b.input("x", kF32), y = b.input("y", kF32);
+  ValueId s = b.op(Op::ADD, {x, y});
+  ValueId h = b.op_multi(Op::CAST, {s}, {}, {"h"}, {TensorType{DType::kBf16, kF32.shape}})[0];
+  ValueId f = b.op_multi(Op::CAST, {h}, {}, {"f"}, {kF32})[0];
+  ValueId m = b.op(Op::MUL, {f, x, shift0(b)});
+  b.output(b.op(Op::SUB, {m, y}, {}, "out"));
+  Module mod(b.finish());
+  const std::string ex = check_vs_reference(mod, {random_tensor(kF32, rng), random_tensor(kF32, rng)}, 1e-6, 3);
+  EXPECT_NE(ex.find("vulkan ADD"), std::string::npos) << ex;
+  EXPECT_NE(ex.find("vulkan REGION[2 nodes]"), std::string::npos) << ex;
+  EXPECT_NE(ex.find("not on vulkan: no Vulkan shader handles bf16 tensors"), std::string::npos) << ex;
+}
+
+TEST(VulkanGraph, ReshapesAreAliasesInsideAndCopiesAtTheBoundary) {
+  std::mt19937 rng(6);
+  GraphBuilder b;
+  ValueId x = b.input("x", kF32);
+  // An input reshaped straight to an output (both host tensors: a copy), and a reshape between two
+  // operators (an alias), and an IDENTITY of an intermediate that is also an output.
+  ValueId r0 = b.op(Op::RESHAPE, {x, b.constant_shape("s0", {6, 8})}, {}, "r0");
+  ValueId e = b.op(Op::EXP, {x});
+  ValueId r1 = b.op(Op::RESHAPE, {e, b.constant_shape("s1", {48})});
+  ValueId n = b.op(Op::NEGATE, {r1, b.constant("z0", Tensor::from_doubles({DType::kFp32, {1}}, std::vector<double>{0})),
+                                b.constant("z1", Tensor::from_doubles({DType::kFp32, {1}}, std::vector<double>{0}))});
+  ValueId i = b.op(Op::IDENTITY, {n}, {}, "i");
+  b.output(r0);
+  b.output(i);
+  b.output(n);
+  Module m(b.finish());
+  check_vs_reference(m, {random_tensor(kF32, rng)}, 1e-5, 5);
+}
+
+TEST(VulkanGraph, ConstantsAndRepeatedRunsAndSeveralContexts) {
+  std::mt19937 rng(7);
+  GraphBuilder b;
+  ValueId x = b.input("x", kF32);
+  ValueId w = b.constant("w", random_tensor(kF32, rng));
+  ValueId c = b.constant("c", random_tensor({DType::kFp32, {1, 1, 8}}, rng));
+  ValueId a = b.op(Op::MUL, {x, w, shift0(b)});
+  b.output(b.op(Op::ADD, {a, c}, {}, "y"));
+  Module m(b.finish());
+  auto vk = Model::from_module(m, vulkan_first());
+  auto ref = Model::from_module(m, reference_only());
+  std::vector<std::thread> threads;
+  std::vector<int> failures(3, 0);
+  for (int t = 0; t < 3; ++t)
+    threads.emplace_back([&, t] {
+      std::mt19937 r(100 + t);
+      Context cv(vk), cr(ref);
+      for (int run = 0; run < 4; ++run) {
+        std::vector<Tensor> in = {random_tensor(kF32, r)};
+        if (!close(cv.run(in)[0], cr.run(in)[0], 1e-6)) ++failures[t];
+      }
+    });
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < 3; ++t) EXPECT_EQ(failures[t], 0) << "thread " << t;
+}
+
+TEST(VulkanGraph, ProfileHasDeviceTimePerDispatch) {
+  std::mt19937 rng(8);
+  GraphBuilder b;
+  ValueId x = b.input("x", kF32);
+  ValueId e = b.op(Op::EXP, {x});
+  b.output(b.op(Op::SIGMOID, {e}, {}, "y"));
+  Module m(b.finish());
+  auto model = Model::from_module(m, vulkan_first());
+  Context ctx(model);
+  ctx.set_profiling(true);
+  ctx.run({random_tensor(kF32, rng)});
+  int region = 0, device = 0;
+  for (const KernelProfile& k : ctx.profile()) {
+    if (k.backend != "vulkan") continue;
+    if (k.device) {
+      ++device;
+      EXPECT_TRUE(k.pattern == "EXP" || k.pattern == "SIGMOID") << k.pattern;
+      EXPECT_GE(k.microseconds, 0.0);
+    } else {
+      ++region;
+    }
+  }
+  EXPECT_EQ(region, 1);
+  EXPECT_TRUE(device == 0 || device == 2) << device;  // 0 only on a queue without timestamps
+}
+
+}  // namespace
+}  // namespace weft::vk_test
