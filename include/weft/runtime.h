@@ -26,8 +26,10 @@ namespace weft {
 // Where a model's operators run. Each backend runs what it supports; the rest falls to the next
 // backend in the list and finally to the reference backend, which runs everything.
 struct BackendOptions {
-  // Backend names in priority order, e.g. {"onednn", "reference"}. Empty: every backend available
-  // on this machine, fastest first (see backend_names()).
+  // Backend names in priority order, e.g. {"vulkan", "onednn", "reference"}. Empty: every backend
+  // available on this machine, fastest first (see backend_names()); the Vulkan backend then takes
+  // TOSA operators only when its device is a GPU (a CPU implementation such as lavapipe is slower
+  // than the CPU backends; name "vulkan" to use it anyway), and custom shader operators always.
   std::vector<std::string> backends;
   // oneDNN: let the library allocate its own scratch memory instead of taking it from the
   // context's arena (for measuring the difference; the arena is the default).

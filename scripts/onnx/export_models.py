@@ -227,6 +227,10 @@ def export_one(name, out_dir, force=False, batch=1):
     # The fast path is skipped when grad is enabled and a parameter requires grad, so the tracer
     # records the ordinary Python path (in_proj MatMul, scaled Q.K^T, Softmax, out_proj): the
     # same function with the same weights. Other models trace the same graph either way.
+    # Newer torch (2.5+) also has a dynamo-based exporter, the default from 2.9; the TorchScript one
+    # (what Debian's torch 1.13 has) gives the same graphs on every version, so ask for it.
+    import inspect
+    extra = {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
     with torch.enable_grad():
         torch.onnx.export(
             model,
@@ -238,6 +242,7 @@ def export_one(name, out_dir, force=False, batch=1):
             input_names=[input_name],
             output_names=[OUTPUT_NAME],
             dynamic_axes=None,
+            **extra,
         )
     onnx.checker.check_model(tmp)
     check_static(tmp, name)

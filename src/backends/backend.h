@@ -189,6 +189,10 @@ class Backend {
   // the user wants exact NaN semantics (BackendOptions::nan_exact); a backend answering false
   // then does not get `c`. Library kernels often clamp or max a NaN away, as frameworks do.
   virtual Support nan_exact(const Graph& g, const Composite& c) const { return Support::yes(); }
+  // Whether the backend takes `c` when the user named no backends (the default priority). A GPU
+  // backend whose only device is a CPU implementation (lavapipe) leaves TOSA operators to the CPU
+  // backends, which run them faster, and takes them only when listed explicitly.
+  virtual bool takes_by_default(const Graph& g, const Composite& c) const { return true; }
   // Builds the kernel of `c`: everything that does not depend on the run's data is done here once.
   // Throws Error naming the node when something fails.
   virtual std::unique_ptr<Kernel> prepare(const Module& m, const Graph& g, const Composite& c,

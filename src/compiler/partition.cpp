@@ -536,6 +536,7 @@ Partition partition_graph(const Module& m, const Graph& g, const std::vector<con
   std::map<int, std::vector<std::string>> anchor_declines;
   Matcher matcher(g, taken);
   auto ask = [&](const Backend* b, const Composite& c) {
+    if (options.default_priority && !b->takes_by_default(g, c)) return backend::Support::no("");
     backend::Support s = b->supports(m, g, c);
     if (s.ok && options.nan_exact) {
       backend::Support n = b->nan_exact(g, c);

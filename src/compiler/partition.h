@@ -32,6 +32,9 @@ std::vector<const backend::Backend*> resolve_backends(const std::vector<std::str
 
 struct PartitionOptions {
   bool nan_exact = false;  // only give a backend what it computes with TOSA's exact NaN semantics
+  // The priority is the default one (the user named no backends): backends are asked
+  // takes_by_default() too.
+  bool default_priority = false;
 };
 
 // Partitions graph `g` of `m`. Deterministic for a given graph, priority list and options.

@@ -78,7 +78,8 @@ std::shared_ptr<const Model> Model::from_module(Module module, const BackendOpti
   // Partition, then prepare every unit's kernel (primitives, reordered weights) for one thread;
   // contexts with other thread counts prepare theirs when they are created.
   impl->partition = compiler::partition_graph(impl->module, g, compiler::resolve_backends(options.backends),
-                                              {.nan_exact = options.nan_exact});
+                                              {.nan_exact = options.nan_exact,
+                                               .default_priority = options.backends.empty()});
   impl->backend_options = options;
   auto one = impl->prepare(1);
   MemoryStats& s = impl->stats;

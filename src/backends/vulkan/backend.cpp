@@ -13,6 +13,7 @@
 // CPU-run neighbours read and write ordinary host memory: the runtime's transfers are the region's
 // uploads and downloads.
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <set>
@@ -57,6 +58,7 @@ Caps caps_of(const vk::Device& d) {
   const vk::DeviceInfo& info = vk::info(d);
   const vk::DeviceFeatures& f = vk::features(d);
   c.device = info.name;
+  c.cpu_device = info.type == "CPU";
   for (int i = 0; i < 3; ++i) c.max_groups[i] = info.max_workgroup_count[i];
   c.max_shared_bytes = f.max_shared_memory;
   c.subgroup_size = f.subgroup_size;
@@ -168,6 +170,10 @@ class RegionBuilder {
       it->second.lower(low_, *m);
       flush();
     }
+    // A region of Weft's own shaders (bounded loops) may legitimately run long on a CPU driver: the
+    // stuck-shader timeout guards custom shaders only, unless WEFT_VULKAN_TIMEOUT_MS asks otherwise.
+    const char* env = std::getenv("WEFT_VULKAN_TIMEOUT_MS");
+    if (!has_custom_ && !(env && *env)) p_.timeout_ms = kTosaTimeoutMs;
     input_args = std::move(input_args_);
     names = std::move(names_);
     return std::move(p_);
@@ -268,6 +274,7 @@ class RegionBuilder {
   }
 
   void add_custom(int node) {
+    has_custom_ = true;
     const Node& n = g_.node(node);
     Checked checked = check_node(g_, node);
     vk::ProgramDispatch d;
@@ -297,6 +304,8 @@ class RegionBuilder {
   std::vector<size_t> input_args_;
   std::vector<std::pair<std::string, std::string>> names_;
   size_t flushed_ = 0;
+  bool has_custom_ = false;
+  static constexpr uint32_t kTosaTimeoutMs = 600000;
 };
 
 class VulkanBackend final : public Backend {
@@ -317,6 +326,13 @@ class VulkanBackend final : public Backend {
     return reason_;
   }
   Grouping grouping() const override { return Grouping::kRegions; }
+  bool takes_by_default(const Graph& g, const Composite& c) const override {
+    if (g.node(c.anchor).op == Op::CUSTOM) return true;
+    // TOSA operators go to a CPU implementation of Vulkan only when asked for by name.
+    std::string why;
+    const Caps* caps = default_caps(why);
+    return caps && !caps->cpu_device;
+  }
   bool runs_row(const OpDef& def, const TypeSupport& row) const override {
     if (def.op == Op::CUSTOM || is_alias_op(def.op)) return true;
     auto it = vkb::ops_table().find(def.op);
