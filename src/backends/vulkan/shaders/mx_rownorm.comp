@@ -1,0 +1,139 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
+
+// The fused softmax and layer-normalization regions (backend::Composite::Region), one workgroup per
+// row. The input is viewed as [OUTER, K, INNER] around the axis; a row is one (outer, inner) pair,
+// its K elements INNER apart. Arithmetic is fp32 (fp16 data is widened on load and rounded once on
+// store). When the row fits CACHE values per invocation it is read from memory once and kept in
+// registers; otherwise every phase reloads it (per-invocation loops stay under lavapipe's 65535
+// iterations: the lowering bounds K / LOCAL).
+//
+//   softmax (MODE 0), the graph REDUCE_MAX -> SUB -> EXP -> REDUCE_SUM -> RECIPROCAL -> MUL:
+//     m = max(x) (a NaN propagates), e = exp(x - m), y = e * (1 / sum(e)). A row holding a NaN or
+//     +inf, or only -inf, becomes NaN as in the decomposed graph (NaN - m, inf - inf).
+//   layer norm (MODE 1), REDUCE_SUM * 1/N -> SUB -> (d * d) REDUCE_SUM * 1/N -> + eps -> RSQRT -> MUL
+//     [-> MUL gamma -> ADD beta]: mean = sum(x) * INV_N, d = x - mean, var = sum(d * d) * INV_N,
+//     y = d * inversesqrt(var + EPS) * gamma[k] + beta[k] (binding 2: gamma[K] then beta[K] as fp32;
+//     the lowering writes 1 / 0 where the graph has none).
+
+layout(constant_id = 0) const int MODE = 0;
+layout(constant_id = 1) const int T = DT_F32;
+layout(constant_id = 2) const int OUTER = 1;
+layout(constant_id = 3) const int K = 1;
+layout(constant_id = 4) const int INNER = 1;
+layout(constant_id = 5) const int LOCAL = 64;
+layout(constant_id = 6) const int EPS_BITS = 0;
+layout(constant_id = 7) const int INV_N_BITS = 0;
+layout(local_size_x_id = 5) in;
+
+TENSOR(0, X, T)
+TENSOR(1, Y, T)
+layout(std430, set = 0, binding = 2) readonly buffer Affine { float affine[]; };
+
+const int CACHE = 16;
+const bool CACHED = K <= LOCAL * CACHE;
+
+shared float s_red[LOCAL];
+
+float max_nan(float a, float b) { return (isnan(a) || isnan(b)) ? a + b : max(a, b); }
+
+// Workgroup-wide sum (MAXIMUM == false) or NaN-propagating max of every invocation's v.
+float reduce_group(float v, bool maximum) {
+  const uint lane = gl_LocalInvocationID.x;
+  s_red[lane] = v;
+  barrier();
+  for (uint s = uint(LOCAL) / 2u; s > 0u; s >>= 1u) {
+    if (lane < s) {
+      v = maximum ? max_nan(v, s_red[lane + s]) : v + s_red[lane + s];
+      s_red[lane] = v;
+    }
+    barrier();
+  }
+  const float r = s_red[0];
+  barrier();  // s_red is reused by the next reduction
+  return r;
+}
+
+void main() {
+  const uint row = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
+  if (row >= uint(OUTER) * uint(INNER)) return;  // uniform over the workgroup
+  const uint lane = gl_LocalInvocationID.x;
+  const uint base = (row / uint(INNER)) * uint(K) * uint(INNER) + row % uint(INNER);
+
+  float v[CACHE];
+  if (CACHED) {
+    [[unroll]] for (int j = 0; j < CACHE; ++j) {
+      const uint k = lane + uint(j * LOCAL);
+      v[j] = k < uint(K) ? X_ldf(base + k * uint(INNER)) : 0.0;
+    }
+  }
+
+  if (MODE == 0) {
+    const float NEG_INF = uintBitsToFloat(0xff800000u);
+    float m = NEG_INF;
+    if (CACHED) {
+      [[unroll]] for (int j = 0; j < CACHE; ++j)
+        if (lane + uint(j * LOCAL) < uint(K)) m = max_nan(m, v[j]);
+    } else {
+      for (uint k = lane; k < uint(K); k += uint(LOCAL)) m = max_nan(m, X_ldf(base + k * uint(INNER)));
+    }
+    m = reduce_group(m, true);
+    float s = 0.0;
+    if (CACHED) {
+      [[unroll]] for (int j = 0; j < CACHE; ++j)
+        if (lane + uint(j * LOCAL) < uint(K)) {
+          v[j] = exp(v[j] - m);
+          s += v[j];
+        }
+    } else {
+      for (uint k = lane; k < uint(K); k += uint(LOCAL)) s += exp(X_ldf(base + k * uint(INNER)) - m);
+    }
+    const float inv = 1.0 / reduce_group(s, false);
+    if (CACHED) {
+      [[unroll]] for (int j = 0; j < CACHE; ++j) {
+        const uint k = lane + uint(j * LOCAL);
+        if (k < uint(K)) Y_stf(base + k * uint(INNER), v[j] * inv);
+      }
+    } else {
+      for (uint k = lane; k < uint(K); k += uint(LOCAL)) {
+        const uint e = base + k * uint(INNER);
+        Y_stf(e, exp(X_ldf(e) - m) * inv);
+      }
+    }
+  } else {
+    const float inv_n = intBitsToFloat(INV_N_BITS);
+    float s = 0.0;
+    if (CACHED) {
+      [[unroll]] for (int j = 0; j < CACHE; ++j) s += v[j];  // out-of-row slots hold 0
+    } else {
+      for (uint k = lane; k < uint(K); k += uint(LOCAL)) s += X_ldf(base + k * uint(INNER));
+    }
+    const float mean = reduce_group(s, false) * inv_n;
+    float q = 0.0;
+    if (CACHED) {
+      [[unroll]] for (int j = 0; j < CACHE; ++j)
+        if (lane + uint(j * LOCAL) < uint(K)) {
+          v[j] -= mean;
+          q += v[j] * v[j];
+        }
+    } else {
+      for (uint k = lane; k < uint(K); k += uint(LOCAL)) {
+        const float d = X_ldf(base + k * uint(INNER)) - mean;
+        q += d * d;
+      }
+    }
+    const float rstd = inversesqrt(reduce_group(q, false) * inv_n + intBitsToFloat(EPS_BITS));
+    if (CACHED) {
+      [[unroll]] for (int j = 0; j < CACHE; ++j) {
+        const uint k = lane + uint(j * LOCAL);
+        if (k < uint(K)) Y_stf(base + k * uint(INNER), v[j] * rstd * affine[k] + affine[uint(K) + k]);
+      }
+    } else {
+      for (uint k = lane; k < uint(K); k += uint(LOCAL)) {
+        const uint e = base + k * uint(INNER);
+        Y_stf(e, (X_ldf(e) - mean) * rstd * affine[k] + affine[uint(K) + k]);
+      }
+    }
+  }
+}
