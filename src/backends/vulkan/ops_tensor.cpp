@@ -1,8 +1,797 @@
-// Vulkan backend: lowering of the tensor operators (see lower.h).
+// Vulkan backend: lowering of the TOSA tensor operators (see lower.h): CONV2D, CONV3D,
+// DEPTHWISE_CONV2D, TRANSPOSE_CONV2D, MATMUL, AVG_POOL2D and MAX_POOL2D, every type row with a shader
+// type (PRO-FP fp32 / fp16 with fp16 or fp32 accumulation, PRO-INT int8 x int8 -> int32, EXT-INT16
+// int16 x int8 / int16 -> int48), with the partitioner's composites: a PAD (or a SLICE cropping the
+// end of H / W) folded in front, and after convolutions and MATMUL up to four fused post-ops (bias,
+// residual add, CLAMP, SIGMOID, TANH, swish, GELU).
+//
+// Kernels (shaders/tc_*):
+//   tc_gemm_f2 / f4 / f8   tiled fp32 / fp16 GEMM (32, 64 or 128 square output tiles, chosen per shape):
+//                          MATMUL, and CONV2D / CONV3D / TRANSPOSE_CONV2D as implicit GEMM (1x1
+//                          convolutions read the input as the A matrix directly);
+//   tc_gemm_i32 / i64      the same for integers (int32 / int48 accumulators);
+//   tc_matmul_coop         fp16 MATMUL and convolutions with cooperative matrices (Caps::coop_matrix_f16);
+//   tc_splitk              the second pass of a float GEMM split over K (grids too small for the GPU);
+//   tc_conv                direct convolution (one output per invocation): DEPTHWISE_CONV2D, and the
+//                          convolutions the tiled kernel does not fit (few output channels, padded taps
+//                          with weights that are not known to be finite);
+//   tc_pool                MAX_POOL2D / AVG_POOL2D.
+//
+// Exactness: integer results are bit-exact: an int32 accumulation is used only when a bound computed
+// from the zero points, the (constant) weights and bias proves that no partial sum overflows, where
+// the reference would REQUIRE; otherwise the node is declined. Float accumulations keep the
+// reference's order (k ascending; fp32 may differ by fused multiply-adds, and by the order of the
+// partial sums where a GEMM is split over K); fp16 accumulation is rounded after every step as in
+// the reference (bit-exact, never split), except in the cooperative-matrix kernel, which
+// accumulates fp16 products in fp32.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <optional>
+#include <string>
+#include <string_view>
+
 #include "backends/vulkan/lower.h"
 
 namespace weft::vkb {
+namespace {
 
-void register_tensor(std::map<Op, OpLowering>& t) { (void)t; }
+using backend::Composite;
+using backend::PostOp;
+
+// lavapipe aborts an invocation whose loops run more than 65535 iterations: every per-invocation
+// loop is bounded by this.
+constexpr int64_t kLoopLimit = 65535;
+
+// ---- Graph helpers ------------------------------------------------------------------------------
+
+const Tensor* const_of(const Graph& g, ValueId v) {
+  const int p = g.value(v).producer;
+  return p >= 0 && g.node(p).op == Op::CONST ? &g.node(p).attr_tensor("values") : nullptr;
+}
+
+std::optional<double> const_scalar(const Graph& g, ValueId v) {
+  const Tensor* t = const_of(g, v);
+  if (!t || t->num_elements() != 1) return std::nullopt;
+  return t->at_double(0);
+}
+
+std::optional<int64_t> const_int(const Graph& g, ValueId v) {
+  const Tensor* t = const_of(g, v);
+  if (!t || t->num_elements() != 1) return std::nullopt;
+  return t->at_int(0);
+}
+
+std::optional<std::vector<int64_t>> const_shape(const Graph& g, ValueId v) {
+  const int p = g.value(v).producer;
+  if (p < 0 || g.node(p).op != Op::CONST_SHAPE) return std::nullopt;
+  return g.node(p).attr_ints("values");
+}
+
+const TensorType& type_of(const Graph& g, ValueId v) { return g.value(v).type; }
+
+std::string str(int64_t v) { return std::to_string(v); }
+
+// Specialization constants by id (ids not set are 0).
+struct Spec {
+  std::vector<int32_t> v;
+  void set(int id, int64_t x) {
+    if (v.size() <= static_cast<size_t>(id)) v.resize(static_cast<size_t>(id) + 1, 0);
+    v[static_cast<size_t>(id)] = static_cast<int32_t>(x);
+  }
+};
+
+// A zero-point operand: a constant (REQUIRE: 0 unless int8), or a reason.
+std::string zero_point(const Graph& g, ValueId v, DType t, const char* name, int64_t& zp) {
+  const std::optional<double> z = const_scalar(g, v);
+  if (!z) return std::string(name) + " is not a constant";
+  if (is_float(t)) {
+    if (*z != 0.0) return std::string(name) + " of a float operation is not 0 (the reference REQUIREs 0)";
+    zp = 0;
+    return {};
+  }
+  zp = *const_int(g, v);
+  if (zp != 0 && t != DType::kInt8)
+    return std::string(name) + " of " + dtype_name(t) + " is not 0 (the reference REQUIREs 0)";
+  return {};
+}
+
+// max |x - zp| over the values of integer type t.
+int64_t int_span(DType t, int64_t zp) { return std::max(int_max(t) - zp, zp - int_min(t)); }
+
+// ---- Fused post-ops (tc_epilogue.glsl) ------------------------------------------------------------
+
+enum EpKind : int32_t {
+  kEpNone = 0,
+  kEpBias,
+  kEpResidual,
+  kEpClamp,
+  kEpClampIgnore,
+  kEpSigmoid,
+  kEpTanh,
+  kEpSwish,
+  kEpGelu
+};
+
+struct Epilogue {
+  int32_t kind[4] = {kEpNone, kEpNone, kEpNone, kEpNone};
+  float p[4][3] = {};
+  ValueId bias = kNoValue, residual = kNoValue;
+  ValueId result = kNoValue;  // the value the composite writes
+};
+
+// The single-element constant among the first two operands of binary node n.
+std::optional<double> scalar_operand(const Graph& g, const Node& n) {
+  for (int i = 0; i < 2; ++i)
+    if (auto s = const_scalar(g, n.inputs[static_cast<size_t>(i)])) return s;
+  return std::nullopt;
+}
+
+std::string plan_epilogue(const Graph& g, const Composite& c, Epilogue& ep) {
+  const Node& a = g.node(c.anchor);
+  ep.result = a.outputs[0];
+  if (!c.a_view.empty() || !c.b_view.empty() || !c.out_view.empty())
+    return "MATMUL through strided operand views (RESHAPE / TRANSPOSE / SLICE chains) is not lowered";
+  if (c.post_ops.empty()) return {};
+  const TensorType& rt = type_of(g, a.outputs[0]);
+  if (!is_float(rt.dtype)) return "integer results take no fused operations (the reference rounds and checks each one)";
+  if (c.post_ops.size() > 4) return "more than 4 fused operations after " + std::string(op_name(a.op));
+  for (size_t i = 0; i < c.post_ops.size(); ++i) {
+    const PostOp& p = c.post_ops[i];
+    const Node& n = g.node(p.node);
+    int32_t& kind = ep.kind[i];
+    float* par = ep.p[i];
+    switch (p.kind) {
+      case PostOp::Kind::kBias: {
+        const TensorType& bt = type_of(g, p.operand);
+        if (a.op != Op::MATMUL) return "a bias add is fused only after MATMUL";
+        if (ep.bias != kNoValue || bt.dtype != rt.dtype || shape_elements(bt.shape) != rt.shape.back())
+          return "the fused bias is not one " + std::string(dtype_name(rt.dtype)) + " per output column";
+        ep.bias = p.operand;
+        kind = kEpBias;
+        ep.result = n.outputs[0];
+        break;
+      }
+      case PostOp::Kind::kResidual:
+        if (ep.residual != kNoValue || type_of(g, p.operand) != rt)
+          return "the fused residual add is not of the result's type";
+        ep.residual = p.operand;
+        kind = kEpResidual;
+        ep.result = n.outputs[0];
+        break;
+      case PostOp::Kind::kClamp: {
+        const Tensor& lo = n.attr_tensor("min_val");
+        const Tensor& hi = n.attr_tensor("max_val");
+        const double l = lo.at_double(0), h = hi.at_double(0);
+        if (std::isnan(l) || std::isnan(h) || h < l) return "CLAMP bounds are NaN or max < min (the reference fails)";
+        kind = n.attr_int("nan_mode") == static_cast<int64_t>(NanMode::kIgnore) ? kEpClampIgnore : kEpClamp;
+        par[0] = static_cast<float>(l);
+        par[1] = static_cast<float>(h);
+        ep.result = n.outputs[0];
+        break;
+      }
+      case PostOp::Kind::kSigmoid:
+        kind = kEpSigmoid;
+        ep.result = n.outputs[0];
+        break;
+      case PostOp::Kind::kTanh:
+        kind = kEpTanh;
+        ep.result = n.outputs[0];
+        break;
+      case PostOp::Kind::kSwish:
+        kind = kEpSwish;
+        ep.result = g.node(p.mul).outputs[0];
+        break;
+      case PostOp::Kind::kGeluErf: {
+        // MUL(x, c1) -> ERF -> ADD(., c2) -> MUL(x, .) -> MUL(., c3): the constants as the graph has them.
+        if (p.more.size() != 4) return "unexpected GELU pattern";
+        auto c1 = scalar_operand(g, n), c2 = scalar_operand(g, g.node(p.more[1])),
+             c3 = scalar_operand(g, g.node(p.more[3]));
+        if (!c1 || !c2 || !c3) return "the GELU's constants are not scalars";
+        kind = kEpGelu;
+        par[0] = static_cast<float>(*c1);
+        par[1] = static_cast<float>(*c3);
+        par[2] = static_cast<float>(*c2);
+        ep.result = g.node(p.more.back()).outputs[0];
+        break;
+      }
+    }
+  }
+  if (type_of(g, ep.result) != rt) return "the fused operations change the result's type";
+  if (c.outputs.size() != 1 || c.outputs[0] != ep.result) return "the composite's result is not its last operation's";
+  return {};
+}
+
+// tc_gemm's convolution geometry for a plain GEMM (unused there, but kept valid: no zero divisors).
+void gemm_geometry_defaults(Spec& s) {
+  for (int id = 19; id <= 38; ++id) s.set(id, id == 31 || id == 32 ? 0 : 1);
+  for (int id = 56; id <= 58; ++id) s.set(id, 0);
+}
+
+void epilogue_spec(Spec& s, const Epilogue& ep) {
+  for (int i = 0; i < 4; ++i) {
+    s.set(40 + i, ep.kind[i]);
+    for (int j = 0; j < 3; ++j) s.set(44 + 3 * i + j, f32_bits(ep.p[i][j]));
+  }
+}
+
+// ---- Input window: a PAD or SLICE folded in front of a convolution or pooling ----------------------
+
+struct Window {
+  ValueId src = kNoValue;  // the tensor the kernel reads
+  int64_t SH = 1, SW = 1;  // its H and W
+  int64_t PT = 0, PL = 0;  // where it starts inside the operator's input
+  int32_t fill = 0;        // the PAD's value (float bits for float types)
+};
+
+std::string plan_window(const Graph& g, const Composite& c, Window& w) {
+  const Node& n = g.node(c.anchor);
+  const Shape& in = type_of(g, n.inputs[0]).shape;
+  w.src = n.inputs[0];
+  w.SH = in[in.size() - 3];
+  w.SW = in[in.size() - 2];
+  if (c.pad < 0) return {};
+  const Node& p = g.node(c.pad);
+  if (p.outputs[0] != n.inputs[0] || in.size() != 4) return "unexpected operation folded in front";
+  const Shape& src = type_of(g, p.inputs[0]).shape;
+  if (p.op == Op::PAD) {
+    auto pads = const_shape(g, p.inputs[1]);
+    if (!pads || pads->size() != 8) return "PAD's padding is not a constant";
+    const std::vector<int64_t>& q = *pads;
+    if (q[0] || q[1] || q[6] || q[7] || *std::min_element(q.begin(), q.end()) < 0)
+      return "PAD in front pads N or C, or by a negative amount (only H and W fold into the window)";
+    const DType t = type_of(g, p.inputs[0]).dtype;
+    auto v = const_scalar(g, p.inputs[2]);
+    if (!v) return "PAD's pad_const is not a constant";
+    w.fill = is_float(t) ? f32_bits(static_cast<float>(*v)) : static_cast<int32_t>(*const_int(g, p.inputs[2]));
+    w.PT = q[2];
+    w.PL = q[4];
+  } else if (p.op == Op::SLICE) {
+    auto start = const_shape(g, p.inputs[1]), size = const_shape(g, p.inputs[2]);
+    if (!start || !size || start->size() != 4 || size->size() != 4) return "SLICE's start / size are not constants";
+    for (int64_t s0 : *start)
+      if (s0 != 0) return "SLICE in front does not start at 0 (only crops of the end of H and W fold)";
+    if ((*size)[0] != src[0] || (*size)[3] != src[3]) return "SLICE in front crops N or C";
+  } else {
+    return std::string(op_name(p.op)) + " in front is not folded";
+  }
+  w.src = p.inputs[0];
+  w.SH = src[1];
+  w.SW = src[2];
+  return {};
+}
+
+// ---- Tiled GEMM selection ---------------------------------------------------------------------
+
+struct Tile {
+  const char* shader;
+  int64_t bm, bn, bk;
+};
+
+// The tc_gemm variant for an M x N (x batch) problem: the largest square tile that still leaves
+// enough workgroups to fill a large GPU (128: >= 256 groups, 64: >= 128) without wasting more than
+// a quarter of its outputs on ragged edges (N = 64 channels in a 128-wide tile), else 32. Integers:
+// 64. WEFT_VULKAN_GEMM_TILE=32|64|128 forces a float tile (tests, tuning).
+Tile pick_tile(int64_t M, int64_t N, int64_t batch, int acc) {
+  if (acc == 2) return {"tc_gemm_i32", 64, 64, 16};
+  if (acc == 3) return {"tc_gemm_i64", 64, 64, 16};
+  static const Tile kTiles[] = {{"tc_gemm_f2", 32, 32, 16}, {"tc_gemm_f4", 64, 64, 16}, {"tc_gemm_f8", 128, 128, 8}};
+  if (const char* e = std::getenv("WEFT_VULKAN_GEMM_TILE")) {
+    for (const Tile& t : kTiles)
+      if (std::atoi(e) == t.bm) return t;
+  }
+  auto fits = [&](int64_t t, int64_t min_groups) {
+    const int64_t gm = (M + t - 1) / t, gn = (N + t - 1) / t;
+    return gm * gn * batch >= min_groups && 4.0 * double(M) * double(N) >= 3.0 * double(gm * gn) * double(t * t);
+  };
+  if (fits(128, 256)) return kTiles[2];
+  if (fits(64, 128)) return kTiles[1];
+  return kTiles[0];
+}
+
+// Loop iterations of one tiled-GEMM invocation: a K step each (the fp16-accumulating path also
+// loops over the step's k).
+int64_t gemm_steps(int64_t K, const Tile& t, int acc) {
+  return acc == 1 && std::string_view(t.shader) != "tc_matmul_coop" ? K : (K + t.bk - 1) / t.bk;
+}
+
+std::string check_groups(int64_t x, int64_t y, int64_t z, const Caps& caps) {
+  if (x > caps.max_groups[0] || y > caps.max_groups[1] || z > caps.max_groups[2])
+    return "needs " + str(x) + " x " + str(y) + " x " + str(z) + " workgroups, more than the device allows";
+  return {};
+}
+
+std::string check_flat(int64_t invocations, const Caps& caps) {
+  const int64_t groups = (invocations + 63) / 64;
+  if (groups > static_cast<int64_t>(caps.max_groups[0]) * caps.max_groups[1])
+    return "needs " + str(groups) + " workgroups, more than the device allows";
+  return {};
+}
+
+// Whether the cooperative-matrix kernel runs fp16 GEMMs on this device (four subgroups of 32).
+bool use_coop(const Caps& caps) {
+  return caps.coop_matrix_f16 && caps.subgroup_size == 32 && caps.max_shared_bytes >= 16384;
+}
+
+// K slices for a float GEMM whose grid leaves a large GPU mostly idle (batch-1 layers with few
+// output pixels and a long reduction): enough slices for ~256 workgroups, each summing >= 256 k.
+// Not with fp16 accumulation (its rounding follows the order of k). WEFT_VULKAN_GEMM_SPLIT=n forces n.
+int64_t pick_split(int64_t groups, int64_t K, int acc, const Caps& caps, int64_t batch) {
+  if (acc != 0) return 1;
+  int64_t split = 1;
+  if (const char* e = std::getenv("WEFT_VULKAN_GEMM_SPLIT")) {
+    split = std::max<int64_t>(1, std::atoi(e));
+  } else if (K >= 512 && groups < 128) {
+    split = std::min<int64_t>({(256 + groups - 1) / groups, K / 256, 16});
+  }
+  return std::max<int64_t>(1, std::min<int64_t>(split, caps.max_groups[2] / std::max<int64_t>(batch, 1)));
+}
+
+// One tiled GEMM (tc_gemm_* / tc_matmul_coop with the spec constants of tc_gemm.glsl already set
+// but the split ones), split over K when pick_split says so: the slices' partial sums go to a
+// scratch buffer and tc_splitk adds them and finishes the outputs.
+void emit_gemm(Lowering& l, const Tile& tile, int acc, int64_t M, int64_t N, int64_t K, int64_t batch, Spec s,
+               const Arg& a, const Arg& b, const Arg& bias, const Arg& res, const Arg& out) {
+  const int64_t gx = (N + tile.bn - 1) / tile.bn, gy = (M + tile.bm - 1) / tile.bm;
+  int64_t split = pick_split(gx * gy * batch, K, acc, l.caps, batch);
+  const int64_t kslice = ((K + split - 1) / split + tile.bk - 1) / tile.bk * tile.bk;
+  if (split > 1) split = (K + kslice - 1) / kslice;  // no empty slice
+  s.set(59, split);
+  s.set(60, kslice);
+  s.set(61, batch);
+  const auto groups = [](int64_t x, int64_t y, int64_t z) {
+    return std::array<uint32_t, 3>{static_cast<uint32_t>(x), static_cast<uint32_t>(y), static_cast<uint32_t>(z)};
+  };
+  if (acc >= 2) {  // integer kernels: no split, no partial-sum binding
+    l.dispatch(tile.shader, std::move(s.v), {a, b, bias, res, out}, groups(gx, gy, batch));
+    return;
+  }
+  if (split == 1) {
+    l.dispatch(tile.shader, std::move(s.v), {a, b, bias, res, out, l.scratch(4, true)}, groups(gx, gy, batch));
+    return;
+  }
+  const Arg part = l.scratch(static_cast<size_t>(split * batch * M * N) * sizeof(float), true);
+  l.dispatch(tile.shader, s.v, {a, b, bias, res, out, part}, groups(gx, gy, batch * split));
+  const Arg part_in{Arg::Kind::kScratch, kNoValue, part.index, false};
+  l.dispatch("tc_splitk", std::move(s.v), {part_in, bias, res, out}, l.grid(static_cast<uint64_t>(batch * M * N)));
+}
+
+// Accumulator codes of the kernels: 0 fp32, 1 fp16, 2 int32, 3 int64 (int48).
+int acc_code(DType acc) {
+  switch (acc) {
+    case DType::kFp16: return 1;
+    case DType::kInt32: return 2;
+    case DType::kInt48: return 3;
+    default: return 0;
+  }
+}
+
+DType acc_of(const Node& n) {
+  switch (static_cast<AccType>(n.attr_int("acc_type"))) {
+    case AccType::kInt32: return DType::kInt32;
+    case AccType::kInt48: return DType::kInt48;
+    case AccType::kFp16: return DType::kFp16;
+    default: return DType::kFp32;
+  }
+}
+
+// ---- Convolutions ---------------------------------------------------------------------------------
+
+struct ConvPlan {
+  // Geometry in the reference's terms (ConvGeom); V* is the operator's input (after a folded PAD).
+  int64_t N = 1, VD = 1, VH = 1, VW = 1, IC = 1, OD = 1, OH = 1, OW = 1, OC = 1, KD = 1, KH = 1, KW = 1;
+  int64_t pad_d = 0, pad_y = 0, pad_x = 0, sd = 1, sy = 1, sx = 1, dd = 1, dy = 1, dx = 1, mult = 1;
+  bool transpose = false, depthwise = false;
+  Window win;
+  Epilogue ep;
+  DType in_t{}, w_t{}, out_t{};
+  int acc = 0;
+  int64_t izp = 0, wzp = 0;
+  bool bias_bcast = false;
+  bool gemm = false;
+  Tile tile{};
+  int64_t taps() const { return KD * KH * KW; }
+  int64_t K() const { return taps() * (depthwise ? 1 : IC); }
+  int64_t pixels() const { return N * OD * OH * OW; }
+};
+
+std::string plan_conv(const Graph& g, const Composite& c, const Caps& caps, ConvPlan& p) {
+  const Node& n = g.node(c.anchor);
+  const Shape& in = type_of(g, n.inputs[0]).shape;
+  const Shape& w = type_of(g, n.inputs[1]).shape;
+  const Shape& out = type_of(g, n.outputs[0]).shape;
+  p.in_t = type_of(g, n.inputs[0]).dtype;
+  p.w_t = type_of(g, n.inputs[1]).dtype;
+  p.out_t = type_of(g, n.outputs[0]).dtype;
+  p.acc = acc_code(acc_of(n));
+  if (n.op == Op::CONV3D) {
+    const auto& pad = n.attr_ints("pad");
+    const auto& st = n.attr_ints("stride");
+    const auto& dl = n.attr_ints("dilation");
+    p.N = in[0], p.VD = in[1], p.VH = in[2], p.VW = in[3], p.IC = in[4];
+    p.OC = w[0], p.KD = w[1], p.KH = w[2], p.KW = w[3];
+    p.OD = out[1], p.OH = out[2], p.OW = out[3];
+    p.pad_d = pad[0], p.pad_y = pad[2], p.pad_x = pad[4];
+    p.sd = st[0], p.sy = st[1], p.sx = st[2], p.dd = dl[0], p.dy = dl[1], p.dx = dl[2];
+  } else {
+    p.N = in[0], p.VH = in[1], p.VW = in[2], p.IC = in[3];
+    p.OH = out[1], p.OW = out[2], p.OC = out[3];
+    const auto& st = n.attr_ints("stride");
+    p.sy = st[0], p.sx = st[1];
+    if (n.op == Op::TRANSPOSE_CONV2D) {
+      const auto& op = n.attr_ints("out_pad");
+      p.transpose = true;
+      p.KH = w[1], p.KW = w[2];
+      p.pad_y = op[0], p.pad_x = op[2];
+    } else {
+      const auto& pad = n.attr_ints("pad");
+      const auto& dl = n.attr_ints("dilation");
+      p.pad_y = pad[0], p.pad_x = pad[2], p.dy = dl[0], p.dx = dl[1];
+      if (n.op == Op::DEPTHWISE_CONV2D) {
+        p.depthwise = true;
+        p.KH = w[0], p.KW = w[1], p.mult = w[3];
+      } else {
+        p.KH = w[1], p.KW = w[2];
+      }
+    }
+  }
+  if (std::string r = zero_point(g, n.inputs[3], p.in_t, "input_zp", p.izp); !r.empty()) return r;
+  if (std::string r = zero_point(g, n.inputs[4], p.w_t, "weight_zp", p.wzp); !r.empty()) return r;
+  const TensorType& bt = type_of(g, n.inputs[2]);
+  if (bt.rank() != 1 || (bt.shape[0] != p.OC && bt.shape[0] != 1) || bt.dtype != p.out_t)
+    return "the bias has neither 1 nor OC elements of the output type";
+  p.bias_bcast = bt.shape[0] == 1 && p.OC != 1;
+  if (std::string r = plan_window(g, c, p.win); !r.empty()) return r;
+  if (std::string r = plan_epilogue(g, c, p.ep); !r.empty()) return r;
+
+  const Tensor* wc = const_of(g, n.inputs[1]);
+  if (!is_float(p.in_t)) {
+    // Exactness of the integer accumulation: |partial sums| <= K * max|x - zp| * max|w - zp| and
+    // |acc + bias| below that plus max|bias| must fit acc_t, or the reference's REQUIREs could fire.
+    int64_t max_w = int_span(p.w_t, p.wzp);
+    if (wc) {
+      max_w = 0;
+      for (int64_t i = 0; i < wc->num_elements(); ++i) max_w = std::max(max_w, std::abs(wc->at_int(i) - p.wzp));
+    }
+    const Tensor* bc = const_of(g, n.inputs[2]);
+    if (!bc) return "an integer convolution's bias is not a constant (its addition could overflow)";
+    int64_t max_b = 0;
+    for (int64_t i = 0; i < bc->num_elements(); ++i) max_b = std::max(max_b, std::abs(bc->at_int(i)));
+    const double bound =
+        static_cast<double>(p.K()) * static_cast<double>(int_span(p.in_t, p.izp)) * static_cast<double>(max_w) +
+        static_cast<double>(max_b);
+    const int64_t limit = p.acc == 2 ? std::numeric_limits<int32_t>::max() : (int64_t{1} << 47) - 1;
+    if (bound > static_cast<double>(limit))
+      return "the accumulator could reach " + str(static_cast<int64_t>(bound)) + ", beyond " + dtype_name(p.out_t) +
+             " (the reference checks every addition)";
+  }
+
+  // The tiled kernel adds 0 * w for taps outside the input, the reference skips them: equal unless
+  // a weight is inf / NaN. Taps can fall outside with the convolution's own padding and in every
+  // transposed convolution (a folded PAD's border is real data).
+  bool skips = p.transpose;
+  if (!p.transpose)
+    for (int64_t q : n.attr_ints("pad")) skips |= q > 0;
+  bool finite = !is_float(p.in_t) || !skips;
+  if (!finite && wc) {
+    finite = true;
+    for (int64_t i = 0; i < wc->num_elements() && finite; ++i) finite = std::isfinite(wc->at_double(i));
+  }
+  p.gemm = !p.depthwise && finite && p.OC >= 4;
+  if (p.gemm) {
+    p.tile = pick_tile(p.pixels(), p.OC, 1, p.acc);
+    if (p.in_t == DType::kFp16 && use_coop(caps)) p.tile = {"tc_matmul_coop", 64, 64, 32};
+    if (gemm_steps(p.K(), p.tile, p.acc) > kLoopLimit) return "reduction of " + str(p.K()) + " elements is too long";
+    return check_groups((p.OC + p.tile.bn - 1) / p.tile.bn, (p.pixels() + p.tile.bm - 1) / p.tile.bm, 1, caps);
+  }
+  if (p.taps() * (p.depthwise ? 2 : p.IC + 1) > kLoopLimit)
+    return "direct convolution of " + str(p.taps()) + " taps x " + str(p.IC) + " channels per output is too long";
+  return check_flat(p.pixels() * p.OC, caps);
+}
+
+std::string check_conv(const Graph& g, const Composite& c, const Caps& caps) {
+  ConvPlan p;
+  return plan_conv(g, c, caps, p);
+}
+
+// The weights as the tiled kernel's B matrix [K][OC]: [OC][K] transposed (floats keep their
+// storage type; integers become int16 with the zero point subtracted).
+std::vector<uint8_t> weights_k_oc(const Tensor& w, int64_t OC, int64_t K, int64_t wzp, bool integer) {
+  const size_t es = integer ? 2 : storage_size(w.dtype());
+  std::vector<uint8_t> out(static_cast<size_t>(OC * K) * es);
+  const uint8_t* src = w.bytes();
+  for (int64_t oc = 0; oc < OC; ++oc) {
+    for (int64_t k = 0; k < K; ++k) {
+      const size_t to = static_cast<size_t>(k * OC + oc) * es;
+      if (integer) {
+        const int16_t v = static_cast<int16_t>(w.at_int(oc * K + k) - wzp);
+        std::memcpy(out.data() + to, &v, 2);
+      } else {
+        std::memcpy(out.data() + to, src + static_cast<size_t>(oc * K + k) * es, es);
+      }
+    }
+  }
+  return out;
+}
+
+void lower_conv(Lowering& l, const Composite& c) {
+  ConvPlan p;
+  if (std::string r = plan_conv(l.graph, c, l.caps, p); !r.empty()) l.fail(r);
+  const Node& n = l.n();
+  if (p.pixels() == 0 || p.OC == 0) return;
+  const ValueId x = p.win.src, w = n.inputs[1], bias = n.inputs[2];
+  const Arg residual = l.in(p.ep.residual != kNoValue ? p.ep.residual : x);
+  const bool integer = !is_float(p.in_t);
+  Spec s;
+  epilogue_spec(s, p.ep);
+  if (p.gemm) {
+    Arg b = l.in(w);
+    int64_t b_k = 1, b_n = p.K(), b_zp = p.wzp;
+    DType b_t = p.w_t;
+    if (const Tensor* wc = l.constant(w)) {
+      b = l.data(weights_k_oc(*wc, p.OC, p.K(), p.wzp, integer));
+      b_k = p.OC, b_n = 1, b_zp = 0;
+      if (integer) b_t = DType::kInt16;
+    }
+    // A 1x1 convolution with unit strides and no padding reads the input as A [pixels][IC].
+    const bool plain = !p.transpose && p.taps() == 1 && c.pad < 0 && p.sy == 1 && p.sx == 1 && p.sd == 1 &&
+                       p.pad_d == 0 && p.pad_y == 0 && p.pad_x == 0 && p.OH == p.VH && p.OW == p.VW && p.OD == p.VD;
+    s.set(0, code(p.in_t));
+    s.set(1, code(b_t));
+    s.set(2, code(p.out_t));
+    s.set(3, code(type_of(l.graph, p.ep.residual != kNoValue ? p.ep.residual : x).dtype));
+    s.set(4, code(p.out_t));
+    s.set(5, p.pixels());
+    s.set(6, p.OC);
+    s.set(7, p.K());
+    s.set(8, 0);
+    s.set(9, p.IC);
+    s.set(10, 0);
+    s.set(11, b_k);
+    s.set(12, b_n);
+    s.set(13, p.izp);
+    s.set(14, b_zp);
+    s.set(15, p.acc == 1);
+    s.set(16, 1);
+    s.set(17, p.bias_bcast);
+    s.set(18, plain ? 0 : p.transpose ? 2 : 1);
+    s.set(19, p.IC);
+    s.set(20, p.KD);
+    s.set(21, p.KH);
+    s.set(22, p.KW);
+    s.set(23, p.OD);
+    s.set(24, p.OH);
+    s.set(25, p.OW);
+    s.set(26, p.VD);
+    s.set(27, p.VH);
+    s.set(28, p.VW);
+    s.set(29, p.win.SH);
+    s.set(30, p.win.SW);
+    s.set(31, p.win.PT);
+    s.set(32, p.win.PL);
+    s.set(33, p.sd);
+    s.set(34, p.sy);
+    s.set(35, p.sx);
+    s.set(36, p.dd);
+    s.set(37, p.dy);
+    s.set(38, p.dx);
+    s.set(39, p.win.fill);
+    s.set(56, p.pad_d);
+    s.set(57, p.pad_y);
+    s.set(58, p.pad_x);
+    emit_gemm(l, p.tile, p.acc, p.pixels(), p.OC, p.K(), 1, std::move(s), l.in(x), b, l.in(bias), residual,
+              l.out(p.ep.result));
+    return;
+  }
+  s.set(0, code(p.in_t));
+  s.set(1, code(p.w_t));
+  s.set(2, code(p.out_t));
+  s.set(3, code(type_of(l.graph, p.ep.residual != kNoValue ? p.ep.residual : x).dtype));
+  s.set(4, code(p.out_t));
+  s.set(5, p.acc);
+  s.set(6, p.depthwise ? 2 : p.transpose ? 1 : 0);
+  s.set(7, p.IC);
+  s.set(8, p.OC);
+  s.set(9, p.mult);
+  s.set(10, p.KD);
+  s.set(11, p.KH);
+  s.set(12, p.KW);
+  s.set(13, p.OD);
+  s.set(14, p.OH);
+  s.set(15, p.OW);
+  s.set(16, p.VD);
+  s.set(17, p.VH);
+  s.set(18, p.VW);
+  s.set(19, p.win.SH);
+  s.set(20, p.win.SW);
+  s.set(21, p.win.PT);
+  s.set(22, p.win.PL);
+  s.set(23, p.sd);
+  s.set(24, p.sy);
+  s.set(25, p.sx);
+  s.set(26, p.dd);
+  s.set(27, p.dy);
+  s.set(28, p.dx);
+  s.set(29, p.pad_d);
+  s.set(30, p.pad_y);
+  s.set(31, p.pad_x);
+  s.set(32, p.win.fill);
+  s.set(33, p.izp);
+  s.set(34, p.wzp);
+  s.set(35, p.bias_bcast);
+  s.set(36, p.pixels() * p.OC);
+  l.dispatch("tc_conv", std::move(s.v), {l.in(x), l.in(w), l.in(bias), residual, l.out(p.ep.result)},
+             l.grid(static_cast<uint64_t>(p.pixels() * p.OC)));
+}
+
+// ---- MATMUL ---------------------------------------------------------------------------------------
+
+struct MatmulPlan {
+  int64_t N = 0, H = 0, C = 0, W = 0;
+  DType in_t{}, out_t{};
+  int acc = 0;
+  int64_t azp = 0, bzp = 0;
+  Epilogue ep;
+  Tile tile{};
+};
+
+std::string plan_matmul(const Graph& g, const Composite& c, const Caps& caps, MatmulPlan& p) {
+  const Node& n = g.node(c.anchor);
+  const Shape& a = type_of(g, n.inputs[0]).shape;
+  const Shape& b = type_of(g, n.inputs[1]).shape;
+  p.N = a[0], p.H = a[1], p.C = a[2], p.W = b[2];
+  p.in_t = type_of(g, n.inputs[0]).dtype;
+  p.out_t = type_of(g, n.outputs[0]).dtype;
+  if (std::string r = zero_point(g, n.inputs[2], p.in_t, "A_zp", p.azp); !r.empty()) return r;
+  if (std::string r = zero_point(g, n.inputs[3], p.in_t, "B_zp", p.bzp); !r.empty()) return r;
+  if (std::string r = plan_epilogue(g, c, p.ep); !r.empty()) return r;
+  if (is_float(p.in_t)) {
+    p.acc = p.out_t == DType::kFp16 ? 1 : 0;  // out_t is acc_t
+  } else {
+    p.acc = p.out_t == DType::kInt32 ? 2 : 3;
+    int64_t max_b = int_span(p.in_t, p.bzp);
+    if (const Tensor* bc = const_of(g, n.inputs[1])) {
+      max_b = 0;
+      for (int64_t i = 0; i < bc->num_elements(); ++i) max_b = std::max(max_b, std::abs(bc->at_int(i) - p.bzp));
+    }
+    const double bound =
+        static_cast<double>(p.C) * static_cast<double>(int_span(p.in_t, p.azp)) * static_cast<double>(max_b);
+    if (bound > static_cast<double>(int_max(p.out_t)))
+      return "the accumulator could reach " + str(static_cast<int64_t>(bound)) + ", beyond " + dtype_name(p.out_t) +
+             " (the reference checks every addition)";
+  }
+  p.tile = pick_tile(p.H, p.W, p.N, p.acc);
+  if (p.in_t == DType::kFp16 && use_coop(caps)) p.tile = {"tc_matmul_coop", 64, 64, 32};
+  if (gemm_steps(p.C, p.tile, p.acc) > kLoopLimit) return "reduction of " + str(p.C) + " elements is too long";
+  return check_groups((p.W + p.tile.bn - 1) / p.tile.bn, (p.H + p.tile.bm - 1) / p.tile.bm, p.N, caps);
+}
+
+std::string check_matmul(const Graph& g, const Composite& c, const Caps& caps) {
+  MatmulPlan p;
+  return plan_matmul(g, c, caps, p);
+}
+
+void lower_matmul(Lowering& l, const Composite& c) {
+  MatmulPlan p;
+  if (std::string r = plan_matmul(l.graph, c, l.caps, p); !r.empty()) l.fail(r);
+  const Node& n = l.n();
+  if (p.N * p.H * p.W == 0) return;
+  const ValueId a = n.inputs[0], b = n.inputs[1];
+  const ValueId bias = p.ep.bias != kNoValue ? p.ep.bias : a, res = p.ep.residual != kNoValue ? p.ep.residual : a;
+  Spec s;
+  epilogue_spec(s, p.ep);
+  s.set(0, code(p.in_t));
+  s.set(1, code(p.in_t));
+  s.set(2, code(type_of(l.graph, bias).dtype));
+  s.set(3, code(type_of(l.graph, res).dtype));
+  s.set(4, code(p.out_t));
+  s.set(5, p.H);
+  s.set(6, p.W);
+  s.set(7, p.C);
+  s.set(8, p.H * p.C);
+  s.set(9, p.C);
+  s.set(10, p.C * p.W);
+  s.set(11, p.W);
+  s.set(12, 1);
+  s.set(13, p.azp);
+  s.set(14, p.bzp);
+  s.set(15, p.acc == 1);
+  gemm_geometry_defaults(s);
+  emit_gemm(l, p.tile, p.acc, p.H, p.W, p.C, p.N, std::move(s), l.in(a), l.in(b), l.in(bias), l.in(res),
+            l.out(p.ep.result));
+}
+
+// ---- Pooling ---------------------------------------------------------------------------------------
+
+struct PoolPlan {
+  int64_t N = 1, VH = 1, VW = 1, C = 1, OH = 1, OW = 1, KY = 1, KX = 1, SY = 1, SX = 1, PT = 0, PL = 0;
+  bool avg = false;
+  DType t{};
+  int acc = 0;
+  bool nan_ignore = false;
+  int64_t izp = 0, ozp = 0;
+  Window win;
+};
+
+std::string plan_pool(const Graph& g, const Composite& c, const Caps& caps, PoolPlan& p) {
+  const Node& n = g.node(c.anchor);
+  if (!c.post_ops.empty()) return "fused operations after pooling are not lowered";
+  const Shape& in = type_of(g, n.inputs[0]).shape;
+  const Shape& out = type_of(g, n.outputs[0]).shape;
+  const auto& k = n.attr_ints("kernel");
+  const auto& st = n.attr_ints("stride");
+  const auto& pad = n.attr_ints("pad");
+  p.N = in[0], p.VH = in[1], p.VW = in[2], p.C = in[3], p.OH = out[1], p.OW = out[2];
+  p.KY = k[0], p.KX = k[1], p.SY = st[0], p.SX = st[1], p.PT = pad[0], p.PL = pad[2];
+  p.t = type_of(g, n.inputs[0]).dtype;
+  p.avg = n.op == Op::AVG_POOL2D;
+  if (p.avg) {
+    p.acc = acc_code(acc_of(n));
+    if (std::string r = zero_point(g, n.inputs[1], p.t, "input_zp", p.izp); !r.empty()) return r;
+    if (std::string r = zero_point(g, n.inputs[2], p.t, "output_zp", p.ozp); !r.empty()) return r;
+    // The int32 sum of (x - input_zp) over a window never overflows (the reference REQUIREs it).
+    if (!is_float(p.t) && static_cast<double>(p.KY * p.KX) * static_cast<double>(int_span(p.t, p.izp)) >
+                              static_cast<double>(std::numeric_limits<int32_t>::max()))
+      return "an AVG_POOL2D window sum could overflow int32";
+  } else {
+    p.nan_ignore = n.attr_int("nan_mode") == static_cast<int64_t>(NanMode::kIgnore);
+  }
+  if (std::string r = plan_window(g, c, p.win); !r.empty()) return r;
+  if (p.KY * p.KX > kLoopLimit) return "a pooling window of " + str(p.KY * p.KX) + " elements is too large";
+  return check_flat(p.N * p.OH * p.OW * p.C, caps);
+}
+
+std::string check_pool(const Graph& g, const Composite& c, const Caps& caps) {
+  PoolPlan p;
+  return plan_pool(g, c, caps, p);
+}
+
+void lower_pool(Lowering& l, const Composite& c) {
+  PoolPlan p;
+  if (std::string r = plan_pool(l.graph, c, l.caps, p); !r.empty()) l.fail(r);
+  const int64_t total = p.N * p.OH * p.OW * p.C;
+  if (total == 0) return;
+  Spec s;
+  s.set(0, code(p.t));
+  s.set(1, p.avg);
+  s.set(2, p.acc == 1);
+  s.set(3, p.nan_ignore);
+  s.set(4, p.C);
+  s.set(5, p.OH);
+  s.set(6, p.OW);
+  s.set(7, p.VH);
+  s.set(8, p.VW);
+  s.set(9, p.win.SH);
+  s.set(10, p.win.SW);
+  s.set(11, p.win.PT);
+  s.set(12, p.win.PL);
+  s.set(13, p.KY);
+  s.set(14, p.KX);
+  s.set(15, p.SY);
+  s.set(16, p.SX);
+  s.set(17, p.PT);
+  s.set(18, p.PL);
+  s.set(19, p.win.fill);
+  s.set(20, p.izp);
+  s.set(21, p.ozp);
+  s.set(22, total);
+  s.set(23, is_float(p.t) ? 0 : int_min(p.t));
+  s.set(24, is_float(p.t) ? 0 : int_max(p.t));
+  l.dispatch("tc_pool", std::move(s.v), {l.in(p.win.src), l.out(l.n().outputs[0])},
+             l.grid(static_cast<uint64_t>(total)));
+}
+
+}  // namespace
+
+void register_tensor(std::map<Op, OpLowering>& t) {
+  for (Op op : {Op::CONV2D, Op::CONV3D, Op::DEPTHWISE_CONV2D, Op::TRANSPOSE_CONV2D})
+    t[op] = OpLowering{nullptr, check_conv, lower_conv};
+  t[Op::MATMUL] = OpLowering{nullptr, check_matmul, lower_matmul};
+  t[Op::AVG_POOL2D] = OpLowering{nullptr, check_pool, lower_pool};
+  t[Op::MAX_POOL2D] = OpLowering{nullptr, check_pool, lower_pool};
+}
 
 }  // namespace weft::vkb

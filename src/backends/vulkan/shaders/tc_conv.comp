@@ -1,0 +1,136 @@
+#version 450
+// Direct convolution: one invocation per output element, taps in the reference's order, taps
+// outside the input skipped (exactly the reference's loop, also for inf/NaN weights). Runs CONV2D,
+// CONV3D, TRANSPOSE_CONV2D (MODE 1) and DEPTHWISE_CONV2D (MODE 2; the dedicated depthwise kernel:
+// neighbouring invocations read neighbouring channels of the input and weights) for every type row:
+//   ACC 0: fp32 accumulation; 1: fp16 accumulation (each product and sum rounded to fp16);
+//   2: int32; 3: int64 (int48 results): integer operands minus their zero points.
+// The output is out = round(round(acc) + bias) (integers: acc + bias), then the fused post-ops
+// (tc_epilogue.glsl, float results only). A PAD folded in front reads its fill value where the
+// virtual input (VD, VH, VW) lies outside the source tensor (SH, SW at offset PT, PL).
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
+
+layout(local_size_x = 64) in;
+
+layout(constant_id = 0) const int T_IN = DT_F32;
+layout(constant_id = 1) const int T_W = DT_F32;
+layout(constant_id = 2) const int T_BIAS = DT_F32;
+layout(constant_id = 3) const int T_RES = DT_F32;
+layout(constant_id = 4) const int T_OUT = DT_F32;
+layout(constant_id = 5) const int ACC = 0;
+layout(constant_id = 6) const int MODE = 0;  // 0 convolution, 1 transposed, 2 depthwise
+layout(constant_id = 7) const int IC = 1;    // input channels
+layout(constant_id = 8) const int OC = 1;    // output channels (depthwise: IC * MULT)
+layout(constant_id = 9) const int MULT = 1;  // depthwise channel multiplier
+layout(constant_id = 10) const int KD = 1;
+layout(constant_id = 11) const int KH = 1;
+layout(constant_id = 12) const int KW = 1;
+layout(constant_id = 13) const int OD = 1;
+layout(constant_id = 14) const int OH = 1;
+layout(constant_id = 15) const int OW = 1;
+layout(constant_id = 16) const int VD = 1;
+layout(constant_id = 17) const int VH = 1;
+layout(constant_id = 18) const int VW = 1;
+layout(constant_id = 19) const int SH = 1;
+layout(constant_id = 20) const int SW = 1;
+layout(constant_id = 21) const int PT = 0;
+layout(constant_id = 22) const int PL = 0;
+layout(constant_id = 23) const int STR_D = 1;
+layout(constant_id = 24) const int STR_Y = 1;
+layout(constant_id = 25) const int STR_X = 1;
+layout(constant_id = 26) const int DIL_D = 1;
+layout(constant_id = 27) const int DIL_Y = 1;
+layout(constant_id = 28) const int DIL_X = 1;
+layout(constant_id = 29) const int PAD_D = 0;  // leading padding (transposed: out_pad top / left)
+layout(constant_id = 30) const int PAD_Y = 0;
+layout(constant_id = 31) const int PAD_X = 0;
+layout(constant_id = 32) const int FILL = 0;  // folded PAD value (float bits for float inputs)
+layout(constant_id = 33) const int IZP = 0;
+layout(constant_id = 34) const int WZP = 0;
+layout(constant_id = 35) const int BIAS_BCAST = 0;
+layout(constant_id = 36) const int TOTAL = 0;  // output elements
+
+TENSOR(0, x, T_IN)
+TENSOR(1, w, T_W)
+TENSOR(2, bias, T_BIAS)
+TENSOR(3, res, T_RES)
+TENSOR(4, outp, T_OUT)
+
+#include "tc_epilogue.glsl"
+
+void main() {
+  const uint o = flat_id();
+  if (o >= uint(TOTAL)) return;
+  const int oc = int(o % uint(OC));
+  int t = int(o / uint(OC));
+  const int ox = t % OW;
+  t /= OW;
+  const int oy = t % OH;
+  t /= OH;
+  const int od = t % OD, n = t / OD;
+
+  const bool is_float = ACC <= 1;
+  precise float facc = 0.0;  // no fused multiply-add: the reference rounds the product
+  int iacc = 0;
+  int64_t lacc = 0;
+
+  // Input channels summed and where this output's weights start.
+  const int channels = MODE == 2 ? 1 : IC;
+  const int c0 = MODE == 2 ? oc / MULT : 0;
+  const int wbase = MODE == 2 ? oc : oc * KD * KH * KW * IC;
+  const int wtap = MODE == 2 ? OC : IC;  // weight elements per tap
+  const int wch = MODE == 2 ? 0 : 1;     // weight elements per input channel
+
+  for (int kd = 0; kd < KD; ++kd) {
+    for (int ky = 0; ky < KH; ++ky) {
+      for (int kx = 0; kx < KW; ++kx) {
+        int d, y, xx;
+        if (MODE == 1) {
+          // TRANSPOSE_CONV2D: output oy receives input y when oy = y * stride + out_pad_top + ky.
+          d = 0;
+          const int yy = oy - PAD_Y - ky, xs = ox - PAD_X - kx;
+          if (yy < 0 || xs < 0 || yy % STR_Y != 0 || xs % STR_X != 0) continue;
+          y = yy / STR_Y;
+          xx = xs / STR_X;
+        } else {
+          d = od * STR_D - PAD_D + kd * DIL_D;
+          y = oy * STR_Y - PAD_Y + ky * DIL_Y;
+          xx = ox * STR_X - PAD_X + kx * DIL_X;
+        }
+        if (d < 0 || d >= VD || y < 0 || y >= VH || xx < 0 || xx >= VW) continue;  // skipped tap
+        const int sy = y - PT, sx = xx - PL;
+        const bool in_source = sy >= 0 && sy < SH && sx >= 0 && sx < SW;
+        const int xbase = (((n * VD + d) * SH + sy) * SW + sx) * IC + c0;
+        const int wb = wbase + ((kd * KH + ky) * KW + kx) * wtap;
+        for (int c = 0; c < channels; ++c) {
+          const uint wi = uint(wb + c * wch);
+          if (is_float) {
+            const float xv = in_source ? x_ldf(uint(xbase + c)) : intBitsToFloat(FILL);
+            const float wv = w_ldf(wi);
+            if (ACC == 1)
+              facc = r16(facc + r16(xv * wv));
+            else
+              facc = facc + xv * wv;
+          } else {
+            const int xv = (in_source ? x_ldi(uint(xbase + c)) : FILL) - IZP;
+            const int wv = w_ldi(wi) - WZP;
+            if (ACC == 2)
+              iacc += xv * wv;
+            else
+              lacc += int64_t(xv * wv);
+          }
+        }
+      }
+    }
+  }
+
+  const uint bi = BIAS_BCAST != 0 ? 0u : uint(oc);
+  if (is_float) {
+    // out = static_cast<out_t>(acc); out = apply_add_s<out_t>(out, bias)
+    float v = T_OUT == DT_F16 ? r16(r16(facc) + bias_ldf(bi)) : facc + bias_ldf(bi);
+    outp_stf(o, epilogue(v, o, uint(oc)));
+  } else {
+    outp_stl(o, (ACC == 2 ? int64_t(iacc) : lacc) + bias_ldl(bi));
+  }
+}

@@ -1,0 +1,413 @@
+// Tiled GEMM body of the tc_gemm_* shaders and of tc_matmul_coop (the including .comp file sets
+// the tile with TM, TN, BK and the arithmetic with ACC_FLOAT / ACC_I32 / ACC_I64 / COOP):
+//
+//   out[b][m][n] = sum_k A[b][m][k] * B[b][k][n]      (k ascending for every output)
+//
+// for MATMUL (A, B strided) and for the convolutions as implicit GEMM (CONV2D, CONV3D,
+// TRANSPOSE_CONV2D): A is then the im2col matrix of the input, gathered on the fly (row m = output
+// pixel, column k = (kd, ky, kx, ic) in the weights' order), and B the weights as [K][OC].
+//
+// A workgroup computes a BM x BN tile of the output. K advances in steps of BK: each step is staged
+// in shared memory (A as [k][m], B as [k][n]) and the next step's global loads are issued into
+// registers before the current one is multiplied. Out-of-range elements load as 0.
+//   - tc_gemm_*: 16 x 16 invocations, each owning TM x TN outputs in runs of CW = min(TM, 4)
+//     consecutive rows / columns: invocation (tx, ty) has rows c * 16 CW + ty * CW + i and columns
+//     c * 16 CW + tx * CW + j, so that its operands come from shared memory as CW-vectors and the
+//     vectors of neighbouring invocations are contiguous.
+//   - COOP (tc_matmul_coop): four subgroups of 32, each multiplying a 32 x 32 quarter of the 64 x 64
+//     tile with 16 x 16 x 16 fp16 cooperative matrices accumulating in fp32.
+//
+// Convolution taps outside the (virtual) input contribute 0 * w: the lowering picks this kernel only
+// where that equals the reference's skipped tap (finite weights, or no skipped taps). A PAD folded
+// in front (virtual input larger than the source) reads its fill value there, as the PAD would
+// have written it.
+//
+// Accumulation: ACC_FLOAT in fp32, or with ACC16 rounded to fp16 after every product and sum as
+// the reference does for acc_t = fp16 (same order, so the same result); ACC_I32 / ACC_I64 exactly
+// in int32 / int64 from operands minus their zero points (the lowering proves that no partial sum
+// overflows). COOP accumulates in fp32 whatever ACC16 says.
+
+#if defined(COOP)
+#define WG 128
+#define BM 64
+#define BN 64
+#define ACC_FLOAT
+#else
+#define WG 256
+#define BM (16 * TM)
+#define BN (16 * TN)
+#endif
+layout(local_size_x = WG) in;
+
+layout(constant_id = 0) const int T_A = DT_F32;
+layout(constant_id = 1) const int T_B = DT_F32;
+layout(constant_id = 2) const int T_BIAS = DT_F32;
+layout(constant_id = 3) const int T_RES = DT_F32;
+layout(constant_id = 4) const int T_OUT = DT_F32;
+layout(constant_id = 5) const int M = 1;  // rows (per batch)
+layout(constant_id = 6) const int N = 1;  // columns
+layout(constant_id = 7) const int K = 1;  // reduction length
+layout(constant_id = 8) const int A_BATCH = 0;  // A strides (CONV == 0): batch, row; k is contiguous
+layout(constant_id = 9) const int A_ROW = 0;
+layout(constant_id = 10) const int B_BATCH = 0;  // B strides: batch, k, n
+layout(constant_id = 11) const int B_K = 0;
+layout(constant_id = 12) const int B_N = 1;
+layout(constant_id = 13) const int A_ZP = 0;  // integer zero points, subtracted on load
+layout(constant_id = 14) const int B_ZP = 0;
+layout(constant_id = 15) const int ACC16 = 0;       // ACC_FLOAT: fp16 accumulation
+layout(constant_id = 16) const int OUT_BIAS = 0;    // a convolution's bias: out = round(round(acc) + bias[n])
+layout(constant_id = 17) const int BIAS_BCAST = 0;  // the bias has one element
+layout(constant_id = 18) const int CONV = 0;  // 0: A strided; 1: convolution gather; 2: transposed convolution
+layout(constant_id = 19) const int IC = 1;
+layout(constant_id = 20) const int KD = 1;
+layout(constant_id = 21) const int KH = 1;
+layout(constant_id = 22) const int KW = 1;
+layout(constant_id = 23) const int OD = 1;
+layout(constant_id = 24) const int OH = 1;
+layout(constant_id = 25) const int OW = 1;
+layout(constant_id = 26) const int VD = 1;  // the convolution's input (after a folded PAD / SLICE)
+layout(constant_id = 27) const int VH = 1;
+layout(constant_id = 28) const int VW = 1;
+layout(constant_id = 29) const int SH = 1;  // the source tensor read (H, W; its depth is VD)
+layout(constant_id = 30) const int SW = 1;
+layout(constant_id = 31) const int PT = 0;  // where the source starts inside the virtual input
+layout(constant_id = 32) const int PL = 0;
+layout(constant_id = 33) const int STR_D = 1;
+layout(constant_id = 34) const int STR_Y = 1;
+layout(constant_id = 35) const int STR_X = 1;
+layout(constant_id = 36) const int DIL_D = 1;
+layout(constant_id = 37) const int DIL_Y = 1;
+layout(constant_id = 38) const int DIL_X = 1;
+layout(constant_id = 39) const int FILL = 0;  // the folded PAD's value (float bits for float inputs)
+// 40..55: tc_epilogue.glsl
+layout(constant_id = 56) const int PAD_D = 0;  // leading padding (TRANSPOSE_CONV2D: out_pad top / left)
+layout(constant_id = 57) const int PAD_Y = 0;
+layout(constant_id = 58) const int PAD_X = 0;
+// Split K (float kernels): gl_WorkGroupID.z = batch * SPLIT + slice; with SPLIT > 1 each slice sums
+// KSLICE elements of k (a multiple of BK) into `part` [SPLIT][NBATCH][M][N], and tc_splitk adds the
+// slices and finishes the outputs.
+layout(constant_id = 59) const int SPLIT = 1;
+layout(constant_id = 60) const int KSLICE = 0;
+layout(constant_id = 61) const int NBATCH = 1;
+
+TENSOR(0, a, T_A)
+TENSOR(1, b, T_B)
+TENSOR(2, bias, T_BIAS)
+TENSOR(3, res, T_RES)
+TENSOR(4, outp, T_OUT)
+#if defined(ACC_FLOAT)
+layout(std430, set = 0, binding = 5) buffer PartB { float part[]; };
+#endif
+
+#include "tc_epilogue.glsl"
+
+#define A_LOADS (BM * BK / WG)  // A elements each invocation stages per K step
+#define B_LOADS (BN * BK / WG)
+#define A_ROWS (WG / BK)        // rows of A staged per pass of the workgroup
+#define B_ROWS (WG / BN)
+
+#if defined(COOP)
+#define SH_T float16_t
+#define AS_STRIDE (BM + 8)  // row pitches: multiples of 8 halves (16 bytes) for the matrix loads
+#define BS_STRIDE (BN + 8)
+#define AS_SIZE (BK * AS_STRIDE)
+// A step of A ([k][m]) then of B ([k][n]).
+shared SH_T Sm[AS_SIZE + BK * BS_STRIDE];
+#else
+#if TM != TN
+#error tc_gemm needs square thread tiles
+#endif
+#if TM >= 4
+#define CW 4
+#else
+#define CW TM
+#endif
+#define CH (TM / CW)  // runs of CW rows (columns) per invocation
+#if defined(ACC_FLOAT)
+#define SH_T float
+#define ACC_T float
+#if CW == 4
+#define SV vec4
+#else
+#define SV vec2
+#endif
+#else
+#define SH_T int
+#if defined(ACC_I32)
+#define ACC_T int
+#else
+#define ACC_T int64_t
+#endif
+#if CW == 4
+#define SV ivec4
+#else
+#define SV ivec2
+#endif
+#endif
+#define AS_STRIDE (BM + CW)  // padded: fewer bank conflicts in the transposing stores
+#define BS_STRIDE BN
+#define AS_SIZE (BK * AS_STRIDE)
+// A step of A ([k][m]) then of B ([k][n]), as CW-vectors; in tc_gemm_f*, float results then pass
+// through it on their way to the epilogue (16 rows of the tile at a time).
+#if defined(ACC_FLOAT)
+#define SM_SIZE (AS_SIZE + BK * BS_STRIDE > 16 * BN ? AS_SIZE + BK * BS_STRIDE : 16 * BN)
+#else
+#define SM_SIZE (AS_SIZE + BK * BS_STRIDE)
+#endif
+shared SV Sm[SM_SIZE / CW];
+#endif
+
+// Element i of operand A / B in the accumulation domain (integers minus their zero point).
+SH_T a_value(uint i) {
+#if defined(ACC_FLOAT)
+  return SH_T(a_ldf(i));
+#else
+  return a_ldi(i) - A_ZP;
+#endif
+}
+SH_T b_value(uint i) {
+#if defined(ACC_FLOAT)
+  return SH_T(b_ldf(i));
+#else
+  return b_ldi(i) - B_ZP;
+#endif
+}
+SH_T fill_value() {
+#if defined(ACC_FLOAT)
+  return SH_T(intBitsToFloat(FILL));
+#else
+  return FILL - A_ZP;
+#endif
+}
+
+#if defined(ACC_FLOAT)
+// Output element (m, n) of this batch from its float accumulator: the convolution bias, the fused
+// post-ops, the store (or this slice's partial sum).
+void finish(int batch, int slice, int m, int n, float v) {
+  const uint o = uint((batch * M + m) * N + n);
+  if (SPLIT > 1) {
+    part[uint(slice * NBATCH * M * N) + o] = v;
+    return;
+  }
+  if (OUT_BIAS != 0) {
+    // out = static_cast<out_t>(acc); out = apply_add_s<out_t>(out, bias[n])
+    const float bb = bias_ldf(BIAS_BCAST != 0 ? 0u : uint(n));
+    v = T_OUT == DT_F16 ? r16(r16(v) + bb) : v + bb;
+  }
+  outp_stf(o, epilogue(v, o, uint(n)));
+}
+#endif
+
+// Per staged row of A (convolutions): the output pixel's batch and window origin.
+int row_n[A_LOADS], row_d[A_LOADS], row_y[A_LOADS], row_x[A_LOADS];
+bool row_ok[A_LOADS];
+
+void main() {
+  const uint lid = gl_LocalInvocationIndex;
+  const int n0 = int(gl_WorkGroupID.x) * BN, m0 = int(gl_WorkGroupID.y) * BM;
+  const int batch = int(gl_WorkGroupID.z) / SPLIT, slice = int(gl_WorkGroupID.z) % SPLIT;
+  const int kbeg = SPLIT > 1 ? slice * KSLICE : 0, kend = SPLIT > 1 ? min(K, kbeg + KSLICE) : K;
+  // This invocation stages A elements (k = ak, rows ar + A_ROWS p) and B elements
+  // (k = bk + B_ROWS p, column bn).
+  const int ak = int(lid % uint(BK)), ar = int(lid / uint(BK));
+  const int bn = int(lid % uint(BN)), bk = int(lid / uint(BN));
+
+  [[unroll]] for (int p = 0; p < A_LOADS; ++p) {
+    const int m = m0 + ar + A_ROWS * p;
+    row_ok[p] = m < M;
+    if (CONV != 0) {
+      const int ox = m % OW, t = m / OW;
+      const int oy = t % OH, t2 = t / OH;
+      const int od = t2 % OD, n = t2 / OD;
+      row_n[p] = n;
+      row_d[p] = od * STR_D - PAD_D;
+      row_y[p] = CONV == 1 ? oy * STR_Y - PAD_Y : oy - PAD_Y;
+      row_x[p] = CONV == 1 ? ox * STR_X - PAD_X : ox - PAD_X;
+    }
+  }
+
+#if defined(COOP)
+  const int sg = int(gl_SubgroupID);
+  const int qm = (sg / 2) * 32, qn = (sg % 2) * 32;  // this subgroup's quarter of the tile
+  fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> acc[2][2];
+  [[unroll]] for (int i = 0; i < 2; ++i)
+    [[unroll]] for (int j = 0; j < 2; ++j) acc[i][j] = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
+#else
+  const int tx = int(lid % 16u), ty = int(lid / 16u);
+  ACC_T acc[TM][TN];
+  [[unroll]] for (int i = 0; i < TM; ++i)
+    [[unroll]] for (int j = 0; j < TN; ++j) acc[i][j] = ACC_T(0);
+#endif
+
+  SH_T ra[A_LOADS], rb[B_LOADS];
+
+  // Iteration s loads step s + 1 into registers while step s is multiplied from shared memory
+  // (s = -1 only loads the first step: one copy of the load code).
+  const int steps = (kend - kbeg + BK - 1) / BK;
+  for (int s = -1; s < steps; ++s) {
+    if (s + 1 < steps) {
+      // Global -> registers: A (gathered for convolutions) and B for the step at k0.
+      const int k0 = kbeg + (s + 1) * BK, k = k0 + ak;
+      int ic = 0, kd = 0, ky = 0, kx = 0;
+      if (CONV != 0) {
+        ic = k % IC;
+        const int tap = k / IC;
+        kx = tap % KW;
+        ky = (tap / KW) % KH;
+        kd = tap / (KW * KH);
+      }
+      [[unroll]] for (int p = 0; p < A_LOADS; ++p) {
+        SH_T v = SH_T(0);
+        if (row_ok[p] && k < kend) {
+          if (CONV == 0) {
+            v = a_value(uint(batch * A_BATCH + (m0 + ar + A_ROWS * p) * A_ROW + k));
+          } else {
+            int d, y, x;
+            bool ok = true;
+            if (CONV == 1) {
+              d = row_d[p] + kd * DIL_D;
+              y = row_y[p] + ky * DIL_Y;
+              x = row_x[p] + kx * DIL_X;
+            } else {
+              // Transposed: output oy receives input y when oy = y * stride + out_pad_top + ky.
+              d = 0;
+              const int yy = row_y[p] - ky, xx = row_x[p] - kx;
+              ok = yy >= 0 && xx >= 0 && yy % STR_Y == 0 && xx % STR_X == 0;
+              y = yy / STR_Y;
+              x = xx / STR_X;
+            }
+            if (ok && d >= 0 && d < VD && y >= 0 && y < VH && x >= 0 && x < VW) {
+              const int sy = y - PT, sx = x - PL;
+              if (sy >= 0 && sy < SH && sx >= 0 && sx < SW)
+                v = a_value(uint((((row_n[p] * VD + d) * SH + sy) * SW + sx) * IC + ic));
+              else
+                v = fill_value();
+            }
+          }
+        }
+        ra[p] = v;
+      }
+      [[unroll]] for (int p = 0; p < B_LOADS; ++p) {
+        const int kb = k0 + bk + B_ROWS * p, n = n0 + bn;
+        rb[p] = (kb < kend && n < N) ? b_value(uint(batch * B_BATCH + kb * B_K + n * B_N)) : SH_T(0);
+      }
+    }
+    if (s >= 0) {
+#if defined(COOP)
+      [[unroll]] for (int kk = 0; kk < BK; kk += 16) {
+        fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> fa[2], fb[2];
+        // A is staged [k][m]: a column-major M x K matrix.
+        [[unroll]] for (int i = 0; i < 2; ++i)
+          coopMatLoadNV(fa[i], Sm, uint(kk * AS_STRIDE + qm + 16 * i), uint(AS_STRIDE), true);
+        [[unroll]] for (int j = 0; j < 2; ++j)
+          coopMatLoadNV(fb[j], Sm, uint(AS_SIZE + kk * BS_STRIDE + qn + 16 * j), uint(BS_STRIDE), false);
+        [[unroll]] for (int i = 0; i < 2; ++i)
+          [[unroll]] for (int j = 0; j < 2; ++j) acc[i][j] = coopMatMulAddNV(fa[i], fb[j], acc[i][j]);
+      }
+#else
+#if defined(ACC_FLOAT)
+      if (ACC16 != 0) {
+        // fp16 accumulation, rounded after every product and sum (a slow path: not unrolled over k).
+        [[dont_unroll]] for (int kk = 0; kk < BK; ++kk) {
+          SV av[CH], bv[CH];
+          [[unroll]] for (int c = 0; c < CH; ++c) {
+            av[c] = Sm[(kk * AS_STRIDE + c * 16 * CW + ty * CW) / CW];
+            bv[c] = Sm[(AS_SIZE + kk * BS_STRIDE + c * 16 * CW + tx * CW) / CW];
+          }
+          [[unroll]] for (int i = 0; i < TM; ++i)
+            [[unroll]] for (int j = 0; j < TN; ++j)
+              acc[i][j] = r16(acc[i][j] + r16(av[i / CW][i % CW] * bv[j / CW][j % CW]));
+        }
+      } else
+#endif
+      {
+        [[unroll]] for (int kk = 0; kk < BK; ++kk) {
+          SV av[CH], bv[CH];
+          [[unroll]] for (int c = 0; c < CH; ++c) {
+            av[c] = Sm[(kk * AS_STRIDE + c * 16 * CW + ty * CW) / CW];
+            bv[c] = Sm[(AS_SIZE + kk * BS_STRIDE + c * 16 * CW + tx * CW) / CW];
+          }
+          [[unroll]] for (int i = 0; i < TM; ++i) {
+            [[unroll]] for (int j = 0; j < TN; ++j) {
+#if defined(ACC_FLOAT)
+              acc[i][j] = fma(av[i / CW][i % CW], bv[j / CW][j % CW], acc[i][j]);
+#else
+              acc[i][j] += ACC_T(av[i / CW][i % CW] * bv[j / CW][j % CW]);
+#endif
+            }
+          }
+        }
+      }
+#endif
+    }
+    barrier();
+    if (s + 1 < steps) {
+#if defined(COOP)
+      [[unroll]] for (int p = 0; p < A_LOADS; ++p) Sm[ak * AS_STRIDE + ar + A_ROWS * p] = ra[p];
+      [[unroll]] for (int p = 0; p < B_LOADS; ++p) Sm[AS_SIZE + (bk + B_ROWS * p) * BS_STRIDE + bn] = rb[p];
+#else
+      [[unroll]] for (int p = 0; p < A_LOADS; ++p) {
+        const int i = ak * AS_STRIDE + ar + A_ROWS * p;
+        Sm[i / CW][i % CW] = ra[p];
+      }
+      [[unroll]] for (int p = 0; p < B_LOADS; ++p) {
+        const int i = AS_SIZE + (bk + B_ROWS * p) * BS_STRIDE + bn;
+        Sm[i / CW][i % CW] = rb[p];
+      }
+#endif
+      barrier();
+    }
+  }
+
+#if defined(COOP)
+  // Each 16 x 16 result goes through this subgroup's slice of Cs to the epilogue (one copy of its
+  // code: the fragment is picked by an unrolled comparison, the loop itself is not unrolled).
+  const uint lane = gl_SubgroupInvocationID;
+  [[dont_unroll]] for (int f = 0; f < 4; ++f) {
+    [[unroll]] for (int i = 0; i < 2; ++i)
+      [[unroll]] for (int j = 0; j < 2; ++j)
+        if (i * 2 + j == f) coopMatStoreNV(acc[i][j], Cs, uint(sg * 256), 16u, false);
+    subgroupMemoryBarrierShared();
+    subgroupBarrier();
+    [[dont_unroll]] for (uint e = lane; e < 256u; e += gl_SubgroupSize) {
+      const int m = m0 + qm + 16 * (f / 2) + int(e / 16u), n = n0 + qn + 16 * (f % 2) + int(e % 16u);
+      if (m < M && n < N) finish(batch, slice, m, n, Cs[sg * 256 + int(e)]);
+    }
+    subgroupBarrier();
+  }
+#elif defined(ACC_FLOAT)
+  // Pass p stages row p of every invocation's outputs (16 rows of the tile) in shared memory, so
+  // that the epilogue is one copy of its code (not TM x TN) and neighbouring invocations store
+  // neighbouring columns.
+  [[dont_unroll]] for (int p = 0; p < TM; ++p) {
+    barrier();
+    [[unroll]] for (int i = 0; i < TM; ++i) {
+      if (i == p) {
+        [[unroll]] for (int c = 0; c < CH; ++c) {
+          SV v;
+          [[unroll]] for (int j = 0; j < CW; ++j) v[j] = acc[i][c * CW + j];
+          Sm[(ty * BN + c * 16 * CW + tx * CW) / CW] = v;
+        }
+      }
+    }
+    barrier();
+    const int row0 = m0 + (p / CW) * 16 * CW + p % CW;  // + r * CW for staged row r
+    [[dont_unroll]] for (int e = int(lid); e < 16 * BN; e += WG) {
+      const int m = row0 + (e / BN) * CW, n = n0 + e % BN;
+      if (m < M && n < N) finish(batch, slice, m, n, Sm[e / CW][e % CW]);
+    }
+  }
+#else
+  [[unroll]] for (int i = 0; i < TM; ++i) {
+    [[unroll]] for (int j = 0; j < TN; ++j) {
+      const int m = m0 + (i / CW) * 16 * CW + ty * CW + i % CW, n = n0 + (j / CW) * 16 * CW + tx * CW + j % CW;
+      if (m < M && n < N) {
+        const uint o = uint((batch * M + m) * N + n);
+        int64_t v = int64_t(acc[i][j]);
+        if (OUT_BIAS != 0) v += bias_ldl(BIAS_BCAST != 0 ? 0u : uint(n));
+        outp_stl(o, v);
+      }
+    }
+  }
+#endif
+}

@@ -1,0 +1,39 @@
+#version 450
+// Second pass of a split-K tiled GEMM (tc_gemm.glsl with SPLIT > 1): adds the SPLIT partial sums of
+// each output in slice order, then finishes it as the GEMM would have: the convolution bias (rounded
+// as the reference), the fused post-ops, the store. Specialization constants share tc_gemm's ids.
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
+
+layout(local_size_x = 64) in;
+
+layout(constant_id = 2) const int T_BIAS = DT_F32;
+layout(constant_id = 3) const int T_RES = DT_F32;
+layout(constant_id = 4) const int T_OUT = DT_F32;
+layout(constant_id = 5) const int M = 1;
+layout(constant_id = 6) const int N = 1;
+layout(constant_id = 16) const int OUT_BIAS = 0;
+layout(constant_id = 17) const int BIAS_BCAST = 0;
+layout(constant_id = 59) const int SPLIT = 1;
+layout(constant_id = 61) const int NBATCH = 1;
+
+layout(std430, set = 0, binding = 0) readonly buffer PartB { float part[]; };
+TENSOR(1, bias, T_BIAS)
+TENSOR(2, res, T_RES)
+TENSOR(3, outp, T_OUT)
+
+#include "tc_epilogue.glsl"
+
+void main() {
+  const uint o = flat_id();
+  const uint total = uint(NBATCH * M * N);
+  if (o >= total) return;
+  float v = 0.0;
+  for (int s = 0; s < SPLIT; ++s) v += part[uint(s) * total + o];
+  const uint n = o % uint(N);
+  if (OUT_BIAS != 0) {
+    const float bb = bias_ldf(BIAS_BCAST != 0 ? 0u : n);
+    v = T_OUT == DT_F16 ? r16(r16(v) + bb) : v + bb;
+  }
+  outp_stf(o, epilogue(v, o, n));
+}

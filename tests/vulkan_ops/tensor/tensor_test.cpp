@@ -1,0 +1,691 @@
+// The tensor operators on the Vulkan backend against the reference backend: CONV2D, CONV3D,
+// DEPTHWISE_CONV2D, TRANSPOSE_CONV2D, MATMUL, AVG_POOL2D and MAX_POOL2D for every type row of
+// PRO-FP / PRO-INT (and EXT-INT16) with a shader type, over strides, dilations, paddings, odd
+// channel counts and batches > 1, through the tiled kernels (each tile size), the direct kernel, and
+// the fused composites (PAD / SLICE in front, bias, residual, CLAMP, SIGMOID, TANH, swish, GELU).
+//
+// Tolerances (x max(1, max |reference|)):
+//   0     integers (bit-exact), MAX_POOL2D, and fp16 accumulation (rounded after every step in
+//         the reference's order, like the reference);
+//   1e-5  fp32 through the direct kernel and pooling (the same order; GLSL's division is corrected
+//         to the rounded quotient) and fp32 convolutions / matmuls of the tiled kernel (fused
+//         multiply-adds round differently: at most a few ulp of partial sums of a few hundred terms);
+//   2e-3  fp16 results of an fp32 accumulation (one fp16 ulp is ~1e-3: a differently rounded fp32
+//         sum can round to the neighbouring fp16 value);
+//   4e-3  fp16 results with fused post-ops (the reference rounds to fp16 after each operator, the
+//         fused kernel once at the end).
+#include <cstdlib>
+#include <limits>
+#include <random>
+
+#include "backends/backend.h"
+#include "vk_ops_util.h"
+
+namespace weft::vk_test {
+namespace {
+
+constexpr double kF32 = 1e-5;
+constexpr double kF16 = 2e-3;
+constexpr double kF16Fused = 4e-3;
+
+// Builds a graph with random inputs / constants and typed operators.
+class Net {
+ public:
+  explicit Net(uint32_t seed) : rng_(seed) {}
+  GraphBuilder b;
+  std::vector<Tensor> feeds;
+
+  ValueId input(TensorType t, double lo = -1, double hi = 1) {
+    ValueId v = b.input("in" + std::to_string(feeds.size()), t);
+    feeds.push_back(random_tensor(t, rng_, lo, hi));
+    return v;
+  }
+  ValueId input_tensor(Tensor t) {
+    ValueId v = b.input("in" + std::to_string(feeds.size()), t.type());
+    feeds.push_back(std::move(t));
+    return v;
+  }
+  ValueId weight(TensorType t, double lo = -1, double hi = 1) {
+    return b.constant(fresh("w"), random_tensor(t, rng_, lo, hi));
+  }
+  ValueId constant(Tensor t) { return b.constant(fresh("c"), std::move(t)); }
+  ValueId scalar(DType t, double v, int rank = 1) {
+    const Shape s(static_cast<size_t>(rank), 1);
+    return constant(is_float(t) ? Tensor::from_doubles({t, s}, std::vector<double>{v})
+                                : Tensor::from_ints({t, s}, std::vector<int64_t>{static_cast<int64_t>(v)}));
+  }
+  const TensorType& type(ValueId v) const { return b.graph().value(v).type; }
+
+  // CONV2D / DEPTHWISE_CONV2D / CONV3D with the output type given by acc (bias of that type).
+  ValueId conv(Op op, ValueId x, ValueId w, ValueId bias, std::vector<int64_t> pad, std::vector<int64_t> stride,
+               std::vector<int64_t> dil, DType acc, int64_t izp = 0, int64_t wzp = 0) {
+    const TensorType& xt = type(x);
+    const TensorType& wt = type(w);
+    const DType out_t = type(bias).dtype;
+    Shape out;
+    if (op == Op::CONV3D) {
+      out = {xt.shape[0], 0, 0, 0, wt.shape[0]};
+      for (int i = 0; i < 3; ++i)
+        out[1 + i] =
+            (xt.shape[1 + i] - 1 + pad[2 * i] + pad[2 * i + 1] - (wt.shape[1 + i] - 1) * dil[i]) / stride[i] + 1;
+    } else {
+      const bool dw = op == Op::DEPTHWISE_CONV2D;
+      const int64_t kh = dw ? wt.shape[0] : wt.shape[1], kw = dw ? wt.shape[1] : wt.shape[2];
+      const int64_t oc = dw ? wt.shape[2] * wt.shape[3] : wt.shape[0];
+      out = {xt.shape[0], (xt.shape[1] - 1 + pad[0] + pad[1] - (kh - 1) * dil[0]) / stride[0] + 1,
+             (xt.shape[2] - 1 + pad[2] + pad[3] - (kw - 1) * dil[1]) / stride[1] + 1, oc};
+    }
+    return b.op_multi(
+        op, {x, w, bias, scalar(xt.dtype, static_cast<double>(izp)), scalar(wt.dtype, static_cast<double>(wzp))},
+        {{"pad", std::move(pad)},
+         {"stride", std::move(stride)},
+         {"dilation", std::move(dil)},
+         {"acc_type", acc_attr(acc)}},
+        {fresh("conv")}, {TensorType{out_t, out}})[0];
+  }
+  ValueId transpose_conv(ValueId x, ValueId w, ValueId bias, std::vector<int64_t> out_pad, std::vector<int64_t> stride,
+                         DType acc, int64_t izp = 0, int64_t wzp = 0) {
+    const TensorType& xt = type(x);
+    const TensorType& wt = type(w);
+    const Shape out{xt.shape[0], (xt.shape[1] - 1) * stride[0] + out_pad[0] + out_pad[1] + wt.shape[1],
+                    (xt.shape[2] - 1) * stride[1] + out_pad[2] + out_pad[3] + wt.shape[2], wt.shape[0]};
+    return b.op_multi(
+        Op::TRANSPOSE_CONV2D,
+        {x, w, bias, scalar(xt.dtype, static_cast<double>(izp)), scalar(wt.dtype, static_cast<double>(wzp))},
+        {{"out_pad", std::move(out_pad)}, {"stride", std::move(stride)}, {"acc_type", acc_attr(acc)}}, {fresh("tconv")},
+        {TensorType{type(bias).dtype, out}})[0];
+  }
+  ValueId matmul(ValueId a, ValueId bb, DType out_t, int64_t azp = 0, int64_t bzp = 0) {
+    const Shape& as = type(a).shape;
+    const DType t = type(a).dtype;
+    return b.op_multi(Op::MATMUL, {a, bb, scalar(t, static_cast<double>(azp)), scalar(t, static_cast<double>(bzp))}, {},
+                      {fresh("mm")}, {TensorType{out_t, {as[0], as[1], type(bb).shape[2]}}})[0];
+  }
+  ValueId pool(Op op, ValueId x, std::vector<int64_t> k, std::vector<int64_t> s, std::vector<int64_t> p,
+               DType acc = DType::kFp32, int64_t izp = 0, int64_t ozp = 0, NanMode nan = NanMode::kPropagate) {
+    const TensorType& xt = type(x);
+    const Shape out{xt.shape[0], (xt.shape[1] + p[0] + p[1] - k[0]) / s[0] + 1,
+                    (xt.shape[2] + p[2] + p[3] - k[1]) / s[1] + 1, xt.shape[3]};
+    Attrs attrs{{"kernel", std::move(k)}, {"stride", std::move(s)}, {"pad", std::move(p)}};
+    std::vector<ValueId> ins{x};
+    if (op == Op::AVG_POOL2D) {
+      attrs.push_back({"acc_type", acc_attr(acc)});
+      ins.push_back(scalar(xt.dtype, static_cast<double>(izp)));
+      ins.push_back(scalar(xt.dtype, static_cast<double>(ozp)));
+    } else {
+      attrs.push_back({"nan_mode", static_cast<int64_t>(nan)});
+    }
+    return b.op_multi(op, ins, attrs, {fresh("pool")}, {TensorType{xt.dtype, out}})[0];
+  }
+  // PAD of an NHWC tensor's H and W by [top, bottom, left, right] with `value`.
+  ValueId pad_hw(ValueId x, std::vector<int64_t> tblr, double value) {
+    ValueId s = b.constant_shape(fresh("padding"), {0, 0, tblr[0], tblr[1], tblr[2], tblr[3], 0, 0});
+    return b.op(Op::PAD, {x, s, scalar(type(x).dtype, value)});
+  }
+  ValueId slice(ValueId x, std::vector<int64_t> start, std::vector<int64_t> size) {
+    ValueId a = b.constant_shape(fresh("start"), std::move(start));
+    ValueId c = b.constant_shape(fresh("size"), std::move(size));
+    return b.op(Op::SLICE, {x, a, c});
+  }
+  ValueId clamp(ValueId x, double lo, double hi) {
+    const DType t = type(x).dtype;
+    return b.op(Op::CLAMP, {x},
+                {{"min_val", Tensor::from_doubles({t, {}}, std::vector<double>{lo})},
+                 {"max_val", Tensor::from_doubles({t, {}}, std::vector<double>{hi})}});
+  }
+  ValueId add(ValueId x, ValueId y) { return b.op(Op::ADD, {x, y}); }
+  ValueId mul(ValueId x, ValueId y) { return b.op(Op::MUL, {x, y, shift()}); }
+  ValueId unary(Op op, ValueId x) { return b.op(op, {x}); }
+  ValueId swish(ValueId x) { return mul(x, unary(Op::SIGMOID, x)); }
+  ValueId gelu_erf(ValueId x) {
+    const DType t = type(x).dtype;
+    const int r = type(x).rank();
+    ValueId e = unary(Op::ERF, mul(x, scalar(t, 0.70710678118654752, r)));
+    return mul(mul(x, add(e, scalar(t, 1.0, r))), scalar(t, 0.5, r));
+  }
+
+  Module finish(std::vector<ValueId> outputs) {
+    for (ValueId v : outputs) b.output(v);
+    return Module(b.finish());
+  }
+
+ private:
+  static int64_t acc_attr(DType acc) {
+    switch (acc) {
+      case DType::kInt32: return static_cast<int64_t>(AccType::kInt32);
+      case DType::kInt48: return static_cast<int64_t>(AccType::kInt48);
+      case DType::kFp16: return static_cast<int64_t>(AccType::kFp16);
+      default: return static_cast<int64_t>(AccType::kFp32);
+    }
+  }
+  ValueId shift() {
+    if (shift_ == kNoValue)
+      shift_ = b.constant("shift", Tensor::from_ints({DType::kInt8, {1}}, std::vector<int64_t>{0}));
+    return shift_;
+  }
+  std::string fresh(const std::string& base) { return base + std::to_string(counter_++); }
+  std::mt19937 rng_;
+  int counter_ = 0;
+  ValueId shift_ = kNoValue;
+};
+
+// Sets an environment variable for a scope: WEFT_VULKAN_GEMM_TILE / WEFT_VULKAN_GEMM_SPLIT force the
+// tiled kernel's tile and K split; WEFT_VULKAN_NO_COOP keeps fp16 GEMMs off the cooperative-matrix
+// kernel (which accumulates in fp32) where a test expects the reference's fp16 accumulation exactly
+// or exercises the tiled kernel itself.
+struct ScopedEnv {
+  std::string name;
+  ScopedEnv(const char* n, const char* v) : name(n) { setenv(n, v, 1); }
+  ~ScopedEnv() { unsetenv(name.c_str()); }
+};
+
+// The explain text places `pattern` as one unit (it names the composite's pattern).
+void expect_pattern(const std::string& explain, const std::string& pattern) {
+  EXPECT_NE(explain.find(pattern), std::string::npos) << "no unit " << pattern << " in:\n" << explain;
+}
+
+// A type row of the convolutions: input / weight / output (= bias) types and the accumulator.
+struct ConvRow {
+  DType in, w, out, acc;
+  const char* name;
+};
+const ConvRow kConvRows[] = {
+    {DType::kFp32, DType::kFp32, DType::kFp32, DType::kFp32, "fp32"},
+    {DType::kFp16, DType::kFp16, DType::kFp16, DType::kFp32, "fp16 acc fp32"},
+    {DType::kFp16, DType::kFp16, DType::kFp16, DType::kFp16, "fp16 acc fp16"},
+    {DType::kInt8, DType::kInt8, DType::kInt32, DType::kInt32, "int8"},
+    {DType::kInt16, DType::kInt8, DType::kInt48, DType::kInt48, "int16x8"},
+};
+
+double tol_of(const ConvRow& r, bool fused = false) {
+  if (!is_float(r.out)) return 0;
+  if (r.out == DType::kFp32) return kF32;
+  if (fused) return kF16Fused;
+  return r.acc == DType::kFp16 ? 0.0 : kF16;
+}
+
+// Zero points exercised per input type (int8 may be non-zero; others must be 0).
+int64_t zp_for(DType t, int64_t v) { return t == DType::kInt8 ? v : 0; }
+
+// Value range of operands: floats [-1, 1], integers over most of their range.
+double lo_of(DType t) { return is_float(t) ? -1.0 : t == DType::kInt16 ? -3000.0 : -128.0; }
+double hi_of(DType t) { return is_float(t) ? 1.0 : t == DType::kInt16 ? 3000.0 : 127.0; }
+
+struct ConvCase {
+  int64_t n, h, w, ic, oc, kh, kw;
+  std::vector<int64_t> pad, stride, dil;
+  bool bias_bcast;
+};
+
+// CONV2D: tiled (OC >= 4) and direct (OC < 4) kernels, 1x1 (plain GEMM), strides, dilations,
+// asymmetric padding, odd channel counts, batch 2, a broadcast bias.
+TEST(VulkanTensor, Conv2dEveryRowMatchesReference) {
+  ScopedEnv no_coop("WEFT_VULKAN_NO_COOP", "1");
+  const std::vector<ConvCase> cases = {
+      {2, 7, 9, 5, 16, 3, 3, {1, 1, 0, 2}, {2, 2}, {1, 1}, false},
+      {1, 6, 5, 8, 12, 1, 1, {0, 0, 0, 0}, {1, 1}, {1, 1}, false},  // 1x1: A is the input
+      {1, 9, 8, 3, 3, 3, 2, {2, 2, 1, 1}, {1, 1}, {2, 2}, false},   // OC 3: direct kernel
+      {2, 5, 6, 7, 5, 2, 3, {0, 1, 1, 0}, {1, 2}, {1, 1}, true},    // one bias for every channel
+      {1, 5, 5, 6, 9, 1, 1, {0, 0, 0, 0}, {2, 2}, {1, 1}, false},   // 1x1 strided: gathered
+  };
+  uint32_t seed = 1;
+  for (const ConvRow& row : kConvRows) {
+    for (const ConvCase& cc : cases) {
+      SCOPED_TRACE(std::string(row.name) + " case " + std::to_string(seed));
+      Net net(seed++);
+      const int64_t izp = zp_for(row.in, -7), wzp = zp_for(row.w, 3);
+      ValueId x = net.input({row.in, {cc.n, cc.h, cc.w, cc.ic}}, lo_of(row.in), hi_of(row.in));
+      ValueId w = net.weight({row.w, {cc.oc, cc.kh, cc.kw, cc.ic}}, lo_of(row.w), hi_of(row.w));
+      ValueId bias = net.weight({row.out, {cc.bias_bcast ? 1 : cc.oc}}, is_float(row.out) ? -1 : -1000,
+                                is_float(row.out) ? 1 : 1000);
+      ValueId y = net.conv(Op::CONV2D, x, w, bias, cc.pad, cc.stride, cc.dil, row.acc, izp, wzp);
+      check_vs_reference(net.finish({y}), net.feeds, tol_of(row));
+    }
+  }
+}
+
+// Every float tile size of the tiled kernel over several tiles with ragged edges.
+TEST(VulkanTensor, Conv2dAndMatmulEveryTileSize) {
+  ScopedEnv no_coop("WEFT_VULKAN_NO_COOP", "1");
+  for (const char* tile : {"32", "64", "128"}) {
+    SCOPED_TRACE(std::string("tile ") + tile);
+    ScopedEnv force("WEFT_VULKAN_GEMM_TILE", tile);
+    {
+      Net net(11);
+      ValueId x = net.input({DType::kFp32, {2, 9, 10, 7}});
+      ValueId w = net.weight({DType::kFp32, {136, 3, 3, 7}});
+      ValueId bias = net.weight({DType::kFp32, {136}});
+      ValueId y = net.conv(Op::CONV2D, x, w, bias, {1, 1, 1, 1}, {1, 1}, {1, 1}, DType::kFp32);
+      check_vs_reference(net.finish({y}), net.feeds, kF32);
+    }
+    {
+      Net net(12);
+      ValueId a = net.input({DType::kFp16, {2, 133, 37}});
+      ValueId b = net.input({DType::kFp16, {2, 37, 140}});
+      check_vs_reference(net.finish({net.matmul(a, b, DType::kFp32)}), net.feeds, kF32);
+    }
+  }
+}
+
+// Split-K (forced): the partial sums of every slice are added by a second pass that applies the
+// bias and the fused post-ops; batches of MATMUL keep their own partial sums.
+TEST(VulkanTensor, SplitKGemm) {
+  ScopedEnv force("WEFT_VULKAN_GEMM_SPLIT", "3");
+  {
+    Net net(13);
+    ValueId x = net.input({DType::kFp32, {1, 6, 5, 24}});
+    ValueId p = net.pad_hw(x, {1, 1, 1, 1}, 0.0);
+    ValueId w = net.weight({DType::kFp32, {20, 3, 3, 24}});
+    ValueId bias = net.weight({DType::kFp32, {20}});
+    ValueId y = net.conv(Op::CONV2D, p, w, bias, {0, 0, 0, 0}, {1, 1}, {1, 1}, DType::kFp32);
+    ValueId z = net.clamp(net.add(y, net.input(net.type(y))), -0.5, 0.5);
+    const std::string ex = check_vs_reference(net.finish({z}), net.feeds, kF32);
+    expect_pattern(ex, "PAD+CONV2D+ADD+CLAMP");
+  }
+  for (DType t : {DType::kFp32, DType::kFp16}) {
+    Net net(14);
+    ValueId a = net.input({t, {3, 10, 100}});
+    ValueId b = net.input({t, {3, 100, 21}});
+    check_vs_reference(net.finish({net.matmul(a, b, DType::kFp32)}), net.feeds, kF32);
+  }
+}
+
+// A MATMUL reading a transposed operand: the strided-view composite is declined, the TRANSPOSE and
+// the plain MATMUL run as separate Vulkan units.
+TEST(VulkanTensor, MatmulViewCompositeDeclined) {
+  Net net(15);
+  ValueId x = net.input({DType::kFp32, {1, 12, 9}});
+  ValueId a = net.b.op(Op::TRANSPOSE, {x}, {{"perms", std::vector<int64_t>{0, 2, 1}}});
+  ValueId b = net.weight({DType::kFp32, {1, 12, 10}});
+  ValueId y = net.matmul(a, b, DType::kFp32);
+  const Module m = net.finish({y});
+  check_vs_reference(m, net.feeds, kF32);
+  // The composite itself, as the partitioner offers it first.
+  const Graph& g = m.main();
+  backend::Composite c;
+  c.anchor = g.value(y).producer;
+  c.a_view = {g.value(a).producer};
+  c.nodes = {c.a_view[0], c.anchor};
+  c.inputs = {x, b};
+  c.outputs = {y};
+  const backend::Support s = backend::vulkan_backend().supports(m, g, c);
+  EXPECT_FALSE(s.ok);
+  EXPECT_NE(s.reason.find("strided operand views"), std::string::npos) << s.reason;
+}
+
+// Integer results take no fused operations: CONV2D + CLAMP on int32 is declined as a composite.
+TEST(VulkanTensor, IntegerPostOpsDeclined) {
+  Net net(16);
+  ValueId x = net.input({DType::kInt8, {1, 4, 4, 3}}, -128, 127);
+  ValueId w = net.weight({DType::kInt8, {4, 1, 1, 3}}, -128, 127);
+  ValueId bias = net.weight({DType::kInt32, {4}}, -10, 10);
+  ValueId y = net.conv(Op::CONV2D, x, w, bias, {0, 0, 0, 0}, {1, 1}, {1, 1}, DType::kInt32);
+  ValueId z = net.b.op(Op::CLAMP, {y},
+                       {{"min_val", Tensor::from_ints({DType::kInt32, {}}, std::vector<int64_t>{-100})},
+                        {"max_val", Tensor::from_ints({DType::kInt32, {}}, std::vector<int64_t>{100})}});
+  const Module m = net.finish({z});
+  const Graph& g = m.main();
+  backend::Composite c;
+  c.anchor = g.value(y).producer;
+  c.post_ops = {{backend::PostOp::Kind::kClamp, g.value(z).producer}};
+  c.nodes = {c.anchor, c.post_ops[0].node};
+  c.inputs = g.node(c.anchor).inputs;
+  c.outputs = {z};
+  const backend::Support s = backend::vulkan_backend().supports(m, g, c);
+  EXPECT_FALSE(s.ok);
+  EXPECT_NE(s.reason.find("integer results take no fused operations"), std::string::npos) << s.reason;
+}
+
+// Padded taps with inf / NaN weights: the direct kernel skips them exactly as the reference does.
+// Weights given as an input (not constant) take the direct kernel when taps can be skipped and the
+// tiled kernel (reading the weights strided) when they cannot.
+TEST(VulkanTensor, Conv2dNonFiniteAndNonConstantWeights) {
+  {
+    Net net(21);
+    ValueId x = net.input({DType::kFp32, {1, 5, 5, 4}});
+    std::mt19937 rng(3);
+    Tensor wt = random_tensor({DType::kFp32, {6, 3, 3, 4}}, rng);
+    std::vector<double> wv(wt.num_elements());
+    for (int64_t i = 0; i < wt.num_elements(); ++i) wv[i] = wt.at_double(i);
+    wv[0] = std::numeric_limits<double>::infinity();
+    wv[40] = std::numeric_limits<double>::quiet_NaN();
+    ValueId w = net.constant(Tensor::from_doubles(wt.type(), wv));
+    ValueId bias = net.weight({DType::kFp32, {6}});
+    ValueId y = net.conv(Op::CONV2D, x, w, bias, {1, 1, 1, 1}, {1, 1}, {1, 1}, DType::kFp32);
+    check_vs_reference(net.finish({y}), net.feeds, kF32);
+  }
+  for (bool padded : {true, false}) {
+    Net net(22);
+    ValueId x = net.input({DType::kFp32, {2, 6, 7, 5}});
+    ValueId w = net.input({DType::kFp32, {8, 3, 3, 5}});
+    ValueId bias = net.input({DType::kFp32, {8}});
+    const std::vector<int64_t> pad = padded ? std::vector<int64_t>{1, 1, 1, 1} : std::vector<int64_t>{0, 0, 0, 0};
+    ValueId y = net.conv(Op::CONV2D, x, w, bias, pad, {1, 1}, {1, 1}, DType::kFp32);
+    check_vs_reference(net.finish({y}), net.feeds, kF32);
+  }
+  {  // int8 with non-constant weights: the tiled kernel subtracts the weight zero point itself
+    Net net(23);
+    ValueId x = net.input({DType::kInt8, {1, 5, 6, 4}}, -128, 127);
+    ValueId w = net.input({DType::kInt8, {6, 2, 2, 4}}, -128, 127);
+    ValueId bias = net.weight({DType::kInt32, {6}}, -1000, 1000);
+    ValueId y = net.conv(Op::CONV2D, x, w, bias, {1, 0, 0, 1}, {1, 1}, {1, 1}, DType::kInt32, 5, -9);
+    check_vs_reference(net.finish({y}), net.feeds, 0);
+  }
+}
+
+TEST(VulkanTensor, Conv3dEveryRowMatchesReference) {
+  ScopedEnv no_coop("WEFT_VULKAN_NO_COOP", "1");
+  uint32_t seed = 100;
+  for (const ConvRow& row : kConvRows) {
+    for (int64_t oc : {6, 2}) {  // tiled, direct
+      SCOPED_TRACE(std::string(row.name) + " OC " + std::to_string(oc));
+      Net net(seed++);
+      ValueId x = net.input({row.in, {2, 4, 5, 6, 3}}, lo_of(row.in), hi_of(row.in));
+      ValueId w = net.weight({row.w, {oc, 2, 3, 2, 3}}, lo_of(row.w), hi_of(row.w));
+      ValueId bias = net.weight({row.out, {oc}}, is_float(row.out) ? -1 : -1000, is_float(row.out) ? 1 : 1000);
+      ValueId y = net.conv(Op::CONV3D, x, w, bias, {1, 0, 1, 1, 0, 1}, {1, 2, 1}, {2, 1, 2}, row.acc, zp_for(row.in, 4),
+                           zp_for(row.w, -2));
+      check_vs_reference(net.finish({y}), net.feeds, tol_of(row));
+    }
+  }
+}
+
+TEST(VulkanTensor, DepthwiseConv2dEveryRowMatchesReference) {
+  struct Case {
+    int64_t n, h, w, c, m, kh, kw;
+    std::vector<int64_t> pad, stride, dil;
+  };
+  const std::vector<Case> cases = {
+      {1, 8, 7, 5, 1, 3, 3, {1, 1, 1, 1}, {1, 1}, {1, 1}},
+      {2, 9, 9, 3, 2, 3, 3, {1, 1, 1, 1}, {2, 2}, {1, 1}},  // channel multiplier 2, stride 2
+      {1, 7, 8, 4, 1, 2, 3, {2, 1, 0, 3}, {1, 2}, {2, 1}},  // dilation, asymmetric padding
+  };
+  uint32_t seed = 200;
+  for (const ConvRow& row : kConvRows) {
+    for (const Case& cc : cases) {
+      SCOPED_TRACE(std::string(row.name) + " case " + std::to_string(seed));
+      Net net(seed++);
+      ValueId x = net.input({row.in, {cc.n, cc.h, cc.w, cc.c}}, lo_of(row.in), hi_of(row.in));
+      ValueId w = net.weight({row.w, {cc.kh, cc.kw, cc.c, cc.m}}, lo_of(row.w), hi_of(row.w));
+      ValueId bias = net.weight({row.out, {cc.c * cc.m}}, is_float(row.out) ? -1 : -1000, is_float(row.out) ? 1 : 1000);
+      ValueId y = net.conv(Op::DEPTHWISE_CONV2D, x, w, bias, cc.pad, cc.stride, cc.dil, row.acc, zp_for(row.in, 9),
+                           zp_for(row.w, -4));
+      check_vs_reference(net.finish({y}), net.feeds, tol_of(row));
+    }
+  }
+}
+
+TEST(VulkanTensor, TransposeConv2dEveryRowMatchesReference) {
+  ScopedEnv no_coop("WEFT_VULKAN_NO_COOP", "1");
+  struct Case {
+    int64_t n, h, w, ic, oc, kh, kw;
+    std::vector<int64_t> out_pad, stride;
+  };
+  const std::vector<Case> cases = {
+      {1, 4, 5, 3, 8, 3, 3, {0, 0, 0, 0}, {2, 2}},
+      {2, 3, 4, 5, 6, 2, 3, {1, -1, 0, 2}, {1, 3}},  // negative and positive out_pad
+      {1, 5, 3, 4, 2, 3, 2, {-1, 0, 1, 0}, {2, 1}},  // OC 2: direct kernel
+  };
+  uint32_t seed = 300;
+  for (const ConvRow& row : kConvRows) {
+    for (const Case& cc : cases) {
+      SCOPED_TRACE(std::string(row.name) + " case " + std::to_string(seed));
+      Net net(seed++);
+      ValueId x = net.input({row.in, {cc.n, cc.h, cc.w, cc.ic}}, lo_of(row.in), hi_of(row.in));
+      ValueId w = net.weight({row.w, {cc.oc, cc.kh, cc.kw, cc.ic}}, lo_of(row.w), hi_of(row.w));
+      ValueId bias = net.weight({row.out, {cc.oc}}, is_float(row.out) ? -1 : -1000, is_float(row.out) ? 1 : 1000);
+      ValueId y = net.transpose_conv(x, w, bias, cc.out_pad, cc.stride, row.acc, zp_for(row.in, -3), zp_for(row.w, 6));
+      check_vs_reference(net.finish({y}), net.feeds, tol_of(row));
+    }
+  }
+}
+
+TEST(VulkanTensor, MatmulEveryRowMatchesReference) {
+  ScopedEnv no_coop("WEFT_VULKAN_NO_COOP", "1");
+  struct Row {
+    DType in, out;
+    const char* name;
+  };
+  const Row rows[] = {{DType::kFp32, DType::kFp32, "fp32"},
+                      {DType::kFp16, DType::kFp32, "fp16 -> fp32"},
+                      {DType::kFp16, DType::kFp16, "fp16 -> fp16 (fp16 accumulate)"},
+                      {DType::kInt8, DType::kInt32, "int8"},
+                      {DType::kInt16, DType::kInt48, "int16"}};
+  // The last shape (few outputs, a long reduction) is split over K on float rows.
+  const std::vector<std::array<int64_t, 4>> shapes = {
+      {1, 1, 7, 5}, {2, 33, 17, 45}, {3, 5, 64, 1}, {1, 70, 3, 66}, {1, 8, 600, 40}};
+  uint32_t seed = 400;
+  for (const Row& r : rows) {
+    for (const auto& s : shapes) {
+      for (bool const_b : {false, true}) {
+        SCOPED_TRACE(std::string(r.name) + " [" + std::to_string(s[0]) + "," + std::to_string(s[1]) + "," +
+                     std::to_string(s[2]) + "]x[.," + std::to_string(s[3]) + "] B " + (const_b ? "constant" : "input"));
+        Net net(seed++);
+        const double lo = is_float(r.in) ? -1 : r.in == DType::kInt16 ? -30000 : -128;
+        const double hi = -lo - (is_float(r.in) ? 0 : 1);
+        ValueId a = net.input({r.in, {s[0], s[1], s[2]}}, lo, hi);
+        ValueId b =
+            const_b ? net.weight({r.in, {s[0], s[2], s[3]}}, lo, hi) : net.input({r.in, {s[0], s[2], s[3]}}, lo, hi);
+        ValueId y = net.matmul(a, b, r.out, zp_for(r.in, 17), zp_for(r.in, -30));
+        const double tol = r.out == DType::kFp32 ? kF32 : r.out == DType::kFp16 ? 0.0 : 0.0;
+        check_vs_reference(net.finish({y}), net.feeds, tol);
+      }
+    }
+  }
+}
+
+TEST(VulkanTensor, PoolsEveryRowMatchesReference) {
+  struct Case {
+    std::vector<int64_t> k, s, p;
+  };
+  const std::vector<Case> cases = {
+      {{3, 3}, {2, 2}, {1, 1, 1, 1}}, {{2, 3}, {1, 2}, {0, 1, 2, 0}}, {{1, 1}, {1, 1}, {0, 0, 0, 0}}};
+  uint32_t seed = 500;
+  for (DType t : {DType::kFp32, DType::kFp16, DType::kInt8, DType::kInt16}) {
+    for (const Case& cc : cases) {
+      const Shape s{2, 7, 9, 5};
+      // Output sizes must divide exactly: (H + pads - k) % stride == 0.
+      const int64_t oh_span = s[1] + cc.p[0] + cc.p[1] - cc.k[0], ow_span = s[2] + cc.p[2] + cc.p[3] - cc.k[1];
+      if (oh_span % cc.s[0] != 0 || ow_span % cc.s[1] != 0) continue;
+      SCOPED_TRACE(std::string(dtype_name(t)) + " case " + std::to_string(seed));
+      {
+        Net net(seed++);
+        ValueId x = net.input({t, s}, lo_of(t), hi_of(t));
+        check_vs_reference(net.finish({net.pool(Op::MAX_POOL2D, x, cc.k, cc.s, cc.p)}), net.feeds, 0);
+      }
+      std::vector<DType> accs = {DType::kInt32};
+      if (t == DType::kFp32) accs = {DType::kFp32};
+      if (t == DType::kFp16) accs = {DType::kFp16, DType::kFp32};
+      for (DType acc : accs) {
+        Net net(seed++);
+        ValueId x = net.input({t, s}, lo_of(t), hi_of(t));
+        ValueId y = net.pool(Op::AVG_POOL2D, x, cc.k, cc.s, cc.p, acc, zp_for(t, -5), zp_for(t, 11));
+        check_vs_reference(net.finish({y}), net.feeds, t == DType::kFp32 ? kF32 : 0.0);
+      }
+    }
+  }
+}
+
+TEST(VulkanTensor, MaxPoolNanModes) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  std::vector<double> v(2 * 4 * 4 * 3);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>((i * 7) % 11) - 5.0;
+  v[0] = nan;
+  v[5] = nan;
+  v[13] = nan;
+  v[40] = -0.0;
+  for (size_t i = 48; i < 60; ++i) v[i] = nan;  // whole windows of NaN
+  for (NanMode mode : {NanMode::kPropagate, NanMode::kIgnore}) {
+    for (DType t : {DType::kFp32, DType::kFp16}) {
+      Net net(600);
+      ValueId x = net.input_tensor(Tensor::from_doubles({t, {2, 4, 4, 3}}, v));
+      ValueId y = net.pool(Op::MAX_POOL2D, x, {2, 2}, {2, 2}, {0, 0, 0, 0}, DType::kFp32, 0, 0, mode);
+      check_vs_reference(net.finish({y}), net.feeds, 0);
+    }
+  }
+}
+
+// ---- Fused composites -------------------------------------------------------------------------
+
+TEST(VulkanTensor, PadConvResidualClamp) {
+  for (const ConvRow& row : {kConvRows[0], kConvRows[1]}) {
+    for (bool tiled : {true, false}) {
+      SCOPED_TRACE(std::string(row.name) + (tiled ? " tiled" : " direct"));
+      Net net(700);
+      const int64_t oc = tiled ? 8 : 3;
+      ValueId x = net.input({row.in, {2, 6, 5, 4}});
+      ValueId p = net.pad_hw(x, {1, 2, 2, 0}, 0.25);  // a non-zero fill: real taps
+      ValueId w = net.weight({row.w, {oc, 3, 3, 4}});
+      ValueId bias = net.weight({row.out, {oc}});
+      ValueId y = net.conv(Op::CONV2D, p, w, bias, {1, 0, 0, 1}, {1, 1}, {1, 1}, row.acc);
+      ValueId r = net.input(net.type(y));
+      ValueId z = net.clamp(net.add(y, r), -0.5, 0.75);
+      const std::string ex = check_vs_reference(net.finish({z}), net.feeds, tol_of(row, true));
+      expect_pattern(ex, "PAD+CONV2D+ADD+CLAMP");
+    }
+  }
+}
+
+// GELU only in fp32: the partitioner matches its constants within 1e-6, which fp16 cannot hold.
+TEST(VulkanTensor, ConvActivations) {
+  for (const char* act : {"SIGMOID", "TANH", "SWISH", "GELU"}) {
+    for (const ConvRow& row : {kConvRows[0], kConvRows[1]}) {
+      const std::string a = act;
+      if (a == "GELU" && row.out != DType::kFp32) continue;
+      SCOPED_TRACE(a + " " + row.name);
+      Net net(710);
+      ValueId x = net.input({row.in, {1, 5, 6, 7}});
+      ValueId w = net.weight({row.w, {10, 3, 3, 7}});
+      ValueId bias = net.weight({row.out, {10}});
+      ValueId y = net.conv(Op::CONV2D, x, w, bias, {1, 1, 1, 1}, {1, 1}, {1, 1}, row.acc);
+      ValueId z = a == "SIGMOID" ? net.unary(Op::SIGMOID, y)
+                  : a == "TANH"  ? net.unary(Op::TANH, y)
+                  : a == "SWISH" ? net.swish(y)
+                                 : net.gelu_erf(y);
+      const std::string ex = check_vs_reference(net.finish({z}), net.feeds, tol_of(row, true));
+      expect_pattern(ex, "CONV2D+" + a);
+    }
+  }
+}
+
+// MATMUL with a bias, a residual and an activation, in each float tile size.
+TEST(VulkanTensor, MatmulBiasActivations) {
+  ScopedEnv no_coop("WEFT_VULKAN_NO_COOP", "1");
+  for (DType t : {DType::kFp32, DType::kFp16}) {
+    for (const char* tile : {"32", "64"}) {
+      SCOPED_TRACE(std::string(dtype_name(t)) + " tile " + tile);
+      ScopedEnv force("WEFT_VULKAN_GEMM_TILE", tile);
+      Net net(720);
+      ValueId a = net.input({t, {1, 37, 24}});
+      ValueId b = net.weight({t, {1, 24, 70}});
+      ValueId bias = net.weight({t, {1, 1, 70}});
+      ValueId y = net.add(net.matmul(a, b, t), bias);
+      std::string pattern = "MATMUL+BIAS+GELU";
+      if (t == DType::kFp32) {
+        y = net.gelu_erf(y);
+      } else {
+        y = net.unary(Op::TANH, net.add(y, net.input(net.type(y))));
+        pattern = "MATMUL+BIAS+ADD+TANH";
+      }
+      const std::string ex = check_vs_reference(net.finish({y}), net.feeds, t == DType::kFp32 ? kF32 : kF16Fused);
+      expect_pattern(ex, pattern);
+    }
+  }
+}
+
+TEST(VulkanTensor, DepthwiseClampAndSlicedConv) {
+  {
+    Net net(730);
+    ValueId x = net.input({DType::kFp32, {1, 9, 9, 6}});
+    ValueId p = net.pad_hw(x, {1, 1, 1, 1}, 0.0);
+    ValueId w = net.weight({DType::kFp32, {3, 3, 6, 1}});
+    ValueId bias = net.weight({DType::kFp32, {6}});
+    ValueId y = net.conv(Op::DEPTHWISE_CONV2D, p, w, bias, {0, 0, 0, 0}, {2, 2}, {1, 1}, DType::kFp32);
+    const std::string ex = check_vs_reference(net.finish({net.clamp(y, 0.0, 6.0)}), net.feeds, kF32);
+    expect_pattern(ex, "PAD+DEPTHWISE_CONV2D+CLAMP");
+  }
+  {  // SLICE cropping the end of H and W folds into the window
+    Net net(731);
+    ValueId x = net.input({DType::kFp32, {1, 8, 9, 4}});
+    ValueId s = net.slice(x, {0, 0, 0, 0}, {1, 7, 7, 4});
+    ValueId w = net.weight({DType::kFp32, {6, 3, 3, 4}});
+    ValueId bias = net.weight({DType::kFp32, {6}});
+    ValueId y = net.conv(Op::CONV2D, s, w, bias, {0, 0, 0, 0}, {2, 2}, {1, 1}, DType::kFp32);
+    const std::string ex = check_vs_reference(net.finish({y}), net.feeds, kF32);
+    expect_pattern(ex, "SLICE+CONV2D");
+  }
+}
+
+TEST(VulkanTensor, PadPoolsCountThePadding) {
+  for (Op op : {Op::AVG_POOL2D, Op::MAX_POOL2D}) {
+    for (DType t : {DType::kFp32, DType::kInt8}) {
+      SCOPED_TRACE(std::string(op_name(op)) + " " + dtype_name(t));
+      Net net(740);
+      ValueId x = net.input({t, {1, 6, 7, 3}}, lo_of(t), hi_of(t));
+      ValueId p = net.pad_hw(x, {1, 0, 2, 0}, t == DType::kInt8 ? -3 : 0.5);
+      ValueId y = net.pool(op, p, {3, 3}, {2, 2}, {0, 0, 0, 0}, t == DType::kInt8 ? DType::kInt32 : DType::kFp32,
+                           zp_for(t, 2), zp_for(t, -1));
+      const std::string ex = check_vs_reference(net.finish({y}), net.feeds, t == DType::kFp32 ? kF32 : 0.0);
+      expect_pattern(ex, std::string("PAD+") + op_name(op));
+    }
+  }
+}
+
+TEST(VulkanTensor, IntegerCompositesAndDeclines) {
+  {  // int8 PAD + CONV2D folds (the PAD's value is a real input value, not the zero point)
+    Net net(750);
+    ValueId x = net.input({DType::kInt8, {1, 5, 5, 3}}, -128, 127);
+    ValueId p = net.pad_hw(x, {1, 1, 1, 1}, 7);
+    ValueId w = net.weight({DType::kInt8, {5, 3, 3, 3}}, -128, 127);
+    ValueId bias = net.weight({DType::kInt32, {5}}, -500, 500);
+    ValueId y = net.conv(Op::CONV2D, p, w, bias, {0, 0, 0, 0}, {1, 1}, {1, 1}, DType::kInt32, 3, 1);
+    const std::string ex = check_vs_reference(net.finish({y}), net.feeds, 0);
+    expect_pattern(ex, "PAD+CONV2D");
+  }
+  {  // a non-constant zero point is declined: the node runs on the reference backend
+    Net net(751);
+    ValueId a = net.input({DType::kInt8, {1, 4, 6}}, -128, 127);
+    ValueId b = net.input({DType::kInt8, {1, 6, 5}}, -128, 127);
+    ValueId zp = net.input({DType::kInt8, {1}}, -5, 5);
+    ValueId y = net.b.op_multi(Op::MATMUL, {a, b, zp, net.scalar(DType::kInt8, 0)}, {}, {"y"},
+                               {TensorType{DType::kInt32, {1, 4, 5}}})[0];
+    const std::string ex = check_vs_reference(net.finish({y}), net.feeds, 0, 0);
+    EXPECT_NE(ex.find("A_zp is not a constant"), std::string::npos) << ex;
+  }
+}
+
+// The shapes of the cooperative-matrix kernel (fp16 MATMUL and the tiled fp16 convolutions, where
+// Caps::coop_matrix_f16; elsewhere the tiled kernel runs them): edges that are not multiples of 16
+// or 64, batches, an epilogue, a K split. Tolerances allow for its fp32 accumulation of fp16
+// products against the reference's fp16 accumulation (fp16 -> fp16 MATMUL, short reductions).
+TEST(VulkanTensor, CooperativeMatrixShapes) {
+  for (const auto& s : std::vector<std::array<int64_t, 4>>{{2, 70, 40, 33}, {1, 16, 16, 16}, {3, 5, 24, 130}}) {
+    for (DType out : {DType::kFp32, DType::kFp16}) {
+      SCOPED_TRACE("MATMUL " + std::to_string(s[1]) + "x" + std::to_string(s[2]) + "x" + std::to_string(s[3]) + " -> " +
+                   dtype_name(out));
+      Net net(800);
+      ValueId a = net.input({DType::kFp16, {s[0], s[1], s[2]}});
+      ValueId b = net.input({DType::kFp16, {s[0], s[2], s[3]}});
+      check_vs_reference(net.finish({net.matmul(a, b, out)}), net.feeds, out == DType::kFp32 ? kF32 : kF16Fused);
+    }
+  }
+  {  // few outputs, a long reduction: split over K
+    Net net(801);
+    ValueId a = net.input({DType::kFp16, {1, 16, 1024}});
+    ValueId b = net.weight({DType::kFp16, {1, 1024, 64}});
+    check_vs_reference(net.finish({net.matmul(a, b, DType::kFp32)}), net.feeds, kF32);
+  }
+  {  // 3x3 convolution with padding, bias, residual and CLAMP
+    Net net(802);
+    ValueId x = net.input({DType::kFp16, {2, 9, 7, 12}});
+    ValueId w = net.weight({DType::kFp16, {40, 3, 3, 12}});
+    ValueId bias = net.weight({DType::kFp16, {40}});
+    ValueId y = net.conv(Op::CONV2D, x, w, bias, {1, 1, 1, 1}, {1, 1}, {1, 1}, DType::kFp32);
+    ValueId z = net.clamp(net.add(y, net.input(net.type(y))), -1.0, 1.5);
+    const std::string ex = check_vs_reference(net.finish({z}), net.feeds, kF16Fused);
+    expect_pattern(ex, "CONV2D+ADD+CLAMP");
+  }
+}
+
+}  // namespace
+}  // namespace weft::vk_test
