@@ -18,6 +18,19 @@ uint flat_id() {
   return gl_GlobalInvocationID.x + gl_GlobalInvocationID.y * gl_NumWorkGroups.x * gl_WorkGroupSize.x;
 }
 
+// x rounded to the nearest fp16 value, ties to even, computed on the bits: a conversion instruction's
+// rounding mode is the driver's choice unless the shader declares one (float controls), and Weft's
+// fp16 results must not depend on the driver. Infinities and NaN pass; overflow gives infinity.
+float rte16(float x) {
+  float a = abs(x);
+  if (isnan(x)) return x;
+  if (a >= 65520.0) return x < 0.0 ? uintBitsToFloat(0xff800000u) : uintBitsToFloat(0x7f800000u);
+  if (a < 6.103515625e-05) return roundEven(x * 16777216.0) * (1.0 / 16777216.0);  // subnormal: steps of 2^-24
+  uint u = floatBitsToUint(x);
+  u += 0x0FFFu + ((u >> 13) & 1u);
+  return uintBitsToFloat(u & 0xFFFFE000u);
+}
+
 // TENSOR(B, N, T): binding B of set 0 viewed as every storage type, with element type T (a DT_*
 // specialization constant): N_ldf / N_ldi / N_ldl load element i as float / int / int64 (bool and
 // integers exactly, int48 from its int64 storage), N_stf / N_sti / N_stl store (integers wrap to the
@@ -57,7 +70,7 @@ uint flat_id() {
   }                                                                                     \
   void N##_stf(uint i, float v) {                                                       \
     if (T == DT_F32) N##_f32[i] = v;                                                    \
-    else if (T == DT_F16) N##_f16[i] = float16_t(v);                                    \
+    else if (T == DT_F16) N##_f16[i] = float16_t(rte16(v));                             \
     else if (T == DT_I32) N##_i32[i] = int(v);                                          \
     else if (T == DT_I16) N##_i16[i] = int16_t(int(v));                                 \
     else if (T == DT_I48) N##_i64[i] = int64_t(v);                                      \
@@ -69,7 +82,7 @@ uint flat_id() {
     else if (T == DT_I16) N##_i16[i] = int16_t(v);                                      \
     else if (T == DT_I48) N##_i64[i] = int64_t(v);                                      \
     else if (T == DT_F32) N##_f32[i] = float(v);                                        \
-    else if (T == DT_F16) N##_f16[i] = float16_t(float(v));                             \
+    else if (T == DT_F16) N##_f16[i] = float16_t(rte16(float(v)));                      \
     else if (T == DT_BOOL) N##_i8[i] = int8_t(v != 0 ? 1 : 0);                          \
     else N##_i8[i] = int8_t(v);                                                         \
   }                                                                                     \
@@ -78,7 +91,7 @@ uint flat_id() {
     else if (T == DT_I32) N##_i32[i] = int(v);                                          \
     else if (T == DT_I16) N##_i16[i] = int16_t(v);                                      \
     else if (T == DT_F32) N##_f32[i] = float(v);                                        \
-    else if (T == DT_F16) N##_f16[i] = float16_t(float(v));                             \
+    else if (T == DT_F16) N##_f16[i] = float16_t(rte16(float(v)));                      \
     else if (T == DT_BOOL) N##_i8[i] = int8_t(v != 0 ? 1 : 0);                          \
     else N##_i8[i] = int8_t(v);                                                         \
   }

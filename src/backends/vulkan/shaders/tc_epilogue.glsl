@@ -39,7 +39,7 @@ layout(constant_id = 54) const int EP_P31 = 0;
 layout(constant_id = 55) const int EP_P32 = 0;
 
 // x rounded to fp16 (round to nearest even) and back.
-float r16(float x) { return float(float16_t(x)); }
+float r16(float x) { return rte16(x); }
 
 float tc_sigmoid(float x) { return 1.0 / (1.0 + exp(-x)); }
 

@@ -315,8 +315,12 @@ void main() {
             bv[c] = Sm[(AS_SIZE + kk * BS_STRIDE + c * 16 * CW + tx * CW) / CW];
           }
           [[unroll]] for (int i = 0; i < TM; ++i)
-            [[unroll]] for (int j = 0; j < TN; ++j)
-              acc[i][j] = r16(acc[i][j] + r16(av[i / CW][i % CW] * bv[j / CW][j % CW]));
+            [[unroll]] for (int j = 0; j < TN; ++j) {
+              // precise: no fused multiply-add (or fp16 FMA) may merge the two roundings.
+              precise float p = r16(float(av[i / CW][i % CW]) * float(bv[j / CW][j % CW]));
+              precise float s = acc[i][j] + p;
+              acc[i][j] = r16(s);
+            }
         }
       } else
 #endif

@@ -44,7 +44,7 @@ layout(constant_id = 24) const int INT_MAX_T = 127;
 TENSOR(0, x, T_IO)
 TENSOR(1, outp, T_IO)
 
-float r16(float v) { return float(float16_t(v)); }
+float r16(float v) { return rte16(v); }
 
 void main() {
   const uint o = flat_id();
