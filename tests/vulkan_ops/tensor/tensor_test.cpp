@@ -59,8 +59,8 @@ class Net {
   // CONV2D / DEPTHWISE_CONV2D / CONV3D with the output type given by acc (bias of that type).
   ValueId conv(Op op, ValueId x, ValueId w, ValueId bias, std::vector<int64_t> pad, std::vector<int64_t> stride,
                std::vector<int64_t> dil, DType acc, int64_t izp = 0, int64_t wzp = 0) {
-    const TensorType& xt = type(x);
-    const TensorType& wt = type(w);
+    const TensorType xt = type(x);  // a copy: adding constants below may move the graph's values
+    const TensorType wt = type(w);
     const DType out_t = type(bias).dtype;
     Shape out;
     if (op == Op::CONV3D) {
@@ -85,8 +85,8 @@ class Net {
   }
   ValueId transpose_conv(ValueId x, ValueId w, ValueId bias, std::vector<int64_t> out_pad, std::vector<int64_t> stride,
                          DType acc, int64_t izp = 0, int64_t wzp = 0) {
-    const TensorType& xt = type(x);
-    const TensorType& wt = type(w);
+    const TensorType xt = type(x);  // a copy: adding constants below may move the graph's values
+    const TensorType wt = type(w);
     const Shape out{xt.shape[0], (xt.shape[1] - 1) * stride[0] + out_pad[0] + out_pad[1] + wt.shape[1],
                     (xt.shape[2] - 1) * stride[1] + out_pad[2] + out_pad[3] + wt.shape[2], wt.shape[0]};
     return b.op_multi(
@@ -103,7 +103,7 @@ class Net {
   }
   ValueId pool(Op op, ValueId x, std::vector<int64_t> k, std::vector<int64_t> s, std::vector<int64_t> p,
                DType acc = DType::kFp32, int64_t izp = 0, int64_t ozp = 0, NanMode nan = NanMode::kPropagate) {
-    const TensorType& xt = type(x);
+    const TensorType xt = type(x);  // a copy: adding constants below may move the graph's values
     const Shape out{xt.shape[0], (xt.shape[1] + p[0] + p[1] - k[0]) / s[0] + 1,
                     (xt.shape[2] + p[2] + p[3] - k[1]) / s[1] + 1, xt.shape[3]};
     Attrs attrs{{"kernel", std::move(k)}, {"stride", std::move(s)}, {"pad", std::move(p)}};
