@@ -150,6 +150,7 @@ class RegionBuilder {
     for (const Composite* m : members) {
       const Node& n = g_.node(m->anchor);
       low_.node = m->anchor;
+      pattern_ = m->pattern.empty() ? std::string(op_name(n.op)) : m->pattern;
       if (n.op == Op::CUSTOM) {
         add_custom(m->anchor);
         continue;
@@ -269,7 +270,7 @@ class RegionBuilder {
         pd.slot_of_resource.push_back(s);
       }
       p_.dispatches.push_back(std::move(pd));
-      names_.push_back({std::string(op_name(d.op)), d.label});
+      names_.push_back({pattern_, d.label});
     }
   }
 
@@ -305,6 +306,7 @@ class RegionBuilder {
   std::vector<std::pair<std::string, std::string>> names_;
   size_t flushed_ = 0;
   bool has_custom_ = false;
+  std::string pattern_;  // the member being lowered ("CONV2D+CLAMP", "SOFTMAX"): the profile's name
   static constexpr uint32_t kTosaTimeoutMs = 600000;
 };
 

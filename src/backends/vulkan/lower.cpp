@@ -66,7 +66,6 @@ void Lowering::dispatch(std::string shader, std::vector<int32_t> spec, std::vect
   d.groups = groups;
   d.push = std::move(push);
   d.label = node >= 0 ? graph.node_label(node) : std::string();
-  d.op = node >= 0 ? graph.node(node).op : Op::CUSTOM;
   dispatches.push_back(std::move(d));
 }
 

@@ -74,7 +74,6 @@ struct Dispatch {
   std::array<uint32_t, 3> groups{1, 1, 1};
   std::vector<uint8_t> push;         // push-constant block (usually empty)
   std::string label;                 // profile/error label (default: the node's label)
-  Op op = Op::CUSTOM;                // the operator it implements (for the profile)
 };
 
 // The lowering of one region: collects dispatches, scratch buffers and constant data.
