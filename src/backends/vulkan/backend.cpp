@@ -61,6 +61,7 @@ Caps caps_of(const vk::Device& d) {
   c.cpu_device = info.type == "CPU";
   for (int i = 0; i < 3; ++i) c.max_groups[i] = info.max_workgroup_count[i];
   c.max_shared_bytes = f.max_shared_memory;
+  c.max_buffer_bytes = info.max_storage_buffer_range;
   c.subgroup_size = f.subgroup_size;
   c.coop_matrix_f16 = f.coop_matrix_f16 && std::getenv("WEFT_VULKAN_NO_COOP") == nullptr;
   c.fp16_arith = f.float16;
@@ -369,6 +370,15 @@ class VulkanBackend final : public Backend {
       if (o == Op::CONST || o == Op::CONST_SHAPE) continue;
       std::string t = vkb::check_tensors(g, ni);
       if (!t.empty()) return Support::no(t);
+      // Every tensor is bound whole as one storage buffer (rounded up to 4 bytes).
+      for (const std::vector<ValueId>* vs : {&g.node(ni).inputs, &g.node(ni).outputs})
+        for (ValueId v : *vs) {
+          const TensorType& tt = g.value(v).type;
+          if (tt.dtype != DType::kShape && (tt.byte_size() + 3) / 4 * 4 > caps->max_buffer_bytes)
+            return Support::no("tensor " + tt.str() + " (" + std::to_string(tt.byte_size()) +
+                               " bytes) exceeds maxStorageBufferRange = " + std::to_string(caps->max_buffer_bytes) +
+                               " of Vulkan device '" + caps->device + "'");
+        }
     }
     if (is_alias_op(op)) return c.single() ? Support::yes() : Support::no("");
     std::string r = vkb::ops_table().at(op).check(g, c, *caps);

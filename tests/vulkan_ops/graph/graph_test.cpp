@@ -4,6 +4,7 @@
 #include <random>
 #include <thread>
 
+#include "runtime/vulkan/vulkan.h"
 #include "vk_ops_util.h"
 
 namespace weft::vk_test {
@@ -102,6 +103,27 @@ TEST(VulkanGraph, ProfileHasDeviceTimePerDispatch) {
   }
   EXPECT_EQ(region, 1);
   EXPECT_TRUE(device == 0 || device == 2) << device;  // 0 only on a queue without timestamps
+}
+
+}  // namespace
+}  // namespace weft::vk_test
+
+namespace weft::vk_test {
+namespace {
+
+TEST(VulkanGraph, TensorsLargerThanTheDevicesBufferRangeStayOnTheCpu) {
+  // A shader binds each tensor whole: one beyond maxStorageBufferRange (128 MiB on lavapipe) is
+  // declined with the limit named, and the model still loads (the CPU runs that node). Nothing runs.
+  const uint64_t range = vk::info(*vk::open_device()).max_storage_buffer_range;
+  const int64_t elements = 40'000'000;  // 160 MB of fp32
+  if (range >= static_cast<uint64_t>(elements) * 4) GTEST_SKIP() << "the device binds " << range << " bytes";
+  GraphBuilder b;
+  ValueId x = b.input("x", {DType::kFp32, {elements}});
+  b.output(b.op(Op::EXP, {x}, {}, "y"));
+  auto m = Model::from_module(Module(b.finish()), vulkan_first());
+  const std::string ex = m->explain();
+  EXPECT_EQ(vulkan_nodes(ex), 0) << ex;
+  EXPECT_NE(ex.find("exceeds maxStorageBufferRange"), std::string::npos) << ex;
 }
 
 }  // namespace
