@@ -416,9 +416,12 @@ TEST(Cli, OpsShowWhichBackendRunsEachTypeRow) {
   TempDir d;
   Result conv = weft(d, "ops --op CONV2D");
   EXPECT_EQ(conv.rc, 0);
-  EXPECT_HAS(conv.out, "in_t=f32 weight_t=f32 out_t=f32 acc_t=f32        PRO-FP       backends: onednn,reference");
-  EXPECT_HAS(conv.out, "in_t=i8 weight_t=i8 out_t=i32 acc_t=i32          PRO-INT      backends: onednn,reference");
-  EXPECT_HAS(conv.out, "in_t=i16 weight_t=i8 out_t=i48 acc_t=i48         EXT-INT16    backends: reference");
+  // The Vulkan backend (lavapipe here) runs every row whose types a shader stores; oneDNN the fp32 and
+  // int8 rows; bf16/fp8/int4 rows only the reference kernels.
+  EXPECT_HAS(conv.out, "in_t=f32 weight_t=f32 out_t=f32 acc_t=f32        PRO-FP       backends: vulkan,onednn,reference");
+  EXPECT_HAS(conv.out, "in_t=i8 weight_t=i8 out_t=i32 acc_t=i32          PRO-INT      backends: vulkan,onednn,reference");
+  EXPECT_HAS(conv.out, "in_t=i16 weight_t=i8 out_t=i48 acc_t=i48         EXT-INT16    backends: vulkan,reference");
+  EXPECT_HAS(conv.out, "in_t=bf16 weight_t=bf16 out_t=bf16 acc_t=f32     EXT-BF16     backends: reference");
   Result erf = weft(d, "ops --op ERF");
   EXPECT_EQ(erf.rc, 0);
   EXPECT_EQ(erf.out.find("onednn"), std::string::npos) << erf.out;  // no oneDNN primitive for ERF
