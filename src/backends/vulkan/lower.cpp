@@ -41,11 +41,30 @@ const std::map<Op, OpLowering>& ops_table() {
   return table;
 }
 
-const Tensor* Lowering::constant(ValueId v) const {
-  const int p = graph.value(v).producer;
-  if (p < 0 || graph.node(p).op != Op::CONST) return nullptr;
-  return &graph.node(p).attr_tensor("values");
+const Tensor* const_tensor(const Graph& g, ValueId v) {
+  const int p = g.value(v).producer;
+  return p >= 0 && g.node(p).op == Op::CONST ? &g.node(p).attr_tensor("values") : nullptr;
 }
+
+std::optional<int64_t> const_int(const Graph& g, ValueId v) {
+  const Tensor* t = const_tensor(g, v);
+  if (!t || t->num_elements() != 1) return std::nullopt;
+  return t->at_int(0);
+}
+
+std::optional<double> const_scalar(const Graph& g, ValueId v) {
+  const Tensor* t = const_tensor(g, v);
+  if (!t || t->num_elements() != 1) return std::nullopt;
+  return t->at_double(0);
+}
+
+std::optional<std::vector<int64_t>> const_shape(const Graph& g, ValueId v) {
+  const int p = g.value(v).producer;
+  if (p < 0 || g.node(p).op != Op::CONST_SHAPE) return std::nullopt;
+  return g.node(p).attr_ints("values");
+}
+
+const Tensor* Lowering::constant(ValueId v) const { return const_tensor(graph, v); }
 
 Arg Lowering::scratch(size_t bytes, bool write) {
   scratch_bytes.push_back(bytes);

@@ -145,6 +145,13 @@ void register_misc(std::map<Op, OpLowering>& t);         // ops_misc.cpp
 const std::vector<uint32_t>& shader_spirv(std::string_view name);
 
 // Helpers shared by families.
+// The data of `v` when a CONST node produces it, else nullptr.
+const Tensor* const_tensor(const Graph& g, ValueId v);
+// A single-element CONST `v` as an integer / a double, else nullopt.
+std::optional<int64_t> const_int(const Graph& g, ValueId v);
+std::optional<double> const_scalar(const Graph& g, ValueId v);
+// The values of a shape operand when a CONST_SHAPE node produces it, else nullopt.
+std::optional<std::vector<int64_t>> const_shape(const Graph& g, ValueId v);
 // Row-major strides of `s` (elements).
 std::vector<int64_t> strides_of(const Shape& s);
 // Whether every dimension and the element count fit the shaders' int32 indexing.

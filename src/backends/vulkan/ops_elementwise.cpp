@@ -39,14 +39,6 @@ size_t tensor_operands(Op op) {
   }
 }
 
-std::optional<int64_t> const_int(const Graph& g, ValueId v) {
-  const int p = g.value(v).producer;
-  if (p < 0 || g.node(p).op != Op::CONST) return std::nullopt;
-  const Tensor& t = g.node(p).attr_tensor("values");
-  if (t.num_elements() != 1) return std::nullopt;
-  return t.at_int(0);
-}
-
 std::string check(const Graph& g, const backend::Composite& c, const Caps&) {
   if (!c.single()) return "fused groups around " + std::string(op_name(g.node(c.anchor).op)) + " are not lowered";
   const Node& n = g.node(c.anchor);

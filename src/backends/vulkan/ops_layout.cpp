@@ -33,20 +33,6 @@ namespace {
 
 using backend::Composite;
 
-// Values of a shape operand when a CONST_SHAPE node produces it, else nullopt.
-std::optional<std::vector<int64_t>> const_shape(const Graph& g, ValueId v) {
-  const int p = g.value(v).producer;
-  if (p < 0 || g.node(p).op != Op::CONST_SHAPE) return std::nullopt;
-  return g.node(p).attr_ints("values");
-}
-
-// The data of a tensor operand when a CONST node produces it, else nullptr.
-const Tensor* const_tensor(const Graph& g, ValueId v) {
-  const int p = g.value(v).producer;
-  if (p < 0 || g.node(p).op != Op::CONST) return nullptr;
-  return &g.node(p).attr_tensor("values");
-}
-
 const TensorType& in_type(const Graph& g, int node, size_t i) { return g.value(g.node(node).inputs.at(i)).type; }
 const TensorType& out_type(const Graph& g, int node) { return g.value(g.node(node).outputs.at(0)).type; }
 

@@ -27,12 +27,6 @@ constexpr int64_t kMaxRow = int64_t{1} << 22;
 // Longest FFT side (each output is a loop over one side; TOSA's MAX_KERNEL is 8192).
 constexpr int64_t kMaxFftSide = 16384;
 
-const Tensor* const_of(const Graph& g, ValueId v) {
-  const int p = g.value(v).producer;
-  if (p < 0 || g.node(p).op != Op::CONST) return nullptr;
-  return &g.node(p).attr_tensor("values");
-}
-
 std::string op_str(const Graph& g, const Composite& c) { return op_name(g.node(c.anchor).op); }
 
 int64_t pow2_at_least(int64_t v) {
@@ -188,7 +182,7 @@ std::string check_layer_norm(const Graph& g, const Composite& c, const Caps&) {
   if (c.axis != t.rank() - 1) return "LAYER_NORM along axis " + std::to_string(c.axis) + ": only the last axis";
   for (ValueId v : {c.gamma, c.beta}) {
     if (v == kNoValue) continue;
-    const Tensor* k = const_of(g, v);
+    const Tensor* k = const_tensor(g, v);
     if (!k || k->num_elements() != t.shape.back())
       return "LAYER_NORM: gamma and beta must be constants of " + std::to_string(t.shape.back()) + " elements";
   }
@@ -202,7 +196,7 @@ float layer_norm_inv_n(const Graph& g, const Composite& c, int64_t n) {
     const ValueId sum = g.node(c.anchor).outputs[0];
     if (mul.op == Op::MUL && mul.inputs.size() >= 2) {
       const ValueId other = mul.inputs[0] == sum ? mul.inputs[1] : mul.inputs[0];
-      if (const Tensor* k = const_of(g, other); k && k->num_elements() == 1) return static_cast<float>(k->at_double(0));
+      if (const Tensor* k = const_tensor(g, other); k && k->num_elements() == 1) return static_cast<float>(k->at_double(0));
     }
   }
   return static_cast<float>(1.0 / static_cast<double>(n));
@@ -244,7 +238,7 @@ std::string check_table(const Graph& g, const Composite& c, const Caps&) {
   if (std::string w = check_tensors(g, c.anchor); !w.empty()) return "TABLE: " + w;
   const Node& n = g.node(c.anchor);
   const DType t = g.value(n.inputs[0]).type.dtype;
-  const Tensor* tab = const_of(g, n.inputs[1]);
+  const Tensor* tab = const_tensor(g, n.inputs[1]);
   if (t == DType::kInt8) {
     if (g.value(n.inputs[1]).type != TensorType{DType::kInt8, {256}}) return "TABLE: an int8 table needs 256 int8 entries";
     return {};
@@ -292,10 +286,10 @@ std::string rescale_params(const Graph& g, const Node& n, RescaleParams& p) {
     return std::string("RESCALE from ") + dtype_name(ti) + ": only int8/16/32/48 inputs";
   if (to != DType::kInt8 && to != DType::kInt16 && to != DType::kInt32)
     return std::string("RESCALE to ") + dtype_name(to) + ": only int8/16/32 outputs";
-  const Tensor* mult = const_of(g, n.inputs[1]);
-  const Tensor* shift = const_of(g, n.inputs[2]);
-  const Tensor* izp = const_of(g, n.inputs[3]);
-  const Tensor* ozp = const_of(g, n.inputs[4]);
+  const Tensor* mult = const_tensor(g, n.inputs[1]);
+  const Tensor* shift = const_tensor(g, n.inputs[2]);
+  const Tensor* izp = const_tensor(g, n.inputs[3]);
+  const Tensor* ozp = const_tensor(g, n.inputs[4]);
   if (!mult || !shift || !izp || !ozp) return "RESCALE: multiplier, shift and zero points must be constants";
   const bool scale32 = n.attr_bool("scale32");
   const int64_t rm = n.attr_int("rounding_mode");

@@ -48,29 +48,6 @@ constexpr int64_t kLoopLimit = 65535;
 
 // ---- Graph helpers ------------------------------------------------------------------------------
 
-const Tensor* const_of(const Graph& g, ValueId v) {
-  const int p = g.value(v).producer;
-  return p >= 0 && g.node(p).op == Op::CONST ? &g.node(p).attr_tensor("values") : nullptr;
-}
-
-std::optional<double> const_scalar(const Graph& g, ValueId v) {
-  const Tensor* t = const_of(g, v);
-  if (!t || t->num_elements() != 1) return std::nullopt;
-  return t->at_double(0);
-}
-
-std::optional<int64_t> const_int(const Graph& g, ValueId v) {
-  const Tensor* t = const_of(g, v);
-  if (!t || t->num_elements() != 1) return std::nullopt;
-  return t->at_int(0);
-}
-
-std::optional<std::vector<int64_t>> const_shape(const Graph& g, ValueId v) {
-  const int p = g.value(v).producer;
-  if (p < 0 || g.node(p).op != Op::CONST_SHAPE) return std::nullopt;
-  return g.node(p).attr_ints("values");
-}
-
 const TensorType& type_of(const Graph& g, ValueId v) { return g.value(v).type; }
 
 std::string str(int64_t v) { return std::to_string(v); }
@@ -447,7 +424,7 @@ std::string plan_conv(const Graph& g, const Composite& c, const Caps& caps, Conv
   if (std::string r = plan_window(g, c, p.win); !r.empty()) return r;
   if (std::string r = plan_epilogue(g, c, p.ep); !r.empty()) return r;
 
-  const Tensor* wc = const_of(g, n.inputs[1]);
+  const Tensor* wc = const_tensor(g, n.inputs[1]);
   if (!is_float(p.in_t)) {
     // Exactness of the integer accumulation: |partial sums| <= K * max|x - zp| * max|w - zp| and
     // |acc + bias| below that plus max|bias| must fit acc_t, or the reference's REQUIREs could fire.
@@ -456,7 +433,7 @@ std::string plan_conv(const Graph& g, const Composite& c, const Caps& caps, Conv
       max_w = 0;
       for (int64_t i = 0; i < wc->num_elements(); ++i) max_w = std::max(max_w, std::abs(wc->at_int(i) - p.wzp));
     }
-    const Tensor* bc = const_of(g, n.inputs[2]);
+    const Tensor* bc = const_tensor(g, n.inputs[2]);
     if (!bc) return "an integer convolution's bias is not a constant (its addition could overflow)";
     int64_t max_b = 0;
     for (int64_t i = 0; i < bc->num_elements(); ++i) max_b = std::max(max_b, std::abs(bc->at_int(i)));
@@ -653,7 +630,7 @@ std::string plan_matmul(const Graph& g, const Composite& c, const Caps& caps, Ma
   } else {
     p.acc = p.out_t == DType::kInt32 ? 2 : 3;
     int64_t max_b = int_span(p.in_t, p.bzp);
-    if (const Tensor* bc = const_of(g, n.inputs[1])) {
+    if (const Tensor* bc = const_tensor(g, n.inputs[1])) {
       max_b = 0;
       for (int64_t i = 0; i < bc->num_elements(); ++i) max_b = std::max(max_b, std::abs(bc->at_int(i) - p.bzp));
     }
