@@ -174,8 +174,7 @@ class RegionBuilder {
     }
     // A region of Weft's own shaders (bounded loops) may legitimately run long on a CPU driver: the
     // stuck-shader timeout guards custom shaders only, unless WEFT_VULKAN_TIMEOUT_MS asks otherwise.
-    const char* env = std::getenv("WEFT_VULKAN_TIMEOUT_MS");
-    if (!has_custom_ && !(env && *env)) p_.timeout_ms = kTosaTimeoutMs;
+    if (!has_custom_) p_.default_timeout_ms = kTosaTimeoutMs;
     input_args = std::move(input_args_);
     names = std::move(names_);
     return std::move(p_);

@@ -106,9 +106,9 @@ VkSamplerAddressMode address_of(const std::string& s, const std::string& what) {
                                                "' (clamp_to_edge, repeat, mirrored_repeat, clamp_to_border)");
 }
 
-uint32_t env_timeout_ms() {
+uint32_t env_timeout_ms(uint32_t fallback) {
   const char* v = std::getenv("WEFT_VULKAN_TIMEOUT_MS");
-  if (!v || !*v) return 10000;
+  if (!v || !*v) return fallback;
   char* end = nullptr;
   unsigned long ms = std::strtoul(v, &end, 10);
   if (*end != 0 || ms == 0 || ms > 0xffffffffUL)

@@ -110,8 +110,8 @@ struct Backing {
   bool host_coherent() const { return mapped ? coherent : staging_coherent; }
 };
 
-// WEFT_VULKAN_TIMEOUT_MS, else 10000.
-uint32_t env_timeout_ms();
+// WEFT_VULKAN_TIMEOUT_MS, else `fallback`.
+uint32_t env_timeout_ms(uint32_t fallback = 10000);
 VkFilter filter_of(const std::string& s, const std::string& what);
 VkSamplerAddressMode address_of(const std::string& s, const std::string& what);
 VkImageLayout shader_layout(const Backing& b);  // SHADER_READ_ONLY_OPTIMAL (sampled) or GENERAL

@@ -593,7 +593,7 @@ Program::Program(std::shared_ptr<Device> device, ProgramDesc desc) : impl_(std::
   impl_->desc = std::move(desc);
   Impl& m = *impl_;
   m.device->check_usable();
-  m.timeout_ms = m.desc.timeout_ms ? m.desc.timeout_ms : detail::env_timeout_ms();
+  m.timeout_ms = m.desc.timeout_ms ? m.desc.timeout_ms : detail::env_timeout_ms(m.desc.default_timeout_ms);
   uint64_t validation_before = detail::validation_error_count();
   m.map_slots();
   m.create_slots();

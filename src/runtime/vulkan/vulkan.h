@@ -238,7 +238,8 @@ struct ProgramDesc {
   std::string name;  // for errors and the timeout message
   std::vector<ProgramSlot> slots;
   std::vector<ProgramDispatch> dispatches;  // in execution order
-  uint32_t timeout_ms = 0;         // for the whole submission; 0: WEFT_VULKAN_TIMEOUT_MS, else 10000
+  uint32_t timeout_ms = 0;         // for the whole submission; 0: WEFT_VULKAN_TIMEOUT_MS, else default_timeout_ms
+  uint32_t default_timeout_ms = 10000;
   bool map_device_memory = true;   // external slots: map device memory directly when possible
 };
 
