@@ -1,96 +1,178 @@
 #!/usr/bin/env python3
-"""Generates src/spirv/core_tables.inc from the Khronos SPIR-V core grammar (JSON).
+"""Generates Weft's SPIR-V tables from the grammar files in src/spirv/grammar/ (run by the build).
 
-    scripts/gen_spirv_tables.py [GRAMMAR=../shared/reference/spirv.core.grammar.json]
+    scripts/gen_spirv_tables.py GRAMMAR_DIR OUT_DIR
 
-Weft's SPIR-V tables hold the core instructions a graph module uses (OPCODES below, the same set
-as the Opcode enum in src/spirv/grammar.h) and every enumerant of the value-enum operand kinds
-they take. Enumerants whose parameters are of a kind Weft does not model (BuiltIn, LiteralFloat,
-...) are left out: such a module is reported as using an unknown enumerant. The generated file is
-committed so that the build needs no grammar; tests/spirv cross-checks it against the grammar.
+Reads spirv.core.grammar.json (SPIRV-Headers unified1) and every extinst.*.grammar.json beside it,
+and writes into OUT_DIR/spirv/:
+  grammar_kinds.inc    the OperandKind enumerators, one per operand kind of the core grammar
+  grammar_opcodes.inc  the Opcode enumerators (kOpUndef = 1, ...), aliases included
+  grammar_tables.inc   instruction, operand-kind, enumerant and extended-instruction-set tables
+
+Every instruction, operand kind (value and bit enums, literals, ids, composites), enumerant
+(with its parameters, capabilities and aliases) of the grammar is kept: nothing is filtered, so a
+module written by any producer can be parsed, printed and assembled. The TOSA.001000.1 set is not
+generated here: the operator table (src/tosa/op_table.cpp) defines it and tests/spirv checks it
+against the grammar.
 """
+import glob
 import json
 import os
+import re
 import sys
 
-OPCODES = [
-    "OpNop", "OpSource", "OpSourceExtension", "OpName", "OpMemberName", "OpString", "OpLine",
-    "OpExtension", "OpExtInstImport", "OpExtInst", "OpMemoryModel", "OpEntryPoint",
-    "OpExecutionMode", "OpCapability", "OpTypeVoid", "OpTypeBool", "OpTypeInt", "OpTypeFloat",
-    "OpTypeArray", "OpTypeRuntimeArray", "OpTypeStruct", "OpTypePointer", "OpConstantTrue",
-    "OpConstantFalse", "OpConstant", "OpConstantComposite", "OpConstantNull", "OpVariable",
-    "OpDecorate", "OpMemberDecorate", "OpCompositeExtract", "OpNoLine", "OpModuleProcessed",
-    "OpTypeTensorARM", "OpGraphConstantARM", "OpGraphEntryPointARM", "OpGraphARM",
-    "OpGraphInputARM", "OpGraphSetOutputARM", "OpGraphEndARM", "OpTypeGraphARM",
-]
-# Grammar kind -> OperandKind enumerator (src/spirv/grammar.h).
-KINDS = {
-    "IdResultType": "kIdResultType", "IdResult": "kIdResult", "IdRef": "kIdRef",
-    "LiteralInteger": "kLiteralInteger", "LiteralString": "kLiteralString",
-    "LiteralContextDependentNumber": "kLiteralContextDependentNumber",
-    "LiteralExtInstInteger": "kLiteralExtInstInteger", "Capability": "kCapability",
-    "AddressingModel": "kAddressingModel", "MemoryModel": "kMemoryModel",
-    "ExecutionModel": "kExecutionModel", "ExecutionMode": "kExecutionMode",
-    "StorageClass": "kStorageClass", "Decoration": "kDecoration",
-    "SourceLanguage": "kSourceLanguage", "FPEncoding": "kFPEncoding",
-}
-ENUM_KINDS = ["Capability", "AddressingModel", "MemoryModel", "ExecutionModel", "ExecutionMode",
-              "StorageClass", "Decoration", "SourceLanguage", "FPEncoding"]
 QUANT = {"": "Quantifier::kOne", "?": "Quantifier::kOptional", "*": "Quantifier::kMany"}
+CATEGORY = {"Id": "kId", "Literal": "kLiteral", "ValueEnum": "kValueEnum", "BitEnum": "kBitEnum",
+            "Composite": "kComposite"}
+# OpExtInstImport names of the extended instruction sets, by grammar file.
+SET_NAMES = {
+    "extinst.glsl.std.450.grammar.json": "GLSL.std.450",
+    "extinst.nonsemantic.graph.debuginfo.grammar.json": "NonSemantic.Graph.DebugInfo.1",
+    "extinst.arm.experimental-ml-operations.grammar.json": "Arm.ExperimentalMLOperations.1",
+    "extinst.arm.motion-engine.100.grammar.json": "Arm.MotionEngine.100",
+}
 
 
-def operand_list(operands):
-    rows = []
-    for o in operands:
-        name = o.get("name", "").replace("\n", " ").replace('"', "").replace("'", "")
-        rows.append('{OperandKind::%s, %s, "%s"}' % (KINDS[o["kind"]], QUANT[o.get("quantifier", "")], name))
-    return rows
+def ident(s):
+    return re.sub(r"[^A-Za-z0-9_]", "_", s)
+
+
+def cstr(s):
+    return '"' + s.replace("\\", "\\\\").replace('"', "").replace("'", "").replace("\n", " ") + '"'
+
+
+def value_of(e):
+    v = e["value"]
+    return v if isinstance(v, int) else int(v, 0)
+
+
+class Writer:
+    def __init__(self, kinds):
+        self.lines = []
+        self.kinds = kinds
+        self.n = 0
+
+    def operands(self, prefix, ops):
+        """Emits an OperandDef array; returns its name, or '{}' when empty."""
+        if not ops:
+            return "{}"
+        rows = []
+        for o in ops:
+            if o["kind"] not in self.kinds:
+                raise SystemExit("unknown operand kind %s in %s" % (o["kind"], prefix))
+            rows.append("{OperandKind::k%s, %s, %s}" % (o["kind"], QUANT[o.get("quantifier", "")],
+                                                        cstr(o.get("name", ""))))
+        name = "k%s_Operands" % ident(prefix)
+        self.lines.append("constexpr OperandDef %s[] = {%s};" % (name, ", ".join(rows)))
+        return name
+
+    def caps(self, prefix, names, cap_values):
+        if not names:
+            return "{}"
+        name = "k%s_Caps" % ident(prefix)
+        self.lines.append("constexpr uint32_t %s[] = {%s};" % (name, ", ".join(str(cap_values[c]) for c in names)))
+        return name
 
 
 def main():
-    here = os.path.dirname(os.path.abspath(__file__))
-    path = sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, "../../shared/reference/spirv.core.grammar.json")
-    g = json.load(open(path))
-    by_name = {i["opname"]: i for i in g["instructions"]}
-    kinds = {k["kind"]: k for k in g["operand_kinds"]}
-    out = ["// Generated by scripts/gen_spirv_tables.py from the SPIR-V core grammar "
-           "(SPIRV-Headers unified1, %d.%d rev %d). Do not edit." % (g["major_version"], g["minor_version"], g["revision"]),
-           "// NOLINTBEGIN", ""]
-    inst_rows = []
-    for n in OPCODES:
-        i = by_name[n]
-        ops = operand_list(i.get("operands", []))
-        if ops:
-            out.append("constexpr OperandDef k%s_Operands[] = {%s};" % (n, ", ".join(ops)))
-            inst_rows.append('{"%s", %d, k%s_Operands}' % (n, i["opcode"], n))
-        else:
-            inst_rows.append('{"%s", %d, {}}' % (n, i["opcode"]))
-    out.append("constexpr InstDef kCoreInstructions[] = {\n    %s};" % ",\n    ".join(inst_rows))
-    out.append("")
-    for k in ENUM_KINDS:
+    if len(sys.argv) != 3:
+        raise SystemExit(__doc__)
+    gdir, out_dir = sys.argv[1], os.path.join(sys.argv[2], "spirv")
+    os.makedirs(out_dir, exist_ok=True)
+    core = json.load(open(os.path.join(gdir, "spirv.core.grammar.json")))
+    kinds = {k["kind"]: k for k in core["operand_kinds"]}
+    kind_order = [k["kind"] for k in core["operand_kinds"]]
+    cap_values = {}
+    for e in kinds["Capability"]["enumerants"]:
+        cap_values[e["enumerant"]] = value_of(e)
+        for a in e.get("aliases", []):
+            cap_values[a] = value_of(e)
+    w = Writer(kinds)
+    version = "%d.%d rev %d" % (core["major_version"], core["minor_version"], core["revision"])
+    w.lines += ["// Generated by scripts/gen_spirv_tables.py from src/spirv/grammar/ (SPIR-V core grammar %s)." % version,
+                "// Do not edit.", "// NOLINTBEGIN", ""]
+
+    # ---- core instructions, sorted by opcode (binary search) ----
+    insts = sorted(core["instructions"], key=lambda i: i["opcode"])
+    rows, aliases = [], []
+    for i in insts:
+        ops = w.operands(i["opname"], i.get("operands", []))
+        caps = w.caps(i["opname"], i.get("capabilities", []), cap_values)
+        rows.append("{%s, %d, %s, %s}" % (cstr(i["opname"]), i["opcode"], ops, caps))
+        for a in i.get("aliases", []):
+            aliases.append("{%s, %d}" % (cstr(a), i["opcode"]))
+    w.lines.append("constexpr InstDef kCoreInstructions[] = {\n    %s};" % ",\n    ".join(rows))
+    w.lines.append("constexpr NameAlias kInstructionAliases[] = {\n    %s};" % ",\n    ".join(aliases or ['{"", 0}']))
+    w.lines.append("constexpr size_t kNumInstructionAliases = %d;" % len(aliases))
+
+    # ---- operand kinds: enumerants sorted by value; composites' bases ----
+    kind_rows = []
+    for k in kind_order:
+        d = kinds[k]
+        enums, enum_aliases, bases = "{}", "{}", "{}"
+        if d["category"] in ("ValueEnum", "BitEnum"):
+            erows, arows, seen = [], [], set()
+            for e in sorted(d["enumerants"], key=value_of):
+                v = value_of(e)
+                if v in seen:  # an older grammar's second name for a value: an alias
+                    arows.append("{%s, %d}" % (cstr(e["enumerant"]), v))
+                    continue
+                seen.add(v)
+                prefix = "%s_%s" % (k, e["enumerant"])
+                params = w.operands(prefix + "_P", e.get("parameters", []))
+                caps = w.caps(prefix, e.get("capabilities", []), cap_values)
+                erows.append("{%s, %d, %s, %s}" % (cstr(e["enumerant"]), v, params, caps))
+                for a in e.get("aliases", []):
+                    arows.append("{%s, %d}" % (cstr(a), v))
+            w.lines.append("constexpr EnumDef k%s_Enumerants[] = {\n    %s};" % (k, ",\n    ".join(erows)))
+            enums = "k%s_Enumerants" % k
+            if arows:
+                w.lines.append("constexpr NameAlias k%s_Aliases[] = {%s};" % (k, ", ".join(arows)))
+                enum_aliases = "k%s_Aliases" % k
+        if d["category"] == "Composite":
+            w.lines.append("constexpr OperandKind k%s_Bases[] = {%s};" %
+                           (k, ", ".join("OperandKind::k%s" % b for b in d["bases"])))
+            bases = "k%s_Bases" % k
+        kind_rows.append("{%s, KindCategory::%s, %s, %s, %s}" % (cstr(k), CATEGORY[d["category"]], enums,
+                                                                 enum_aliases, bases))
+    w.lines.append("constexpr KindDef kKinds[] = {\n    %s};" % ",\n    ".join(kind_rows))
+
+    # ---- extended instruction sets ----
+    set_rows = []
+    for path in sorted(glob.glob(os.path.join(gdir, "extinst.*.grammar.json"))):
+        base = os.path.basename(path)
+        if base not in SET_NAMES:
+            raise SystemExit("%s: add its OpExtInstImport name to SET_NAMES" % base)
+        g = json.load(open(path))
+        for k in g.get("operand_kinds", []):
+            raise SystemExit("%s: operand kinds of extended sets are not supported (%s)" % (base, k["kind"]))
+        sid = ident(SET_NAMES[base])
         rows = []
-        seen = set()
-        for e in kinds[k]["enumerants"]:
-            params = e.get("parameters", [])
-            if any(p["kind"] not in KINDS for p in params):
-                continue
-            value = e["value"] if isinstance(e["value"], int) else int(e["value"], 0)
-            name = e["enumerant"]
-            if name in seen:
-                continue
-            seen.add(name)
-            if params:
-                pname = "k%s_%s_Params" % (k, name)
-                out.append("constexpr OperandDef %s[] = {%s};" % (pname, ", ".join(operand_list(params))))
-                rows.append('{"%s", %d, %s}' % (name, value, pname))
-            else:
-                rows.append('{"%s", %d, {}}' % (name, value))
-        out.append("constexpr EnumDef k%s_Enumerants[] = {\n    %s};" % (k, ",\n    ".join(rows)))
-    out.append("// NOLINTEND")
-    dst = os.path.join(here, "../src/spirv/core_tables.inc")
-    with open(dst, "w") as f:
-        f.write("\n".join(out) + "\n")
-    print("wrote", os.path.normpath(dst))
+        for i in sorted(g["instructions"], key=lambda i: i["opcode"]):
+            ops = w.operands("%s_%s" % (sid, i["opname"]), i.get("operands", []))
+            caps = w.caps("%s_%s" % (sid, i["opname"]), i.get("capabilities", []), cap_values)
+            rows.append("{%s, %d, %s, %s}" % (cstr(i["opname"]), i["opcode"], ops, caps))
+        w.lines.append("constexpr InstDef k%s_Instructions[] = {\n    %s};" % (sid, ",\n    ".join(rows)))
+        set_rows.append("{%s, k%s_Instructions}" % (cstr(SET_NAMES[base]), sid))
+    w.lines.append("constexpr ExtInstSetDef kExtInstSets[] = {\n    %s};" % ",\n    ".join(set_rows))
+    w.lines.append("// NOLINTEND")
+
+    def write(name, text):
+        path = os.path.join(out_dir, name)
+        old = open(path).read() if os.path.exists(path) else None
+        if old != text:  # keep the timestamp when nothing changed
+            with open(path, "w") as f:
+                f.write(text)
+
+    write("grammar_tables.inc", "\n".join(w.lines) + "\n")
+    write("grammar_kinds.inc", "// Generated by scripts/gen_spirv_tables.py. Do not edit.\n" +
+          "".join("k%s,\n" % k for k in kind_order))
+    ops = []
+    for i in insts:
+        ops.append("kOp%s = %d,\n" % (i["opname"][2:], i["opcode"]))
+        for a in i.get("aliases", []):
+            ops.append("kOp%s = %d,\n" % (a[2:], i["opcode"]))
+    write("grammar_opcodes.inc", "// Generated by scripts/gen_spirv_tables.py. Do not edit.\n" + "".join(ops))
 
 
 if __name__ == "__main__":

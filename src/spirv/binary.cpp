@@ -33,29 +33,51 @@ std::string inst_label(const Instruction& inst) {
 // Walks the operands of one instruction, appending what it finds to `out`.
 class OperandParser {
  public:
-  OperandParser(const Instruction& inst, TypeWidthFn width_fn, const void* ctx, std::vector<ParsedOperand>& out)
-      : inst_(inst), width_fn_(width_fn), ctx_(ctx), out_(out) {}
+  OperandParser(const Instruction& inst, const ParseState* state, std::vector<ParsedOperand>& out)
+      : inst_(inst), state_(state), out_(out) {}
 
-  void parse_list(std::span<const OperandDef> defs) {
-    for (const OperandDef& def : defs) {
-      switch (def.quantifier) {
-        case Quantifier::kOne:
-          if (at_end()) fail_missing(def);
-          parse_one(def);
-          break;
-        case Quantifier::kOptional:
-          if (!at_end()) parse_one(def);
-          break;
-        case Quantifier::kMany:
-          while (!at_end()) parse_one(def);
-          break;
+  // The whole instruction: its grammar entry, with the instructions whose operands depend on an
+  // earlier operand (OpExtInst, OpSpecConstantOp) read through what that operand names.
+  void parse_instruction(const InstDef& def) {
+    std::span<const OperandDef> defs = def.operands;
+    for (size_t i = 0; i < defs.size(); ++i) {
+      parse_def(defs[i]);
+      if (defs[i].kind == OperandKind::kLiteralExtInstInteger && !out_.empty() &&
+          out_.back().kind == OperandKind::kLiteralExtInstInteger) {
+        if (const InstDef* ext = ext_instruction()) {
+          parse_list(ext->operands);
+          return;  // the set's grammar replaces the core's "IdRef *"
+        }
+      }
+      if (defs[i].kind == OperandKind::kLiteralSpecConstantOpInteger) {
+        parse_spec_constant_op();
+        return;
       }
     }
+  }
+
+  void parse_list(std::span<const OperandDef> defs) {
+    for (const OperandDef& def : defs) parse_def(def);
   }
   bool at_end() const { return next_ >= inst_.size(); }
   size_t next() const { return next_; }
 
  private:
+  void parse_def(const OperandDef& def) {
+    switch (def.quantifier) {
+      case Quantifier::kOne:
+        if (at_end()) fail_missing(def);
+        parse_one(def.kind);
+        break;
+      case Quantifier::kOptional:
+        if (!at_end()) parse_one(def.kind);
+        break;
+      case Quantifier::kMany:
+        while (!at_end()) parse_one(def.kind);
+        break;
+    }
+  }
+
   [[noreturn]] void fail_missing(const OperandDef& def) {
     parse_error(inst_.offset, inst_label(inst_) + ": missing operand " + std::to_string(out_.size() + 1) + " (" +
                                   operand_kind_name(def.kind) + (def.name[0] ? std::string(" ") + def.name : "") +
@@ -67,43 +89,101 @@ class OperandParser {
     next_ = first + count;
   }
 
-  void parse_one(const OperandDef& def) {
+  // The extended instruction named by OpExtInst's Set and Instruction operands, where the set's
+  // grammar is known; nullptr when its operands are to be read as ids (TOSA, unknown sets).
+  const InstDef* ext_instruction() {
+    if (!state_ || out_.size() < 2) return nullptr;
+    const ParsedOperand& set_op = out_[out_.size() - 2];
+    const ParseState::ExtSet* set = state_->ext_set(inst_.word(set_op.first_word));
+    if (!set || !set->grammar) return nullptr;
+    uint32_t number = inst_.word(out_.back().first_word);
+    const InstDef* d = find_ext_instruction(*set->grammar, number);
+    if (!d)
+      parse_error(inst_.offset, inst_label(inst_) + ": " + set->name + " has no instruction " +
+                                    std::to_string(number));
+    return d;
+  }
+
+  // OpSpecConstantOp: the operation's own operands, less its result type and result id.
+  void parse_spec_constant_op() {
+    uint32_t opcode = inst_.word(out_.back().first_word);
+    const InstDef* op = opcode <= 0xffff ? find_instruction(static_cast<uint16_t>(opcode)) : nullptr;
+    if (!op)
+      parse_error(inst_.offset, inst_label(inst_) + ": unknown operation opcode " + std::to_string(opcode));
+    for (const OperandDef& d : op->operands)
+      if (d.kind != OperandKind::kIdResult && d.kind != OperandKind::kIdResultType) parse_def(d);
+  }
+
+  uint32_t literal_width(OperandKind kind) const {
+    if (!state_) return 0;
+    if (kind == OperandKind::kLiteralContextDependentNumber)  // OpConstant: the result type's width
+      return inst_.size() > 1 ? state_->type_width(inst_.word(1)) : 0;
+    if (inst_.opcode() == kOpSwitch && kind == OperandKind::kLiteralInteger)  // OpSwitch: the selector's
+      return inst_.size() > 1 ? state_->value_width(inst_.word(1)) : 0;
+    return 0;
+  }
+
+  void parse_one(OperandKind kind) {
     size_t first = next_;
-    switch (def.kind) {
+    const KindDef& k = kind_def(kind);
+    switch (kind) {
       case OperandKind::kLiteralString: {
         size_t after = 0;
         read_string(inst_, first, &after);
-        push(def.kind, first, after - first);
+        push(kind, first, after - first);
         return;
       }
       case OperandKind::kLiteralContextDependentNumber: {
-        // The width of OpConstant's literal is that of its result type (operand 1).
-        uint32_t width = width_fn_ && inst_.size() > 1 ? width_fn_(ctx_, inst_.word(1)) : 0;
+        uint32_t width = literal_width(kind);
         size_t count = width > 32 ? (width + 31) / 32 : 1;
         if (first + count > inst_.size())
           parse_error(inst_.offset, inst_label(inst_) + ": a " + std::to_string(width) + "-bit literal needs " +
                                         std::to_string(count) + " words, the instruction has " +
                                         std::to_string(inst_.size() - first) + " left");
-        push(def.kind, first, count);
+        push(kind, first, count);
         return;
       }
       default:
         break;
     }
-    push(def.kind, first, 1);
-    std::span<const EnumDef> values = enumerants(def.kind);
-    if (values.empty()) return;  // ids and plain literals
-    uint32_t v = inst_.word(first);
-    const EnumDef* e = find_enumerant(def.kind, v);
-    if (!e)
-      parse_error(inst_.offset, inst_label(inst_) + ": unknown " + operand_kind_name(def.kind) + " " +
-                                    std::to_string(v));
-    parse_list(e->params);
+    if (k.category == KindCategory::kComposite) {  // its parts, each an operand of its own
+      for (OperandKind base : k.bases) {
+        if (at_end())
+          parse_error(inst_.offset, inst_label(inst_) + ": " + k.name + " is cut short after " +
+                                        std::to_string(next_ - first) + " words");
+        if (kind == OperandKind::kPairLiteralIntegerIdRef && base == OperandKind::kLiteralInteger &&
+            literal_width(base) > 32) {
+          if (first + 2 > inst_.size())
+            parse_error(inst_.offset, inst_label(inst_) + ": a 64-bit case literal needs 2 words");
+          push(base, next_, 2);
+          continue;
+        }
+        parse_one(base);
+      }
+      return;
+    }
+    push(kind, first, 1);
+    if (k.category == KindCategory::kValueEnum) {
+      uint32_t v = inst_.word(first);
+      const EnumDef* e = find_enumerant(kind, v);
+      if (!e)
+        parse_error(inst_.offset, inst_label(inst_) + ": unknown " + k.name + " " + std::to_string(v));
+      parse_list(e->params);
+    } else if (k.category == KindCategory::kBitEnum) {
+      uint32_t v = inst_.word(first);
+      for (int bit = 0; bit < 32; ++bit) {
+        uint32_t flag = uint32_t{1} << bit;
+        if (!(v & flag)) continue;
+        const EnumDef* e = find_enumerant(kind, flag);
+        if (!e)
+          parse_error(inst_.offset, inst_label(inst_) + ": unknown " + k.name + " bit 0x" + hex(flag).substr(2));
+        parse_list(e->params);
+      }
+    }
   }
 
   const Instruction& inst_;
-  TypeWidthFn width_fn_;
-  const void* ctx_;
+  const ParseState* state_;
   std::vector<ParsedOperand>& out_;
   size_t next_ = 1;
 };
@@ -163,17 +243,66 @@ void append_string(std::vector<uint32_t>& out, std::string_view s) {
     out[base + i / 4] |= static_cast<uint32_t>(static_cast<uint8_t>(s[i])) << (8 * (i % 4));
 }
 
-std::vector<ParsedOperand> parse_operands(const Instruction& inst, TypeWidthFn width_fn, const void* ctx) {
+std::vector<ParsedOperand> parse_operands(const Instruction& inst, const ParseState* state) {
   const InstDef* def = find_instruction(inst.opcode());
   if (!def) parse_error(inst.offset, "unknown opcode " + std::to_string(inst.opcode()));
   std::vector<ParsedOperand> out;
-  OperandParser p(inst, width_fn, ctx, out);
-  p.parse_list(def->operands);
+  OperandParser p(inst, state, out);
+  p.parse_instruction(*def);
   if (!p.at_end())
     parse_error(inst.offset, std::string(def->name) + ": " + std::to_string(inst.size() - p.next()) +
                                  " words left over after the last operand (the instruction has " +
                                  std::to_string(inst.size()) + " words)");
   return out;
+}
+
+bool is_id_kind(OperandKind k) {
+  return kind_category(k) == KindCategory::kId;
+}
+
+void ParseState::record(const Instruction& inst, const std::vector<ParsedOperand>& operands) {
+  uint32_t result = 0, result_type = 0;
+  for (const ParsedOperand& op : operands) {
+    if (op.kind == OperandKind::kIdResult) result = inst.word(op.first_word);
+    if (op.kind == OperandKind::kIdResultType) result_type = inst.word(op.first_word);
+  }
+  if (!result) return;
+  switch (inst.opcode()) {
+    case kOpTypeInt:
+    case kOpTypeFloat:
+      if (inst.size() > 2) widths_[result] = inst.word(2);
+      return;
+    case kOpExtInstImport: {
+      ExtSet set;
+      set.name = read_string(inst, 2, nullptr);
+      set.tosa = set.name == kTosaSetName;
+      set.grammar = find_ext_inst_set(set.name);
+      sets_[result] = std::move(set);
+      return;
+    }
+    default:
+      break;
+  }
+  widths_.erase(result);  // an id redefined as something else (invalid, but parsable)
+  if (result_type) {
+    uint32_t w = type_width(result_type);
+    if (w > 32) wide_values_[result] = w;
+  }
+}
+
+uint32_t ParseState::type_width(uint32_t type_id) const {
+  auto it = widths_.find(type_id);
+  return it == widths_.end() ? 0 : it->second;
+}
+
+uint32_t ParseState::value_width(uint32_t value_id) const {
+  auto it = wide_values_.find(value_id);
+  return it == wide_values_.end() ? 0 : it->second;
+}
+
+const ParseState::ExtSet* ParseState::ext_set(uint32_t set_id) const {
+  auto it = sets_.find(set_id);
+  return it == sets_.end() ? nullptr : &it->second;
 }
 
 InstructionWriter::InstructionWriter(std::vector<uint32_t>& out, uint16_t opcode) : out_(out), start_(out.size()) {

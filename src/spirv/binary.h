@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "spirv/grammar.h"
@@ -54,16 +55,39 @@ struct ParsedOperand {
   uint16_t num_words;
 };
 
-// Width in bits of the scalar type with result id `type_id`, for OpConstant literals: the caller
-// provides it because it depends on earlier instructions (0 if unknown -> one word is assumed).
-using TypeWidthFn = uint32_t (*)(const void* ctx, uint32_t type_id);
+// What operand parsing needs to know of the instructions before: the width of scalar types
+// (OpConstant / OpSpecConstant literals, OpSwitch case literals) and the set each OpExtInstImport
+// names (the operands of OpExtInst). Feed it every instruction in stream order with record().
+class ParseState {
+ public:
+  // An OpExtInstImport: the set's name and, where Weft has its grammar, its instructions.
+  struct ExtSet {
+    std::string name;
+    const ExtInstSetDef* grammar = nullptr;  // nullptr: TOSA.001000.1 or a set without a grammar
+    bool tosa = false;
+  };
+  void record(const Instruction& inst, const std::vector<ParsedOperand>& operands);
+  uint32_t type_width(uint32_t type_id) const;   // 0 if not an OpTypeInt / OpTypeFloat
+  uint32_t value_width(uint32_t value_id) const;  // width of a value's scalar type (0 if unknown)
+  const ExtSet* ext_set(uint32_t set_id) const;   // nullptr: no OpExtInstImport of that id
+
+ private:
+  std::unordered_map<uint32_t, uint32_t> widths_;        // scalar type -> bits
+  std::unordered_map<uint32_t, uint32_t> wide_values_;  // value of a scalar type wider than 32 bits -> bits
+  std::unordered_map<uint32_t, ExtSet> sets_;
+};
 
 // Locates every operand of `inst` with its grammar entry: quantifiers, strings, enumerant
-// parameters, OpConstant literal widths, OpExtInst operands (IdRefs after the instruction number).
+// parameters (value enums and each set bit of bit enums), composites (as their parts),
+// OpConstant literal widths, OpSpecConstantOp's operation and its operands, OpExtInst operands
+// (by the set's grammar where Weft has it, else ids). `state` (may be null: widths unknown, one
+// word assumed; OpExtInst operands read as ids) holds what earlier instructions declared.
 // Throws Error(kParse) on unknown opcodes ("unknown opcode N"), too few or too many words,
-// unknown enumerants or unterminated strings.
-std::vector<ParsedOperand> parse_operands(const Instruction& inst, TypeWidthFn width_fn,
-                                          const void* ctx);
+// unknown enumerants or extended instructions, or unterminated strings.
+std::vector<ParsedOperand> parse_operands(const Instruction& inst, const ParseState* state);
+
+// Whether operands of this kind are ids (IdRef, IdResult, IdResultType, IdScope, IdMemorySemantics).
+bool is_id_kind(OperandKind kind);
 
 // Builds one instruction: appends (count << 16 | opcode) and the operands.
 class InstructionWriter {

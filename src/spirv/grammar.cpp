@@ -1,84 +1,97 @@
-// Weft's SPIR-V grammar tables: the core instructions and enumerants (core_tables.inc, generated
-// from the Khronos grammar) and the TOSA.001000.1 instruction set, derived from the operator table.
+// Weft's SPIR-V grammar tables: everything of the grammar files in src/spirv/grammar/ (generated
+// into grammar_tables.inc at build time) and the TOSA.001000.1 instruction set, derived from the
+// operator table.
 #include "spirv/grammar.h"
 
 #include <algorithm>
 #include <array>
+#include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace weft::spirv {
 namespace {
 
-#include "spirv/core_tables.inc"
+#include "spirv/grammar_tables.inc"
 
-template <class T, size_t N>
-std::span<const T> span_of(const T (&a)[N]) {
-  return std::span<const T>(a, N);
+static_assert(std::size(kKinds) <= 256, "OperandKind is a uint8_t");
+
+// Name -> opcode of every core instruction and alias.
+const std::unordered_map<std::string_view, uint16_t>& instruction_names() {
+  static const auto names = [] {
+    std::unordered_map<std::string_view, uint16_t> m;
+    for (const InstDef& d : kCoreInstructions) m.emplace(d.name, d.opcode);
+    for (size_t i = 0; i < kNumInstructionAliases; ++i)
+      m.emplace(kInstructionAliases[i].name, static_cast<uint16_t>(kInstructionAliases[i].value));
+    return m;
+  }();
+  return names;
 }
+
+template <class T>
+const T* by_number(std::span<const T> table, uint32_t v, uint32_t (*key)(const T&)) {
+  auto it = std::lower_bound(table.begin(), table.end(), v, [&](const T& d, uint32_t x) { return key(d) < x; });
+  return it != table.end() && key(*it) == v ? &*it : nullptr;
+}
+
+uint32_t inst_key(const InstDef& d) { return d.opcode; }
+uint32_t enum_key(const EnumDef& e) { return e.value; }
 
 }  // namespace
 
-std::span<const InstDef> core_instructions() { return span_of(kCoreInstructions); }
+std::span<const InstDef> core_instructions() { return kCoreInstructions; }
 
 const InstDef* find_instruction(uint16_t opcode) {
-  for (const InstDef& d : kCoreInstructions)
-    if (d.opcode == opcode) return &d;
-  return nullptr;
+  return by_number<InstDef>(kCoreInstructions, opcode, inst_key);
 }
 
 const InstDef* find_instruction(std::string_view name) {
-  for (const InstDef& d : kCoreInstructions)
-    if (name == d.name) return &d;
-  return nullptr;
+  const auto& names = instruction_names();
+  auto it = names.find(name);
+  return it == names.end() ? nullptr : find_instruction(it->second);
 }
 
-std::span<const EnumDef> enumerants(OperandKind kind) {
-  switch (kind) {
-    case OperandKind::kCapability: return span_of(kCapability_Enumerants);
-    case OperandKind::kAddressingModel: return span_of(kAddressingModel_Enumerants);
-    case OperandKind::kMemoryModel: return span_of(kMemoryModel_Enumerants);
-    case OperandKind::kExecutionModel: return span_of(kExecutionModel_Enumerants);
-    case OperandKind::kExecutionMode: return span_of(kExecutionMode_Enumerants);
-    case OperandKind::kStorageClass: return span_of(kStorageClass_Enumerants);
-    case OperandKind::kDecoration: return span_of(kDecoration_Enumerants);
-    case OperandKind::kSourceLanguage: return span_of(kSourceLanguage_Enumerants);
-    case OperandKind::kFPEncoding: return span_of(kFPEncoding_Enumerants);
-    default: return {};
-  }
-}
+const KindDef& kind_def(OperandKind kind) { return kKinds[static_cast<size_t>(kind)]; }
+KindCategory kind_category(OperandKind kind) { return kind_def(kind).category; }
+std::span<const EnumDef> enumerants(OperandKind kind) { return kind_def(kind).enumerants; }
 
 const EnumDef* find_enumerant(OperandKind kind, uint32_t value) {
-  for (const EnumDef& e : enumerants(kind))
-    if (e.value == value) return &e;
-  return nullptr;
+  return by_number<EnumDef>(enumerants(kind), value, enum_key);
 }
 
 const EnumDef* find_enumerant(OperandKind kind, std::string_view name) {
-  for (const EnumDef& e : enumerants(kind))
+  const KindDef& k = kind_def(kind);
+  for (const EnumDef& e : k.enumerants)
     if (name == e.name) return &e;
+  for (const NameAlias& a : k.aliases)
+    if (name == a.name) return find_enumerant(kind, a.value);
   return nullptr;
 }
 
-const char* operand_kind_name(OperandKind kind) {
-  switch (kind) {
-    case OperandKind::kIdResultType: return "IdResultType";
-    case OperandKind::kIdResult: return "IdResult";
-    case OperandKind::kIdRef: return "IdRef";
-    case OperandKind::kLiteralInteger: return "LiteralInteger";
-    case OperandKind::kLiteralString: return "LiteralString";
-    case OperandKind::kLiteralContextDependentNumber: return "LiteralContextDependentNumber";
-    case OperandKind::kLiteralExtInstInteger: return "LiteralExtInstInteger";
-    case OperandKind::kCapability: return "Capability";
-    case OperandKind::kAddressingModel: return "AddressingModel";
-    case OperandKind::kMemoryModel: return "MemoryModel";
-    case OperandKind::kExecutionModel: return "ExecutionModel";
-    case OperandKind::kExecutionMode: return "ExecutionMode";
-    case OperandKind::kStorageClass: return "StorageClass";
-    case OperandKind::kDecoration: return "Decoration";
-    case OperandKind::kSourceLanguage: return "SourceLanguage";
-    case OperandKind::kFPEncoding: return "FPEncoding";
-  }
-  return "?";
+const char* operand_kind_name(OperandKind kind) { return kind_def(kind).name; }
+
+std::optional<OperandKind> find_operand_kind(std::string_view name) {
+  for (size_t i = 0; i < std::size(kKinds); ++i)
+    if (name == kKinds[i].name) return static_cast<OperandKind>(i);
+  return std::nullopt;
+}
+
+std::span<const ExtInstSetDef> ext_inst_sets() { return kExtInstSets; }
+
+const ExtInstSetDef* find_ext_inst_set(std::string_view import_name) {
+  for (const ExtInstSetDef& s : kExtInstSets)
+    if (import_name == s.name) return &s;
+  return nullptr;
+}
+
+const InstDef* find_ext_instruction(const ExtInstSetDef& set, uint32_t number) {
+  return by_number<InstDef>(set.instructions, number, inst_key);
+}
+
+const InstDef* find_ext_instruction(const ExtInstSetDef& set, std::string_view name) {
+  for (const InstDef& d : set.instructions)
+    if (name == d.name) return &d;
+  return nullptr;
 }
 
 // ---- TOSA.001000.1: read off the operator table once ----

@@ -1,7 +1,7 @@
-// Weft's SPIR-V grammar tables: the core instructions and enumerants a graph module uses, and the
-// TOSA.001000.1 extended instruction set (derived from the operator table in src/tosa/op_table.cpp).
-// The core tables live in core_tables.inc, generated from the Khronos grammar by
-// scripts/gen_spirv_tables.py and checked against ../shared/reference by tests/spirv.
+// Weft's SPIR-V grammar tables: every instruction, operand kind and enumerant of the core grammar
+// and the extended instruction sets of src/spirv/grammar/ (generated at build time by
+// scripts/gen_spirv_tables.py), and the TOSA.001000.1 extended instruction set (derived from the
+// operator table in src/tosa/op_table.cpp). tests/spirv checks them against ../shared/reference.
 #pragma once
 
 #include <cstdint>
@@ -17,49 +17,10 @@ inline constexpr uint32_t kMagic = 0x07230203;
 inline constexpr uint32_t kVersion16 = 0x00010600;
 inline constexpr const char* kTosaSetName = "TOSA.001000.1";
 
-// Opcodes Weft emits or reads (numbers from the SPIR-V core grammar).
+// Every opcode of the core grammar (kOpUndef = 1, ..., aliases included), generated from
+// src/spirv/grammar/spirv.core.grammar.json.
 enum Opcode : uint16_t {
-  kOpNop = 0,
-  kOpSource = 3,
-  kOpSourceExtension = 4,
-  kOpName = 5,
-  kOpMemberName = 6,
-  kOpString = 7,
-  kOpLine = 8,
-  kOpExtension = 10,
-  kOpExtInstImport = 11,
-  kOpExtInst = 12,
-  kOpMemoryModel = 14,
-  kOpEntryPoint = 15,
-  kOpExecutionMode = 16,
-  kOpCapability = 17,
-  kOpTypeVoid = 19,
-  kOpTypeBool = 20,
-  kOpTypeInt = 21,
-  kOpTypeFloat = 22,
-  kOpTypeArray = 28,
-  kOpTypeRuntimeArray = 29,
-  kOpTypeStruct = 30,
-  kOpTypePointer = 32,
-  kOpConstantTrue = 41,
-  kOpConstantFalse = 42,
-  kOpConstant = 43,
-  kOpConstantComposite = 44,
-  kOpConstantNull = 46,
-  kOpVariable = 59,
-  kOpDecorate = 71,
-  kOpMemberDecorate = 72,
-  kOpCompositeExtract = 81,
-  kOpNoLine = 317,
-  kOpModuleProcessed = 330,
-  kOpTypeTensorARM = 4163,
-  kOpGraphConstantARM = 4181,
-  kOpGraphEntryPointARM = 4182,
-  kOpGraphARM = 4183,
-  kOpGraphInputARM = 4184,
-  kOpGraphSetOutputARM = 4185,
-  kOpGraphEndARM = 4186,
-  kOpTypeGraphARM = 4190,
+#include "spirv/grammar_opcodes.inc"
 };
 
 // Enumerant values Weft emits.
@@ -84,25 +45,14 @@ enum : uint32_t {
   kFPEncodingFloat8E5M2EXT = 4215,
 };
 
-// Operand kinds (the grammar's "kind" strings).
+// Operand kinds: every "kind" of the core grammar (kIdRef, kLiteralFloat, kImageOperands, ...).
 enum class OperandKind : uint8_t {
-  kIdResultType,
-  kIdResult,
-  kIdRef,
-  kLiteralInteger,
-  kLiteralString,
-  kLiteralContextDependentNumber,  // OpConstant value: width from the result type (1 or 2 words)
-  kLiteralExtInstInteger,          // OpExtInst instruction number
-  kCapability,
-  kAddressingModel,
-  kMemoryModel,
-  kExecutionModel,
-  kExecutionMode,
-  kStorageClass,
-  kDecoration,
-  kSourceLanguage,
-  kFPEncoding,
+#include "spirv/grammar_kinds.inc"
 };
+// The grammar's categories: an Id or Literal takes one word (a LiteralString or a context-dependent
+// number more); a ValueEnum one word naming one enumerant; a BitEnum one word of flags, each set
+// bit an enumerant whose parameters follow in bit order; a Composite the words of its bases.
+enum class KindCategory : uint8_t { kId, kLiteral, kValueEnum, kBitEnum, kComposite };
 enum class Quantifier : uint8_t { kOne, kOptional, kMany };  // "", "?", "*"
 
 struct OperandDef {
@@ -111,27 +61,60 @@ struct OperandDef {
   const char* name;  // grammar's operand name ("" if none)
 };
 
+// An instruction of the core grammar or of an extended instruction set (opcode: the instruction
+// number). `capabilities`: the grammar's "capabilities" (any one of them enables it).
 struct InstDef {
-  const char* name;  // "OpGraphInputARM"
+  const char* name;  // "OpGraphInputARM", "DebugGraph"
   uint16_t opcode;
   std::span<const OperandDef> operands;
+  std::span<const uint32_t> capabilities;
 };
 
-// An enumerant of a value-enum operand kind; `params` are the extra operands it introduces
+// An enumerant of an enum operand kind; `params` are the extra operands it introduces
 // (Decoration Binding -> one LiteralInteger).
 struct EnumDef {
   const char* name;
   uint32_t value;
   std::span<const OperandDef> params;
+  std::span<const uint32_t> capabilities;
+};
+
+// Another name of an opcode or an enumerant (OpSDotKHR, StorageUniform16).
+struct NameAlias {
+  const char* name;
+  uint32_t value;
+};
+
+struct KindDef {
+  const char* name;
+  KindCategory category;
+  std::span<const EnumDef> enumerants;  // by value
+  std::span<const NameAlias> aliases;
+  std::span<const OperandKind> bases;  // a composite's parts, in order
+};
+
+// An extended instruction set of the grammar files (GLSL.std.450, NonSemantic.Graph.DebugInfo.1,
+// Arm.ExperimentalMLOperations.1, Arm.MotionEngine.100); TOSA.001000.1 comes from the operator table.
+struct ExtInstSetDef {
+  const char* name;  // as OpExtInstImport names it
+  std::span<const InstDef> instructions;
 };
 
 std::span<const InstDef> core_instructions();
-const InstDef* find_instruction(uint16_t opcode);         // nullptr if Weft does not know it
-const InstDef* find_instruction(std::string_view name);   // "OpTypeInt"
+const InstDef* find_instruction(uint16_t opcode);         // nullptr if the grammar has none
+const InstDef* find_instruction(std::string_view name);   // "OpTypeInt"; aliases too
+const KindDef& kind_def(OperandKind kind);
+KindCategory kind_category(OperandKind kind);
 std::span<const EnumDef> enumerants(OperandKind kind);    // empty for non-enum kinds
 const EnumDef* find_enumerant(OperandKind kind, uint32_t value);
-const EnumDef* find_enumerant(OperandKind kind, std::string_view name);
+const EnumDef* find_enumerant(OperandKind kind, std::string_view name);  // aliases too
 const char* operand_kind_name(OperandKind kind);          // "IdRef", "Capability", ...
+std::optional<OperandKind> find_operand_kind(std::string_view name);
+
+std::span<const ExtInstSetDef> ext_inst_sets();
+const ExtInstSetDef* find_ext_inst_set(std::string_view import_name);  // nullptr: not in the grammars
+const InstDef* find_ext_instruction(const ExtInstSetDef& set, uint32_t number);
+const InstDef* find_ext_instruction(const ExtInstSetDef& set, std::string_view name);
 
 // ---- TOSA.001000.1 ----
 // Operand order of an extended instruction: the operator's attributes (OpDef::attrs order), then

@@ -449,6 +449,23 @@ std::string header_generator(uint32_t g) {
   return (tool == 0 ? std::string("Khronos") : std::to_string(tool)) + "; " + std::to_string(g & 0xffff);
 }
 
+// A bit-enum operand as spirv-dis prints it: the set flags' names joined by '|', or the name of
+// the zero enumerant ("None").
+std::string bit_enum_text(OperandKind kind, uint32_t v) {
+  if (v == 0) {
+    const EnumDef* none = find_enumerant(kind, uint32_t{0});
+    return none ? none->name : "0";
+  }
+  std::string s;
+  for (int bit = 0; bit < 32; ++bit) {
+    uint32_t flag = uint32_t{1} << bit;
+    if (!(v & flag)) continue;
+    const EnumDef* e = find_enumerant(kind, flag);
+    s += (s.empty() ? "" : "|") + (e ? std::string(e->name) : std::to_string(flag));
+  }
+  return s;
+}
+
 constexpr int kResultColumn = 15;  // "%name = " ends here, as in spirv-dis
 
 }  // namespace
@@ -473,6 +490,7 @@ struct Disassembler::Impl {
     uint32_t result = 0;
     bool has_result = false;
     bool tosa = false;  // OpExtInst of a TOSA.001000.1 import declared before it
+    const ExtInstSetDef* ext_set = nullptr;  // OpExtInst of a set whose grammar Weft has
   };
 
   std::vector<uint32_t> words;
@@ -498,12 +516,6 @@ struct Disassembler::Impl {
 };
 
 namespace {
-uint32_t width_of(const void* ctx, uint32_t type_id) {
-  const auto& types = *static_cast<const ScalarTypes*>(ctx);
-  auto it = types.find(type_id);
-  return it == types.end() ? 0 : it->second.width;
-}
-
 // The bytes after a literal string's terminator must be zero: others could not be printed.
 std::string string_padding_error(const Instruction& inst, const std::vector<ParsedOperand>& operands) {
   for (const ParsedOperand& op : operands) {
@@ -524,13 +536,13 @@ void Disassembler::Impl::build() {
   header = stream.header;
   // Parse every instruction; OpConstant widths come from the types declared before it.
   ScalarTypes types;
-  std::unordered_map<uint32_t, std::string> sets;  // OpExtInstImport id -> set name
+  ParseState state;
   std::vector<Decoded> decoded;
   decoded.reserve(stream.instructions.size());
   for (const Instruction& inst : stream.instructions) {
     Decoded d{inst, {}, {}, std::nullopt, 0, false, false};
     try {
-      d.operands = parse_operands(inst, &width_of, &types);
+      d.operands = parse_operands(inst, &state);
     } catch (const Error& e) {
       d.error = e.message();
     }
@@ -552,11 +564,13 @@ void Disassembler::Impl::build() {
       } else if (d.has_result) {
         types.erase(d.result);  // redefined as something else (invalid, but printable)
       }
-      if (inst.opcode() == kOpExtInstImport) sets[d.result] = read_string(inst, 2, nullptr);
-      if (inst.opcode() == kOpExtInst) {
-        auto set = sets.find(inst.word(3));
-        d.tosa = set != sets.end() && set->second == kTosaSetName;
+      if (inst.opcode() == kOpExtInst || inst.opcode() == kOpExtInstWithForwardRefsKHR) {
+        if (const ParseState::ExtSet* set = state.ext_set(inst.word(3))) {
+          d.tosa = set->tosa;
+          d.ext_set = set->grammar;
+        }
       }
+      state.record(inst, d.operands);
     }
     decoded.push_back(std::move(d));
   }
@@ -668,29 +682,45 @@ std::string Disassembler::Impl::render(const Decoded& d) const {
   std::string s = def->name;
   for (const ParsedOperand& op : d.operands) {
     std::span<const uint32_t> w = inst.words.subspan(op.first_word, op.num_words);
+    if (op.kind == OperandKind::kIdResult) continue;
+    s += " ";
     switch (op.kind) {
-      case OperandKind::kIdResult: continue;
-      case OperandKind::kIdResultType:
-      case OperandKind::kIdRef:
-        for (uint32_t v : w) s += " " + id(v);
-        break;
       case OperandKind::kLiteralInteger:
-        for (uint32_t v : w) s += " " + std::to_string(v);
-        break;
-      case OperandKind::kLiteralString: s += " " + quote(read_string(inst, op.first_word, nullptr)); break;
+        if (w.size() == 2) {  // a 64-bit OpSwitch case
+          s += std::to_string(uint64_t{w[1]} << 32 | w[0]);
+        } else {
+          s += std::to_string(w[0]);
+        }
+        continue;
+      case OperandKind::kLiteralFloat:
+        s += format_literal(ScalarType{ScalarType::Kind::kFloat, 32, false, std::nullopt}, w);
+        continue;
+      case OperandKind::kLiteralString: s += quote(read_string(inst, op.first_word, nullptr)); continue;
       case OperandKind::kLiteralContextDependentNumber:
-        s += " " + (d.literal_type ? format_literal(*d.literal_type, w) : raw_literal(w));
-        break;
+        s += d.literal_type ? format_literal(*d.literal_type, w) : raw_literal(w);
+        continue;
       case OperandKind::kLiteralExtInstInteger: {
         std::optional<Op> tosa = d.tosa ? tosa_op_from_opcode(w[0]) : std::nullopt;
-        s += " " + (tosa ? std::string(op_name(*tosa)) : std::to_string(w[0]));
-        break;
+        const InstDef* ext = d.ext_set ? find_ext_instruction(*d.ext_set, w[0]) : nullptr;
+        s += tosa ? std::string(op_name(*tosa)) : ext ? std::string(ext->name) : std::to_string(w[0]);
+        continue;
       }
-      default: {  // enumerants
+      case OperandKind::kLiteralSpecConstantOpInteger: {
+        const InstDef* op_def = w[0] <= 0xffff ? find_instruction(static_cast<uint16_t>(w[0])) : nullptr;
+        s += op_def ? std::string(op_def->name + 2) : std::to_string(w[0]);  // "IAdd", as spirv-dis
+        continue;
+      }
+      default: break;
+    }
+    switch (kind_category(op.kind)) {
+      case KindCategory::kId: s += id(w[0]); break;
+      case KindCategory::kValueEnum: {
         const EnumDef* e = find_enumerant(op.kind, w[0]);
-        s += " " + (e ? std::string(e->name) : std::to_string(w[0]));
+        s += e ? std::string(e->name) : std::to_string(w[0]);
         break;
       }
+      case KindCategory::kBitEnum: s += bit_enum_text(op.kind, w[0]); break;
+      default: s += std::to_string(w[0]); break;
     }
   }
   return s;
@@ -1011,6 +1041,7 @@ class Assembler {
     uint32_t result_type = 0;
     std::vector<uint32_t> operands;  // the words after the first
     std::string string;              // the (last) string operand: OpExtInstImport's set name
+    bool done = false;               // the operands that followed replaced the rest of the grammar's list
   };
 
   void instruction() {
@@ -1043,6 +1074,8 @@ class Assembler {
         types_[r] = *t;
       } else {
         types_.erase(r);
+        auto rt = cur.result_type ? types_.find(cur.result_type) : types_.end();
+        if (rt != types_.end() && rt->second.width > 32) value_widths_[r] = rt->second.width;
       }
       if (def->opcode == kOpExtInstImport) sets_[r] = cur.string;
     }
@@ -1077,6 +1110,7 @@ class Assembler {
 
   void operand_list(Current& cur, std::span<const OperandDef> defs) {
     for (const OperandDef& def : defs) {
+      if (cur.done) return;
       if (def.kind == OperandKind::kIdResult) {
         cur.operands.push_back(ids_.at(cur.result->text));
         continue;
@@ -1122,24 +1156,118 @@ class Assembler {
     return static_cast<uint32_t>(*v);
   }
 
-  void operand(Current& cur, const OperandDef& def) {
+  void operand(Current& cur, const OperandDef& def) { operand(cur, def.kind); }
+
+  void operand(Current& cur, OperandKind kind) {
+    const KindDef& k = kind_def(kind);
+    if (k.category == KindCategory::kComposite) {  // its parts, one token each
+      for (size_t i = 0; i < k.bases.size(); ++i) {
+        if (i > 0 && at_instruction_start())
+          throw Error(ErrorCode::kParse, std::string("too few operands for ") + cur.def->name + ": " + k.name +
+                                             " needs " + std::to_string(k.bases.size()) + " parts",
+                      at(last_->end_line, last_->end_column));
+        operand(cur, k.bases[i]);
+      }
+      return;
+    }
     const Token& t = take();
-    switch (def.kind) {
-      case OperandKind::kIdResult: break;  // handled by operand_list
+    switch (kind) {
+      case OperandKind::kIdResult: return;  // handled by operand_list
       case OperandKind::kIdResultType:
         cur.result_type = id_operand(t);
         cur.operands.push_back(cur.result_type);
-        break;
-      case OperandKind::kIdRef: cur.operands.push_back(id_operand(t)); break;
-      case OperandKind::kLiteralInteger: cur.operands.push_back(literal_integer(t, "a LiteralInteger")); break;
+        return;
+      case OperandKind::kLiteralInteger: literal_integer_operand(cur, t); return;
+      case OperandKind::kLiteralFloat: {
+        if (t.kind != Token::Kind::kWord) fail(t, "expected a 32-bit float, got " + describe(t));
+        try {
+          std::vector<uint32_t> w = parse_literal(ScalarType{ScalarType::Kind::kFloat, 32, false, std::nullopt}, t.text, 1);
+          cur.operands.push_back(w[0]);
+        } catch (const Error& e) {
+          throw e.with_context(at(t.line, t.column));
+        }
+        return;
+      }
       case OperandKind::kLiteralString:
         if (t.kind != Token::Kind::kString) fail(t, "expected a string in double quotes, got " + describe(t));
         append_string(cur.operands, t.text);
         cur.string = t.text;
-        break;
-      case OperandKind::kLiteralContextDependentNumber: context_number(cur, t); break;
-      case OperandKind::kLiteralExtInstInteger: ext_inst_number(cur, t); break;
-      default: enumerant(cur, def.kind, t); break;
+        return;
+      case OperandKind::kLiteralContextDependentNumber: context_number(cur, t); return;
+      case OperandKind::kLiteralExtInstInteger: ext_inst_number(cur, t); return;
+      case OperandKind::kLiteralSpecConstantOpInteger: spec_constant_op(cur, t); return;
+      default: break;
+    }
+    switch (k.category) {
+      case KindCategory::kId: cur.operands.push_back(id_operand(t)); return;
+      case KindCategory::kValueEnum: enumerant(cur, kind, t); return;
+      case KindCategory::kBitEnum: bit_enumerant(cur, kind, t); return;
+      default: cur.operands.push_back(literal_integer(t, std::string("a ") + k.name)); return;
+    }
+  }
+
+  // A LiteralInteger; OpSwitch's case literals take the selector's width (64-bit: two words).
+  void literal_integer_operand(Current& cur, const Token& t) {
+    if (cur.def->opcode == kOpSwitch && !cur.operands.empty()) {
+      auto it = value_widths_.find(cur.operands[0]);
+      if (it != value_widths_.end() && it->second > 32) {
+        std::optional<uint64_t> v = parse_hex_bits(t.text, 64);
+        if (std::optional<Decimal> d = parse_decimal(t.text); d && d->fits(~uint64_t{0})) v = d->magnitude;
+        if (!v || t.kind != Token::Kind::kWord) fail(t, "expected a 64-bit case literal, got " + describe(t));
+        cur.operands.push_back(static_cast<uint32_t>(*v));
+        cur.operands.push_back(static_cast<uint32_t>(*v >> 32));
+        return;
+      }
+    }
+    cur.operands.push_back(literal_integer(t, "a LiteralInteger"));
+  }
+
+  // OpSpecConstantOp's operation: an opcode name with or without "Op" (as spirv-dis prints it), or
+  // a number; then that instruction's operands less its result type and id.
+  void spec_constant_op(Current& cur, const Token& t) {
+    const InstDef* op = nullptr;
+    if (t.kind == Token::Kind::kWord) {
+      if (auto d = parse_decimal(t.text); d && d->fits(0xffff)) {
+        op = find_instruction(static_cast<uint16_t>(d->magnitude));
+      } else {
+        op = find_instruction(std::string_view(t.text));
+        if (!op) op = find_instruction("Op" + t.text);
+      }
+    }
+    if (!op) fail(t, "expected the opcode of OpSpecConstantOp's operation (IAdd, 128, ...), got " + describe(t));
+    cur.operands.push_back(op->opcode);
+    for (const OperandDef& d : op->operands) {
+      if (d.kind == OperandKind::kIdResult || d.kind == OperandKind::kIdResultType) continue;
+      operand_list(cur, std::span(&d, 1));
+    }
+    cur.done = true;
+  }
+
+  void bit_enumerant(Current& cur, OperandKind kind, const Token& t) {
+    std::string kind_name = operand_kind_name(kind);
+    if (t.kind != Token::Kind::kWord) fail(t, "expected " + kind_name + " flags (A|B or a number), got " + describe(t));
+    uint32_t mask = 0;
+    if (auto d = parse_decimal(t.text); d || is_hex_prefixed(t.text)) {
+      mask = literal_integer(t, "a " + kind_name + " mask");
+    } else {
+      std::string_view rest = t.text;
+      while (true) {
+        size_t bar = rest.find('|');
+        std::string_view part = rest.substr(0, bar);
+        const EnumDef* e = find_enumerant(kind, part);
+        if (!e) fail(t, "unknown " + kind_name + " '" + std::string(part) + "'");
+        mask |= e->value;
+        if (bar == std::string_view::npos) break;
+        rest.remove_prefix(bar + 1);
+      }
+    }
+    cur.operands.push_back(mask);
+    for (int bit = 0; bit < 32; ++bit) {
+      uint32_t flag = uint32_t{1} << bit;
+      if (!(mask & flag)) continue;
+      const EnumDef* e = find_enumerant(kind, flag);
+      if (!e) fail(t, "unknown " + kind_name + " bit " + std::to_string(flag));
+      operand_list(cur, e->params);
     }
   }
 
@@ -1168,12 +1296,28 @@ class Assembler {
     // The instruction set is the operand just before (OpExtInst's Set).
     auto set = cur.operands.empty() ? sets_.end() : sets_.find(cur.operands.back());
     bool tosa = set != sets_.end() && set->second == kTosaSetName;
+    const ExtInstSetDef* grammar = set != sets_.end() ? find_ext_inst_set(set->second) : nullptr;
     if (t.kind == Token::Kind::kWord && tosa && !parse_decimal(t.text)) {
       std::optional<Op> op = op_from_name(t.text);
       if (!op) fail(t, "unknown " + std::string(kTosaSetName) + " instruction '" + t.text + "'");
       if (op_def(*op).spirv_opcode < 0)
         fail(t, std::string(op_name(*op)) + " has no " + kTosaSetName + " instruction");
       cur.operands.push_back(static_cast<uint32_t>(op_def(*op).spirv_opcode));
+      return;
+    }
+    if (grammar) {  // a set with a grammar: its instruction by name or number, then its operands
+      const InstDef* ext = nullptr;
+      if (t.kind == Token::Kind::kWord) {
+        if (auto d = parse_decimal(t.text); d && d->fits(0xffffffffu)) {
+          ext = find_ext_instruction(*grammar, static_cast<uint32_t>(d->magnitude));
+        } else {
+          ext = find_ext_instruction(*grammar, std::string_view(t.text));
+        }
+      }
+      if (!ext) fail(t, "unknown " + std::string(grammar->name) + " instruction " + describe(t));
+      cur.operands.push_back(ext->opcode);
+      operand_list(cur, ext->operands);
+      cur.done = true;
       return;
     }
     cur.operands.push_back(literal_integer(t, tosa ? "a TOSA operator name or instruction number"
@@ -1205,6 +1349,7 @@ class Assembler {
   std::unordered_set<uint32_t> defined_;                // result ids seen so far
   ScalarTypes types_;                                   // scalar types declared so far
   std::unordered_map<uint32_t, std::string> sets_;      // OpExtInstImport id -> set name
+  std::unordered_map<uint32_t, uint32_t> value_widths_;  // values of scalar types wider than 32 bits
   std::vector<uint32_t> out_;
 };
 

@@ -50,26 +50,12 @@ std::optional<Diagnostic> check_header(std::span<const uint32_t> words, Header& 
   return std::nullopt;
 }
 
-// Widths of OpTypeInt/OpTypeFloat seen so far, for OpConstant literals.
-struct WidthTable {
-  std::unordered_map<uint32_t, uint32_t> widths;
-  static uint32_t lookup(const void* ctx, uint32_t type_id) {
-    const auto& w = static_cast<const WidthTable*>(ctx)->widths;
-    auto it = w.find(type_id);
-    return it == w.end() ? 0 : it->second;
-  }
-};
-
-bool is_id_kind(OperandKind k) {
-  return k == OperandKind::kIdResult || k == OperandKind::kIdResultType || k == OperandKind::kIdRef;
-}
-
 }  // namespace
 
 std::optional<Diagnostic> parse_module(std::span<const uint32_t> words, ParsedModule& out) {
   out.words = words;
   if (auto d = check_header(words, out.header)) return d;
-  WidthTable widths;
+  ParseState state;
   size_t pos = 5;
   while (pos < words.size()) {
     auto offset = static_cast<uint32_t>(pos);
@@ -87,7 +73,7 @@ std::optional<Diagnostic> parse_module(std::span<const uint32_t> words, ParsedMo
     if (in.def == nullptr) return binary_diag("binary.opcode", offset, "unknown opcode " + std::to_string(opcode));
     Instruction view{offset, in.words};
     try {
-      in.operands = parse_operands(view, &WidthTable::lookup, &widths);
+      in.operands = parse_operands(view, &state);
     } catch (const Error& e) {
       // parse_operands' messages read "word N: <instruction>: <what>"; the offset is reported apart.
       std::string msg = e.message();
@@ -108,7 +94,7 @@ std::optional<Diagnostic> parse_module(std::span<const uint32_t> words, ParsedMo
       if (op.kind == OperandKind::kIdResult) in.result = id;
       if (op.kind == OperandKind::kIdResultType) in.result_type = id;
     }
-    if ((opcode == kOpTypeInt || opcode == kOpTypeFloat) && in.size() >= 3) widths.widths[in.result] = in.word(2);
+    state.record(view, in.operands);
     out.insts.push_back(std::move(in));
     pos += count;
   }

@@ -66,8 +66,9 @@ TEST(SpirvAssembleErrors, ExtendedInstructions) {
   std::string prefix = "%tosa = OpExtInstImport \"TOSA.001000.1\"\n%glsl = OpExtInstImport \"GLSL.std.450\"\n";
   expect_error(prefix + "%r = OpExtInst %t %tosa CONV9D %a", 3, 25, "unknown TOSA.001000.1 instruction 'CONV9D'");
   expect_error(prefix + "%r = OpExtInst %t %tosa IDENTITY %a", 3, 25, "IDENTITY has no TOSA.001000.1 instruction");
-  expect_error(prefix + "%r = OpExtInst %t %glsl CONV2D %a", 3, 25,
-               "expected an extended instruction number, got 'CONV2D'");
+  expect_error(prefix + "%r = OpExtInst %t %glsl CONV2D %a", 3, 25, "unknown GLSL.std.450 instruction 'CONV2D'");
+  expect_error(prefix + "%r = OpExtInst %t %glsl FMin %a", 3, 32, "too few operands for OpExtInst");
+  expect_error(prefix + "%r = OpExtInst %t %glsl Cos %a %a", 3, 32, "too many operands for OpExtInst");
   // The set must be imported before its use for names to be known.
   expect_error("%r = OpExtInst %t %tosa CONV2D %a\n%tosa = OpExtInstImport \"TOSA.001000.1\"", 1, 25,
                "expected an extended instruction number");

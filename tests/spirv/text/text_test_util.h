@@ -270,12 +270,8 @@ class RandomModule {
       case OperandKind::kIdRef:
         if (inst.opcode == kOpExtInst && tosa_ && inst.words.size() == 2 && coin()) {
           inst.words.push_back(tosa_);
-        } else if (pick(4) == 0) {
-          uint32_t id = fresh();
-          forward_.push_back(id);
-          inst.words.push_back(id);
         } else {
-          inst.words.push_back(1 + static_cast<uint32_t>(pick(next_id_ - 1)));
+          id_ref(inst);
         }
         return;
       case OperandKind::kLiteralInteger: inst.words.push_back(random_word()); return;
@@ -289,13 +285,45 @@ class RandomModule {
         for (uint32_t i = 0; i < inst.literal_words; ++i) inst.words.push_back(random_word());
         return;
       case OperandKind::kLiteralExtInstInteger: inst.words.push_back(static_cast<uint32_t>(pick(90))); return;
-      default: {
-        std::span<const EnumDef> values = enumerants(d.kind);
-        const EnumDef& e = values[pick(values.size())];
+      case OperandKind::kLiteralSpecConstantOpInteger:  // IAdd %a %b
+        inst.words.push_back(kOpIAdd);
+        id_ref(inst);
+        id_ref(inst);
+        return;
+      default: break;
+    }
+    const KindDef& k = kind_def(d.kind);
+    switch (k.category) {
+      case KindCategory::kId: id_ref(inst); return;
+      case KindCategory::kLiteral: inst.words.push_back(random_word()); return;
+      case KindCategory::kComposite:
+        for (OperandKind base : k.bases) operand(inst, OperandDef{base, Quantifier::kOne, ""});
+        return;
+      case KindCategory::kValueEnum: {
+        const EnumDef& e = k.enumerants[pick(k.enumerants.size())];
         inst.words.push_back(e.value);
         operands(inst, e.params);
         return;
       }
+      case KindCategory::kBitEnum: {  // up to two flags, their parameters in bit order
+        uint32_t mask = 0;
+        for (int i = static_cast<int>(pick(3)); i > 0; --i) mask |= k.enumerants[pick(k.enumerants.size())].value;
+        inst.words.push_back(mask);
+        for (const EnumDef& e : k.enumerants) {
+          if (e.value != 0 && (e.value & (e.value - 1)) == 0 && (mask & e.value)) operands(inst, e.params);
+        }
+        return;
+      }
+    }
+  }
+
+  void id_ref(Inst& inst) {
+    if (pick(4) == 0) {
+      uint32_t id = fresh();
+      forward_.push_back(id);
+      inst.words.push_back(id);
+    } else {
+      inst.words.push_back(1 + static_cast<uint32_t>(pick(next_id_ - 1)));
     }
   }
 
