@@ -1,5 +1,6 @@
 // SPIR-V graph modules: encode, decode and both of a 250-operator graph (50 blocks of CONV2D 3x3
-// with bias and zero points, ADD of a per-channel constant, CLAMP, RESHAPE to [1,64,8] and back).
+// with bias and zero points, ADD of a per-channel constant, CLAMP, RESHAPE to [1,64,8] and back);
+// the validator's cost against module size (it must stay linear: Complexity reports the fit).
 #include <benchmark/benchmark.h>
 
 #include <random>
@@ -69,6 +70,44 @@ void BM_EncodeDecode(benchmark::State& state) {
   }
 }
 
+// Graphs of 5 x N operators.
+void BM_ValidateGraph(benchmark::State& state) {
+  const spirv::Binary bin = spirv::encode(Module(chain(static_cast<int>(state.range(0)))));
+  for (auto _ : state) benchmark::DoNotOptimize(spirv::validate(bin.words));
+  state.SetComplexityN(static_cast<int64_t>(bin.words.size()));
+  state.counters["words"] = static_cast<double>(bin.words.size());
+}
+
+// N integer constants (what ValidateBinary.ManyInstructionsAreLinear builds).
+void BM_ValidateConstants(benchmark::State& state) {
+  std::string text = "OpCapability Shader\nOpMemoryModel Logical GLSL450\n%uint = OpTypeInt 32 0\n";
+  for (int64_t k = 0; k < state.range(0); ++k) text += "%c" + std::to_string(k) + " = OpConstant %uint " + std::to_string(k) + "\n";
+  const std::vector<uint32_t> words = spirv::assemble(text);
+  for (auto _ : state) benchmark::DoNotOptimize(spirv::validate(words));
+  state.SetComplexityN(state.range(0));
+}
+
+// N graph definitions of a graph type with 1000 outputs (ValidateBinary.ManyGraphsOfAWideTypeAreLinear).
+void BM_ValidateWideGraphs(benchmark::State& state) {
+  std::string text =
+      "OpCapability Shader\nOpCapability VulkanMemoryModel\nOpCapability TensorsARM\nOpCapability GraphARM\n"
+      "OpExtension \"SPV_ARM_graph\"\nOpExtension \"SPV_ARM_tensors\"\nOpMemoryModel Logical Vulkan\n"
+      "%uint = OpTypeInt 32 0\n%c0 = OpConstant %uint 0\n%c1 = OpConstant %uint 1\n%c2 = OpConstant %uint 2\n"
+      "%arr = OpTypeArray %uint %c1\n%shape = OpConstantComposite %arr %c2\n%t = OpTypeTensorARM %uint %c1 %shape\n"
+      "%gt = OpTypeGraphARM 0";
+  for (int k = 0; k < 1000; ++k) text += " %t";
+  text += "\n%v = OpGraphConstantARM %t 0\n";
+  for (int64_t k = 0; k < state.range(0); ++k)
+    text += "%g" + std::to_string(k) + " = OpGraphARM %gt\nOpGraphSetOutputARM %v %c0\nOpGraphEndARM\n";
+  const std::vector<uint32_t> words = spirv::assemble(text);
+  const spirv::ValidateOptions strict{.strict = true};
+  for (auto _ : state) benchmark::DoNotOptimize(spirv::validate(words, strict));
+  state.SetComplexityN(state.range(0));
+}
+
+BENCHMARK(BM_ValidateGraph)->RangeMultiplier(4)->Range(16, 1024)->Unit(benchmark::kMicrosecond)->Complexity();
+BENCHMARK(BM_ValidateConstants)->RangeMultiplier(4)->Range(1 << 10, 1 << 18)->Unit(benchmark::kMicrosecond)->Complexity();
+BENCHMARK(BM_ValidateWideGraphs)->RangeMultiplier(4)->Range(64, 16384)->Unit(benchmark::kMicrosecond)->Complexity();
 BENCHMARK(BM_Encode)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Decode)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_EncodeDecode)->Unit(benchmark::kMicrosecond);

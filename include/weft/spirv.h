@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -68,7 +69,9 @@ std::string disassemble(std::span<const uint32_t> words, const DisassembleOption
 // Accepts what disassemble() prints. Names that are decimal numbers (%12) keep that id; other
 // names get, in order of first appearance, the lowest ids not taken. Throws Error(kParse) with
 // file:line:column and what was expected.
-std::vector<uint32_t> assemble(std::string_view text, std::string_view source_name = "<input>");
+// The header's version is that of the text's "; Version:" line, else `default_version` (1.6).
+std::vector<uint32_t> assemble(std::string_view text, std::string_view source_name = "<input>",
+                               uint32_t default_version = 0x00010600);
 
 // ---- Validation ----
 struct Diagnostic {
@@ -84,11 +87,26 @@ struct Diagnostic {
 struct RuleInfo {
   const char* id;           // "graph.output-index-unique"
   const char* description;  // one line
+  bool strict = false;      // checked only with ValidateOptions::strict
 };
 std::span<const RuleInfo> validation_rules();
 
+struct ValidateOptions {
+  // The target environment, named as spirv-val's --target-env names it: universal1.0 ..
+  // universal1.6 (also spv1.0 .. spv1.6), vulkan1.0 .. vulkan1.4. It bounds the SPIR-V version
+  // and enables the Vulkan-only rules. Unknown names are refused by validate() (Error kInvalidArgument).
+  std::string target_env = "universal1.6";
+  // Weft's rules beyond the specifications and upstream spirv-val (docs/spirv.md, "Strict rules"):
+  // every graph output set, TOSA level 8K limits on tensor types.
+  bool strict = false;
+};
+// The environments ValidateOptions::target_env accepts, and the highest SPIR-V version of one
+// (as a header version word; nullopt for an unknown name).
+std::span<const char* const> target_environments();
+std::optional<uint32_t> target_environment_version(std::string_view env);
+
 // Every rule of docs/spirv.md; never throws on malformed input (a stream that cannot be parsed
 // gives one "binary.*" diagnostic). Empty result: valid.
-std::vector<Diagnostic> validate(std::span<const uint32_t> words);
+std::vector<Diagnostic> validate(std::span<const uint32_t> words, const ValidateOptions& options = {});
 
 }  // namespace weft::spirv

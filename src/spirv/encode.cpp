@@ -11,6 +11,7 @@
 
 #include "spirv/binary.h"
 #include "spirv/codec.h"
+#include "spirv/lift_rank0.h"
 #include "weft/spirv.h"
 #include "weft/verify.h"
 
@@ -124,6 +125,11 @@ void check_type(const Graph& g, const std::string& where, const TensorType& t, c
   for (int64_t d : t.shape) {
     if (d < 0 || d > std::numeric_limits<int32_t>::max())
       unsupported(g, where, what + " has shape " + shape_str(t.shape) + ": SPIR-V tensor dimensions are int32");
+    if (d == 0)
+      unsupported(g, where,
+                  what + (t.dtype == DType::kShape ? " is an empty shape value" : " has shape " + shape_str(t.shape)) +
+                      ": SPV_ARM_tensors requires every dimension to be greater than 0, so an empty tensor cannot "
+                      "be written to SPIR-V");
   }
 }
 
@@ -664,8 +670,11 @@ Binary Encoder::run() {
 
 Binary encode(const Module& module, const EncodeOptions& options) {
   verify_or_throw(module);
-  check_expressible(module);
-  return Encoder(module, options).run();
+  // SPIR-V tensors have Rank > 0: rank-0 values are written as [1] (lift_rank0.h).
+  std::optional<Module> lifted = lift_rank0(module);
+  const Module& m = lifted ? *lifted : module;
+  check_expressible(m);
+  return Encoder(m, options).run();
 }
 
 }  // namespace weft::spirv

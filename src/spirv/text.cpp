@@ -886,13 +886,14 @@ struct TextHeader {
 
 class Assembler {
  public:
-  Assembler(std::string_view text, std::string_view source) : text_(text), source_(source) {}
+  Assembler(std::string_view text, std::string_view source, uint32_t default_version)
+      : text_(text), source_(source), default_version_(default_version) {}
 
   std::vector<uint32_t> run() {
     TextHeader header = read_header();
     tokens_ = Lexer(text_, source_).tokens();
     assign_ids();
-    out_ = {kMagic, header.version.value_or(kVersion16), header.generator.value_or(0), 0, header.schema.value_or(0)};
+    out_ = {kMagic, header.version.value_or(default_version_), header.generator.value_or(0), 0, header.schema.value_or(0)};
     while (peek().kind != Token::Kind::kEnd) instruction();
     uint64_t bound = std::max<uint64_t>(header.bound.value_or(0), uint64_t{max_id_} + 1);
     out_[3] = static_cast<uint32_t>(std::min<uint64_t>(bound, 0xffffffffu));
@@ -1341,6 +1342,7 @@ class Assembler {
 
   std::string_view text_;
   std::string_view source_;
+  uint32_t default_version_;
   std::vector<Token> tokens_;
   size_t pos_ = 0;
   const Token* last_ = nullptr;
@@ -1355,8 +1357,8 @@ class Assembler {
 
 }  // namespace
 
-std::vector<uint32_t> assemble(std::string_view text, std::string_view source_name) {
-  return Assembler(text, source_name).run();
+std::vector<uint32_t> assemble(std::string_view text, std::string_view source_name, uint32_t default_version) {
+  return Assembler(text, source_name, default_version).run();
 }
 
 }  // namespace weft::spirv

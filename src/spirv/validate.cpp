@@ -2,17 +2,14 @@
 // rules. The binary stage is in validate_binary.cpp, the TOSA.001000.1 instruction rules in
 // validate_tosa.cpp. Rule identifiers are stable (docs/spirv.md, tests/spirv/corpus/invalid).
 //
-// Decisions beyond the specification text:
-//  - A rank-0 tensor type is `OpTypeTensorARM %elem %uint_0` without a shape (how Weft writes
-//    scalars); otherwise Rank is 1..MAX_RANK (6, TOSA level 8K) and Shape holds Rank positive
-//    dimensions whose product stays below 2^31 (TOSA level 8K, MAX_LOG2_SIZE 31).
-//  - graph.all-outputs-set: every output of the graph type must be assigned, either whole or,
-//    for an OpTypeArray output, every element; an OpTypeRuntimeArray output needs one element.
-//  - Graph inputs need not all be defined (an unused input may have no OpGraphInputARM).
+// Decisions beyond the specification text (docs/spirv.md, "Validation rules"):
+//  - Verdicts follow upstream spirv-val (SPIRV-Tools) on its SPV_ARM_graph / SPV_ARM_tensors tests
+//    (tests/spirv/upstream). Weft's stricter rules (TOSA level limits, every graph output set) are
+//    `strict` rules, checked only with ValidateOptions::strict.
 //  - Values defined inside a graph (OpGraphInputARM, OpExtInst, OpCompositeExtract results) may
 //    only be used inside that graph (debug and annotation instructions excepted).
-//  - Only OpExtInst of TOSA.001000.1 is accepted; OpExtInst and OpCompositeExtract only appear
-//    inside graph definitions (Weft modules have no functions).
+//  - Function bodies are checked for their structure and the SPV_ARM_tensors instructions only:
+//    Weft validates graph modules, not shaders (spirv-val remains the reference for those).
 //  - The module's profiles are those of `OpModuleProcessed "weft.profiles=..."`, else all.
 #include <algorithm>
 #include <cstring>
@@ -31,13 +28,16 @@ constexpr RuleInfo kRules[] = {
     {"binary.operands", "operands match the instruction's grammar (count, enumerants, literal widths)"},
     {"binary.string", "literal strings are nul-terminated within their instruction"},
     {"binary.id-bound", "every id is nonzero and below the header's bound"},
+    {"binary.version", "the SPIR-V version is one the target environment takes (vulkan1.1: up to 1.3, ...)"},
     {"layout.order", "instructions follow the logical layout; graphs come after all other sections"},
+    {"layout.function", "function bodies: OpFunction ... OpFunctionEnd, not nested; body instructions only inside functions or graphs"},
     {"layout.memory-model", "exactly one OpMemoryModel"},
     {"layout.entry-point", "at least one OpEntryPoint unless the Linkage or GraphARM capability is declared"},
     {"id.defined-once", "each result id is defined by one instruction"},
     {"id.undefined", "every referenced id is defined somewhere in the module"},
     {"id.defined-before-use", "ids are defined before use (forward references only from debug, annotation and entry-point instructions)"},
     {"id.kind", "Result Type operands are types; struct members and pointees are types"},
+    {"capability.required", "every instruction and enumerant the module uses is enabled by a declared capability (or one it implies), as the grammar says"},
     {"id.scope", "values defined inside a graph are used only inside that graph"},
     {"capability.graph", "graph instructions need OpCapability GraphARM"},
     {"capability.tensors", "OpTypeTensorARM needs OpCapability TensorsARM"},
@@ -45,18 +45,28 @@ constexpr RuleInfo kRules[] = {
     {"extension.graph", "the GraphARM capability needs OpExtension \"SPV_ARM_graph\""},
     {"extension.tensors", "the TensorsARM capability and SPV_ARM_graph need OpExtension \"SPV_ARM_tensors\""},
     {"extension.type", "BFloat16TypeKHR needs SPV_KHR_bfloat16, Float8EXT needs SPV_EXT_float8"},
-    {"exts.tosa-import", "OpExtInst uses an OpExtInstImport \"TOSA.001000.1\""},
+    {"exts.import", "OpExtInst's Set is an OpExtInstImport"},
+    {"exts.graph-set", "inside graphs, OpExtInst uses TOSA.001000.1, Arm.ExperimentalMLOperations, Arm.MotionEngine or a non-semantic set", true},
+    {"exts.import-version", "NonSemantic.Graph.DebugInfo.<N> and Arm.ExperimentalMLOperations.<N> imports name a known version"},
+    {"exts.graph-debuginfo", "NonSemantic.Graph.DebugInfo instructions: void result; DebugGraph names an OpGraphARM, DebugOperation a DebugGraph and instructions of its graph, DebugTensor a tensor (with an Index for composites); names are OpString"},
     {"type.scalar", "OpTypeInt width 8/16/32/64 and signedness 0/1; OpTypeFloat width 16/32/64, or 16 with BFloat16KHR, or 8 with a Float8 encoding"},
     {"type.array", "OpTypeArray/OpTypeRuntimeArray element is a type; Length is a positive integer constant"},
+    {"type.unique", "no two non-aggregate, non-pointer types have the same opcode and operands"},
     {"type.tensor.element", "a tensor's Element Type is a scalar boolean, integer or floating-point type"},
-    {"type.tensor.rank", "a tensor's Rank is an integer OpConstant from 0 (no shape) to MAX_RANK 6"},
-    {"type.tensor.shape", "a tensor's Shape is an OpConstantComposite array of Rank positive integer constants"},
-    {"type.tensor.size", "a tensor's dimensions and element count stay below 2^31"},
+    {"type.tensor.rank", "a tensor's Rank is a constant (or specialization constant) of scalar integer type, greater than 0"},
+    {"type.tensor.shape", "a tensor's Shape is a constant array of Rank integers (Length = Rank), each constant one greater than 0"},
+    {"type.tensor.max-rank", "a tensor's Rank is at most MAX_RANK 6 (TOSA level 8K)", true},
+    {"type.tensor.size", "a tensor's dimensions and element count stay below 2^31 (TOSA level 8K)", true},
     {"type.graph.outputs", "a graph type has at least one output"},
     {"type.graph.num-inputs", "a graph type's NumInputs does not exceed its number of InOut types"},
     {"type.graph.interface", "graph inputs and outputs are tensors or (runtime) arrays of tensors"},
     {"constant.type", "OpConstant has an integer or float type (unused high literal bits clear), OpConstantTrue/False a bool type"},
     {"constant.composite", "OpConstantComposite constituents are constants matching its array, struct or tensor type in count and type"},
+    {"constant.null", "OpConstantNull of a tensor type needs a ranked tensor type with a Shape"},
+    {"constant.replicate", "replicated composites (SPV_EXT_replicated_composites): the Value's type is the result's element (member) type; a tensor result has a Shape"},
+    {"tensor.read", "OpTensorReadARM: scalar (or array of scalar) result of the Tensor's element type, a ranked Tensor, Coordinates an integer array of Rank elements, tensor operands allowed for reads"},
+    {"tensor.write", "OpTensorWriteARM: a ranked Tensor, Coordinates an integer array of Rank elements, an Object of the element type, tensor operands allowed for writes"},
+    {"tensor.query-size", "OpTensorQuerySizeARM: integer scalar result, a ranked Tensor, a constant integer Dimension below the Rank"},
     {"variable.type", "OpVariable's Result Type is a pointer of the same storage class"},
     {"graph.constant-type", "OpGraphConstantARM's Result Type is an OpTypeTensorARM"},
     {"graph.constant-id-unique", "GraphConstantID values are unique in the module"},
@@ -67,7 +77,7 @@ constexpr RuleInfo kRules[] = {
     {"graph.type", "OpGraphARM's Result Type is an OpTypeGraphARM"},
     {"graph.end", "each OpGraphARM is closed by OpGraphEndARM before the next one begins; no OpGraphEndARM without OpGraphARM"},
     {"graph.body-instruction", "a graph definition contains only OpGraphInputARM, OpGraphSetOutputARM, OpExtInst and OpCompositeExtract"},
-    {"graph.index-constant", "InputIndex, OutputIndex and ElementIndex are 32-bit integer OpConstants"},
+    {"graph.index-constant", "InputIndex, OutputIndex and ElementIndex are 32-bit integers; in Vulkan environments constant instructions (VUID-StandaloneSpirv-OpGraphInputARM-09931/09932)"},
     {"graph.input-placement", "OpGraphInputARM immediately follows OpGraphARM or OpGraphInputARM"},
     {"graph.input-index-range", "InputIndex is below the graph type's NumInputs"},
     {"graph.input-index-unique", "an input (or input element) is defined by at most one OpGraphInputARM per graph"},
@@ -79,8 +89,8 @@ constexpr RuleInfo kRules[] = {
     {"graph.output-type", "the Value's type is the output's type (or its element type with ElementIndex)"},
     {"graph.output-element-index", "ElementIndex only for array-of-tensor outputs, at most one, below the array length"},
     {"graph.output-required", "a graph definition contains at least one OpGraphSetOutputARM"},
-    {"graph.all-outputs-set", "every output of the graph type is set (whole, or every element of an array output)"},
-    {"graph.composite-extract", "OpCompositeExtract takes one member of a struct value; its Result Type is that member's type"},
+    {"graph.all-outputs-set", "every output of the graph type is set (whole, or every element of an array output)", true},
+    {"graph.composite-extract", "OpCompositeExtract in a graph takes one member of a struct or element of an array value; its Result Type is that member's type"},
     {"tosa.profiles", "OpModuleProcessed \"weft.profiles=...\" names known TOSA profiles and extensions"},
     {"tosa.instruction", "the instruction number is a TOSA.001000.1 instruction"},
     {"tosa.operand-count", "operand count as the TOSA.001000.1 grammar gives (tensor lists: at least one)"},
@@ -196,8 +206,10 @@ enum Section : int {
   kSecModuleProcessed,
   kSecAnnotation,
   kSecTypes,
+  kSecFunctions,
   kSecGraphs,
-  kGraphBody,  // only inside a graph definition
+  kFunctionBody,  // only inside a function (or, for some, a graph) definition
+  kGraphBody,     // only inside a graph definition
 };
 
 const char* section_name(int s) {
@@ -213,7 +225,9 @@ const char* section_name(int s) {
     case kSecModuleProcessed: return "OpModuleProcessed";
     case kSecAnnotation: return "annotations";
     case kSecTypes: return "types, constants and global variables";
+    case kSecFunctions: return "functions";
     case kSecGraphs: return "graph entry points and definitions";
+    case kFunctionBody: return "function bodies";
     default: return "graph bodies";
   }
 }
@@ -222,10 +236,31 @@ bool starts_with(const char* s, const char* prefix) { return std::strncmp(s, pre
 
 bool is_type_decl(const Inst& in) { return starts_with(in.name(), "OpType"); }
 
+// Constants of the types section (specialization constants included).
 bool is_constant_decl(uint16_t op) {
-  return op == kOpConstantTrue || op == kOpConstantFalse || op == kOpConstant || op == kOpConstantComposite ||
-         op == kOpConstantNull;
+  switch (op) {
+    case kOpConstantTrue:
+    case kOpConstantFalse:
+    case kOpConstant:
+    case kOpConstantComposite:
+    case kOpConstantNull:
+    case kOpConstantCompositeReplicateEXT:
+    case kOpSpecConstantTrue:
+    case kOpSpecConstantFalse:
+    case kOpSpecConstant:
+    case kOpSpecConstantComposite:
+    case kOpSpecConstantCompositeReplicateEXT:
+    case kOpSpecConstantOp: return true;
+    default: return false;
+  }
 }
+
+bool is_spec_constant(uint16_t op) {
+  return op == kOpSpecConstantTrue || op == kOpSpecConstantFalse || op == kOpSpecConstant ||
+         op == kOpSpecConstantComposite || op == kOpSpecConstantCompositeReplicateEXT || op == kOpSpecConstantOp;
+}
+
+bool is_graph_only(uint16_t op) { return op == kOpGraphInputARM || op == kOpGraphSetOutputARM || op == kOpGraphEndARM; }
 
 int section_of(const Inst& in) {
   switch (in.opcode()) {
@@ -237,26 +272,34 @@ int section_of(const Inst& in) {
     case kOpExtInstImport: return kSecImport;
     case kOpMemoryModel: return kSecMemoryModel;
     case kOpEntryPoint: return kSecEntryPoint;
-    case kOpExecutionMode: return kSecExecutionMode;
+    case kOpExecutionMode:
+    case kOpExecutionModeId: return kSecExecutionMode;
     case kOpString:
     case kOpSource:
+    case kOpSourceContinued:
     case kOpSourceExtension: return kSecDebugString;
     case kOpName:
     case kOpMemberName: return kSecDebugName;
     case kOpModuleProcessed: return kSecModuleProcessed;
     case kOpDecorate:
-    case kOpMemberDecorate: return kSecAnnotation;
+    case kOpMemberDecorate:
+    case kOpDecorateId:
+    case kOpDecorateString:
+    case kOpMemberDecorateString:
+    case kOpDecorationGroup:
+    case kOpGroupDecorate:
+    case kOpGroupMemberDecorate: return kSecAnnotation;
     case kOpVariable:
-    case kOpTypeTensorARM:
-    case kOpTypeGraphARM:
+    case kOpUndef:
+    case kOpTypeForwardPointer:
     case kOpGraphConstantARM: return kSecTypes;
+    case kOpFunction: return kSecFunctions;
     case kOpGraphEntryPointARM:
     case kOpGraphARM: return kSecGraphs;
     default:
-      if (is_type_decl(in) || is_constant_decl(in.opcode()) || starts_with(in.name(), "OpSpecConstant")) {
-        return kSecTypes;
-      }
-      return kGraphBody;
+      if (is_type_decl(in) || is_constant_decl(in.opcode())) return kSecTypes;
+      if (is_graph_only(in.opcode())) return kGraphBody;
+      return kFunctionBody;
   }
 }
 
@@ -273,8 +316,16 @@ bool forward_reference_allowed(const Inst& in, size_t w) {
     case kOpMemberName:
     case kOpDecorate:
     case kOpMemberDecorate:
+    case kOpDecorateId:
+    case kOpDecorateString:
+    case kOpMemberDecorateString:
     case kOpExecutionMode:
-    case kOpGraphEntryPointARM: return w == 1;
+    case kOpGraphEntryPointARM:
+    case kOpTypeForwardPointer: return w == 1;
+    case kOpExecutionModeId: return w >= 1;
+    case kOpGroupDecorate:
+    case kOpGroupMemberDecorate:
+    case kOpExtInstWithForwardRefsKHR: return true;
     case kOpEntryPoint: return w >= 2;
     default: return false;
   }
@@ -306,17 +357,19 @@ std::string join_names(const std::vector<std::string>& v, const char* sep = ", "
 
 std::string TensorInfo::str() const {
   std::string s = dtype ? dtype_name(*dtype) : "?";
+  if (rank_spec) return s + "[rank by specialization constant]";
   if (rank < 0) return s + "[*]";
   s += "[";
-  for (int k = 0; k < rank; ++k) s += (k ? "," : "") + (has_shape ? std::to_string(dims[k]) : std::string("?"));
-  return s + "]";
+  for (int64_t k = 0; k < rank && k < 16; ++k)
+    s += (k ? "," : "") + (has_shape ? std::to_string(dims[static_cast<size_t>(k)]) : std::string("?"));
+  return s + (rank > 16 ? ",...]" : "]");
 }
 
 // ---------------------------------------------------------------------------------------------
 // Lookups
 
-Checker::Checker(const ParsedModule& module, Reporter& reporter)
-    : m_(module), insts_(module.insts), r_(reporter), graph_of_(module.insts.size(), -1) {}
+Checker::Checker(const ParsedModule& module, Reporter& reporter, const ValidateOptions& options, TargetEnv env)
+    : m_(module), insts_(module.insts), r_(reporter), opt_(options), env_(env), graph_of_(module.insts.size(), -1) {}
 
 const Inst* Checker::def_anywhere(uint32_t id) const {
   auto it = defs_.find(id);
@@ -330,10 +383,12 @@ const Inst* Checker::def_before(uint32_t id, size_t at) const {
 
 std::optional<int64_t> Checker::int_constant(uint32_t id, size_t at, uint32_t* width) const {
   const Inst* c = def_before(id, at);
-  if (c == nullptr || c->opcode() != kOpConstant) return std::nullopt;
+  if (c == nullptr || (c->opcode() != kOpConstant && c->opcode() != kOpConstantNull)) return std::nullopt;
   const Inst* t = def_before(c->result_type, at);
   if (t == nullptr || t->opcode() != kOpTypeInt) return std::nullopt;
   uint32_t w = t->word(2);
+  if (width != nullptr) *width = w;
+  if (c->opcode() == kOpConstantNull) return 0;
   bool is_signed = t->word(3) == 1;
   if (width != nullptr) *width = w;
   if (w == 64) {
@@ -344,6 +399,13 @@ std::optional<int64_t> Checker::int_constant(uint32_t id, size_t at, uint32_t* w
   if (w < 32) v &= (1u << w) - 1;
   if (is_signed && w <= 32 && w > 0 && (v >> (w - 1)) & 1) return static_cast<int64_t>(v) - (int64_t{1} << w);
   return static_cast<int64_t>(v);
+}
+
+bool Checker::is_int_spec_constant(uint32_t id, size_t at) const {
+  const Inst* c = def_before(id, at);
+  if (c == nullptr || (c->opcode() != kOpSpecConstant && c->opcode() != kOpSpecConstantOp)) return false;
+  const Inst* t = def_before(c->result_type, at);
+  return t != nullptr && t->opcode() == kOpTypeInt;
 }
 
 std::optional<DType> Checker::scalar_dtype(uint32_t type_id, size_t at) const {
@@ -439,14 +501,24 @@ void Checker::collect_declarations() {
       default: break;
     }
   }
+  // Declared capabilities and those they imply (the grammar's "capabilities" of a Capability).
+  std::vector<uint32_t> work(capabilities_.begin(), capabilities_.end());
+  while (!work.empty()) {
+    uint32_t c = work.back();
+    work.pop_back();
+    if (!enabled_caps_.insert(c).second) continue;
+    if (const EnumDef* e = find_enumerant(OperandKind::kCapability, c))
+      work.insert(work.end(), e->capabilities.begin(), e->capabilities.end());
+  }
 }
 
 void Checker::check_layout(size_t i) {
   const Inst& in = insts_[i];
   uint16_t op = in.opcode();
+  int s = section_of(in);
   if (in_graph()) {
     bool allowed = op == kOpGraphInputARM || op == kOpGraphSetOutputARM || op == kOpExtInst ||
-                   op == kOpCompositeExtract || op == kOpGraphEndARM || op == kOpGraphARM;
+                   op == kOpCompositeExtract || op == kOpGraphEndARM || op == kOpGraphARM || s == kAnywhere;
     if (!allowed) {
       r_.add("graph.body-instruction", &in,
              std::string(in.name()) + " inside graph " + r_.name(insts_[graph_->begin].result) +
@@ -455,14 +527,37 @@ void Checker::check_layout(size_t i) {
     }
     return;
   }
+  if (function_) {
+    if (op == kOpFunctionEnd) {
+      function_.reset();
+    } else if (op == kOpFunction) {
+      r_.add("layout.function", &in,
+             "OpFunction inside function " + r_.name(insts_[*function_].result) + " (no OpFunctionEnd before it)");
+    } else if (s != kFunctionBody && s != kAnywhere && op != kOpVariable && op != kOpUndef && op != kOpExtInst) {
+      r_.add("layout.order", &in,
+             std::string(in.name()) + " (" + section_name(s) + ") inside function " +
+                 r_.name(insts_[*function_].result));
+    }
+    return;
+  }
   if (op == kOpGraphEndARM) {
     r_.add("graph.end", &in, "OpGraphEndARM without a matching OpGraphARM");
     return;
   }
-  int s = section_of(in);
+  if (op == kOpFunctionEnd) {
+    r_.add("layout.function", &in, "OpFunctionEnd without a matching OpFunction");
+    return;
+  }
   if (s == kAnywhere) return;
-  if (s == kGraphBody) {
-    r_.add("layout.order", &in, std::string(in.name()) + " may only appear inside a graph definition");
+  // A non-semantic OpExtInst (debug information) may appear among the global declarations.
+  if (op == kOpExtInst && section_ <= kSecTypes) {
+    auto it = imports_.find(in.word(3));
+    if (it != imports_.end() && it->second.rfind("NonSemantic.", 0) == 0) s = kSecTypes;
+  }
+  if (s == kGraphBody || s == kFunctionBody) {
+    r_.add("layout.order", &in,
+           std::string(in.name()) + " may only appear inside a " + (s == kGraphBody ? "graph" : "function or graph") +
+               " definition");
     return;
   }
   if (s < section_) {
@@ -476,12 +571,13 @@ void Checker::check_layout(size_t i) {
     section_ = s;
     section_index_ = i;
   }
+  if (op == kOpFunction) function_ = i;
 }
 
 void Checker::check_references(size_t i) {
   const Inst& in = insts_[i];
   for (const ParsedOperand& op : in.operands) {
-    if (op.kind != OperandKind::kIdRef && op.kind != OperandKind::kIdResultType) continue;
+    if (op.kind == OperandKind::kIdResult || !is_id_kind(op.kind)) continue;
     if (op.first_word >= in.size()) continue;
     uint32_t id = in.words[op.first_word];
     auto it = defs_.find(id);
@@ -491,7 +587,12 @@ void Checker::check_references(size_t i) {
     }
     size_t d = it->second;
     const Inst& def = insts_[d];
-    if (d >= i && !forward_reference_allowed(in, op.first_word)) {
+    // Inside functions, ids may be used before their definition (labels, OpPhi, calls): SPIR-V
+    // asks for dominance there, which Weft does not check.
+    bool in_function = function_.has_value() || in.opcode() == kOpFunctionEnd;
+    bool forward_ok = forward_reference_allowed(in, op.first_word) ||
+                      (in_function && op.kind != OperandKind::kIdResultType);
+    if (d >= i && !forward_ok) {
       r_.add("id.defined-before-use", &in,
              std::string(in.name()) + " uses " + r_.name(id) +
                  (d == i ? " in its own definition" : " before its definition at @" + std::to_string(def.offset)),
@@ -714,7 +815,7 @@ void Checker::check_type_tensor(size_t i) {
     uint16_t op = e->opcode();
     if (op != kOpTypeBool && op != kOpTypeInt && op != kOpTypeFloat) {
       r_.add("type.tensor.element", &in,
-             "Element Type " + r_.name(elem) + " is an " + e->name() + ", not a scalar boolean, integer or float type",
+             "Element Type " + r_.name(elem) + " is an " + e->name() + ", not a scalar type (boolean, integer or float)",
              {elem});
       ok = false;
     }
@@ -722,59 +823,100 @@ void Checker::check_type_tensor(size_t i) {
   } else {
     ok = false;  // id.* reported
   }
-  if (rank_id != 0 && def_before(rank_id, i) != nullptr) {
+  if (rank_id != 0) {
+    const Inst* r = def_before(rank_id, i);
+    if (r == nullptr) return;  // id.* reported
+    const Inst* rt = r->result_type ? def_before(r->result_type, i) : nullptr;
     auto rank = int_constant(rank_id, i);
-    if (!rank) {
-      r_.add("type.tensor.rank", &in, "Rank " + r_.name(rank_id) + " is not an integer OpConstant", {rank_id});
-      ok = false;
-    } else if (*rank < 0 || *rank > kMaxRank) {
-      r_.add("type.tensor.rank", &in,
-             "Rank " + r_.name(rank_id) + " is " + std::to_string(*rank) + "; it must be 0 to MAX_RANK " +
-                 std::to_string(kMaxRank),
+    if (!is_constant_decl(r->opcode())) {
+      r_.add("type.tensor.rank", &in, "Rank " + r_.name(rank_id) + " is an " + r->name() + ", not a constant instruction",
              {rank_id});
-      ok = false;
-    } else {
-      t.rank = static_cast<int>(*rank);
+      return;
     }
-  } else if (rank_id != 0) {
-    ok = false;
+    if (rt == nullptr || rt->opcode() != kOpTypeInt) {
+      r_.add("type.tensor.rank", &in, "Rank " + r_.name(rank_id) + " does not have a scalar integer type", {rank_id});
+      return;
+    }
+    if (rank) {
+      if (*rank <= 0) {
+        r_.add("type.tensor.rank", &in,
+               "Rank " + r_.name(rank_id) + " is " + std::to_string(*rank) + ": it must define a value greater than 0",
+               {rank_id});
+        return;
+      }
+      if (opt_.strict && *rank > kMaxRank) {
+        r_.add("type.tensor.max-rank", &in,
+               "Rank " + r_.name(rank_id) + " is " + std::to_string(*rank) + ", above MAX_RANK " +
+                   std::to_string(kMaxRank) + " (TOSA level 8K)",
+               {rank_id});
+        ok = false;
+      }
+      t.rank = *rank;
+    } else {
+      t.rank_spec = true;  // a specialization constant (or a composite: not an integer scalar)
+      if (r->opcode() != kOpSpecConstant && r->opcode() != kOpSpecConstantOp) {
+        r_.add("type.tensor.rank", &in, "Rank " + r_.name(rank_id) + " is not a scalar integer constant", {rank_id});
+        return;
+      }
+    }
   }
-  if (shape_id != 0 && ok) {
-    const Inst* s = def_before(shape_id, i);
-    if (s == nullptr) return;
+  if (shape_id != 0) {
+    const Inst* sh = def_before(shape_id, i);
+    if (sh == nullptr) return;
     auto shape_error = [&](const std::string& why) {
       r_.add("type.tensor.shape", &in, "Shape " + r_.name(shape_id) + " " + why, {shape_id});
     };
-    const Inst* arr = s->opcode() == kOpConstantComposite ? def_before(s->result_type, i) : nullptr;
-    if (t.rank == 0) return shape_error("given for a rank-0 tensor (omit it)");
-    if (arr == nullptr || arr->opcode() != kOpTypeArray) {
-      return shape_error("must be an OpConstantComposite of an integer array type, got " + std::string(s->name()));
+    if (!is_constant_decl(sh->opcode())) return shape_error("is an " + std::string(sh->name()) + ", not a constant instruction");
+    const Inst* arr = def_before(sh->result_type, i);
+    const Inst* ae = arr != nullptr && arr->opcode() == kOpTypeArray ? def_before(arr->word(2), i) : nullptr;
+    std::optional<int64_t> length = arr != nullptr && arr->opcode() == kOpTypeArray ? int_constant(arr->word(3), i)
+                                                                                       : std::nullopt;
+    if (ae == nullptr || ae->opcode() != kOpTypeInt || (t.rank >= 0 && length && *length != t.rank)) {
+      return shape_error("is not an array of integer type whose Length is equal to Rank" +
+                         (length && ae != nullptr && ae->opcode() == kOpTypeInt
+                              ? " (it has " + std::to_string(*length) + " dimensions, Rank is " + std::to_string(t.rank) + ")"
+                              : std::string()));
     }
-    const Inst* ae = def_before(arr->word(2), i);
-    if (ae == nullptr || ae->opcode() != kOpTypeInt) return shape_error("must be an array of integers");
-    size_t count = s->size() - 3;
-    if (count != static_cast<size_t>(t.rank)) {
-      return shape_error("has " + std::to_string(count) + " dimensions but Rank is " + std::to_string(t.rank));
-    }
-    int64_t elements = 1;
-    for (size_t k = 0; k < count; ++k) {
-      uint32_t dim_id = s->word(3 + k);
-      auto dim = int_constant(dim_id, i);
-      if (!dim || *dim <= 0) {
-        return shape_error("dimension " + std::to_string(k) + " (" + r_.name(dim_id) + ") " +
-                           (dim ? "is " + std::to_string(*dim) + ", not positive" : "is not an integer OpConstant"));
+    if (sh->opcode() == kOpConstantComposite || sh->opcode() == kOpSpecConstantComposite) {
+      size_t count = sh->size() - 3;
+      std::vector<int64_t> dims;
+      bool all_fixed = true;
+      int64_t elements = 1;
+      for (size_t k = 0; k < count; ++k) {
+        uint32_t dim_id = sh->word(3 + k);
+        auto dim = int_constant(dim_id, i);
+        if (!dim) {
+          all_fixed = false;  // a specialization constant
+          continue;
+        }
+        if (*dim <= 0) {
+          return shape_error("constituent " + std::to_string(k) + " (" + r_.name(dim_id) + " = " +
+                             std::to_string(*dim) + ") is not greater than 0");
+        }
+        if (*dim > kMaxElements || elements > kMaxElements / *dim) {
+          if (opt_.strict) {
+            r_.add("type.tensor.size", &in,
+                   "Shape " + r_.name(shape_id) + ": dimension " + std::to_string(k) + " = " + std::to_string(*dim) +
+                       " makes the element count exceed 2^31 - 1 (TOSA level 8K)",
+                   {shape_id, dim_id});
+          }
+          ok = false;  // beyond what Weft's graphs can hold
+          continue;
+        }
+        elements *= *dim;
+        dims.push_back(*dim);
       }
-      if (*dim > kMaxElements || elements > kMaxElements / *dim) {
-        r_.add("type.tensor.size", &in,
-               "Shape " + r_.name(shape_id) + ": dimension " + std::to_string(k) + " = " + std::to_string(*dim) +
-                   " makes the element count exceed 2^31 - 1 (TOSA level 8K)",
-               {shape_id, dim_id});
-        return;
+      if (all_fixed && t.rank >= 0) {
+        t.has_shape = true;
+        t.dims = std::move(dims);
+      } else {
+        t.shape_spec = true;
       }
-      elements *= *dim;
-      t.dims[k] = *dim;
+    } else {
+      // OpConstantNull (every dimension 0), replicated or operation results: accepted as
+      // spirv-val does, but not a shape Weft can use.
+      t.shape_spec = true;
     }
-    t.has_shape = true;
   }
   if (ok) tensors_.emplace(in.result, t);
 }
@@ -817,7 +959,7 @@ void Checker::check_constant(size_t i) {
   const Inst& in = insts_[i];
   const Inst* t = def_before(in.result_type, i);
   if (t == nullptr) return;
-  if (in.opcode() != kOpConstant) {
+  if (in.opcode() != kOpConstant && in.opcode() != kOpSpecConstant) {
     if (t->opcode() != kOpTypeBool) {
       r_.add("constant.type", &in, std::string(in.name()) + " needs a bool type, got " + describe_type(in.result_type),
              {in.result_type});
@@ -825,7 +967,7 @@ void Checker::check_constant(size_t i) {
     return;
   }
   if (t->opcode() != kOpTypeInt && t->opcode() != kOpTypeFloat) {
-    r_.add("constant.type", &in, "OpConstant needs an integer or float type, got " + describe_type(in.result_type),
+    r_.add("constant.type", &in, std::string(in.name()) + " needs an integer or float type, got " + describe_type(in.result_type),
            {in.result_type});
     return;
   }
@@ -866,10 +1008,19 @@ void Checker::check_constant_composite(size_t i) {
       expected_desc = "the member type";
       break;
     }
+    case kOpTypeVector:
+    case kOpTypeMatrix: {  // word 3: the component (column) count
+      count = static_cast<int64_t>(t->word(3));
+      uint32_t elem = t->word(2);
+      type_ok = [elem](size_t, uint32_t ty) { return ty == elem; };
+      expected_desc = r_.name(elem);
+      break;
+    }
     case kOpTypeTensorARM: {
       const TensorInfo* ti = tensor_type(in.result_type);
       if (ti == nullptr) return;  // type.tensor.* reported
-      if (ti->rank < 1 || !ti->has_shape) return fail("its tensor type " + describe_type(in.result_type) + " has no shape");
+      if (ti->rank_spec || ti->shape_spec) return;  // sizes fixed at specialization time
+      if (!ti->has_shape) return fail("its tensor type " + describe_type(in.result_type) + " has no shape");
       count = ti->dims[0];
       if (ti->rank == 1) {
         uint32_t elem = ti->elem_type;
@@ -877,18 +1028,19 @@ void Checker::check_constant_composite(size_t i) {
         expected_desc = r_.name(elem);
       } else {
         TensorInfo want = *ti;
-        std::copy(ti->dims.begin() + 1, ti->dims.end(), want.dims.begin());
+        want.dims.erase(want.dims.begin());
         want.rank = ti->rank - 1;
         type_ok = [this, want](size_t, uint32_t ty) {
           const TensorInfo* c = tensor_type(ty);
-          return c != nullptr && c->elem_type == want.elem_type && c->rank == want.rank && c->has_shape &&
-                 std::equal(c->dims.begin(), c->dims.begin() + want.rank, want.dims.begin());
+          if (c == nullptr || c->elem_type != want.elem_type) return false;
+          if (c->rank_spec || c->shape_spec) return true;  // not known before specialization
+          return c->rank == want.rank && c->has_shape && c->dims == want.dims;
         };
         expected_desc = "a tensor " + want.str();
       }
       break;
     }
-    default: return fail("its type " + describe_type(in.result_type) + " is not an array, struct or tensor type");
+    default: return fail("its type " + describe_type(in.result_type) + " is not a composite type");
   }
   if (count && *count != static_cast<int64_t>(parts.size())) {
     return fail("has " + std::to_string(parts.size()) + " constituents, its type needs " + std::to_string(*count));
@@ -896,9 +1048,14 @@ void Checker::check_constant_composite(size_t i) {
   for (size_t k = 0; k < parts.size(); ++k) {
     const Inst* c = def_before(parts[k], i);
     if (c == nullptr) continue;  // id.* reported
-    if (!is_constant_decl(c->opcode())) {
+    if (!is_constant_decl(c->opcode()) && c->opcode() != kOpUndef) {
       return fail("constituent " + std::to_string(k) + " " + r_.name(parts[k]) + " is an " + c->name() +
                       ", not a constant",
+                  {parts[k]});
+    }
+    if (in.opcode() == kOpConstantComposite && is_spec_constant(c->opcode())) {
+      return fail("constituent " + std::to_string(k) + " " + r_.name(parts[k]) + " is an " + c->name() +
+                      ": an OpConstantComposite takes no specialization constants (OpSpecConstantComposite does)",
                   {parts[k]});
     }
     if (!type_ok(k, c->result_type)) {
@@ -946,15 +1103,28 @@ void Checker::check_ext_inst_set(size_t i) {
   const Inst* d = def_before(set, i);
   if (d == nullptr) return;
   auto it = imports_.find(set);
-  if (d->opcode() != kOpExtInstImport || it == imports_.end() || it->second != kTosaSetName) {
-    r_.add("exts.tosa-import", &in,
-           "Set " + r_.name(set) + " is " +
-               (it != imports_.end() ? "the import of \"" + it->second + "\"" : std::string("an ") + d->name()) +
-               ", not an OpExtInstImport of \"" + kTosaSetName + "\"",
+  if (d->opcode() != kOpExtInstImport || it == imports_.end()) {
+    r_.add("exts.import", &in, "Set " + r_.name(set) + " is an " + std::string(d->name()) + ", not an OpExtInstImport",
            {set});
     return;
   }
-  if (in_graph()) check_tosa(i);
+  const std::string& name = it->second;
+  if (name == kTosaSetName) {
+    if (in_graph()) check_tosa(i);
+    return;
+  }
+  if (name.rfind("NonSemantic.Graph.DebugInfo.", 0) == 0) {
+    check_graph_debuginfo(i);
+    return;
+  }
+  bool graph_set = name.rfind("NonSemantic.", 0) == 0 || name.rfind("Arm.ExperimentalMLOperations.", 0) == 0 ||
+                   name == "Arm.MotionEngine.100";
+  if (in_graph() && !graph_set && opt_.strict) {
+    r_.add("exts.graph-set", &in,
+           "OpExtInst of \"" + name + "\" inside graph " + r_.name(insts_[graph_->begin].result) +
+               ": graphs take TOSA.001000.1, Arm.ExperimentalMLOperations, Arm.MotionEngine and non-semantic sets",
+           {set});
+  }
 }
 
 void Checker::check_composite_extract(size_t i) {
@@ -962,21 +1132,339 @@ void Checker::check_composite_extract(size_t i) {
   uint32_t comp = in.word(3);
   const Inst* c = def_before(comp, i);
   if (c == nullptr) return;
-  const Inst* st = c->result_type != 0 ? def_before(c->result_type, i) : nullptr;
   auto fail = [&](const std::string& why) { r_.add("graph.composite-extract", &in, why, {comp}); };
-  if (st == nullptr || st->opcode() != kOpTypeStruct) {
-    return fail("Composite " + r_.name(comp) + " must be a value of struct type (a two-output operator's result)");
+  if (c->result_type == 0) return fail("Composite " + r_.name(comp) + " is an " + c->name() + ", not a value");
+  if (in.size() < 5) return fail("OpCompositeExtract of " + r_.name(comp) + " needs at least one index");
+  // Walk the indexes down the type: struct members, array and vector elements. Tensors are not
+  // composites for OpCompositeExtract (spirv-val: "Reached non-composite type").
+  uint32_t type = c->result_type;
+  for (size_t w = 4; w < in.size(); ++w) {
+    uint32_t k = in.word(w);
+    const Inst* t = def_before(type, i);
+    if (t == nullptr) return;
+    switch (t->opcode()) {
+      case kOpTypeStruct:
+        if (k + 2 >= t->size()) {
+          return fail("index " + std::to_string(k) + " is out of range: " + describe_type(type) + " has " +
+                      std::to_string(t->size() - 2) + " members");
+        }
+        type = t->word(2 + k);
+        break;
+      case kOpTypeArray:
+      case kOpTypeRuntimeArray:
+      case kOpTypeVector: {
+        auto len = t->opcode() == kOpTypeArray    ? int_constant(t->word(3), i)
+                   : t->opcode() == kOpTypeVector ? std::optional<int64_t>(t->word(3))
+                                                  : std::nullopt;
+        if (len && k >= *len) {
+          return fail("index " + std::to_string(k) + " is out of range: " + describe_type(type) + " has " +
+                      std::to_string(*len) + " elements");
+        }
+        type = t->word(2);
+        break;
+      }
+      default:
+        return fail("Composite " + r_.name(comp) + ": index " + std::to_string(k) + " goes into " +
+                    describe_type(type) + ", which is not a composite type (reached a non-composite type while "
+                    "indexes remain)");
+    }
   }
-  if (in.size() != 5) return fail("OpCompositeExtract of " + r_.name(comp) + " must have exactly one index");
-  uint32_t k = in.word(4);
-  size_t members = st->size() - 2;
-  if (k >= members) {
-    return fail("index " + std::to_string(k) + " is out of range: " + r_.name(comp) + " has " +
-                std::to_string(members) + " members");
+  if (type != in.result_type) {
+    fail("Result Type " + describe_type(in.result_type) + " differs from the type " + describe_type(type) +
+         " of the element the indexes select");
   }
-  if (st->word(2 + k) != in.result_type) {
-    fail("Result Type " + describe_type(in.result_type) + " differs from member " + std::to_string(k) + " type " +
-         describe_type(st->word(2 + k)));
+}
+
+void Checker::check_constant_null(size_t i) {
+  const Inst& in = insts_[i];
+  const Inst* t = def_before(in.result_type, i);
+  if (t == nullptr || t->opcode() != kOpTypeTensorARM) return;
+  const TensorInfo* ti = tensor_type(in.result_type);
+  if (ti == nullptr) return;  // type.tensor.* reported
+  if (!ti->ranked() || (!ti->has_shape && !ti->shape_spec)) {
+    r_.add("constant.null", &in,
+           "OpConstantNull " + r_.name(in.result) + ": tensor type " + describe_type(in.result_type) +
+               " cannot have a null value (it needs a Rank and a Shape)",
+           {in.result_type});
+  }
+}
+
+void Checker::check_replicate(size_t i) {
+  const Inst& in = insts_[i];
+  const Inst* t = def_before(in.result_type, i);
+  uint32_t value = in.word(3);
+  const Inst* v = in.opcode() == kOpCompositeConstructReplicateEXT ? def_anywhere(value) : def_before(value, i);
+  if (t == nullptr || v == nullptr) return;  // id.* reported
+  auto fail = [&](const std::string& why) {
+    r_.add("constant.replicate", &in, std::string(in.name()) + " " + r_.name(in.result) + ": " + why, {value});
+  };
+  if (in.opcode() != kOpCompositeConstructReplicateEXT) {
+    bool spec_ok = in.opcode() == kOpSpecConstantCompositeReplicateEXT;
+    if (!is_constant_decl(v->opcode()) || (!spec_ok && is_spec_constant(v->opcode())))
+      return fail("Value " + r_.name(value) + " is an " + v->name() + ", not a " + (spec_ok ? "" : "non-specialization ") + "constant");
+  }
+  switch (t->opcode()) {
+    case kOpTypeVector:
+    case kOpTypeMatrix:
+    case kOpTypeArray:
+    case kOpTypeTensorARM:
+      if (v->result_type != t->word(2)) {
+        return fail("Expected Value type to be equal to the result's element type: " + describe_type(v->result_type) +
+                    " is not " + describe_type(t->word(2)));
+      }
+      if (t->opcode() == kOpTypeTensorARM && t->size() < 5)
+        return fail("Result tensor type " + describe_type(in.result_type) + " is not a composite type: it has no Shape");
+      return;
+    case kOpTypeStruct:
+      for (size_t k = 2; k < t->size(); ++k) {
+        if (t->word(k) != v->result_type)
+          return fail("Expected Value type " + describe_type(v->result_type) + " to be equal to every member type of " +
+                      describe_type(in.result_type));
+      }
+      return;
+    default: return fail("Result Type " + describe_type(in.result_type) + " is not a composite type");
+  }
+}
+
+void Checker::check_unique_type(size_t i) {
+  const Inst& in = insts_[i];
+  switch (in.opcode()) {
+    case kOpTypeArray:
+    case kOpTypeRuntimeArray:
+    case kOpTypeStruct:
+    case kOpTypePointer:
+    case kOpTypeUntypedPointerKHR:
+    case kOpTypeForwardPointer: return;  // aggregates and pointers may be declared twice
+    default: break;
+  }
+  std::string key(reinterpret_cast<const char*>(&in.words[0]), sizeof(uint32_t));
+  for (size_t k = 2; k < in.size(); ++k) key.append(reinterpret_cast<const char*>(&in.words[k]), sizeof(uint32_t));
+  auto [it, inserted] = types_seen_.emplace(std::move(key), i);
+  if (!inserted) {
+    const Inst& first = insts_[it->second];
+    r_.add("type.unique", &in,
+           "Duplicate non-aggregate type declarations are not allowed: " + r_.name(in.result) +
+               " repeats the opcode and operands of " + r_.name(first.result) + " at @" + std::to_string(first.offset),
+           {in.result, first.result});
+  }
+}
+
+void Checker::check_required_capabilities(size_t i) {
+  const Inst& in = insts_[i];
+  auto enabled = [&](std::span<const uint32_t> caps) {
+    return caps.empty() || std::any_of(caps.begin(), caps.end(), [&](uint32_t c) { return enabled_caps_.count(c) != 0; });
+  };
+  auto names = [](std::span<const uint32_t> caps) {
+    std::string s;
+    for (uint32_t c : caps) {
+      const EnumDef* e = find_enumerant(OperandKind::kCapability, c);
+      s += (s.empty() ? "" : ", ") + (e ? std::string(e->name) : std::to_string(c));
+    }
+    return s;
+  };
+  if (in.def != nullptr && !enabled(in.def->capabilities)) {
+    r_.add("capability.required", &in,
+           std::string(in.name()) + " requires one of these capabilities: " + names(in.def->capabilities));
+  }
+  if (in.opcode() == kOpCapability) return;  // declaring a capability needs nothing
+  for (const ParsedOperand& op : in.operands) {
+    KindCategory cat = kind_category(op.kind);
+    if (cat != KindCategory::kValueEnum && cat != KindCategory::kBitEnum) continue;
+    uint32_t v = in.word(op.first_word);
+    auto check = [&](uint32_t value) {
+      const EnumDef* e = find_enumerant(op.kind, value);
+      if (e == nullptr || enabled(e->capabilities)) return;
+      r_.add("capability.required", &in,
+             std::string(operand_kind_name(op.kind)) + " " + e->name + " requires one of these capabilities: " +
+                 names(e->capabilities));
+    };
+    if (cat == KindCategory::kValueEnum) {
+      check(v);
+    } else {
+      for (int bit = 0; bit < 32; ++bit)
+        if (v & (uint32_t{1} << bit)) check(uint32_t{1} << bit);
+    }
+  }
+}
+
+void Checker::check_import(size_t i) {
+  const Inst& in = insts_[i];
+  auto it = imports_.find(in.result);
+  if (it == imports_.end()) return;
+  const std::string& name = it->second;
+  // <prefix><decimal version>, version 1 .. latest.
+  auto version_of = [&](const std::string& prefix, const char* set, uint32_t latest, bool graph_debug) {
+    if (name.rfind(prefix, 0) != 0) return;
+    std::string v = name.substr(prefix.size());
+    auto fail = [&](const std::string& why) { r_.add("exts.import-version", &in, "\"" + name + "\": " + why); };
+    if (v.empty()) return fail(std::string("Missing ") + set + " import version");
+    if (!std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; }) || v.size() > 9)
+      return fail(std::string(set) + " import does not encode the version correctly");
+    uint32_t n = static_cast<uint32_t>(std::stoul(v));
+    if (n == 0 || n > latest) {
+      return fail(graph_debug ? std::string(set) + " import version " + std::to_string(n) + " is not supported"
+                              : std::string("Unknown ") + set + " import version " + std::to_string(n));
+    }
+    if (graph_debug && extensions_.count("SPV_ARM_graph") == 0)
+      fail(std::string(set) + " requires OpExtension \"SPV_ARM_graph\"");
+  };
+  version_of("NonSemantic.Graph.DebugInfo.", "NonSemantic.Graph.DebugInfo", 1, true);
+  version_of("Arm.ExperimentalMLOperations.", "Arm.ExperimentalMLOperations", 1, false);
+}
+
+void Checker::check_tensor_read_write(size_t i) {
+  const Inst& in = insts_[i];
+  bool read = in.opcode() == kOpTensorReadARM;
+  const char* rule = read ? "tensor.read" : "tensor.write";
+  auto fail = [&](const std::string& why) { r_.add(rule, &in, std::string(in.name()) + ": " + why); };
+  // A scalar type, or an array of one: its scalar type (0 if neither).
+  auto scalar_of = [&](uint32_t type) -> uint32_t {
+    const Inst* t = def_anywhere(type);
+    if (t != nullptr && t->opcode() == kOpTypeArray) t = def_anywhere(t->word(2));
+    if (t == nullptr) return 0;
+    uint16_t op = t->opcode();
+    return op == kOpTypeBool || op == kOpTypeInt || op == kOpTypeFloat ? t->result : 0;
+  };
+  size_t w = read ? 3 : 1;  // Tensor
+  const Inst* tensor = def_anywhere(in.word(w));
+  const Inst* coords = def_anywhere(in.word(w + 1));
+  if (tensor == nullptr || coords == nullptr) return;  // id.* reported
+  if (read && scalar_of(in.result_type) == 0)
+    return fail("Expected Result Type to be a scalar type or array of scalar type, got " + describe_type(in.result_type));
+  const Inst* tt = def_anywhere(tensor->result_type);
+  if (tt == nullptr || tt->opcode() != kOpTypeTensorARM || tt->size() < 4)
+    return fail("Expected Tensor to be an OpTypeTensorARM whose Rank is specified, got " + describe_type(tensor->result_type));
+  uint32_t elem = tt->word(2);
+  if (read && scalar_of(in.result_type) != elem)
+    return fail("Expected Result Type to be the same as the Element Type of Tensor (" + describe_type(elem) + ")");
+  // Coordinates: an integer array whose Length equals the Rank (when both are known).
+  const Inst* ct = def_anywhere(coords->result_type);
+  const Inst* ce = ct != nullptr && ct->opcode() == kOpTypeArray ? def_anywhere(ct->word(2)) : nullptr;
+  auto rank = int_constant(tt->word(3), insts_.size());
+  auto length = ct != nullptr && ct->opcode() == kOpTypeArray ? int_constant(ct->word(3), insts_.size()) : std::nullopt;
+  if (ce == nullptr || ce->opcode() != kOpTypeInt || (rank && length && *rank != *length) || (rank && !length))
+    return fail("Expected Coordinates to be an array whose Element Type is an integer type and whose Length is equal "
+                "to the Rank of Tensor");
+  size_t next = w + 2;
+  if (!read) {
+    const Inst* object = def_anywhere(in.word(w + 2));
+    if (object == nullptr) return;
+    if (scalar_of(object->result_type) != elem)
+      return fail("Expected Object to be a scalar type or array of scalar type that is the same as the Element Type "
+                  "of Tensor");
+    next = w + 3;
+  }
+  if (next >= in.size()) return;
+  uint32_t flags = in.word(next);
+  constexpr uint32_t kOutOfBounds = 0x2, kAvailable = 0x4, kVisible = 0x8, kNonPrivate = 0x10;
+  if (read) {
+    if (flags & kOutOfBounds) {
+      const Inst* oob = next + 1 < in.size() ? def_anywhere(in.word(next + 1)) : nullptr;
+      if (oob != nullptr && scalar_of(oob->result_type) != elem)
+        return fail("Expected the type of the OutOfBoundsValueARM value to be the same as the Element Type of Tensor");
+    }
+    if (flags & kAvailable) return fail("MakeElementAvailableARM cannot be used with OpTensorReadARM");
+    if ((flags & kVisible) && !(flags & kNonPrivate))
+      return fail("MakeElementVisibleARM requires NonPrivateElementARM");
+  } else {
+    if (flags & kOutOfBounds) return fail("OutOfBoundsValue Tensor Operand not allowed with OpTensorWriteARM");
+    if (flags & kVisible) return fail("MakeElementVisibleARM not allowed with OpTensorWriteARM");
+    if ((flags & kAvailable) && !(flags & kNonPrivate))
+      return fail("MakeElementAvailableARM requires NonPrivateElementARM");
+  }
+}
+
+void Checker::check_tensor_query_size(size_t i) {
+  const Inst& in = insts_[i];
+  auto fail = [&](const std::string& why) { r_.add("tensor.query-size", &in, "OpTensorQuerySizeARM: " + why); };
+  const Inst* rt = def_anywhere(in.result_type);
+  if (rt == nullptr || rt->opcode() != kOpTypeInt) return fail("Expected Result Type to be an integer type scalar");
+  const Inst* tensor = def_anywhere(in.word(3));
+  const Inst* dim = def_anywhere(in.word(4));
+  if (tensor == nullptr || dim == nullptr) return;
+  const Inst* tt = def_anywhere(tensor->result_type);
+  if (tt == nullptr || tt->opcode() != kOpTypeTensorARM || tt->size() < 4)
+    return fail("Expected Tensor to be an OpTypeTensorARM whose Rank is specified");
+  const Inst* dt = def_anywhere(dim->result_type);
+  if (!is_constant_decl(dim->opcode()) || dt == nullptr || dt->opcode() != kOpTypeInt)
+    return fail("Dimension must come from a constant instruction of scalar integer type");
+  auto rank = int_constant(tt->word(3), insts_.size());
+  auto d = int_constant(in.word(4), insts_.size());
+  if (rank && d && (*d < 0 || *d >= *rank))
+    fail("Dimension (" + std::to_string(*d) + ") must be less than the Rank of Tensor (" + std::to_string(*rank) + ")");
+}
+
+void Checker::check_graph_debuginfo(size_t i) {
+  const Inst& in = insts_[i];
+  uint32_t number = in.word(4);
+  const char* names[] = {"?", "DebugGraph", "DebugOperation", "DebugTensor"};
+  std::string what = std::string("NonSemantic.Graph.DebugInfo ") + (number >= 1 && number <= 3 ? names[number] : "?");
+  auto fail = [&](const std::string& why) { r_.add("exts.graph-debuginfo", &in, what + ": " + why); };
+  const Inst* rt = def_anywhere(in.result_type);
+  if (rt == nullptr || rt->opcode() != kOpTypeVoid) return fail("the result type must be an OpTypeVoid");
+  auto is_string = [&](size_t w) {
+    const Inst* d = w < in.size() ? def_anywhere(in.word(w)) : nullptr;
+    return d != nullptr && d->opcode() == kOpString;
+  };
+  auto is_debug = [&](const Inst* d, uint32_t which) {
+    if (d == nullptr || d->opcode() != kOpExtInst || d->size() < 5 || d->word(4) != which) return false;
+    auto it = imports_.find(d->word(3));
+    return it != imports_.end() && it->second.rfind("NonSemantic.Graph.DebugInfo.", 0) == 0;
+  };
+  switch (number) {
+    case 1: {  // DebugGraph Graph Name
+      const Inst* g = def_anywhere(in.word(5));
+      if (g == nullptr || g->opcode() != kOpGraphARM) return fail("operand Graph must be a result id of OpGraphARM");
+      if (!is_string(6)) return fail("operand Name must be a result id of OpString");
+      return;
+    }
+    case 2: {  // DebugOperation DebugGraph Name Instructions...
+      const Inst* dg = def_anywhere(in.word(5));
+      if (!is_debug(dg, 1)) return fail("operand DebugGraph must be a result id of NonSemantic.Graph.DebugInfo DebugGraph");
+      if (!is_string(6)) return fail("operand Name must be a result id of OpString");
+      if (in.size() < 8) return fail("operand Instructions must list at least one instruction");
+      auto graph_at = defs_.find(dg->word(5));
+      for (size_t w = 7; w < in.size(); ++w) {
+        auto d = defs_.find(in.word(w));
+        bool inside = d != defs_.end() && graph_at != defs_.end() &&
+                      graph_of_[d->second] == static_cast<int>(graph_at->second);
+        if (!inside)
+          return fail("operand Instructions must be result ids of instructions within the graph described by DebugGraph (" +
+                      r_.name(in.word(w)) + " is not)");
+      }
+      return;
+    }
+    case 3: {  // DebugTensor Tensor Name [Index]
+      const Inst* v = def_anywhere(in.word(5));
+      const Inst* t = v != nullptr && v->result_type ? def_anywhere(v->result_type) : nullptr;
+      bool tensor = t != nullptr && t->opcode() == kOpTypeTensorARM;
+      bool composite = false;
+      if (t != nullptr && (t->opcode() == kOpTypeArray || t->opcode() == kOpTypeRuntimeArray)) {
+        const Inst* e = def_anywhere(t->word(2));
+        composite = e != nullptr && e->opcode() == kOpTypeTensorARM;
+      } else if (t != nullptr && t->opcode() == kOpTypeStruct) {
+        composite = t->size() > 2;
+        for (size_t k = 2; k < t->size(); ++k) {
+          const Inst* e = def_anywhere(t->word(k));
+          composite = composite && e != nullptr && e->opcode() == kOpTypeTensorARM;
+        }
+      }
+      if (!tensor && !composite)
+        return fail("operand Tensor must be a value of OpTypeTensorARM or a composite type whose top-level constituents are OpTypeTensorARM");
+      if (!is_string(6)) return fail("operand Name must be a result id of OpString");
+      bool has_index = in.size() > 7;
+      if (composite && !has_index) return fail("operand Index must be present when Tensor has composite type");
+      if (has_index) {
+        if (!composite) return fail("operand Tensor must have composite type when Index is present");
+        const Inst* idx = def_anywhere(in.word(7));
+        const Inst* it = idx != nullptr ? def_anywhere(idx->result_type) : nullptr;
+        if (idx == nullptr || idx->opcode() != kOpConstant || it == nullptr || it->opcode() != kOpTypeInt ||
+            it->word(2) != 32 || it->word(3) != 0)
+          return fail("operand Index must be a result id of 32-bit unsigned OpConstant");
+      }
+      return;
+    }
+    default: return;  // the grammar rejected unknown instructions
   }
 }
 
@@ -1016,7 +1504,7 @@ void Checker::end_graph(size_t end_index) {
            {begin.result});
     return;
   }
-  if (g.type == nullptr) return;
+  if (g.type == nullptr || !opt_.strict) return;
   // An output is complete when set whole, or (arrays) element by element. Only outputs that have
   // an OpGraphSetOutputARM are visited, so the cost follows the graph's size, not the type's.
   auto complete = [&](uint32_t j, const GraphSlot& slot) {
@@ -1055,19 +1543,31 @@ void Checker::check_graph_io(size_t i, bool input) {
   const Inst& graph = insts_[graph_->begin];
   std::string gname = r_.name(graph.result);
   // Placement.
+  // Non-semantic instructions (debug information, OpLine) between them do not count.
+  auto non_semantic = [&](size_t k) {
+    const Inst& x = insts_[k];
+    if (section_of(x) == kAnywhere) return true;
+    if (x.opcode() != kOpExtInst) return false;
+    auto it = imports_.find(x.word(3));
+    return it != imports_.end() && it->second.rfind("NonSemantic.", 0) == 0;
+  };
   if (input) {
-    uint16_t prev = insts_[i - 1].opcode();  // i > begin: this is inside a graph
+    size_t p = i - 1;  // i > begin: this is inside a graph
+    while (p > graph_->begin && non_semantic(p)) --p;
+    uint16_t prev = insts_[p].opcode();
     if (prev != kOpGraphARM && prev != kOpGraphInputARM) {
       r_.add(rule("placement"), &in,
              "OpGraphInputARM must immediately follow OpGraphARM or OpGraphInputARM, not " +
-                 std::string(insts_[i - 1].name()));
+                 std::string(insts_[p].name()));
     }
   } else {
-    uint16_t next = i + 1 < insts_.size() ? insts_[i + 1].opcode() : 0;
+    size_t n = i + 1;
+    while (n < insts_.size() && non_semantic(n)) ++n;
+    uint16_t next = n < insts_.size() ? insts_[n].opcode() : 0;
     if (next != kOpGraphEndARM && next != kOpGraphSetOutputARM) {
       r_.add(rule("placement"), &in,
              std::string("OpGraphSetOutputARM must immediately precede OpGraphEndARM or OpGraphSetOutputARM, not ") +
-                 (i + 1 < insts_.size() ? insts_[i + 1].name() : "the end of the module"));
+                 (n < insts_.size() ? insts_[n].name() : "the end of the module"));
     }
   }
   // Operands: index, optional element index.
@@ -1078,25 +1578,32 @@ void Checker::check_graph_io(size_t i, bool input) {
     r_.add(rule("element-index"), &in, "at most one ElementIndex may be given, got " + std::to_string(element_ids.size()));
     return;
   }
+  // A 32-bit integer; a constant instruction in Vulkan environments. nullopt: not a fixed value.
+  bool bad_index = false;
   auto index_value = [&](uint32_t id, const char* what) -> std::optional<int64_t> {
-    if (def_before(id, i) == nullptr) return std::nullopt;  // id.* reported
-    uint32_t width = 0;
-    auto v = int_constant(id, i, &width);
-    if (!v || width != 32) {
-      r_.add("graph.index-constant", &in, std::string(what) + " " + r_.name(id) + " must be a 32-bit integer OpConstant",
-             {id});
+    const Inst* d = def_before(id, i);
+    if (d == nullptr) return std::nullopt;  // id.* reported
+    const Inst* t = d->result_type ? def_before(d->result_type, i) : nullptr;
+    if (t == nullptr || t->opcode() != kOpTypeInt || t->word(2) != 32) {
+      r_.add("graph.index-constant", &in, std::string(what) + " " + r_.name(id) + " must be a 32-bit integer", {id});
+      bad_index = true;
       return std::nullopt;
     }
-    return v;
+    if (env_.vulkan && !is_constant_decl(d->opcode())) {
+      r_.add("graph.index-constant", &in,
+             std::string(what) + " " + r_.name(id) + " must be the <id> of a constant instruction (VUID-StandaloneSpirv-" +
+                 (input ? "OpGraphInputARM-09931" : "OpGraphSetOutputARM-09932") + ")",
+             {id});
+      bad_index = true;
+      return std::nullopt;
+    }
+    return int_constant(id, i);
   };
   auto index = index_value(index_id, input ? "InputIndex" : "OutputIndex");
   std::optional<int64_t> element;
-  if (!element_ids.empty()) {
-    element = index_value(element_ids[0], "ElementIndex");
-    if (!element) return;
-  }
-  if (!index) return;
+  if (!element_ids.empty()) element = index_value(element_ids[0], "ElementIndex");
   if (!input) graph_->any_output = true;
+  if (bad_index || !index || (!element_ids.empty() && !element)) return;  // not a fixed slot
   if (graph_->type == nullptr) return;
   const GraphTypeInfo& gt = *graph_->type;
   uint32_t count = input ? gt.num_inputs : gt.num_outputs();
@@ -1170,6 +1677,8 @@ void Checker::check_graph_io(size_t i, bool input) {
 
 void Checker::check_instruction(size_t i) {
   const Inst& in = insts_[i];
+  check_required_capabilities(i);
+  if (in.result != 0 && is_type_decl(in)) check_unique_type(i);
   switch (in.opcode()) {
     case kOpTypeInt:
     case kOpTypeFloat: check_type_int_float(in); break;
@@ -1189,11 +1698,23 @@ void Checker::check_instruction(size_t i) {
       break;
     }
     case kOpTypeTensorARM: check_type_tensor(i); break;
+    case kOpConstantNull: check_constant_null(i); break;
+    case kOpConstantCompositeReplicateEXT:
+    case kOpSpecConstantCompositeReplicateEXT:
+    case kOpCompositeConstructReplicateEXT: check_replicate(i); break;
+    case kOpExtInstImport: check_import(i); break;
+    case kOpTensorReadARM:
+    case kOpTensorWriteARM: check_tensor_read_write(i); break;
+    case kOpTensorQuerySizeARM: check_tensor_query_size(i); break;
     case kOpTypeGraphARM: check_type_graph(i); break;
     case kOpConstant:
     case kOpConstantTrue:
-    case kOpConstantFalse: check_constant(i); break;
-    case kOpConstantComposite: check_constant_composite(i); break;
+    case kOpConstantFalse:
+    case kOpSpecConstant:
+    case kOpSpecConstantTrue:
+    case kOpSpecConstantFalse: check_constant(i); break;
+    case kOpConstantComposite:
+    case kOpSpecConstantComposite: check_constant_composite(i); break;
     case kOpVariable: check_variable(i); break;
     case kOpGraphConstantARM: check_graph_constant(i); break;
     case kOpExtInst: check_ext_inst_set(i); break;
@@ -1231,13 +1752,56 @@ void Checker::run() {
     r_.add("graph.end", &open, "graph " + r_.name(open.result) + " has no OpGraphEndARM", {open.result});
     end_graph(SIZE_MAX);
   }
+  if (function_) {
+    const Inst& open = insts_[*function_];
+    r_.add("layout.function", &open, "function " + r_.name(open.result) + " has no OpFunctionEnd");
+  }
   check_entry_points();
   check_module_requirements();
 }
 
 }  // namespace validation
 
-std::vector<Diagnostic> validate(std::span<const uint32_t> words) {
+namespace {
+
+struct EnvName {
+  const char* name;
+  validation::TargetEnv env;
+};
+constexpr EnvName kEnvs[] = {
+    {"universal1.0", {0x00010000, false}}, {"universal1.1", {0x00010100, false}}, {"universal1.2", {0x00010200, false}},
+    {"universal1.3", {0x00010300, false}}, {"universal1.4", {0x00010400, false}}, {"universal1.5", {0x00010500, false}},
+    {"universal1.6", {0x00010600, false}}, {"spv1.0", {0x00010000, false}},       {"spv1.1", {0x00010100, false}},
+    {"spv1.2", {0x00010200, false}},       {"spv1.3", {0x00010300, false}},       {"spv1.4", {0x00010400, false}},
+    {"spv1.5", {0x00010500, false}},       {"spv1.6", {0x00010600, false}},       {"vulkan1.0", {0x00010000, true}},
+    {"vulkan1.1", {0x00010300, true}},     {"vulkan1.1spv1.4", {0x00010400, true}}, {"vulkan1.2", {0x00010500, true}},
+    {"vulkan1.3", {0x00010600, true}},     {"vulkan1.4", {0x00010600, true}},
+};
+constexpr auto kEnvNames = [] {
+  std::array<const char*, std::size(kEnvs)> a{};
+  for (size_t i = 0; i < a.size(); ++i) a[i] = kEnvs[i].name;
+  return a;
+}();
+
+}  // namespace
+
+std::span<const char* const> target_environments() { return kEnvNames; }
+
+std::optional<uint32_t> target_environment_version(std::string_view env) {
+  for (const EnvName& e : kEnvs)
+    if (env == e.name) return e.env.max_version;
+  return std::nullopt;
+}
+
+std::vector<Diagnostic> validate(std::span<const uint32_t> words, const ValidateOptions& options) {
+  const EnvName* env = nullptr;
+  for (const EnvName& e : kEnvs)
+    if (options.target_env == e.name) env = &e;
+  if (env == nullptr) {
+    std::string names;
+    for (const EnvName& e : kEnvs) names += (names.empty() ? "" : ", ") + std::string(e.name);
+    throw Error(ErrorCode::kInvalidArgument, "unknown target environment '" + options.target_env + "' (one of " + names + ")");
+  }
   try {
     validation::ParsedModule module;
     if (auto d = validation::parse_module(words, module)) {
@@ -1252,7 +1816,13 @@ std::vector<Diagnostic> validate(std::span<const uint32_t> words) {
       return out;
     }
     validation::Reporter r(words);
-    validation::Checker(module, r).run();
+    if (module.header.version > env->env.max_version) {
+      auto v = [](uint32_t x) { return std::to_string((x >> 16) & 0xff) + "." + std::to_string((x >> 8) & 0xff); };
+      r.add("binary.version", nullptr,
+            "SPIR-V " + v(module.header.version) + " is newer than target environment " + env->name + " takes (up to " +
+                v(env->env.max_version) + ")");
+    }
+    validation::Checker(module, r, options, env->env).run();
     return r.finish();
   } catch (const std::exception& e) {
     Diagnostic d;

@@ -81,10 +81,19 @@ class Reporter {
 struct TensorInfo {
   uint32_t elem_type = 0;
   std::optional<DType> dtype;  // nullopt: a scalar type without a TOSA mapping (f64, ...)
-  int rank = -1;               // -1: unranked
-  bool has_shape = false;
-  std::array<int64_t, kMaxRank> dims{};
+  int64_t rank = -1;           // -1: unranked, or ranked by a specialization constant
+  bool rank_spec = false;      // Rank is a specialization constant (its value is not fixed)
+  bool has_shape = false;      // a Shape whose dimensions are all fixed constants: `dims`
+  bool shape_spec = false;     // a Shape given by specialization constants (or OpConstantNull)
+  std::vector<int64_t> dims;
+  bool ranked() const { return rank >= 0 || rank_spec; }
   std::string str() const;  // "f32[1,8,8,3]"
+};
+
+// The environment of ValidateOptions::target_env.
+struct TargetEnv {
+  uint32_t max_version = 0x00010600;  // highest SPIR-V version it takes
+  bool vulkan = false;
 };
 
 // A checked OpTypeGraphARM.
@@ -110,14 +119,17 @@ struct OpenGraph {
 
 class Checker {
  public:
-  Checker(const ParsedModule& module, Reporter& reporter);
+  Checker(const ParsedModule& module, Reporter& reporter, const ValidateOptions& options, TargetEnv env);
   void run();
 
  private:
   // ---- lookups (only ids defined before instruction `at`) ----
   const Inst* def_before(uint32_t id, size_t at) const;
   const Inst* def_anywhere(uint32_t id) const;
+  // The value of an integer OpConstant or OpConstantNull defined before `at`.
   std::optional<int64_t> int_constant(uint32_t id, size_t at, uint32_t* width = nullptr) const;
+  // An integer specialization constant (OpSpecConstant, or OpSpecConstantOp), defined before `at`.
+  bool is_int_spec_constant(uint32_t id, size_t at) const;
   std::optional<DType> scalar_dtype(uint32_t type_id, size_t at) const;
   const TensorInfo* tensor_type(uint32_t type_id) const;  // null unless a valid tensor type
   // An OpTypeTensorARM that failed its checks (already reported: users need not repeat it).
@@ -145,6 +157,15 @@ class Checker {
   void check_graph_constant(size_t i);
   void check_ext_inst_set(size_t i);
   void check_composite_extract(size_t i);
+  void check_constant_null(size_t i);
+  void check_replicate(size_t i);
+  void check_unique_type(size_t i);
+  void check_required_capabilities(size_t i);
+  void check_import(size_t i);
+  void check_tensor_read_write(size_t i);
+  void check_tensor_query_size(size_t i);
+  void check_graph_debuginfo(size_t i);
+  void check_function_layout(size_t i);
 
   // ---- graph definitions ----
   void begin_graph(size_t i);
@@ -158,6 +179,11 @@ class Checker {
   const ParsedModule& m_;
   const std::vector<Inst>& insts_;
   Reporter& r_;
+  const ValidateOptions& opt_;
+  TargetEnv env_;
+  std::unordered_set<uint32_t> enabled_caps_;        // declared capabilities and those they imply
+  std::unordered_map<std::string, size_t> types_seen_;  // non-aggregate type key -> its index
+  std::optional<size_t> function_;                     // the open OpFunction
 
   std::unordered_map<uint32_t, size_t> defs_;     // id -> index of its first definition
   std::vector<int> graph_of_;                     // index -> index of its OpGraphARM, -1 outside

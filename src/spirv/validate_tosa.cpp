@@ -52,7 +52,13 @@ std::string enum_choices(AttrKind kind) {
 
 bool is_graph_value(uint16_t op) {
   return op == kOpGraphInputARM || op == kOpExtInst || op == kOpCompositeExtract || op == kOpGraphConstantARM ||
-         op == kOpConstantComposite || op == kOpConstantNull;
+         op == kOpConstantComposite || op == kOpConstantNull || op == kOpConstantCompositeReplicateEXT;
+}
+
+// A tensor constant whose values are fixed: written out, all zeros (Arm's model converter writes
+// zero pads and zero points so) or one value replicated.
+bool is_tensor_constant(uint16_t op) {
+  return op == kOpConstantComposite || op == kOpConstantNull || op == kOpConstantCompositeReplicateEXT;
 }
 
 }  // namespace
@@ -187,7 +193,7 @@ void Checker::check_tosa(size_t i) {
     std::string what = "operand '" + std::string(t.name) + "'";
     if (t.variadic) what += "[" + std::to_string(p - fixed) + "]";
     if (a.kind == ArgKind::kShape) {
-      const TensorInfo* s = v->opcode() == kOpConstantComposite ? tensor_type(v->result_type) : nullptr;
+      const TensorInfo* s = is_tensor_constant(v->opcode()) ? tensor_type(v->result_type) : nullptr;
       if (s == nullptr || s->dtype != DType::kInt32 || s->rank != 1) {
         r_.add("tosa.shape-operand", &in,
                opname + ": " + what + " " + r_.name(id) + " must be a rank-1 i32 tensor constant (shape_t " + a.shape +
@@ -235,7 +241,9 @@ void Checker::check_tosa(size_t i) {
         if (!int_constant(id, i, &width) || width != 32) bad_kind("an i32 OpConstant");
         break;
       case AttrKind::kBool:
-        if (c->opcode() != kOpConstantTrue && c->opcode() != kOpConstantFalse) bad_kind("OpConstantTrue or OpConstantFalse");
+        if (c->opcode() != kOpConstantTrue && c->opcode() != kOpConstantFalse &&
+            !(c->opcode() == kOpConstantNull && scalar_dtype(c->result_type, i) == DType::kBool))
+          bad_kind("OpConstantTrue, OpConstantFalse or a bool OpConstantNull");
         break;
       case AttrKind::kAccType:
       case AttrKind::kNanMode:
@@ -257,7 +265,7 @@ void Checker::check_tosa(size_t i) {
         break;
       }
       case AttrKind::kIntList: {
-        const TensorInfo* l = c->opcode() == kOpConstantComposite ? tensor_type(c->result_type) : nullptr;
+        const TensorInfo* l = is_tensor_constant(c->opcode()) ? tensor_type(c->result_type) : nullptr;
         if (l == nullptr || l->dtype != DType::kInt32 || l->rank != 1 || !l->has_shape) {
           bad_kind("a rank-1 i32 tensor constant");
           break;
@@ -276,7 +284,8 @@ void Checker::check_tosa(size_t i) {
         break;
       }
       case AttrKind::kScalar: {
-        bool scalar = c->opcode() == kOpConstant || c->opcode() == kOpConstantTrue || c->opcode() == kOpConstantFalse;
+        bool scalar = c->opcode() == kOpConstant || c->opcode() == kOpConstantTrue || c->opcode() == kOpConstantFalse ||
+                      (c->opcode() == kOpConstantNull && scalar_dtype(c->result_type, i).has_value());
         if (!scalar) {
           bad_kind("a scalar OpConstant of the element type");
           break;

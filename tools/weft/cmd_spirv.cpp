@@ -1,5 +1,6 @@
 // `weft spirv dis|as|val` (SPIR-V graph modules as text and their validation) and
 // `weft compile MODEL --emit spirv` (the portable artifact, until the VGF container carries it).
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -24,11 +25,16 @@ SPIR-V graph modules (SPV_ARM_graph, SPV_ARM_tensors, TOSA.001000.1):
 
   weft spirv dis FILE.spv [-o OUT.spvasm] [--raw-id] [--no-header] [--offsets]
       Disassemble to text (friendly %names from OpName unless --raw-id).
-  weft spirv as FILE.spvasm -o FILE.spv
-      Assemble text (what `dis` prints) into a binary module.
-  weft spirv val FILE.spv|FILE.spvasm [--rules]
+  weft spirv as FILE.spvasm -o FILE.spv [--target-env ENV]
+      Assemble text (what `dis` prints) into a binary module. The SPIR-V version is the text's
+      "; Version:" line, else the highest ENV takes (default universal1.6: 1.6).
+  weft spirv val FILE.spv|FILE.spvasm [--target-env ENV] [--strict] [--rules]
       Validate; exit status 0 when valid, 1 with one diagnostic per rule broken otherwise.
-      --rules lists every rule the validator checks.
+      --target-env  universal1.0-1.6 (default universal1.6), spv1.0-1.6 or vulkan1.0-1.4, as
+                    spirv-val takes it: bounds the SPIR-V version, enables the Vulkan-only rules
+      --strict      also Weft's rules beyond the specifications (TOSA level limits, every graph
+                    output set; marked "strict" by --rules)
+      --rules       lists every rule the validator checks.
 )";
 
 const char* const kCompileHelp = R"(Usage: weft compile MODEL.weft|MODEL.onnx -o FILE.vgf [--shape NAME=DIMS]... [--custom-ops FILE]...
@@ -114,8 +120,19 @@ int spirv_dis(Args& args) {
   return kExitOk;
 }
 
+// --target-env's value, checked against the environments the validator knows.
+std::string target_env_value(Args& args, const std::string& flag, const std::optional<std::string>& v) {
+  std::string env = args.value(flag, v);
+  if (!spirv::target_environment_version(env)) {
+    std::string names;
+    for (const char* e : spirv::target_environments()) names += (names.empty() ? "" : ", ") + std::string(e);
+    usage_error("--target-env: unknown environment '" + env + "' (one of " + names + ")");
+  }
+  return env;
+}
+
 int spirv_as(Args& args) {
-  std::string in, out;
+  std::string in, out, env = "universal1.6";
   while (!args.done()) {
     std::string flag, positional;
     std::optional<std::string> v;
@@ -125,13 +142,15 @@ int spirv_as(Args& args) {
       in = positional;
     } else if (flag == "-o" || flag == "--output") {
       out = args.value(flag, v);
+    } else if (flag == "--target-env") {
+      env = target_env_value(args, flag, v);
     } else {
       unknown_option(args, flag);
     }
   }
   if (in.empty()) usage_error("`weft spirv as` needs a .spvasm file (see `weft spirv --help`)");
   if (out.empty()) usage_error("`weft spirv as` needs -o FILE.spv");
-  std::vector<uint32_t> words = spirv::assemble(read_file(in), in);
+  std::vector<uint32_t> words = spirv::assemble(read_file(in), in, *spirv::target_environment_version(env));
   spirv::write_file(out, words);
   return kExitOk;
 }
@@ -139,6 +158,7 @@ int spirv_as(Args& args) {
 int spirv_val(Args& args) {
   std::string in;
   bool rules = false;
+  spirv::ValidateOptions options;
   while (!args.done()) {
     std::string flag, positional;
     std::optional<std::string> v;
@@ -146,6 +166,11 @@ int spirv_val(Args& args) {
     if (flag.empty()) {
       if (!in.empty()) usage_error("`weft spirv val` takes one module, got '" + in + "' and '" + positional + "'");
       in = positional;
+    } else if (flag == "--target-env") {
+      options.target_env = target_env_value(args, flag, v);
+    } else if (flag == "--strict") {
+      no_inline_value(args, flag, v);
+      options.strict = true;
     } else if (flag == "--rules") {
       no_inline_value(args, flag, v);
       rules = true;
@@ -154,12 +179,13 @@ int spirv_val(Args& args) {
     }
   }
   if (rules) {
-    for (const spirv::RuleInfo& r : spirv::validation_rules()) std::cout << r.id << "  " << r.description << "\n";
+    for (const spirv::RuleInfo& r : spirv::validation_rules())
+      std::cout << r.id << "  " << (r.strict ? "(strict) " : "") << r.description << "\n";
     if (in.empty()) return kExitOk;
   }
   if (in.empty()) usage_error("`weft spirv val` needs a module (see `weft spirv --help`)");
   std::vector<uint32_t> words = load_module(in);
-  std::vector<spirv::Diagnostic> diags = spirv::validate(words);
+  std::vector<spirv::Diagnostic> diags = spirv::validate(words, options);
   for (const spirv::Diagnostic& d : diags) std::cerr << in << ": " << d.str() << "\n";
   if (!diags.empty()) {
     std::cerr << in << ": " << diags.size() << " error" << (diags.size() == 1 ? "" : "s") << "\n";

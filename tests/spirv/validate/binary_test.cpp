@@ -3,7 +3,6 @@
 // and without large allocations, and random mutations never crash.
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <random>
 #include <string>
 #include <vector>
@@ -245,14 +244,20 @@ TEST(ValidateBinary, SelfReferencingAndCyclicTypes) {
 }
 
 TEST(ValidateBinary, HugeShapeIsAnErrorWithoutAllocation) {
-  auto diags = validate(add_module({0x80000000u, 0x80000000u}));  // 2^31 x 2^31
+  // TOSA level 8K limits are strict rules: upstream spirv-val takes such types.
+  ValidateOptions strict{.strict = true};
+  auto diags = validate(add_module({0x80000000u, 0x80000000u}), strict);  // 2^31 x 2^31
   EXPECT_TRUE(has_rule(diags, "type.tensor.size")) << all_str(diags);
-  diags = validate(add_module({65536, 65536}));  // 2^32 elements
+  diags = validate(add_module({65536, 65536}), strict);  // 2^32 elements
   EXPECT_TRUE(has_rule(diags, "type.tensor.size")) << all_str(diags);
-  diags = validate(add_module({0xffffffffu}));  // one huge dimension
+  diags = validate(add_module({0xffffffffu}), strict);  // one huge dimension
   EXPECT_TRUE(has_rule(diags, "type.tensor.size")) << all_str(diags);
-  diags = validate(add_module({1, 2, 3, 4, 5, 6, 7}));  // rank 7
-  EXPECT_TRUE(has_rule(diags, "type.tensor.rank")) << all_str(diags);
+  diags = validate(add_module({1, 2, 3, 4, 5, 6, 7}), strict);  // rank 7
+  EXPECT_TRUE(has_rule(diags, "type.tensor.max-rank")) << all_str(diags);
+  // Without --strict the type itself is fine; the TOSA operator still rejects rank 7.
+  diags = validate(add_module({1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_FALSE(has_rule(diags, "type.tensor.max-rank")) << all_str(diags);
+  EXPECT_TRUE(has_rule(diags, "tosa.rank")) << all_str(diags);
 }
 
 TEST(ValidateBinary, HugeDeclaredArrayLength) {
@@ -273,11 +278,9 @@ TEST(ValidateBinary, ManyInstructionsAreLinear) {
   preamble(b);
   uint32_t uint_t = b.id();
   b.op(kOpTypeInt, {uint_t, 32, 0});
+  // The cost is measured by bench/spirv_bench (BM_ValidateConstants), not timed here.
   for (uint32_t k = 0; k < 200000; ++k) b.op(kOpConstant, {uint_t, b.id(), k});
-  auto start = std::chrono::steady_clock::now();
   auto diags = validate(b.words());
-  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  EXPECT_LT(seconds, 5.0);
   EXPECT_TRUE(has_rule(diags, "graph.entry-point-required")) << all_str(diags);
 }
 
@@ -300,10 +303,8 @@ TEST(ValidateBinary, ManyGraphsOfAWideTypeAreLinear) {
     b.op(kOpGraphSetOutputARM, {value, c0});
     b.op(kOpGraphEndARM, {});
   }
-  auto start = std::chrono::steady_clock::now();
-  auto diags = validate(b.words());
-  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  EXPECT_LT(seconds, 5.0);
+  // The cost is measured by bench/spirv_bench (BM_ValidateWideGraphs), not timed here.
+  auto diags = validate(b.words(), ValidateOptions{.strict = true});
   ASSERT_TRUE(has_rule(diags, "graph.all-outputs-set")) << all_str(diags);
   for (const Diagnostic& d : diags) {
     if (d.rule == "graph.all-outputs-set") {

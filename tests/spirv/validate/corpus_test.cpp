@@ -5,6 +5,8 @@
 //   ; message: <substring>       optional, a substring of that diagnostic's message
 //   ; patch: <offset> <value>    after assembling, set word <offset> (decimal or 0x hex)
 //   ; truncate: <words>          after assembling (and patching), keep only the first <words>
+//   ; target-env: <env>          validate (and assemble) for that environment (default universal1.6)
+//   ; strict                     validate with Weft's strict rules
 // Patches and truncation let binary-level rules (header, word counts, bounds) have corpus files.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -51,6 +53,7 @@ struct CorpusCase {
   std::string message;
   std::vector<std::pair<size_t, uint32_t>> patches;
   std::optional<size_t> truncate;
+  ValidateOptions options;
   std::vector<uint32_t> words;
 };
 
@@ -71,6 +74,8 @@ CorpusCase load_case(const fs::path& path) {
     if (auto v = directive(line, "expect"); !v.empty()) c.expect = v;
     if (auto v = directive(line, "message"); !v.empty()) c.message = v;
     if (auto v = directive(line, "truncate"); !v.empty()) c.truncate = std::stoul(v, nullptr, 0);
+    if (auto v = directive(line, "target-env"); !v.empty()) c.options.target_env = v;
+    if (line == "; strict") c.options.strict = true;
     if (auto v = directive(line, "patch"); !v.empty()) {
       std::istringstream ps(v);
       std::string off, val;
@@ -78,7 +83,7 @@ CorpusCase load_case(const fs::path& path) {
       c.patches.emplace_back(std::stoul(off, nullptr, 0), static_cast<uint32_t>(std::stoul(val, nullptr, 0)));
     }
   }
-  c.words = assemble(text, path.string());
+  c.words = assemble(text, path.string(), target_environment_version(c.options.target_env).value_or(0x00010600));
   for (auto [off, val] : c.patches) {
     if (off >= c.words.size()) throw std::runtime_error("patch offset past the end in " + path.string());
     c.words[off] = val;
@@ -106,7 +111,7 @@ TEST(ValidateCorpus, ValidModulesHaveNoDiagnostics) {
   for (const fs::path& p : files) {
     SCOPED_TRACE(p.filename().string());
     std::vector<uint32_t> words = assemble(read_text(p), p.string());
-    std::vector<Diagnostic> diags = validate(words);
+    std::vector<Diagnostic> diags = validate(words, ValidateOptions{.strict = true});
     EXPECT_TRUE(diags.empty()) << all_str(diags);
   }
 }
@@ -127,7 +132,7 @@ TEST(ValidateCorpus, InvalidModulesReportTheirRule) {
     EXPECT_TRUE(is_listed_rule(c.expect)) << c.expect << " is not in validation_rules()";
     std::string stem = p.stem().string();
     EXPECT_EQ(stem.substr(0, stem.find('_')), c.expect) << "file name must start with the rule id";
-    std::vector<Diagnostic> diags = validate(c.words);
+    std::vector<Diagnostic> diags = validate(c.words, c.options);
     auto it = std::find_if(diags.begin(), diags.end(), [&](const Diagnostic& d) {
       return d.rule == c.expect && d.message.find(c.message) != std::string::npos;
     });
