@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -50,6 +51,9 @@ struct BackendOptions {
 struct LoadOptions {
   OnnxImportOptions onnx;
   BackendOptions backend;
+  // Receives what a model file holds that is accepted but worth telling (a VGF module whose
+  // entry_point is not its graph's name, ...), each prefixed with the file name. Null: dropped.
+  std::function<void(const std::string&)> on_warning;
 };
 
 struct BackendInfo {

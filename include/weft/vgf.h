@@ -206,7 +206,15 @@ struct Container {
   Sequence sequence;
   std::vector<Constant> constants;
   ConstantEncoding constant_encoding = ConstantEncoding::kRaw;
+  // What parse()/load() accepted but a user should hear about (check()'s warnings): placeholder
+  // modules, a module entry_point that is not its OpGraphEntryPointARM's name. Not written.
+  std::vector<std::string> warnings;
 };
+
+// A module without code (Arm's encoder writes such placeholders: the application supplies the
+// shader when it loads the model) or whose code is not a SPIR-V stream (the SDK's updater test
+// files carry one zero word). Such a container is read and dumped, not run.
+bool is_placeholder(const Module& m);
 
 // Same modules, resources, sequence and constants (bytes compared); the header is not compared.
 bool equal_tables(const Container& a, const Container& b);
@@ -228,8 +236,9 @@ Container parse(const Buffer& bytes, std::string_view source_name, const ReadOpt
 // The rules that tie the tables together (docs/vgf.md, "Checks"): indexes in range, segment and
 // module types agreeing, constants' sizes matching their resources, a GRAPH module's interface
 // variables and graph constants matching the segment's bindings and constants, modules valid.
-// load() and save() call it; throws Error(kVerify) naming `source_name` and the field.
-void check(const Container& c, std::string_view source_name, const ReadOptions& options = {});
+// load() and save() call it; throws Error(kVerify) naming `source_name` and the field. Returns
+// the warnings: what is accepted though a producer should not write it (Container::warnings).
+std::vector<std::string> check(const Container& c, std::string_view source_name, const ReadOptions& options = {});
 
 // ---- Writing ----------------------------------------------------------------------------------
 

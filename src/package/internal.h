@@ -52,6 +52,10 @@ struct GraphModuleFacts {
 // Throws Error(kParse) on a malformed stream.
 GraphModuleFacts scan_graph_module(std::span<const uint32_t> words);
 
+// Renames the entry graph's inputs and outputs of a one-GRAPH-segment container after the model
+// sequence's input_names / output_names, matched through the interface variables' bindings.
+void name_interface(const Container& c, weft::Module& m, std::string_view source_name);
+
 // Models with custom operators (vgf_custom.cpp): whether the entry graph has CUSTOM nodes, and
 // the segmented container from_module builds for them.
 bool has_custom_nodes(const weft::Module& module);

@@ -100,23 +100,26 @@ void check_constants(const Container& c, std::string_view source) {
   }
 }
 
-void check_modules(const Container& c, std::string_view source, const ReadOptions& options) {
+void check_modules(const Container& c, std::string_view source, const ReadOptions& options,
+                   std::vector<std::string>& warnings) {
   for (size_t i = 0; i < c.modules.size(); ++i) {
     const Module& m = c.modules[i];
     const std::string where = "module " + std::to_string(i) + " '" + m.name + "'";
     if (m.type != ModuleType::kCompute && m.type != ModuleType::kGraph)
       bad(source, where + ": type " + std::to_string(static_cast<int>(m.type)) + " is neither COMPUTE nor GRAPH");
-    if (m.type == ModuleType::kGraph && (m.code_type != CodeType::kSpirv || m.spirv.empty()))
-      bad(source, where + ": a GRAPH module needs SPIR-V code (it has " +
-                      (m.code_type == CodeType::kSpirv ? std::string("an empty word list") : code_type_name(m.code_type)) +
-                      ")");
-    if (m.type == ModuleType::kCompute &&
-        !(m.code_type == CodeType::kSpirv ? !m.spirv.empty() : m.code_type != CodeType::kNone && !m.source.empty()))
-      bad(source, where + ": a COMPUTE module needs its shader: SPIR-V words, or GLSL or HLSL source (it has " +
-                      (m.code_type == CodeType::kNone ? std::string("no code") : std::string("empty ") + code_type_name(m.code_type)) +
-                      ")");
-    if (m.code_type == CodeType::kSpirv && !m.spirv.empty() && (m.spirv.size() < 5 || m.spirv[0] != 0x07230203))
-      bad(source, where + ": its SPIR-V code does not start with a SPIR-V header (magic 0x07230203, 5 words)");
+    if (m.type == ModuleType::kGraph && m.code_type != CodeType::kSpirv && m.code_type != CodeType::kNone)
+      bad(source, where + ": a GRAPH module's code must be SPIR-V, not " + code_type_name(m.code_type));
+    if (is_placeholder(m)) {
+      // Arm's encoder writes modules without code ("the application provisions the SPIR-V when
+      // the model is loaded"), the SDK's test files a single word: readable, not runnable.
+      warnings.push_back(where + ": " +
+                         (m.code_type == CodeType::kSpirv && !m.spirv.empty()
+                              ? "its code is not a SPIR-V stream (" + std::to_string(m.spirv.size()) +
+                                    " words, no header): a placeholder"
+                              : std::string("a placeholder without code")) +
+                         "; the container can be inspected but not run until the shader is supplied");
+      continue;
+    }
     if (m.type == ModuleType::kGraph && options.validate_modules) {
       std::vector<spirv::Diagnostic> diags = spirv::validate(m.spirv);
       if (!diags.empty())
@@ -130,8 +133,10 @@ void check_modules(const Container& c, std::string_view source, const ReadOption
 // segment's descriptor sets, tied to a resource that is not a constant; every GraphConstantID
 // names a constant the segment lists.
 void check_graph_interface(const Container& c, std::string_view source, size_t si, const Segment& s,
-                           const std::map<std::pair<uint32_t, uint32_t>, uint32_t>& bound) {
+                           const std::map<std::pair<uint32_t, uint32_t>, uint32_t>& bound,
+                           std::vector<std::string>& warnings) {
   const Module& m = c.modules[s.module_index];
+  if (is_placeholder(m)) return;  // check_modules warned
   detail::GraphModuleFacts f;
   try {
     f = detail::scan_graph_module(m.spirv);
@@ -143,8 +148,9 @@ void check_graph_interface(const Container& c, std::string_view source, size_t s
     bad(source, segment_label(si, s) + ": its module " + std::to_string(s.module_index) +
                     " has no OpGraphEntryPointARM");
   if (!m.entry_point.empty() && m.entry_point != f.entry_name)
-    bad(source, "module " + std::to_string(s.module_index) + " '" + m.name + "': entry_point '" + m.entry_point +
-                    "' is not the name of its OpGraphEntryPointARM ('" + f.entry_name + "')");
+    warnings.push_back("module " + std::to_string(s.module_index) + " '" + m.name + "': entry_point '" +
+                       m.entry_point + "' is not the name of its OpGraphEntryPointARM ('" + f.entry_name +
+                       "'); the graph is found by the OpGraphEntryPointARM");
   for (const detail::InterfaceVariable& v : f.interface) {
     const std::string var = "interface variable %" + std::to_string(v.id);
     if (!v.binding || !v.set)
@@ -216,7 +222,7 @@ void check_intermediates(const Container& c, std::string_view source) {
   }
 }
 
-void check_sequence(const Container& c, std::string_view source) {
+void check_sequence(const Container& c, std::string_view source, std::vector<std::string>& warnings) {
   const Sequence& q = c.sequence;
   for (size_t si = 0; si < q.segments.size(); ++si) {
     const Segment& s = q.segments[si];
@@ -256,7 +262,7 @@ void check_sequence(const Container& c, std::string_view source) {
       if (p.size == 0 || p.size % 4 != 0 || p.offset % 4 != 0)
         bad(source, pw + ": a push constant range has an offset and a size that are multiples of 4, size > 0");
     }
-    if (s.type == ModuleType::kGraph && m.type == ModuleType::kGraph) check_graph_interface(c, source, si, s, bound);
+    if (s.type == ModuleType::kGraph && m.type == ModuleType::kGraph) check_graph_interface(c, source, si, s, bound, warnings);
     if (s.type == ModuleType::kCompute) {
       if (s.dispatch_shape.size() != 3 || s.dispatch_shape[0] == 0 || s.dispatch_shape[1] == 0 ||
           s.dispatch_shape[2] == 0)
@@ -278,11 +284,21 @@ void check_sequence(const Container& c, std::string_view source) {
 
 }  // namespace
 
-void check(const Container& c, std::string_view source, const ReadOptions& options) {
+std::vector<std::string> check(const Container& c, std::string_view source, const ReadOptions& options) {
+  std::vector<std::string> warnings;
   check_resources(c, source);
   check_constants(c, source);
-  check_modules(c, source, options);
-  check_sequence(c, source);
+  check_modules(c, source, options, warnings);
+  check_sequence(c, source, warnings);
+  return warnings;
+}
+
+bool is_placeholder(const Module& m) {
+  switch (m.code_type) {
+    case CodeType::kNone: return true;
+    case CodeType::kSpirv: return m.spirv.size() < 5 || m.spirv[0] != 0x07230203;
+    default: return m.source.empty();
+  }
 }
 
 }  // namespace weft::vgf

@@ -773,7 +773,13 @@ std::optional<CustomOpRecord> custom_op_record(const Container& c, size_t segmen
 
 weft::Module to_module(const Container& c, std::string_view source) {
   const Sequence& q = c.sequence;
-  if (q.segments.size() == 1 && q.segments[0].type == ModuleType::kGraph) return to_module(c, 0, source);
+  if (q.segments.size() == 1 && q.segments[0].type == ModuleType::kGraph) {
+    // The model's inputs and outputs take the container's names (Arm's converter writes them in
+    // input_names / output_names; the SPIR-V names only its interface variables).
+    weft::Module m = to_module(c, 0, source);
+    detail::name_interface(c, m, source);
+    return m;
+  }
   const Location file{.file = std::string(source)};
   if (q.segments.empty()) throw Error(ErrorCode::kVerify, "the model sequence has no segments", file);
 

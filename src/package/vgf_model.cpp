@@ -107,7 +107,38 @@ weft::Module to_module(const Container& c, size_t segment, std::string_view sour
                                              "' is a COMPUTE segment; only GRAPH segments decode to a module",
                 {.file = std::string(source_name)});
   const Module& m = c.modules.at(s.module_index);
+  if (is_placeholder(m))
+    throw Error(ErrorCode::kUnsupported,
+                "segment " + std::to_string(segment) + " '" + s.name + "': module " + std::to_string(s.module_index) +
+                    " '" + m.name + "' is a placeholder (" +
+                    (m.spirv.empty() ? std::string("no code") : std::to_string(m.spirv.size()) + " words without a SPIR-V header") +
+                    "; the application is meant to supply the module when it loads the model): there is no graph to run",
+                {.file = std::string(source_name)});
   return spirv::decode(m.spirv, constants, source_name);
+}
+
+void detail::name_interface(const Container& c, weft::Module& m, std::string_view source_name) {
+  const Sequence& q = c.sequence;
+  if (q.segments.size() != 1 || (q.input_names.empty() && q.output_names.empty())) return;
+  const Module& mod = c.modules.at(q.segments[0].module_index);
+  detail::GraphModuleFacts f = detail::scan_graph_module(mod.spirv);
+  Graph& g = m.main();
+  // Interface variables: the graph's inputs, then its outputs (tensor arrays are left as they are).
+  if (f.interface.size() != g.inputs().size() + g.outputs().size()) return;
+  auto rename = [&](const std::vector<BindingSlot>& slots, const std::vector<std::string>& names, size_t first,
+                    const std::vector<ValueId>& values) {
+    for (size_t i = 0; i < slots.size() && i < names.size(); ++i) {
+      if (names[i].empty()) continue;
+      for (size_t k = 0; k < values.size(); ++k) {
+        const detail::InterfaceVariable& v = f.interface[first + k];
+        if (v.binding != slots[i].binding || (v.set && *v.set != 0)) continue;
+        if (g.value(values[k]).name != names[i] && !g.find_value(names[i])) g.rename_value(values[k], names[i]);
+      }
+    }
+  };
+  rename(q.inputs, q.input_names, 0, g.inputs());
+  rename(q.outputs, q.output_names, g.inputs().size(), g.outputs());
+  (void)source_name;
 }
 
 }  // namespace weft::vgf

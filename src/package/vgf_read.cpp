@@ -358,7 +358,7 @@ Container parse(const Buffer& bytes, std::string_view source, const ReadOptions&
   }
   read_constants(bytes, h.constants, c, source);
 
-  check(c, source, options);
+  c.warnings = check(c, source, options);
   return c;
 }
 

@@ -142,6 +142,8 @@ Module read_model(const std::string& path, const LoadOptions& options) {
     // whole sequence decodes into one module: GRAPH segments' operators, COMPUTE segments as the
     // CUSTOM nodes they were made from.
     vgf::Container c = vgf::load(path);
+    if (options.on_warning)
+      for (const std::string& w : c.warnings) options.on_warning(path + ": " + w);
     return vgf::to_module(c, path);
   }
   throw Error(ErrorCode::kUnsupported,

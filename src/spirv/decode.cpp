@@ -5,6 +5,7 @@
 // rely on the validator: every word it reads is bounds-checked and every id it follows is checked
 // for what it must be, so a malformed module gives an Error, never a crash or a huge allocation.
 #include <algorithm>
+#include <cstring>
 #include <limits>
 #include <unordered_map>
 #include <unordered_set>
@@ -37,6 +38,13 @@ enum class DefKind : uint8_t {
   kBoolConstant,   // index: value
   kComposite,      // constituents in `operands`
   kGraphConstant,  // index: GraphConstantID
+  kNull,           // OpConstantNull (every element zero): type in `type`, dtype for scalars
+  kReplicate,      // OpConstantCompositeReplicateEXT: the replicated constituent in operands[0]
+  kUndef,          // OpUndef: no value a graph can use
+  kString,         // OpString: the text in names_[index]
+  kDebugSet,       // OpExtInstImport "NonSemantic.Graph.DebugInfo.<n>"
+  kMlOpsSet,       // OpExtInstImport "Arm.ExperimentalMLOperations.<n>"
+  kSkippedSet,     // another non-semantic set (its instructions are ignored)
   kGraph,
   kValue,        // defined inside a graph body (value_of_ holds its ValueId)
   kStructValue,  // the struct result of FFT2D / RFFT2D (struct_node_ holds its node)
@@ -67,6 +75,9 @@ struct InterfaceType {
   bool array = false;
   uint32_t count = 1;
 };
+
+// Inline tensor constants: written out, all zeros, or one value replicated.
+bool is_tensor_constant(DefKind k) { return k == DefKind::kComposite || k == DefKind::kNull || k == DefKind::kReplicate; }
 
 class Decoder {
  public:
@@ -131,6 +142,7 @@ class Decoder {
   // The value of an OpConstant of the 32-bit integer type (indices, ranks, lengths, enumerations).
   uint32_t uint_value(const Instruction& inst, uint32_t id) {
     const Def& d = def(inst, id);
+    if (d.kind == DefKind::kNull && d.dtype == DType::kInt32 && def(inst, d.type).kind == DefKind::kScalarType) return 0;
     if (d.kind != DefKind::kConstant || d.dtype != DType::kInt32)
       fail(ErrorCode::kVerify, inst, id, ref(id) + " must be an OpConstant of a 32-bit integer type");
     return d.operands[0];
@@ -162,6 +174,8 @@ class Decoder {
   ValueId add_value(uint32_t id, TensorType type);
   int add_node(Node node, uint32_t offset, uint32_t id);
   void ext_inst(const Instruction& inst);
+  void ml_call(const Instruction& inst);
+  void apply_debug_info(const std::vector<const Instruction*>& debug_info, uint32_t graph_id);
   void composite_extract(const Instruction& inst);
 
   [[noreturn]] void rethrow_verify(const Module& m, const std::vector<Error>& errors) const;
@@ -253,6 +267,27 @@ void Decoder::constant(const Instruction& inst) {
   const uint32_t id = word(inst, 2);
   const Def& t = def(inst, type);
   switch (inst.opcode()) {
+    case kOpConstantNull: {
+      expect_size(inst, 3, 3);
+      Def& d = define(inst, id, DefKind::kNull);
+      d.type = type;
+      d.dtype = t.dtype;
+      return;
+    }
+    case kOpConstantCompositeReplicateEXT:
+    case kOpSpecConstantCompositeReplicateEXT: {
+      expect_size(inst, 4, 4);
+      Def& d = define(inst, id, DefKind::kReplicate);
+      d.type = type;
+      d.operands = inst.words.subspan(3);
+      return;
+    }
+    case kOpUndef: {
+      Def& d = define(inst, id, DefKind::kUndef);
+      d.type = type;
+      return;
+    }
+    case kOpSpecConstant:  // specialization constants: their default values (Weft does not specialize)
     case kOpConstant: {
       if (t.kind != DefKind::kScalarType || t.dtype == DType::kBool)
         fail(ErrorCode::kVerify, inst, id,
@@ -264,6 +299,8 @@ void Decoder::constant(const Instruction& inst) {
       d.operands = inst.words.subspan(3);
       return;
     }
+    case kOpSpecConstantTrue:
+    case kOpSpecConstantFalse:
     case kOpConstantTrue:
     case kOpConstantFalse: {
       expect_size(inst, 3, 3);
@@ -272,9 +309,10 @@ void Decoder::constant(const Instruction& inst) {
       Def& d = define(inst, id, DefKind::kBoolConstant);
       d.dtype = DType::kBool;
       d.type = type;
-      d.index = inst.opcode() == kOpConstantTrue;
+      d.index = inst.opcode() == kOpConstantTrue || inst.opcode() == kOpSpecConstantTrue;
       return;
     }
+    case kOpSpecConstantComposite:
     case kOpConstantComposite: {
       Def& d = define(inst, id, DefKind::kComposite);
       d.type = type;
@@ -329,13 +367,21 @@ void Decoder::declare(const Instruction& inst) {
       profiles_ = set;
       return;
     }
-    case kOpString:
-      define(inst, word(inst, 1), DefKind::kOther);
+    case kOpString: {
+      Def& d = define(inst, word(inst, 1), DefKind::kString);
+      d.index = static_cast<uint32_t>(names_.size());
+      names_.push_back(read_string(inst, 2, nullptr));
       return;
+    }
     case kOpExtInstImport: {
       const uint32_t id = word(inst, 1);
-      const bool tosa = read_string(inst, 2, nullptr) == kTosaSetName;
-      define(inst, id, tosa ? DefKind::kTosaSet : DefKind::kOtherSet);
+      const std::string set = read_string(inst, 2, nullptr);
+      DefKind kind = set == kTosaSetName                                    ? DefKind::kTosaSet
+                     : set.starts_with("NonSemantic.Graph.DebugInfo.")       ? DefKind::kDebugSet
+                     : set.starts_with("Arm.ExperimentalMLOperations.")      ? DefKind::kMlOpsSet
+                     : set.starts_with("NonSemantic.")                       ? DefKind::kSkippedSet
+                                                                             : DefKind::kOtherSet;
+      define(inst, id, kind);
       return;
     }
     case kOpTypeVoid:
@@ -382,6 +428,14 @@ void Decoder::declare(const Instruction& inst) {
     case kOpConstantTrue:
     case kOpConstantFalse:
     case kOpConstantComposite:
+    case kOpConstantNull:
+    case kOpConstantCompositeReplicateEXT:
+    case kOpSpecConstant:
+    case kOpSpecConstantTrue:
+    case kOpSpecConstantFalse:
+    case kOpSpecConstantComposite:
+    case kOpSpecConstantCompositeReplicateEXT:
+    case kOpUndef:
     case kOpGraphConstantARM:
       constant(inst);
       return;
@@ -392,7 +446,19 @@ void Decoder::declare(const Instruction& inst) {
       return;
     }
     default:
-      fail(ErrorCode::kUnsupported, inst, 0, "is not part of a SPIR-V graph module (Weft reads graphs only)");
+      // Everything else (shader types, decorations, non-semantic instructions, ...) is carried by
+      // the module but not part of a graph: a graph that uses such an id is refused at that use.
+      if (const InstDef* d = find_instruction(inst.opcode())) {
+        for (const OperandDef& o : d->operands) {
+          if (o.kind == OperandKind::kIdResult) {
+            // The result id is the word after the result type, if there is one.
+            const bool typed = !d->operands.empty() && d->operands[0].kind == OperandKind::kIdResultType;
+            define(inst, word(inst, typed ? 2 : 1), DefKind::kOther);
+            break;
+          }
+        }
+      }
+      return;
   }
 }
 
@@ -401,19 +467,44 @@ void Decoder::declare(const Instruction& inst) {
 // Writes the elements of the tensor constant `id` (of type `t` from dimension `dim` on) to `out`.
 void Decoder::fill(const Instruction& user, uint32_t id, const TensorType& t, size_t dim, uint8_t* out) {
   const Def& d = def(user, id);
-  if (d.kind != DefKind::kComposite)
-    fail(ErrorCode::kVerify, user, id, ref(id) + " must be an OpConstantComposite of a tensor type");
   const auto count = static_cast<size_t>(t.shape[dim]);
+  const size_t elem_size = storage_size(t.dtype);
+  size_t sub_bytes = elem_size;
+  for (size_t k = dim + 1; k < t.shape.size(); ++k) sub_bytes *= static_cast<size_t>(t.shape[k]);
+  if (d.kind == DefKind::kNull) return;  // zeros: `out` starts zero-filled
+  if (d.kind == DefKind::kReplicate) {
+    // One constituent repeated: a scalar of the element type (any rank, as spirv-val takes it) or
+    // a sub-tensor of the remaining dimensions.
+    const uint32_t c = d.operands[0];
+    const Def& e = def(user, c);
+    if (e.kind == DefKind::kConstant || e.kind == DefKind::kBoolConstant ||
+        (e.kind == DefKind::kNull && def(user, e.type).kind == DefKind::kScalarType)) {
+      if (e.dtype != t.dtype)
+        fail(ErrorCode::kVerify, d.offset, id, "the replicated value " + ref(c) + " must be a " + dtype_spec_name(t.dtype));
+      uint8_t one[8] = {};
+      if (e.kind == DefKind::kBoolConstant) one[0] = static_cast<uint8_t>(e.index);
+      if (e.kind == DefKind::kConstant) unpack_literal(t.dtype, e.operands, one);
+      const size_t n = count * (sub_bytes / elem_size);
+      for (size_t i = 0; i < n; ++i) std::memcpy(out + i * elem_size, one, elem_size);
+      return;
+    }
+    if (dim + 1 == t.shape.size()) fail(ErrorCode::kVerify, d.offset, id, "the replicated value " + ref(c) + " must be a scalar constant");
+    fill(user, c, t, dim + 1, out);
+    for (size_t i = 1; i < count; ++i) std::memcpy(out + i * sub_bytes, out, sub_bytes);
+    return;
+  }
+  if (d.kind != DefKind::kComposite)
+    fail(ErrorCode::kVerify, user, id, ref(id) + " must be a tensor constant (OpConstantComposite, OpConstantNull or OpConstantCompositeReplicateEXT)");
   if (d.operands.size() != count)
     fail(ErrorCode::kVerify, d.offset, id,
          "a tensor constant of shape " +
              shape_str(Shape(t.shape.begin() + static_cast<ptrdiff_t>(dim), t.shape.end())) + " needs " +
              std::to_string(count) + " constituents, it has " + std::to_string(d.operands.size()));
-  const size_t elem_size = storage_size(t.dtype);
   if (dim + 1 == t.shape.size()) {
     for (size_t i = 0; i < count; ++i) {
       const uint32_t c = d.operands[i];
       const Def& e = def(user, c);
+      if (e.kind == DefKind::kNull && e.dtype == t.dtype && def(user, e.type).kind == DefKind::kScalarType) continue;
       if ((e.kind != DefKind::kConstant && e.kind != DefKind::kBoolConstant) || e.dtype != t.dtype)
         fail(ErrorCode::kVerify, d.offset, id,
              "constituent " + ref(c) + " must be a scalar constant of type " + dtype_spec_name(t.dtype));
@@ -425,12 +516,11 @@ void Decoder::fill(const Instruction& user, uint32_t id, const TensorType& t, si
     }
     return;
   }
-  size_t sub_bytes = elem_size;
-  for (size_t k = dim + 1; k < t.shape.size(); ++k) sub_bytes *= static_cast<size_t>(t.shape[k]);
   for (size_t i = 0; i < count; ++i) {
     const uint32_t c = d.operands[i];
     const Def& e = def(user, c);
-    if (e.kind != DefKind::kComposite || def(user, e.type).kind != DefKind::kTensorType ||
+    const bool tensor_constant = e.kind == DefKind::kComposite || e.kind == DefKind::kNull || e.kind == DefKind::kReplicate;
+    if (!tensor_constant || def(user, e.type).kind != DefKind::kTensorType ||
         tensor_types_[def(user, e.type).index] !=
             TensorType{t.dtype, Shape(t.shape.begin() + static_cast<ptrdiff_t>(dim) + 1, t.shape.end())})
       fail(ErrorCode::kVerify, d.offset, id,
@@ -443,7 +533,7 @@ Tensor Decoder::composite_tensor(const Instruction& user, uint32_t id) {
   const Def& d = def(user, id);
   const TensorType& t = tensor_type(user, d.type);
   if (t.shape.empty())
-    fail(ErrorCode::kVerify, d.offset, id, "a rank-0 tensor constant cannot be an OpConstantComposite");
+    fail(ErrorCode::kVerify, d.offset, id, "a rank-0 tensor constant cannot be an inline constant");
   int64_t n = 1;
   for (int64_t dim : t.shape) {
     if (dim > kMaxInlineElements || (n *= dim) > kMaxInlineElements)
@@ -458,7 +548,7 @@ Tensor Decoder::composite_tensor(const Instruction& user, uint32_t id) {
 
 std::vector<int64_t> Decoder::int_list(const Instruction& user, uint32_t id, const char* what) {
   const Def& d = def(user, id);
-  if (d.kind != DefKind::kComposite || def(user, d.type).kind != DefKind::kTensorType ||
+  if (!is_tensor_constant(d.kind) || def(user, d.type).kind != DefKind::kTensorType ||
       tensor_types_[def(user, d.type).index].dtype != DType::kInt32 ||
       tensor_types_[def(user, d.type).index].rank() != 1)
     fail(ErrorCode::kVerify, user, id, std::string(what) + " " + ref(id) + " must be a rank-1 i32 tensor constant");
@@ -480,12 +570,14 @@ AttrValue Decoder::attribute(const Instruction& inst, const AttrDef& a, uint32_t
     case AttrKind::kRoundingMode:
       return int64_t{uint_value(inst, id)};
     case AttrKind::kBool:
+      if (d.kind == DefKind::kNull && d.dtype == DType::kBool) return false;
       if (d.kind != DefKind::kBoolConstant)
         fail(ErrorCode::kVerify, inst, id, what + " " + ref(id) + " must be OpConstantTrue or OpConstantFalse");
       return d.index != 0;
     case AttrKind::kIntList:
       return int_list(inst, id, what.c_str());
     case AttrKind::kScalar: {
+      if (d.kind == DefKind::kNull && def(inst, d.type).kind == DefKind::kScalarType) return Tensor::zeros(TensorType{d.dtype, {}});
       if (d.kind != DefKind::kConstant && d.kind != DefKind::kBoolConstant)
         fail(ErrorCode::kVerify, inst, id, what + " " + ref(id) + " must be a scalar constant");
       Tensor t = Tensor::zeros(TensorType{d.dtype, {}});
@@ -575,7 +667,9 @@ std::vector<Port> Decoder::ports(std::span<const Instruction> body, uint16_t opc
 ValueId Decoder::operand(const Instruction& inst, uint32_t id, bool shape_position) {
   const Def& d = def(inst, id);
   if (d.kind == DefKind::kValue && value_of_[id] != kNoValue) return value_of_[id];
-  if (d.kind != DefKind::kComposite && d.kind != DefKind::kGraphConstant) {
+  if (!is_tensor_constant(d.kind) && d.kind != DefKind::kGraphConstant) {
+    if (d.kind == DefKind::kUndef)
+      fail(ErrorCode::kUnsupported, inst, id, ref(id) + " is an OpUndef: a graph operand needs a defined value");
     if (d.kind == DefKind::kStructValue)
       fail(ErrorCode::kVerify, inst, id, "the two-output result " + ref(id) + " must be read with OpCompositeExtract");
     fail(ErrorCode::kVerify, inst, id, ref(id) + " is not a value of this graph (not defined before this use)");
@@ -585,13 +679,13 @@ ValueId Decoder::operand(const Instruction& inst, uint32_t id, bool shape_positi
   Node node;
   TensorType type;
   if (shape_position) {
-    if (d.kind != DefKind::kComposite)
-      fail(ErrorCode::kVerify, inst, id, "shape operand " + ref(id) + " must be an inline OpConstantComposite");
+    if (!is_tensor_constant(d.kind))
+      fail(ErrorCode::kVerify, inst, id, "shape operand " + ref(id) + " must be an inline tensor constant");
     std::vector<int64_t> values = int_list(inst, id, "shape operand");
     type = TensorType{DType::kShape, {static_cast<int64_t>(values.size())}};
     node.op = Op::CONST_SHAPE;
     node.attrs.emplace_back(std::move(values));
-  } else if (d.kind == DefKind::kComposite) {
+  } else if (is_tensor_constant(d.kind)) {
     Tensor t = composite_tensor(inst, id);
     type = t.type();
     node.op = Op::CONST;
@@ -666,6 +760,69 @@ void Decoder::ext_inst(const Instruction& inst) {
   add_node(std::move(node), inst.offset, id);
 }
 
+// Arm.ExperimentalMLOperations CALL <opcode> <parameters...>: a CUSTOM node of domain
+// "Arm.ExperimentalMLOperations" named by the opcode; its tensor parameters are the node's inputs.
+void Decoder::ml_call(const Instruction& inst) {
+  expect_size(inst, 6, SIZE_MAX);
+  const uint32_t type = word(inst, 1);
+  const uint32_t id = word(inst, 2);
+  if (word(inst, 4) != 0)
+    fail(ErrorCode::kVerify, inst, id, "unknown Arm.ExperimentalMLOperations instruction " + std::to_string(word(inst, 4)));
+  if (def(inst, type).kind != DefKind::kTensorType)
+    fail(ErrorCode::kUnsupported, inst, id,
+         "Arm.ExperimentalMLOperations CALL " + std::to_string(word(inst, 5)) +
+             ": only a single tensor result can be a CUSTOM node");
+  Node node;
+  node.op = Op::CUSTOM;
+  node.attrs = make_attrs(Op::CUSTOM, {{"operator_name", "CALL_" + std::to_string(word(inst, 5))},
+                                       {"domain_name", std::string(kMlOpsDomain)},
+                                       {"implementation_attrs", std::string()}});
+  for (size_t k = 6; k < inst.size(); ++k) node.inputs.push_back(operand(inst, word(inst, k), false));
+  Def& result = define(inst, id, DefKind::kValue);
+  result.type = type;
+  node.outputs.push_back(add_value(id, tensor_type(inst, type)));
+  value_of_[id] = node.outputs[0];
+  touched_.push_back(id);
+  add_node(std::move(node), inst.offset, id);
+}
+
+// NonSemantic.Graph.DebugInfo: DebugGraph names the graph (unless OpName did), DebugOperation
+// labels the nodes of the instructions it lists, DebugTensor names a value (an OpName wins).
+void Decoder::apply_debug_info(const std::vector<const Instruction*>& debug_info, uint32_t graph_id) {
+  auto text = [&](const Instruction& inst, size_t w) -> std::optional<std::string> {
+    const Def& s = def(inst, word(inst, w));
+    if (s.kind != DefKind::kString) return std::nullopt;
+    return names_[s.index];
+  };
+  std::unordered_map<uint32_t, int> node_of;  // result id -> node index
+  for (size_t n = 0; n < node_origin_.size(); ++n) node_of.emplace(node_origin_[n].second, static_cast<int>(n));
+  for (const Instruction* inst : debug_info) {
+    if (inst->size() < 7) continue;
+    switch (inst->word(4)) {
+      case 2: {  // DebugOperation DebugGraph Name Instructions...
+        std::optional<std::string> name = text(*inst, 6);
+        if (!name || name->empty()) break;
+        for (size_t w = 7; w < inst->size(); ++w) {
+          auto it = node_of.find(inst->word(w));
+          if (it != node_of.end() && graph_->node(it->second).name.empty()) graph_->mutable_node(it->second).name = *name;
+        }
+        break;
+      }
+      case 3: {  // DebugTensor Tensor Name [Index]
+        const uint32_t tensor = inst->word(5);
+        std::optional<std::string> name = text(*inst, 6);
+        if (!name || name->empty() || inst->size() > 7 || tensor >= value_of_.size()) break;
+        const ValueId v = value_of_[tensor];
+        if (v == kNoValue || defs_[tensor].name >= 0) break;
+        if (!graph_->find_value(*name)) graph_->rename_value(v, *name);
+        break;
+      }
+      default: break;  // DebugGraph: the graph is named before its body is read
+    }
+  }
+  (void)graph_id;
+}
+
 void Decoder::composite_extract(const Instruction& inst) {
   expect_size(inst, 5, 5);
   const uint32_t id = word(inst, 2);
@@ -698,6 +855,13 @@ size_t Decoder::graph(std::span<const Instruction> insts, size_t start) {
 
   // Name: OpName, else the entry point's name, else graph_<id>; unique in the module.
   std::string name = def(head, id).name >= 0 ? name_of(id) : std::string();
+  if (name.empty()) {  // a NonSemantic.Graph.DebugInfo DebugGraph of this graph
+    for (const Instruction& inst : body) {
+      if (inst.opcode() == kOpExtInst && inst.size() >= 7 && inst.word(4) == 1 && inst.word(5) == id &&
+          def(inst, inst.word(3)).kind == DefKind::kDebugSet && def(inst, inst.word(6)).kind == DefKind::kString)
+        name = names_[def(inst, inst.word(6)).index];
+    }
+  }
   if (name.empty()) {
     for (const auto& [g, n] : entry_points_)
       if (g == id && !n.empty()) name = n;
@@ -751,13 +915,22 @@ size_t Decoder::graph(std::span<const Instruction> insts, size_t start) {
   }
 
   std::vector<Port> out_ports;
+  std::vector<const Instruction*> debug_info;  // NonSemantic.Graph.DebugInfo, applied at the end
   for (const Instruction& inst : body) {
     switch (inst.opcode()) {
       case kOpGraphInputARM:
         break;
-      case kOpExtInst:
-        ext_inst(inst);
+      case kOpExtInst: {
+        const DefKind set = def(inst, word(inst, 3)).kind;
+        if (set == DefKind::kDebugSet) {
+          debug_info.push_back(&inst);
+        } else if (set == DefKind::kMlOpsSet) {
+          ml_call(inst);
+        } else if (set != DefKind::kSkippedSet) {
+          ext_inst(inst);
+        }
         break;
+      }
       case kOpCompositeExtract:
         composite_extract(inst);
         break;
@@ -783,6 +956,7 @@ size_t Decoder::graph(std::span<const Instruction> insts, size_t start) {
     g.add_output(v);
   }
 
+  apply_debug_info(debug_info, id);
   for (uint32_t t : touched_) value_of_[t] = kNoValue;
   touched_.clear();
   origins_.emplace_back(name, std::move(node_origin_));
@@ -828,6 +1002,16 @@ Module Decoder::run() {
     const uint16_t op = insts[i].opcode();
     if (op == kOpGraphARM) {
       i = graph(insts, i);
+      continue;
+    }
+    if (op == kOpFunction) {  // shader functions are carried by the module, not decoded
+      while (i < insts.size() && insts[i].opcode() != kOpFunctionEnd) ++i;
+      ++i;
+      continue;
+    }
+    if (op == kOpExtInst && insts[i].size() > 3 && insts[i].word(3) < defs_.size() &&
+        (defs_[insts[i].word(3)].kind == DefKind::kDebugSet || defs_[insts[i].word(3)].kind == DefKind::kSkippedSet)) {
+      ++i;  // non-semantic information outside graphs
       continue;
     }
     if (op == kOpGraphInputARM || op == kOpGraphSetOutputARM || op == kOpExtInst || op == kOpCompositeExtract ||

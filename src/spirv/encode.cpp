@@ -35,6 +35,21 @@ struct WordsEqual {
 // Key prefix of the tensor type cache (no opcode has this value).
 constexpr uint32_t kTensorTypeKey = 0xffffffffu;
 
+// The opcode of a CUSTOM node that Arm.ExperimentalMLOperations CALL expresses: domain
+// "Arm.ExperimentalMLOperations", operator "CALL_<opcode>", one output; nullopt otherwise.
+std::optional<uint32_t> ml_call_opcode(const Node& n) {
+  if (n.op != Op::CUSTOM || n.attr_str("domain_name") != kMlOpsDomain || n.outputs.size() != 1) return std::nullopt;
+  const std::string& name = n.attr_str("operator_name");
+  if (!name.starts_with("CALL_") || name.size() == 5 || name.size() > 14) return std::nullopt;
+  uint64_t v = 0;
+  for (char c : name.substr(5)) {
+    if (c < '0' || c > '9') return std::nullopt;
+    v = v * 10 + static_cast<uint64_t>(c - '0');
+  }
+  if (v > 0xffffffffu) return std::nullopt;
+  return static_cast<uint32_t>(v);
+}
+
 bool is_rejected(Op op) {
   switch (op) {
     case Op::CUSTOM:
@@ -151,9 +166,12 @@ void check_expressible(const Module& m) {
       const Node& n = g.nodes()[i];
       const OpDef& d = op_def(n.op);
       const std::string label = g.node_label(static_cast<int>(i));
-      if (is_rejected(n.op))
+      if (is_rejected(n.op) && !ml_call_opcode(n))
         unsupported(g, label,
-                    std::string(d.name) + " has no TOSA.001000.1 instruction: it cannot be written to SPIR-V");
+                    std::string(d.name) + " has no TOSA.001000.1 instruction: it cannot be written to SPIR-V" +
+                        (n.op == Op::CUSTOM ? " (only CUSTOM nodes of domain Arm.ExperimentalMLOperations named "
+                                              "CALL_<opcode>, with one output, have a SPIR-V form: CALL)"
+                                            : ""));
       for (ValueId out : n.outputs) check_type(g, label, g.value(out).type, "output '%" + g.value(out).name + "'");
       for (size_t a = 0; a < d.attrs.size() && a < n.attrs.size(); ++a) {
         const auto* list = std::get_if<std::vector<int64_t>>(&n.attrs[a]);
@@ -225,6 +243,7 @@ class Encoder {
   const EncodeOptions& options_;
   uint32_t next_id_ = 1;
   uint32_t tosa_ = 0;
+  uint32_t ml_ = 0;  // Arm.ExperimentalMLOperations.1, imported when a CUSTOM node of its domain is written
   uint32_t capabilities_ = 0;  // bit i: kScalarTypes[i]'s capability is needed
   std::array<uint32_t, kNumDTypes> elem_ids_{};
 
@@ -439,6 +458,24 @@ uint32_t Encoder::attribute(const Node& n, size_t i) {
 
 void Encoder::encode_node(const Graph& g, const Node& n) {
   if (n.op == Op::CONST || n.op == Op::CONST_SHAPE || n.op == Op::IDENTITY) return;  // at first use
+  if (n.op == Op::CUSTOM) {  // Arm.ExperimentalMLOperations CALL <opcode> <inputs> (check_expressible)
+    if (ml_ == 0) ml_ = fresh();
+    const size_t base = scratch_.size();
+    for (ValueId v : n.inputs) scratch_.push_back(value_id(g, v));
+    const uint32_t result = fresh();
+    InstructionWriter(bodies_, kOpExtInst)
+        .word(tensor_type(g.value(n.outputs[0]).type))
+        .word(result)
+        .word(ml_)
+        .word(0)  // CALL
+        .word(*ml_call_opcode(n))
+        .words(std::span<const uint32_t>(scratch_).subspan(base))
+        .finish();
+    scratch_.resize(base);
+    value_ids_[static_cast<size_t>(n.outputs[0])] = result;
+    name(result, g.value(n.outputs[0]).name);
+    return;
+  }
   const OpDef& d = op_def(n.op);
   const size_t base = scratch_.size();
   for (size_t i = 0; i < d.attrs.size(); ++i) {
@@ -547,7 +584,7 @@ void Encoder::encode_graph(const Graph& g) {
 
 // Renumbers the ids of one instruction written by this encoder through `map`.
 template <class F>
-void for_each_id(std::span<uint32_t> inst, F&& map) {
+void for_each_id(std::span<uint32_t> inst, uint32_t ml_set, F&& map) {
   const uint16_t opcode = static_cast<uint16_t>(inst[0] & 0xffff);
   const size_t n = inst.size();
   auto ids = [&](size_t from, size_t to) {
@@ -595,6 +632,10 @@ void for_each_id(std::span<uint32_t> inst, F&& map) {
       return;
     case kOpExtInst:
       ids(1, 4);
+      if (ml_set != 0 && inst[3] == ml_set) {  // Arm.ExperimentalMLOperations CALL: a literal opcode first
+        ids(6, n);
+        return;
+      }
       ids(5, n);
       return;
     case kOpCompositeExtract:
@@ -623,6 +664,7 @@ std::vector<uint32_t> Encoder::assemble() {
   if (std::ranges::count(caps, kCapBFloat16TypeKHR)) exts.push_back("SPV_KHR_bfloat16");
   for (std::string_view e : exts) InstructionWriter(w, kOpExtension).string(e).finish();
   InstructionWriter(w, kOpExtInstImport).word(tosa_).string(kTosaSetName).finish();
+  if (ml_ != 0) InstructionWriter(w, kOpExtInstImport).word(ml_).string(kMlOpsSetName).finish();
   InstructionWriter(w, kOpMemoryModel).word(kAddressingLogical).word(kMemoryModelVulkan).finish();
   w.insert(w.end(), names_.begin(), names_.end());
   if (module_.profiles() != kAllProfiles) {
@@ -645,7 +687,7 @@ std::vector<uint32_t> Encoder::assemble() {
   };
   for (size_t i = 5; i < w.size();) {
     const size_t count = w[i] >> 16;
-    for_each_id(std::span<uint32_t>(w).subspan(i, count), map);
+    for_each_id(std::span<uint32_t>(w).subspan(i, count), ml_, map);
     i += count;
   }
   w[3] = next;

@@ -16,6 +16,9 @@ namespace weft::spirv {
 inline constexpr uint32_t kMagic = 0x07230203;
 inline constexpr uint32_t kVersion16 = 0x00010600;
 inline constexpr const char* kTosaSetName = "TOSA.001000.1";
+// Arm.ExperimentalMLOperations: custom operators as CALL <opcode>; decoded as CUSTOM nodes of this domain.
+inline constexpr const char* kMlOpsSetName = "Arm.ExperimentalMLOperations.1";
+inline constexpr const char* kMlOpsDomain = "Arm.ExperimentalMLOperations";
 
 // Every opcode of the core grammar (kOpUndef = 1, ..., aliases included), generated from
 // src/spirv/grammar/spirv.core.grammar.json.

@@ -539,7 +539,7 @@ TEST(VgfCustom, ComputeSegmentRules) {
   t = c;
   t.modules[1].spirv.clear();
   t.modules[1].code_type = vgf::CodeType::kNone;
-  expect_check_error(t, "module 1 'scale': a COMPUTE module needs its shader");
+  expect_check_error(t, "module 1 'scale': its code is not the SPIR-V of the record's shader_code");
   t = c;
   t.resources[c.constants[0].mrt_index].alias_group_id = 5;
   expect_check_error(t, "a constant has storage of its own and never shares it");

@@ -1,6 +1,7 @@
 // Shared pieces of the `weft` tool's commands: exit codes, the tool's own error, argument scanning.
 #pragma once
 
+#include <iostream>
 #include <optional>
 #include <string>
 #include <vector>
@@ -80,6 +81,13 @@ class Args {
 [[noreturn]] inline void unknown_option(const Args& args, const std::string& flag) {
   usage_error("unknown option '" + flag + "' for `weft " + args.command() + "` (see `weft " + args.command() +
               " --help`)");
+}
+
+// LoadOptions whose warnings go to stderr as "weft: warning: ...".
+inline LoadOptions cli_load_options() {
+  LoadOptions o;
+  o.on_warning = [](const std::string& w) { std::cerr << "weft: warning: " << w << "\n"; };
+  return o;
 }
 
 inline void no_inline_value(const Args& args, const std::string& flag, const std::optional<std::string>& v) {

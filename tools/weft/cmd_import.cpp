@@ -60,7 +60,7 @@ void add_backend_option(LoadOptions& options, const std::string& value) {
 
 int cmd_import(Args& args) {
   std::string model, out;
-  LoadOptions load;
+  LoadOptions load = cli_load_options();
   bool list = false;
   while (!args.done()) {
     std::string flag, positional;

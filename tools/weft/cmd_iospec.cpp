@@ -269,7 +269,7 @@ class ScriptRunner {
 int cmd_iospec(Args& args) {
   std::string model_path, out, check, target_file;
   std::vector<std::string> latched;
-  LoadOptions load;
+  LoadOptions load = cli_load_options();
   while (!args.done()) {
     std::string flag, positional;
     std::optional<std::string> v;
@@ -328,7 +328,7 @@ int cmd_iospec(Args& args) {
 int cmd_stream(Args& args) {
   std::string model_path, iospec_path, script, target_file;
   bool verbose = false;
-  LoadOptions load;
+  LoadOptions load = cli_load_options();
   while (!args.done()) {
     std::string flag, positional;
     std::optional<std::string> v;

@@ -217,7 +217,7 @@ int cmd_spirv(Args& args) {
 int cmd_compile(Args& args) {
   std::string model, out, emit, iospec_out, target_file;
   std::vector<std::string> latched;
-  LoadOptions load;
+  LoadOptions load = cli_load_options();
   bool explain = false;
   while (!args.done()) {
     std::string flag, positional;

@@ -53,6 +53,7 @@ int cmd_dump(Args& args) {
   }
   if (in.empty()) usage_error("`weft dump` needs a .vgf file (see `weft dump --help`)");
   vgf::Container c = vgf::load(in, read);
+  for (const std::string& w : c.warnings) std::cerr << "weft: warning: " << in << ": " << w << "\n";
   std::string json = vgf::to_json(c, dump);
   if (out.empty() || out == "-") {
     std::cout << json;

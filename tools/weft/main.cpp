@@ -414,7 +414,7 @@ int cmd_run(Args& args) {
   std::vector<std::pair<std::string, std::string>> inputs, outputs;
   bool print = false, stats = false, explain = false, profile = false;
   int threads = 1, repeat = 0;
-  LoadOptions load;
+  LoadOptions load = cli_load_options();
   while (!args.done()) {
     std::string flag, positional;
     std::optional<std::string> inline_value;
@@ -590,7 +590,7 @@ int cmd_run(Args& args) {
 
 int cmd_check(Args& args) {
   std::string model_path;
-  LoadOptions load;
+  LoadOptions load = cli_load_options();
   while (!args.done()) {
     std::string flag, positional;
     std::optional<std::string> inline_value;
