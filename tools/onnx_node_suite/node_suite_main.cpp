@@ -4,6 +4,7 @@
 //
 //   weft_onnx_node_suite DIR [--skips FILE] [--only REGEX] [--verbose] [--write-skips OUT]
 //                            [--interpreter] [--in-process] [--timeout SEC] [--dump-pb FILE...]
+//                            [--emit-vgf OUTDIR]
 //
 // For every case directory DIR/node/test_* (sorted by name): import model.onnx, bind each data
 // set's input_N.pb (a serialized onnx.TensorProto) to graph input N, run, and compare output_N.pb
@@ -27,6 +28,10 @@
 // Blank lines and lines starting with '#' are ignored. Unknown or duplicate names are errors.
 // --write-skips OUT writes such a file listing every selected case that did not pass, with a
 // reason derived from its failure.
+//
+// --emit-vgf OUTDIR writes each imported case as OUTDIR/<case>.vgf (vgf::from_module), or, when
+// the model cannot be written (what SPIR-V cannot carry), OUTDIR/<case>.refused with the error;
+// scripts/interop/upstream_check.py then runs Arm's and Khronos' tools over them.
 //
 // --dump-pb FILE... prints the decoded tensors (type, dims, one value per line) and exits; it
 // exists to check this reader against onnx.numpy_helper.to_array.
@@ -65,6 +70,7 @@
 #include "weft/onnx.h"
 #include "weft/runtime.h"
 #include "weft/tensor.h"
+#include "weft/vgf.h"
 
 namespace fs = std::filesystem;
 
@@ -413,6 +419,7 @@ struct Options {
   bool interpreter = false;
   bool in_process = false;
   int timeout_s = 300;
+  std::optional<fs::path> emit_vgf;
 };
 
 struct GraphIo {
@@ -479,6 +486,15 @@ CaseResult error_result(const std::string& stage, const std::string& message, co
   return r;
 }
 
+// The case as a VGF container, or why it cannot be one.
+void emit_vgf(const weft::Module& module, const fs::path& stem) {
+  try {
+    weft::vgf::save(weft::vgf::from_module(module), stem.string() + ".vgf");
+  } catch (const std::exception& e) {
+    std::ofstream(stem.string() + ".refused") << e.what() << "\n";
+  }
+}
+
 CaseResult run_case_unchecked(const fs::path& case_dir, const Options& opt) {
   const fs::path model_path = case_dir / "model.onnx";
   const std::string model_str = model_path.string();
@@ -520,6 +536,7 @@ CaseResult run_case_unchecked(const fs::path& case_dir, const Options& opt) {
     } catch (const std::exception& e) {
       return error_result("import", e.what(), model_str);
     }
+    if (opt.emit_vgf && ds == sets.front()) emit_vgf(module, *opt.emit_vgf / case_dir.filename());
     for (const auto* ios : {&inputs, &outputs})
       for (const GraphIo& io : *ios)
         if (io.kind != "tensor")
@@ -797,7 +814,8 @@ int dump_pb(const std::vector<std::string>& files) {
                "  --write-skips OUT   write a skips file listing every case that did not pass\n"
                "  --interpreter       run with weft::Interpreter instead of the runtime\n"
                "  --in-process        run the cases in this process (no crash isolation; for debuggers)\n"
-               "  --timeout SEC       per-case time limit when isolated (default 300)\n";
+               "  --timeout SEC       per-case time limit when isolated (default 300)\n"
+               "  --emit-vgf OUTDIR   write each case as OUTDIR/<case>.vgf (or <case>.refused: why not)\n";
   std::exit(2);
 }
 
@@ -818,6 +836,7 @@ int run_main(int argc, char** argv) {
     else if (a == "--write-skips") opt.write_skips = value();
     else if (a == "--interpreter") opt.interpreter = true;
     else if (a == "--in-process") opt.in_process = true;
+    else if (a == "--emit-vgf") opt.emit_vgf = value();
     else if (a == "--timeout") {
       std::string v = value();
       char* end = nullptr;
@@ -831,6 +850,7 @@ int run_main(int argc, char** argv) {
   }
   if (!dir) usage("DIR is required");
   opt.dir = *dir;
+  if (opt.emit_vgf) fs::create_directories(*opt.emit_vgf);
   const fs::path node_dir = opt.dir / "node";
   if (!fs::is_directory(node_dir))
     throw HarnessError(node_dir.string() + " is not a directory (run scripts/onnx/gen_node_tests.py " +
