@@ -86,6 +86,11 @@ const char* code_type_name(CodeType t);                  // "NONE", "SPIRV", "GL
 const char* category_name(ResourceCategory c);           // "INPUT", ...
 std::string descriptor_type_name(uint32_t vk_descriptor_type);  // "VK_DESCRIPTOR_TYPE_TENSOR_ARM", or the number
 std::string format_name(uint32_t vk_format);                    // "VK_FORMAT_R32_SFLOAT", or the number
+// Names of Vulkan enumerants as Arm's tools print them: the canonical VK_* name (from the Vulkan
+// header the build uses, plus VK_ARM_tensors' values), VkDescriptorType 0xFFFFFFFF "none", and
+// "Unknown(<n>)" for a value neither knows.
+enum class VkEnum : uint8_t { kFormat, kDescriptorType, kFilter, kSamplerAddressMode, kBorderColor };
+std::string vk_name(VkEnum kind, uint32_t value);
 
 struct Version {
   uint8_t major = 0;
@@ -342,5 +347,33 @@ struct DumpOptions {
 // The whole container as JSON (header, modules, resources, sequence, constants with their
 // sizes), pretty-printed with 2-space indentation. Deterministic: two builds diff cleanly.
 std::string to_json(const Container& c, const DumpOptions& options = {});
+
+// The container as Arm's `vgf_dump -i FILE` prints it (VGF library 0.10): keys sorted, 4-space
+// indentation, no trailing newline; header version only; resources with Vulkan enumerant names;
+// model inputs/outputs with their names; segments' descriptor sets with their set numbers;
+// modules' shader type and whether code is present (never the code).
+std::string to_vgf_dump_json(const Container& c);
+
+// A Scenario Runner scenario (Arm ML SDK) that runs the container: a "graph" resource for the
+// file, a tensor (or buffer) resource per model input and output reading / writing .npy files, a
+// dispatch_graph command binding them by the model's binding numbers (set 0), and for a COMPUTE
+// segment with push constants (Weft's record holds their bytes) a raw_data resource and the
+// graph's push_constants_size; a module without code gets a "shader" resource to supply and a
+// shader substitution. Input and output .npy paths: `inputs` / `outputs` by model input and
+// output, default "<name>.npy" with the model's names (else "input_<i>.npy", "output_<i>.npy").
+// Throws Error(kUnsupported) naming a model input/output the runner cannot bind from .npy (images).
+struct ScenarioOptions {
+  std::string vgf_path = "model.vgf";  // as the scenario refers to the container
+  std::vector<std::string> inputs;     // one per model input, or empty
+  std::vector<std::string> outputs;    // one per model output, or empty
+  bool boundaries = false;             // mark_boundary commands around the dispatch (frame capture)
+};
+struct Scenario {
+  std::string json;  // the scenario (4-space indented)
+  // Files the scenario reads besides the inputs (push constant blocks as .npy of bytes), by the
+  // path the scenario names them with, relative to the scenario file.
+  std::vector<std::pair<std::string, std::vector<uint8_t>>> files;
+};
+Scenario to_scenario(const Container& c, const ScenarioOptions& options = {});
 
 }  // namespace weft::vgf

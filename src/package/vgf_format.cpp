@@ -85,6 +85,42 @@ const FormatInfo* find_format(uint32_t f) {
 
 }  // namespace
 
+namespace {
+
+struct VkName {
+  uint32_t value;
+  const char* name;
+};
+#include "package/vk_names.inc"
+
+template <size_t N>
+const char* lookup(const VkName (&table)[N], uint32_t v) {
+  for (const VkName& n : table)
+    if (n.value == v) return n.name;
+  return nullptr;
+}
+
+}  // namespace
+
+std::string vk_name(VkEnum kind, uint32_t v) {
+  const char* name = nullptr;
+  switch (kind) {
+    case VkEnum::kFormat:
+      if (const FormatInfo* i = find_format(v)) return i->name;  // VK_ARM_tensors' formats are newer than the header
+      name = lookup(kVkFormatNames, v);
+      break;
+    case VkEnum::kDescriptorType:
+      if (v == kNoDescriptorType) return "none";
+      if (v == kDescriptorTypeTensorARM) return "VK_DESCRIPTOR_TYPE_TENSOR_ARM";
+      name = lookup(kVkDescriptorTypeNames, v);
+      break;
+    case VkEnum::kFilter: name = lookup(kVkFilterNames, v); break;
+    case VkEnum::kSamplerAddressMode: name = lookup(kVkSamplerAddressModeNames, v); break;
+    case VkEnum::kBorderColor: name = lookup(kVkBorderColorNames, v); break;
+  }
+  return name ? std::string(name) : "Unknown(" + std::to_string(v) + ")";
+}
+
 std::string format_name(uint32_t f) {
   if (f == format::kUndefined) return "VK_FORMAT_UNDEFINED";
   if (const FormatInfo* i = find_format(f)) return i->name;

@@ -166,3 +166,110 @@ std::string to_json(const Container& c, const DumpOptions& options) {
 }
 
 }  // namespace weft::vgf
+
+// ---- The JSON of Arm's vgf_dump -------------------------------------------------------------------
+
+namespace weft::vgf {
+namespace {
+
+// vgf_dump's key order is alphabetical (an std::map object), as nlohmann::json's default is.
+using SortedJson = nlohmann::json;
+
+SortedJson dump_slots(const std::vector<BindingSlot>& v) {
+  SortedJson a = SortedJson::array();
+  for (size_t i = 0; i < v.size(); ++i)
+    a.push_back(SortedJson{{"binding", v[i].binding}, {"index", i}, {"mrt_index", v[i].mrt_index}});
+  return a;
+}
+
+// Model inputs/outputs with their names: "" when the name list does not have one per slot.
+SortedJson dump_model_slots(const std::vector<BindingSlot>& v, const std::vector<std::string>& names) {
+  SortedJson a = dump_slots(v);
+  for (size_t i = 0; i < v.size(); ++i) a[i]["name"] = names.size() == v.size() ? names[i] : std::string();
+  return a;
+}
+
+std::string shader_type(const Module& m) {
+  switch (m.code_type) {
+    case CodeType::kSpirv: return "SPIR-V";
+    case CodeType::kGlsl: return "GLSL";
+    case CodeType::kHlsl: return "HLSL";
+    default: return "None";
+  }
+}
+
+}  // namespace
+
+std::string to_vgf_dump_json(const Container& c) {
+  SortedJson j;
+  SortedJson constants = SortedJson::array();
+  for (size_t i = 0; i < c.constants.size(); ++i)
+    constants.push_back(SortedJson{{"index", i},
+                                   {"mrt_index", c.constants[i].mrt_index},
+                                   {"sparsity_dimension", c.constants[i].sparsity_dimension}});
+  j["constants"] = constants;
+  j["header"] = SortedJson{{"major", c.header.version.major}, {"minor", c.header.version.minor},
+                           {"patch", c.header.version.patch}};
+  SortedJson segments = SortedJson::array();
+  for (size_t i = 0; i < c.sequence.segments.size(); ++i) {
+    const Segment& s = c.sequence.segments[i];
+    SortedJson sets = SortedJson::array();
+    for (size_t k = 0; k < s.set_infos.size(); ++k)
+      sets.push_back(SortedJson{{"bindings", dump_slots(s.set_infos[k].bindings)}, {"set_index", s.set_number(k)}});
+    SortedJson ranges = SortedJson::array();
+    for (size_t k = 0; k < s.push_constant_ranges.size(); ++k) {
+      const PushConstantRange& r = s.push_constant_ranges[k];
+      ranges.push_back(SortedJson{{"index", k}, {"offset", r.offset}, {"size", r.size}, {"stage_flags", r.stage_flags}});
+    }
+    segments.push_back(SortedJson{{"constants", s.constants},
+                                  {"descriptor_set_infos", sets},
+                                  {"dispatch_shape", s.dispatch_shape},
+                                  {"index", i},
+                                  {"inputs", dump_slots(s.inputs)},
+                                  {"module_index", s.module_index},
+                                  {"name", s.name},
+                                  {"outputs", dump_slots(s.outputs)},
+                                  {"push_constant_ranges", ranges},
+                                  {"type", module_type_name(s.type)}});
+  }
+  j["model_sequence"] = SortedJson{{"inputs", dump_model_slots(c.sequence.inputs, c.sequence.input_names)},
+                                   {"outputs", dump_model_slots(c.sequence.outputs, c.sequence.output_names)},
+                                   {"segments", segments}};
+  SortedJson modules = SortedJson::array();
+  for (size_t i = 0; i < c.modules.size(); ++i) {
+    const Module& m = c.modules[i];
+    const bool code = m.code_type == CodeType::kSpirv ? !m.spirv.empty()
+                      : m.code_type == CodeType::kNone ? false
+                                                       : true;
+    modules.push_back(SortedJson{{"entry_point", m.entry_point},
+                                 {"index", i},
+                                 {"name", m.name},
+                                 {"shader_code_available", code},
+                                 {"shader_type", shader_type(m)},
+                                 {"type", module_type_name(m.type)}});
+  }
+  j["modules"] = modules;
+  SortedJson resources = SortedJson::array();
+  for (size_t i = 0; i < c.resources.size(); ++i) {
+    const Resource& r = c.resources[i];
+    SortedJson row{{"category", category_name(r.category)},
+                   {"index", i},
+                   {"shape", r.shape},
+                   {"stride", r.strides},
+                   {"vk_descriptor_type", vk_name(VkEnum::kDescriptorType, r.vk_descriptor_type)},
+                   {"vk_format", vk_name(VkEnum::kFormat, r.vk_format)}};
+    if (r.sampler) {
+      row["sampler_config"] = SortedJson{{"address_mode_u", vk_name(VkEnum::kSamplerAddressMode, r.sampler->address_mode_u)},
+                                         {"address_mode_v", vk_name(VkEnum::kSamplerAddressMode, r.sampler->address_mode_v)},
+                                         {"border_color", vk_name(VkEnum::kBorderColor, r.sampler->border_color)},
+                                         {"mag_filter", vk_name(VkEnum::kFilter, r.sampler->mag_filter)},
+                                         {"min_filter", vk_name(VkEnum::kFilter, r.sampler->min_filter)}};
+    }
+    if (r.alias_group_id != kNoAliasGroup) row["alias_group_id"] = r.alias_group_id;
+    resources.push_back(row);
+  }
+  j["resources"] = resources;
+  return j.dump(4);
+}
+
+}  // namespace weft::vgf

@@ -11,6 +11,8 @@
 #include <cstring>
 #include <filesystem>
 
+#include <nlohmann/json.hpp>
+
 #include "common/run_cli.h"
 #include "common/temp_dir.h"
 #include "weft/graph.h"
@@ -259,6 +261,72 @@ TEST(ArmInterop, Version03ContainersRead) {
   std::vector<Tensor> out = Interpreter(m).run(std::vector<Tensor>{input_tensor()});
   std::vector<double> got = out[0].to_doubles(), want = expected_output(input_tensor());
   for (size_t i = 0; i < got.size(); ++i) EXPECT_FLOAT_EQ(static_cast<float>(got[i]), static_cast<float>(want[i]));
+}
+
+// `weft dump --format vgf_dump` prints what Arm's vgf_dump prints, byte for byte.
+TEST(ArmInterop, VgfDumpFormatIsArmsLayout) {
+  TempDir dir("weft_arm");
+  std::vector<std::pair<std::string, vgf::Container>> cases;
+  cases.emplace_back("converter", converter_container());
+  vgf::Container placeholder = converter_container();
+  placeholder.modules[0].spirv.clear();
+  placeholder.sequence.input_names.clear();  // names absent: printed as ""
+  cases.emplace_back("placeholder", placeholder);
+  vgf::Container sampler = converter_container();
+  sampler.resources[2].sampler = vgf::SamplerConfig{1, 1, 2, 2, 0};
+  sampler.resources[3].alias_group_id = 4;
+  sampler.resources[3].strides = {128, 32, 8, 4};
+  cases.emplace_back("sampler", sampler);
+  for (const auto& [name, c] : cases) {
+    SCOPED_TRACE(name);
+    const std::string ours = vgf::to_vgf_dump_json(c);
+    nlohmann::json j = nlohmann::json::parse(ours);
+    EXPECT_EQ(j["model_sequence"]["segments"][0]["descriptor_set_infos"][0]["set_index"], 0);  // unset: its position
+    EXPECT_EQ(j["resources"][0]["vk_descriptor_type"], "none");
+    EXPECT_EQ(j["resources"][2]["vk_format"], "VK_FORMAT_R32_SFLOAT");
+    EXPECT_NE(ours.back(), '\n');
+    if (!fs::exists(kVgfDump)) continue;
+    const std::string file = dir.file(name + ".vgf");
+    vgf::save(c, file);
+    EXPECT_EQ(arm_vgf_dump(file, dir), 0);
+    EXPECT_EQ(ours, test::slurp(dir.file("dump.json")));
+    test::CliResult r = test::run_weft(dir, "dump --format vgf_dump " + name + ".vgf");
+    EXPECT_EQ(r.rc, 0) << r.all();
+    EXPECT_EQ(r.out, ours);
+  }
+  if (!fs::exists(kVgfDump)) GTEST_SKIP() << "vgf_dump not found in " << kVgfDump << ": compared with the layout only";
+}
+
+TEST(ArmInterop, ScenarioRunsTheContainerByItsNames) {
+  TempDir dir("weft_arm");
+  vgf::save(converter_container(), dir.file("model.vgf"));
+  test::CliResult r = test::run_weft(dir, "scenario model.vgf -o scenario.json --output Identity=out/y.npy");
+  ASSERT_EQ(r.rc, 0) << r.all();
+  nlohmann::json j = nlohmann::json::parse(test::slurp(dir.file("scenario.json")));
+  ASSERT_EQ(j["resources"].size(), 3u);
+  EXPECT_EQ(j["resources"][0]["graph"]["src"], "model.vgf");
+  const nlohmann::json& in = j["resources"][1]["tensor"];
+  EXPECT_EQ(in["src"], "input.npy");
+  EXPECT_EQ(in["shader_access"], "readonly");
+  EXPECT_EQ(in["format"], "VK_FORMAT_R32_SFLOAT");
+  EXPECT_EQ(in["dims"], (std::vector<int64_t>{1, 4, 4, 2}));
+  EXPECT_EQ(j["resources"][2]["tensor"]["dst"], "out/y.npy");
+  const nlohmann::json& d = j["commands"][0]["dispatch_graph"];
+  EXPECT_EQ(d["graph_ref"], "vgf_graph_ref");
+  ASSERT_EQ(d["bindings"].size(), 2u);
+  EXPECT_EQ(d["bindings"][0]["id"], 0);  // the model input's binding
+  EXPECT_EQ(d["bindings"][1]["id"], 1);
+  EXPECT_EQ(d["bindings"][1]["resource_ref"], "output_0_ref");
+  // A name the model does not have is a usage error naming the ones it has.
+  r = test::run_weft(dir, "scenario model.vgf --input nope=x.npy");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("(input)"), std::string::npos) << r.err;
+  // A placeholder module is to be supplied: a shader resource and a substitution for it.
+  vgf::Container c = converter_container();
+  c.modules[0].spirv.clear();
+  nlohmann::json p = nlohmann::json::parse(vgf::to_scenario(c).json);
+  EXPECT_EQ(p["commands"][0]["dispatch_graph"]["shader_substitutions"][0]["target"], "graph_partition_0");
+  EXPECT_EQ(p["resources"][3]["shader"]["src"], "graph_partition_0.spv");
 }
 
 }  // namespace

@@ -127,10 +127,12 @@ extern const char* const kSpirvHelp;
 extern const char* const kCompileHelp;
 // cmd_vgf.cpp: `weft dump` and the VGF output of `weft compile`.
 int cmd_dump(Args& args);
+int cmd_scenario(Args& args);
 int compile_vgf(const Module& m, const std::string& out);
 // cmd_import.cpp: `weft import MODEL.onnx -o OUT.weft`.
 int cmd_import(Args& args);
 extern const char* const kImportHelp;
 extern const char* const kDumpHelp;
+extern const char* const kScenarioHelp;
 
 }  // namespace weft::cli

@@ -65,7 +65,8 @@ Commands:
   devices List the Vulkan devices that run shader nodes
   iospec  Print or check a model's IOSpec (input/output contract, sequences, latched inputs)
   stream  Run a model as a streaming target: write inputs and read outputs in IOSpec order
-  dump    Print a VGF container as JSON
+  dump    Print a VGF container as JSON (Weft's, or the layout of Arm's vgf_dump)
+  scenario Write an Arm Scenario Runner scenario that runs a VGF container
   spirv   Disassemble, assemble and validate SPIR-V graph modules (dis, as, val)
 
 Options:
@@ -885,6 +886,7 @@ const std::map<std::string, std::pair<Command, const char*>>& commands() {
       {"import", {cmd_import, kImportHelp}},
       {"spirv", {cmd_spirv, kSpirvHelp}},
       {"dump", {cmd_dump, kDumpHelp}},
+      {"scenario", {cmd_scenario, kScenarioHelp}},
       {"devices", {cmd_devices, kDevicesHelp}},
       {"iospec", {cmd_iospec, kIospecHelp}},
       {"stream", {cmd_stream, kStreamHelp}},
