@@ -74,8 +74,13 @@ struct Payload {
   // Weft's extensions, needed to run the node and written by Weft's lowering:
   //   "weft_push_constant_data": base64 of the push constant block (its size = the sum of the sizes);
   //   "weft_dispatch": [x, y, z] workgroup counts, each >= 1.
+  //   "weft_dispatch_rule": how the dispatch was decided when the payload did not give it (prepare:
+  //   workgroup_sizes read as workgroup counts, and why), for --explain.
   std::vector<uint8_t> push_constant_data;
   std::optional<std::array<uint32_t, 3>> dispatch;
+  std::optional<std::string> dispatch_rule;
+  // "is_vkshader": written by ExecuTorch's Arm backend (true for Vulkan shader payloads); kept.
+  std::optional<bool> is_vkshader;
   // Keys Weft does not know (forward compatibility): kept verbatim (key, JSON text of the value),
   // written back unchanged, never acted on. See ParseOptions::unknown_keys.
   std::vector<std::pair<std::string, std::string>> unknown;

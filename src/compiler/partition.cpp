@@ -1,5 +1,7 @@
 #include "compiler/partition.h"
 
+#include "weft/custom.h"
+
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -668,6 +670,18 @@ std::string explain(const Graph& g, const Partition& p) {
     for (size_t k = 0; k < c.nodes.size(); ++k) out += (k ? ", " : "") + g.node_label(c.nodes[k]);
     out += "\n";
     for (const std::string& why : u.declined) out += "      not on " + why + "\n";
+    // A custom shader whose dispatch Weft decided from its payload: say how (docs/custom-ops.md).
+    const Node& anchor = g.node(c.anchor);
+    if (anchor.op == Op::CUSTOM) {
+      try {
+        custom::Payload pl = custom::parse_payload(anchor.attr_str("implementation_attrs"));
+        if (pl.dispatch && pl.dispatch_rule)
+          out += "      dispatch [" + std::to_string((*pl.dispatch)[0]) + "," + std::to_string((*pl.dispatch)[1]) + "," +
+                 std::to_string((*pl.dispatch)[2]) + "]: " + *pl.dispatch_rule + "\n";
+      } catch (const Error&) {
+        // not a shader payload (a CPU kernel's attributes): nothing to say
+      }
+    }
   }
   return out;
 }

@@ -22,6 +22,7 @@
 // bindings, and each is checked against its own rules (which makes both describe the same data:
 // the image packs exactly the channels the tensor view keeps in its shape).
 #include <algorithm>
+#include <cctype>
 #include <limits>
 
 #include "weft/custom.h"
@@ -124,7 +125,10 @@ BoundResource Checker::bind(const Resource& r, const TensorType& t) const {
   if (!b.format) fail(r.key("vkformat"), r.key("vkformat") + " " + *r.vkformat + " is not a VkFormat Weft knows");
 
   if (r.type) {
-    const std::string& ty = *r.type;
+    // Case-insensitive: the schema writes "Tensor", ExecuTorch's tests "TENSOR".
+    std::string ty = *r.type;
+    for (char& ch : ty) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    if (!ty.empty()) ty[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(ty[0])));
     if (ty != "Tensor" && ty != "Buffer" && ty != "Image")
       fail(r.key("type"), r.key("type") + " \"" + ty + "\" is not a resource type Weft knows (Tensor, Buffer, Image)");
     if ((ty == "Image") != image)

@@ -441,6 +441,11 @@ Payload Parser::run(std::string_view text) {
       }
     } else if (key == "weft_dispatch") {
       p_.dispatch = three_sizes(key, v);
+    } else if (key == "weft_dispatch_rule") {
+      p_.dispatch_rule = string_value(key, v, "a string (how Weft decided the dispatch)");
+    } else if (key == "is_vkshader") {
+      if (!v.is_boolean()) fail(key, "is_vkshader must be true or false (got " + describe(v) + ")");
+      p_.is_vkshader = v.get<bool>();
     } else if (key.rfind("input_", 0) == 0) {
       indexed_key(key, v, false, 6);
     } else if (key.rfind("output_", 0) == 0) {
@@ -525,6 +530,8 @@ std::string write_payload(const Payload& p) {
   }
   if (!p.push_constant_data.empty()) j["weft_push_constant_data"] = base64_encode(p.push_constant_data);
   if (p.dispatch) j["weft_dispatch"] = json::array({(*p.dispatch)[0], (*p.dispatch)[1], (*p.dispatch)[2]});
+  if (p.dispatch_rule) j["weft_dispatch_rule"] = *p.dispatch_rule;
+  if (p.is_vkshader) j["is_vkshader"] = *p.is_vkshader;
   auto resources = [&](const std::vector<Resource>& list) {
     for (const Resource& r : list) {
       if (r.vkformat) j[r.key("vkformat")] = *r.vkformat;

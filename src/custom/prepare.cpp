@@ -14,6 +14,12 @@ std::vector<TensorType> types_of(const Graph& g, const std::vector<ValueId>& ids
 
 }  // namespace
 
+namespace {
+std::string sizes_text(const std::array<uint32_t, 3>& s) {
+  return "[" + std::to_string(s[0]) + "," + std::to_string(s[1]) + "," + std::to_string(s[2]) + "]";
+}
+}  // namespace
+
 PrepareStats prepare_module(Module& m, const std::string& source) {
   PrepareStats stats;
   // Work on a copy of the changed attributes; commit only when every node passed.
@@ -35,6 +41,7 @@ PrepareStats prepare_module(Module& m, const std::string& source) {
       const std::string& attrs = n.attr_str("implementation_attrs");
       Payload p;
       bool changed = false;
+      CompiledShader compiled;  // the payload's shader, when it came without weft_dispatch
       if (attrs.find_first_not_of(" \t\r\n") == std::string::npos) {
         std::optional<OpSpec> spec = find_op(domain, name);
         if (!spec) continue;  // maybe a CPU kernel runs it
@@ -56,18 +63,32 @@ PrepareStats prepare_module(Module& m, const std::string& source) {
         p = parse_payload(attrs, where);
         if (p.language == ShaderLanguage::kGlsl || p.language == ShaderLanguage::kHlsl) {
           if (!p.shader_code) throw Error(ErrorCode::kVerify, "shader_language is " + std::string(language_name(p.language)) + " but there is no shader_code", where);
-          CompiledShader c = compile_shader(p.language, *p.shader_code, {}, p.entry_point, g.node_label(i));
+          compiled = compile_shader(p.language, *p.shader_code, {}, p.entry_point, g.node_label(i));
           p.language = ShaderLanguage::kSpirv;
-          p.spirv = std::move(c.spirv);
+          p.spirv = compiled.spirv;
           p.shader_code.reset();
           ++stats.compiled;
           changed = true;
         } else if (p.language == ShaderLanguage::kSpirv) {
-          compile_shader(p.language, "", p.spirv, p.entry_point, g.node_label(i));
+          compiled = compile_shader(p.language, "", p.spirv, p.entry_point, g.node_label(i));
         } else {
           throw Error(ErrorCode::kVerify,
                       "the payload has no shader (shader_language is unspecified); give SPIR-V, GLSL or HLSL code", where);
         }
+      }
+      if (!p.dispatch && !p.spirv.empty()) {
+        // No weft_dispatch: workgroup_sizes is what Arm's runtimes dispatch (the model converter
+        // copies it into the segment's dispatch_shape; ExecuTorch documents it as "effectively
+        // misnamed: it carries workgroup counts"), while the schema calls it the local size. The
+        // shader's own local size tells which a payload means (docs/custom-ops.md, "Dispatch").
+        p.dispatch = p.workgroup_sizes;
+        const std::string ws = sizes_text(p.workgroup_sizes), ls = sizes_text(compiled.local_size);
+        p.dispatch_rule = compiled.local_size == p.workgroup_sizes
+                              ? "workgroup_sizes " + ws + " equals the shader's local size: read as the dispatch count " +
+                                    "too, as Arm's runtimes do (give weft_dispatch if the dispatch differs)"
+                              : "workgroup_sizes " + ws + " is not the shader's local size " + ls +
+                                    ": it is the dispatch count (workgroups), as Arm's runtimes read it";
+        changed = true;
       }
       if (!p.dispatch)
         throw Error(ErrorCode::kVerify,
