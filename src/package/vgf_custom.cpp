@@ -769,6 +769,128 @@ std::optional<CustomOpRecord> custom_op_record(const Container& c, size_t segmen
   return rec;
 }
 
+// ---- COMPUTE segments as Arm's tools write them ------------------------------------------------------
+
+namespace {
+
+std::string base64(const std::vector<uint32_t>& words) {
+  static const char* kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::vector<uint8_t> b(words.size() * 4);
+  for (size_t i = 0; i < words.size(); ++i)
+    for (int k = 0; k < 4; ++k) b[4 * i + static_cast<size_t>(k)] = static_cast<uint8_t>(words[i] >> (8 * k));
+  std::string out;
+  for (size_t i = 0; i < b.size(); i += 3) {
+    uint32_t v = uint32_t{b[i]} << 16 | (i + 1 < b.size() ? uint32_t{b[i + 1]} << 8 : 0) | (i + 2 < b.size() ? b[i + 2] : 0);
+    out += kAlphabet[v >> 18 & 63];
+    out += kAlphabet[v >> 12 & 63];
+    out += i + 1 < b.size() ? kAlphabet[v >> 6 & 63] : '=';
+    out += i + 2 < b.size() ? kAlphabet[v & 63] : '=';
+  }
+  return out;
+}
+
+// The tensor a resource row carries: its shape, and the element type of its format (a tensor
+// element format, or the component type of a packed image format: the shader reads raw bytes).
+std::optional<TensorType> operand_type(const Resource& r) {
+  if (std::optional<TensorType> t = tensor_type(r)) return t;
+  const custom::FormatInfo* f = custom::find_format(r.vk_format);
+  if (!f || std::any_of(r.shape.begin(), r.shape.end(), [](int64_t d) { return d < 0; })) return std::nullopt;
+  DType dt;
+  switch (f->component_bytes * (f->kind == 'f' ? 1 : -1)) {
+    case 4: dt = DType::kFp32; break;
+    case 2: dt = DType::kFp16; break;
+    case -1: dt = DType::kInt8; break;
+    case -2: dt = DType::kInt16; break;
+    case -4: dt = DType::kInt32; break;
+    default: return std::nullopt;
+  }
+  return TensorType{dt, r.shape};
+}
+
+}  // namespace
+
+// A COMPUTE segment without Weft's record, as Arm's model converter writes one from a
+// com.arm.VulkanCustomShader operator: the record (and the payload the converter was given) rebuilt
+// from the tables: the module's code and entry point, dispatch_shape as the dispatch count (the
+// converter copies the payload's workgroup_sizes there and every runtime dispatches it), each slot's
+// binding, set, descriptor type, format and sampler. Push constant values are not in a container
+// (the Scenario Runner takes them from its scenario), so a segment with a range cannot run here.
+CustomOpRecord arm_compute_record(const Container& c, size_t si, std::string_view source) {
+  const Segment& s = c.sequence.segments.at(si);
+  const std::string seg = segment_label(si, s);
+  const Location file{.file = std::string(source)};
+  if (s.module_index >= c.modules.size())
+    throw Error(ErrorCode::kVerify, seg + ": module_index " + std::to_string(s.module_index) + " names no module", file);
+  const Module& m = c.modules[s.module_index];
+  if (is_placeholder(m))
+    throw Error(ErrorCode::kUnsupported,
+                seg + ": module " + std::to_string(s.module_index) + " '" + m.name +
+                    "' is a placeholder without code (the application supplies the shader when it loads the model; "
+                    "Arm's Scenario Runner takes it from shader_substitutions): there is no shader to run",
+                file);
+  if (!s.push_constant_ranges.empty())
+    throw Error(ErrorCode::kUnsupported,
+                seg + ": it has a push constant range of " + std::to_string(s.push_constant_ranges[0].size) +
+                    " bytes but the container does not hold the values (Arm's Scenario Runner takes them from its "
+                    "scenario); Weft runs such segments only from its own record (weft compile --custom-ops)",
+                file);
+  if (s.dispatch_shape.size() != 3)
+    throw Error(ErrorCode::kVerify, seg + ": a COMPUTE segment needs a 3-entry dispatch_shape", file);
+  std::map<std::pair<uint32_t, uint32_t>, uint32_t> set_of;  // (binding, mrt_index) -> set number
+  for (size_t d = 0; d < s.set_infos.size(); ++d)
+    for (const BindingSlot& b : s.set_infos[d].bindings) set_of.emplace(std::pair{b.binding, b.mrt_index}, s.set_number(d));
+  Json payload;
+  payload["entry_point"] = m.entry_point.empty() ? "main" : m.entry_point;
+  payload["workgroup_sizes"] = s.dispatch_shape;
+  payload["weft_dispatch"] = s.dispatch_shape;
+  payload["weft_dispatch_rule"] = "the container's dispatch_shape (workgroup counts)";
+  switch (m.code_type) {
+    case CodeType::kSpirv:
+      payload["shader_language"] = "SPIR-V";
+      payload["shader_code"] = base64(m.spirv);
+      break;
+    case CodeType::kGlsl: payload["shader_language"] = "GLSL"; payload["shader_code"] = m.source; break;
+    case CodeType::kHlsl: payload["shader_language"] = "HLSL"; payload["shader_code"] = m.source; break;
+    default: break;
+  }
+  CustomOpRecord rec;
+  rec.operator_name = m.name.empty() ? s.name : m.name;
+  rec.domain_name = "com.arm.VulkanCustomShader";
+  rec.node = s.name;
+  auto operands = [&](const std::vector<BindingSlot>& slots, bool output) {
+    std::vector<CustomOpRecord::Operand> out;
+    for (size_t i = 0; i < slots.size(); ++i) {
+      const std::string key = std::string(output ? "output_" : "input_") + std::to_string(i) + "_";
+      const std::string what = seg + ": " + (output ? "outputs[" : "inputs[") + std::to_string(i) + "]";
+      if (slots[i].mrt_index >= c.resources.size())
+        throw Error(ErrorCode::kVerify, what + ": mrt_index " + std::to_string(slots[i].mrt_index) + " names no resource", file);
+      const Resource& r = c.resources[slots[i].mrt_index];
+      std::optional<TensorType> t = operand_type(r);
+      if (!t)
+        throw Error(ErrorCode::kUnsupported,
+                    what + ": resource " + std::to_string(slots[i].mrt_index) + " (" + vk_name(VkEnum::kFormat, r.vk_format) +
+                        " " + shape_text(r.shape) + ") is not a tensor, buffer or image format Weft's shaders take",
+                    file);
+      auto set = set_of.find({slots[i].binding, slots[i].mrt_index});
+      payload[key + "binding"] = slots[i].binding;
+      payload[key + "descriptorset"] = set == set_of.end() ? 0u : set->second;
+      payload[key + "vkdescriptortype"] = vk_name(VkEnum::kDescriptorType, r.vk_descriptor_type);
+      payload[key + "vkformat"] = vk_name(VkEnum::kFormat, r.vk_format);
+      if (r.sampler) {
+        payload[key + "weft_filter"] = r.sampler->min_filter == 1 ? "linear" : "nearest";
+        static const char* kModes[] = {"repeat", "mirrored_repeat", "clamp_to_edge", "clamp_to_border"};
+        payload[key + "weft_address_mode"] = r.sampler->address_mode_u < 4 ? kModes[r.sampler->address_mode_u] : "clamp_to_edge";
+      }
+      out.push_back({s.name + (output ? "_out" : "_in") + std::to_string(i), *t});
+    }
+    return out;
+  };
+  rec.inputs = operands(s.inputs, false);
+  rec.outputs = operands(s.outputs, true);
+  rec.implementation_attrs = payload.dump();
+  return rec;
+}
+
 // ---- The whole sequence back to one module ---------------------------------------------------------
 
 weft::Module to_module(const Container& c, std::string_view source) {
@@ -789,13 +911,8 @@ weft::Module to_module(const Container& c, std::string_view source) {
   for (size_t si = 0; si < q.segments.size(); ++si) {
     if (q.segments[si].type != ModuleType::kCompute) continue;
     records[si] = custom_op_record(c, si, source);
-    if (!records[si])
-      throw Error(ErrorCode::kUnsupported,
-                  segment_label(si, q.segments[si]) +
-                      " is a COMPUTE segment without Weft's record of a custom operator; Weft decodes the compute "
-                      "segments it wrote (docs/vgf.md, \"Custom operators: COMPUTE segments\")",
-                  file);
-    if (!graph_name) {
+    if (!records[si]) records[si] = arm_compute_record(c, si, source);  // as Arm's tools write them
+    if (!graph_name && !records[si]->graph.empty()) {  // Weft's record names the model's graph
       graph_name = records[si]->graph;
       profiles = records[si]->profiles;
     }
