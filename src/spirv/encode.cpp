@@ -630,14 +630,12 @@ void for_each_id(std::span<uint32_t> inst, uint32_t ml_set, F&& map) {
       ids(1, 2);
       ids(after_string(2), n);
       return;
-    case kOpExtInst:
+    case kOpExtInst: {
+      const bool call = ml_set != 0 && n > 3 && inst[3] == ml_set;  // before the set id is renumbered
       ids(1, 4);
-      if (ml_set != 0 && inst[3] == ml_set) {  // Arm.ExperimentalMLOperations CALL: a literal opcode first
-        ids(6, n);
-        return;
-      }
-      ids(5, n);
+      ids(call ? 6 : 5, n);  // Arm.ExperimentalMLOperations CALL: its opcode is a literal
       return;
+    }
     case kOpCompositeExtract:
       ids(1, 4);
       return;

@@ -117,5 +117,28 @@ TEST(UpstreamAgreement, RecordedVerdictsMatchTheUpstreamTools) {
   }
 }
 
+// Weft's text form is spirv-as's: the disassembly of every corpus module (numeric ids) assembles
+// with upstream spirv-as --preserve-numeric-ids to the same words (the generator word aside: each
+// assembler writes its own).
+TEST(UpstreamAgreement, DisassemblyAssemblesWithSpirvAs) {
+  if (!fs::exists(kTools / "spirv-as")) GTEST_SKIP() << "upstream tools not found in " << kTools;
+  weft::test::TempDir tmp("weft_upstream_text");
+  for (const Case& c : cases()) {
+    SCOPED_TRACE(c.path.string());
+    std::vector<uint32_t> words = assemble(c.text, c.path.string(), *target_environment_version(c.env));
+    {
+      std::ofstream f(tmp.file("m.spvasm"));
+      f << disassemble(words, DisassembleOptions{.friendly_names = false});
+    }
+    std::string cmd = (kTools / "spirv-as").string() + " --target-env " + c.env + " --preserve-numeric-ids " +
+                      tmp.file("m.spvasm") + " -o " + tmp.file("u.spv") + " >/dev/null 2>&1";
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    std::vector<uint32_t> theirs = read_file(tmp.file("u.spv"));
+    ASSERT_EQ(theirs.size(), words.size());
+    theirs[2] = words[2];
+    EXPECT_EQ(theirs, words);
+  }
+}
+
 }  // namespace
 }  // namespace weft::spirv
