@@ -93,6 +93,9 @@ std::vector<int64_t> inverse_perm(const std::vector<int64_t>& perm) {
 
 // ---- tensors from protobuf ----------------------------------------------------------------------
 
+// An initializer may declare at most this many elements (TOSA level 8K: 2^31 - 1).
+constexpr int64_t kMaxInitializerElements = (int64_t{1} << 31) - 1;
+
 Tensor tensor_from_proto(const onnx::TensorProto& t, const std::string& what, const std::string& base_dir,
                          std::shared_ptr<const std::vector<int64_t>>* exact_ints, int* onnx_type) {
   const int et = t.data_type();
@@ -102,7 +105,18 @@ Tensor tensor_from_proto(const onnx::TensorProto& t, const std::string& what, co
   Shape shape(t.dims().begin(), t.dims().end());
   for (int64_t d : shape)
     if (d < 0) throw Error(ErrorCode::kInvalidArgument, what + ": negative dimension in " + shape_str(shape));
-  const int64_t n = shape_elements(shape);
+  // The element count and byte size, checked before anything is allocated: a few bytes of
+  // protobuf can declare any shape.
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d != 0 && n > kMaxInitializerElements / d)
+      throw Error(ErrorCode::kInvalidArgument, what + ": shape " + shape_str(shape) + " has more than " +
+                                                   std::to_string(kMaxInitializerElements) +
+                                                   " elements (2^31 - 1, TOSA level 8K): no tensor of it can exist");
+    n *= d;
+  }
+  const size_t elem_bytes = et == kOInt64 ? 8 : storage_size(*dt);
+  const uint64_t want_bytes = static_cast<uint64_t>(n) * elem_bytes;
 
   // The little-endian bytes of the data, from raw_data, external data or the typed fields.
   std::string external;
@@ -111,29 +125,72 @@ Tensor tensor_from_proto(const onnx::TensorProto& t, const std::string& what, co
     std::string location;
     int64_t offset = 0, length = -1;
     for (const auto& kv : t.external_data()) {
+      auto number = [&](const std::string& key) {
+        const std::string& v = kv.value();
+        if (v.empty() || v.size() > 18 || !std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; }))
+          throw Error(ErrorCode::kInvalidArgument,
+                      what + ": external data '" + key + "' must be a non-negative decimal number, got '" + v + "'");
+        return std::stoll(v);
+      };
       if (kv.key() == "location") location = kv.value();
-      else if (kv.key() == "offset") offset = std::stoll(kv.value());
-      else if (kv.key() == "length") length = std::stoll(kv.value());
+      else if (kv.key() == "offset") offset = number("offset");
+      else if (kv.key() == "length") length = number("length");
     }
     if (base_dir.empty())
       throw Error(ErrorCode::kInvalidArgument, what + ": external data ('" + location +
                                                    "') needs the model's directory; load the model from a file");
-    std::filesystem::path p = std::filesystem::path(base_dir) / location;
+    // Confined to the model's folder, as ONNX Runtime does: a relative path without "..", and
+    // no symbolic link leading out of the folder.
+    const std::filesystem::path rel(location);
+    const bool escapes = location.empty() || rel.is_absolute() || rel.has_root_name() ||
+                         std::any_of(rel.begin(), rel.end(), [](const std::filesystem::path& c) { return c == ".."; });
+    std::error_code ec;
+    const std::filesystem::path dir = std::filesystem::weakly_canonical(base_dir, ec);
+    const std::filesystem::path p = std::filesystem::weakly_canonical(std::filesystem::path(base_dir) / rel, ec);
+    auto [dir_end, p_it] = std::mismatch(dir.begin(), dir.end(), p.begin(), p.end());
+    if (escapes || ec || dir_end != dir.end())
+      throw Error(ErrorCode::kInvalidArgument,
+                  what + ": external data location '" + location +
+                      "' is not a file inside the model's folder (relative, no '..', no link out of the folder)");
+    if (!std::filesystem::is_regular_file(p, ec))
+      throw Error(ErrorCode::kIo, what + ": external data '" + location + "' is not a regular file ('" + p.string() + "')");
     std::ifstream f(p, std::ios::binary);
     if (!f) throw Error(ErrorCode::kIo, what + ": cannot open external data file '" + p.string() + "'");
     f.seekg(0, std::ios::end);
     const int64_t fsize = f.tellg();
     if (length < 0) length = fsize - offset;
-    if (offset < 0 || offset + length > fsize)
+    if (offset > fsize || length > fsize - offset)
       throw Error(ErrorCode::kInvalidArgument, what + ": external data range [" + std::to_string(offset) + ", " +
                                                    std::to_string(offset + length) + ") lies outside '" +
                                                    p.string() + "' (" + std::to_string(fsize) + " bytes)");
+    if (static_cast<uint64_t>(length) != want_bytes)
+      throw Error(ErrorCode::kInvalidArgument, what + ": external data holds " + std::to_string(length) +
+                                                   " bytes, its shape " + shape_str(shape) + " needs " +
+                                                   std::to_string(want_bytes));
     external.resize(static_cast<size_t>(length));
     f.seekg(offset);
     f.read(external.data(), length);
+    if (!f) throw Error(ErrorCode::kIo, what + ": cannot read external data file '" + p.string() + "'");
     raw = &external;
   } else if (t.has_raw_data()) {
     raw = &t.raw_data();
+  }
+  // Data present against data declared, before the tensor is allocated.
+  {
+    uint64_t have = 0;
+    if (raw) {
+      have = raw->size();
+    } else if (et == kOInt64) {
+      have = static_cast<uint64_t>(t.int64_data_size()) * 8;
+    } else if (et == kOFloat) {
+      have = static_cast<uint64_t>(t.float_data_size()) * 4;
+    } else {
+      have = static_cast<uint64_t>(t.int32_data_size()) * elem_bytes;
+    }
+    if (have != want_bytes && (raw || n != 0))
+      throw Error(ErrorCode::kInvalidArgument,
+                  what + ": holds " + std::to_string(have / std::max<size_t>(elem_bytes, 1)) + " values, its shape " +
+                      shape_str(shape) + " needs " + std::to_string(n));
   }
 
   auto count_error = [&](int64_t got) {

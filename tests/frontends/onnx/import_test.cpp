@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 
 #include "common/temp_dir.h"
@@ -216,6 +217,111 @@ TEST(OnnxImport, SliceEndsBeyondInt32UseExactInt64Values) {
   for (int i = 0; i < 12; ++i) x[static_cast<size_t>(i)] = static_cast<float>(i);
   auto out = run_module(mb.import(), {f32({2, 6}, x)});
   expect_near(out[0], {2, 5}, {1, 2, 3, 4, 5, 7, 8, 9, 10, 11}, 0.0);
+}
+
+}  // namespace
+}  // namespace weft
+
+namespace weft {
+namespace {
+
+// An initializer with a declared shape and raw bytes, used by an Identity.
+test::onnxb::ModelBuilder declared(const std::vector<int64_t>& dims, const std::string& raw) {
+  test::onnxb::ModelBuilder mb(13);
+  mb.output("y");
+  auto* t = mb.graph()->add_initializer();
+  t->set_name("w");
+  t->set_data_type(test::onnxb::kFloat);
+  for (int64_t d : dims) t->add_dims(d);
+  t->set_raw_data(raw);
+  mb.node("Identity", {"w"}, {"y"});
+  return mb;
+}
+
+// A declared size is checked against the data present before anything is allocated: a 16-byte
+// initializer that claims [16384, 16384] (1 GiB) or [65536, 65536] (16 GiB) is refused at once.
+TEST(OnnxImportHostile, DeclaredSizesAreCheckedBeforeAllocating) {
+  test::TempDir dir("weft_onnx_hostile");
+  declared({16384, 16384}, std::string(16, '\0')).save(dir.file("bomb.onnx"));
+  std::string msg;
+  try {
+    import_onnx(dir.file("bomb.onnx"));
+  } catch (const Error& e) {
+    msg = e.what();
+  }
+  EXPECT_HAS(msg, "initializer 'w': holds 4 values, its shape [16384,16384] needs 268435456");
+  declared({65536, 65536}, std::string(16, '\0')).save(dir.file("bomb2.onnx"));
+  msg.clear();
+  try {
+    import_onnx(dir.file("bomb2.onnx"));
+  } catch (const Error& e) {
+    msg = e.what();
+  }
+  EXPECT_HAS(msg, "has more than 2147483647 elements");
+}
+
+// External data comes from inside the model's folder only (ONNX Runtime's rule).
+TEST(OnnxImportHostile, ExternalDataIsConfinedToTheModelsFolder) {
+  test::TempDir dir("weft_onnx_hostile");
+  std::filesystem::create_directories(dir.file("model"));
+  {
+    std::ofstream(dir.file("secret.bin"), std::ios::binary) << std::string(16, 'x');
+    std::ofstream(dir.file("model/w.bin"), std::ios::binary) << std::string(16, '\0');
+  }
+  std::filesystem::create_symlink(dir.file("secret.bin"), dir.file("model/link.bin"));
+  auto model_with = [&](const std::string& location, const std::string& name) {
+    test::onnxb::ModelBuilder mb = declared({4}, "");
+    onnx::TensorProto* t = mb.graph()->mutable_initializer(0);
+    t->clear_raw_data();
+    t->set_data_location(onnx::TensorProto::EXTERNAL);
+    auto* kv = t->add_external_data();
+    kv->set_key("location");
+    kv->set_value(location);
+    mb.save(dir.file("model/" + name));
+    return dir.file("model/" + name);
+  };
+  for (const std::string& bad : {std::string("../secret.bin"), dir.file("secret.bin"), std::string("link.bin"),
+                                 std::string("sub/../../secret.bin")}) {
+    SCOPED_TRACE(bad);
+    std::string msg;
+    try {
+      import_onnx(model_with(bad, "bad.onnx"));
+    } catch (const Error& e) {
+      msg = e.what();
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    }
+    EXPECT_HAS(msg, "is not a file inside the model's folder");
+  }
+  Module ok = import_onnx(model_with("w.bin", "ok.onnx"));
+  EXPECT_EQ(ok.main().nodes().size(), 1u);
+  // Offsets and lengths that are not numbers, or that run past the file, are errors.
+  test::onnxb::ModelBuilder mb = declared({4}, "");
+  onnx::TensorProto* t = mb.graph()->mutable_initializer(0);
+  t->clear_raw_data();
+  t->set_data_location(onnx::TensorProto::EXTERNAL);
+  auto* kv = t->add_external_data();
+  kv->set_key("location");
+  kv->set_value("w.bin");
+  kv = t->add_external_data();
+  kv->set_key("offset");
+  kv->set_value("12abc");
+  mb.save(dir.file("model/off.onnx"));
+  std::string msg;
+  try {
+    import_onnx(dir.file("model/off.onnx"));
+  } catch (const Error& e) {
+    msg = e.what();
+  }
+  EXPECT_HAS(msg, "'offset' must be a non-negative decimal number");
+  kv->set_value("8");
+  mb.save(dir.file("model/off.onnx"));
+  msg.clear();
+  try {
+    import_onnx(dir.file("model/off.onnx"));
+  } catch (const Error& e) {
+    msg = e.what();
+  }
+  EXPECT_HAS(msg, "external data holds 8 bytes, its shape [4] needs 16");
 }
 
 }  // namespace
