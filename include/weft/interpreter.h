@@ -16,6 +16,9 @@ namespace weft {
 struct InterpreterOptions {
   int threads = 1;          // worker threads for heavy kernels (conv, matmul); 0 = hardware
   bool verify = true;       // run verify_or_throw on construction
+  // Bounds of a run (ContextOptions has the same): WHILE_LOOP iterations and a deadline; 0: none.
+  int64_t max_loop_iterations = 0;
+  double deadline_ms = 0;
 };
 
 // Per-node execution record (filled when profiling is on).

@@ -125,9 +125,17 @@ class Model {
   std::unique_ptr<Impl> impl_;
 };
 
+inline constexpr int kMaxContextThreads = 1024;
+
 struct ContextOptions {
-  // Threads for every kernel of a run (oneDNN's and Weft's own); 0 = all hardware threads.
+  // Threads for every kernel of a run (oneDNN's and Weft's own); 0 = all hardware threads; at most
+  // kMaxContextThreads (Error kInvalidArgument beyond).
   int threads = 1;
+  // Bounds of a run, checked by every WHILE_LOOP each iteration (and the deadline between the
+  // kernels of a run): an error naming the loop (Error kRuntime) instead of a run that never ends.
+  // 0: no bound (TOSA sets none).
+  int64_t max_loop_iterations = 0;
+  double deadline_ms = 0;
 };
 
 class Context {

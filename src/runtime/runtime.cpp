@@ -195,6 +195,7 @@ struct Context::Impl {
   Impl(std::shared_ptr<const Model> mdl, ContextOptions o)
       : model(std::move(mdl)), m(model->impl()), g(m.graph()), threads(ref::resolve_threads(o.threads)),
         prep(m.prepare(threads)), plan(prep->plan), exec(m.module, threads) {
+    exec.set_limits(o.max_loop_iterations, o.deadline_ms);
     const size_t nv = g.values().size();
     arena = Buffer::allocate(plan.arena_bytes);
     views.resize(nv);
@@ -248,7 +249,14 @@ struct Context::Impl {
     uint8_t* arena_base = arena.size() ? const_cast<uint8_t*>(arena.data()) : nullptr;
     if (profiling) profile.clear();
     for (size_t i = 0; i < g.inputs().size(); ++i) current[static_cast<size_t>(g.inputs()[i])] = &input_values[i];
+    exec.start_run();
+    const std::optional<std::chrono::steady_clock::time_point> deadline = exec.deadline();
     for (size_t ui = 0; ui < units.size(); ++ui) {
+      if (deadline && std::chrono::steady_clock::now() > *deadline)
+        throw Error(ErrorCode::kRuntime,
+                    "the run passed its deadline of " + std::to_string(exec.deadline_ms()) +
+                        " ms (ContextOptions::deadline_ms, weft run --deadline-ms) before unit " + std::to_string(ui),
+                    {.file = m.source, .graph = g.name(), .node = g.node_label(units[ui].composite.anchor)});
       const backend::Composite& c = units[ui].composite;
       const backend::Kernel& kernel = *prep->kernels[ui];
       std::vector<Tensor>& outs = unit_outs[ui];
@@ -302,6 +310,15 @@ struct Context::Impl {
 
 Context::Context(std::shared_ptr<const Model> model, ContextOptions options) {
   if (!model) throw Error(ErrorCode::kInvalidArgument, "Context needs a model (got a null pointer)");
+  // Thread pools (Weft's and oneDNN's OpenMP one) are sized by this: a count far beyond the
+  // machine only costs memory and can exhaust the process's threads.
+  if (options.max_loop_iterations < 0 || !(options.deadline_ms >= 0))
+    throw Error(ErrorCode::kInvalidArgument, "max_loop_iterations and deadline_ms must be >= 0 (0: no bound)");
+  if (options.threads < 0 || options.threads > kMaxContextThreads)
+    throw Error(ErrorCode::kInvalidArgument,
+                "threads = " + std::to_string(options.threads) + " is outside [0, " + std::to_string(kMaxContextThreads) +
+                    "] (0: every hardware thread; this machine has " +
+                    std::to_string(std::max(1u, std::thread::hardware_concurrency())) + ")");
   impl_ = std::make_unique<Impl>(std::move(model), options);
 }
 Context::~Context() = default;

@@ -28,6 +28,7 @@ constexpr RuleInfo kRules[] = {
     {"binary.operands", "operands match the instruction's grammar (count, enumerants, literal widths)"},
     {"binary.string", "literal strings are nul-terminated within their instruction"},
     {"binary.id-bound", "every id is nonzero and below the header's bound"},
+    {"limits.id-bound", "the header's id bound is at most 4,194,303 (the SPIR-V specification's universal limit)"},
     {"binary.version", "the SPIR-V version is one the target environment takes (vulkan1.1: up to 1.3, ...)"},
     {"layout.order", "instructions follow the logical layout; graphs come after all other sections"},
     {"layout.function", "function bodies: OpFunction ... OpFunctionEnd, not nested; body instructions only inside functions or graphs"},
@@ -1816,6 +1817,10 @@ std::vector<Diagnostic> validate(std::span<const uint32_t> words, const Validate
       return out;
     }
     validation::Reporter r(words);
+    constexpr uint32_t kMaxIdBound = 0x3FFFFF;  // SPIR-V 2.17 "Universal Limits": Result <id> bound
+    if (module.header.bound > kMaxIdBound)
+      r.add("limits.id-bound", nullptr,
+            "the id bound " + std::to_string(module.header.bound) + " is larger than the universal limit 4194303");
     if (module.header.version > env->env.max_version) {
       auto v = [](uint32_t x) { return std::to_string((x >> 16) & 0xff) + "." + std::to_string((x >> 8) & 0xff); };
       r.add("binary.version", nullptr,

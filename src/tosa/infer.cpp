@@ -39,12 +39,16 @@ using Wide = __int128;
 constexpr int64_t kMaxExtent = int64_t{1} << 62;
 
 // Number of elements of a shape, or nullopt when it exceeds the tensor size range.
+// A tensor holds at most 2^44 elements: 2^47 bytes of 8-byte elements, the user address space of
+// x86-64 and AArch64. Past it the tensor cannot exist, and its byte size could wrap.
+constexpr int64_t kMaxElements = int64_t{1} << 44;
+
 std::optional<int64_t> element_count(const Shape& s) {
   Wide n = 1;
   for (int64_t d : s) {
     if (d < 0) return std::nullopt;
     n *= d;
-    if (n > kMaxExtent) return std::nullopt;
+    if (n > kMaxElements) return std::nullopt;
   }
   return static_cast<int64_t>(n);
 }
@@ -330,7 +334,7 @@ void Infer::check_operand(const ArgDef& a, ValueId id, const std::string& name) 
   }
   if (!element_count(t.shape)) {
     fail(name, "operand '" + name + "' has shape " + shape_str(t.shape) +
-                   " with more elements than the tensor size range allows");
+                   " with more than 2^44 elements: such a tensor cannot exist in memory");
   }
   if (auto len = literal_length(a.shape); len && t.shape[0] != *len) {
     fail(name, "operand '" + name + "' must have shape " + a.shape + ", got " + shape_str(t.shape));
@@ -420,7 +424,7 @@ TensorType Infer::out(size_t index, Shape shape, std::optional<DType> dtype) con
   }
   if (!element_count(shape)) {
     fail(a.name, "output '" + std::string(a.name) + "' would have shape " + shape_str(shape) +
-                     " with more elements than the tensor size range allows");
+                     " with more than 2^44 elements: such a tensor cannot exist in memory");
   }
   return TensorType{dtype ? *dtype : resolve(a.elem, a.name), std::move(shape)};
 }

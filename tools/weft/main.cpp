@@ -80,7 +80,7 @@ constexpr const char* kRunHelp =
     R"(Usage: weft run MODEL.weft|MODEL.vgf|MODEL.onnx [--input NAME=FILE.npy]... [--output NAME=FILE.npy]...
                 [--print] [--threads N] [--stats] [--shape NAME=DIMS]... [--backend LIST]
                 [--explain] [--profile] [--repeat N] [--scratchpad arena|library] [--nan-exact]
-                [--custom-ops FILE]... [--device SEL]
+                [--custom-ops FILE]... [--device SEL] [--max-loop-iterations N] [--deadline-ms MS]
 
 Loads and verifies MODEL, reads every input of its entry graph from a .npy file, runs it with
 the runtime (partitioned between backends, planned memory) and writes or prints the outputs. An
@@ -91,7 +91,11 @@ Options:
   -i, --input NAME=FILE.npy    Input NAME of the entry graph (one per input; all are required)
   -o, --output NAME=FILE.npy   Write output NAME to FILE (repeatable)
   -p, --print                  Print the outputs (the default when no --output is given)
-  -t, --threads N              Threads for every kernel, oneDNN's and Weft's (0 = all cores; default 1)
+  -t, --threads N              Threads for every kernel, oneDNN's and Weft's (0 = all cores; default 1;
+                               at most 1024)
+  --max-loop-iterations N      Stop a WHILE_LOOP after N iterations with an error naming it (default: none)
+  --deadline-ms MS             Stop a run that takes longer than MS milliseconds (checked between
+                               kernels and in loops; default: none)
   -s, --stats                  Print the memory plan: peak arena bytes against the sum of all
                                intermediate sizes, the largest kernel workspace, in-place nodes,
                                output and constant bytes, and weights prepared by backends
@@ -415,6 +419,8 @@ int cmd_run(Args& args) {
   std::vector<std::pair<std::string, std::string>> inputs, outputs;
   bool print = false, stats = false, explain = false, profile = false;
   int threads = 1, repeat = 0;
+  int64_t max_loop_iterations = 0;
+  double deadline_ms = 0;
   LoadOptions load = cli_load_options();
   while (!args.done()) {
     std::string flag, positional;
@@ -439,6 +445,17 @@ int cmd_run(Args& args) {
       stats = true;
     } else if (flag == "-t" || flag == "--threads") {
       threads = parse_threads(args.value(flag, inline_value));
+    } else if (flag == "--max-loop-iterations") {
+      const std::string v = args.value(flag, inline_value);
+      if (v.empty() || v.size() > 15 || !std::all_of(v.begin(), v.end(), [](char c) { return std::isdigit(c); }))
+        usage_error("--max-loop-iterations expects a positive integer, got '" + v + "'");
+      max_loop_iterations = std::stoll(v);
+    } else if (flag == "--deadline-ms") {
+      const std::string v = args.value(flag, inline_value);
+      char* end = nullptr;
+      deadline_ms = std::strtod(v.c_str(), &end);
+      if (v.empty() || *end != '\0' || !(deadline_ms > 0) || deadline_ms > 1e12)
+        usage_error("--deadline-ms expects a positive number of milliseconds, got '" + v + "'");
     } else if (flag == "--shape") {
       add_shape_option(load, args.value(flag, inline_value));
     } else if (flag == "--backend") {
@@ -540,7 +557,7 @@ int cmd_run(Args& args) {
     in_tensors.push_back(std::move(t));
   }
 
-  Context ctx(model, {.threads = threads});
+  Context ctx(model, {.threads = threads, .max_loop_iterations = max_loop_iterations, .deadline_ms = deadline_ms});
   std::vector<Tensor> results = ctx.run(in_tensors);  // the warm-up when repeating
   if (repeat > 0 || profile) {
     const int runs = std::max(repeat, 1);

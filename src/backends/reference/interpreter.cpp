@@ -141,7 +141,9 @@ struct Interpreter::State {
   bool profiling = false;
   std::vector<NodeProfile> profile;
 
-  State(const Module& m, InterpreterOptions o) : module(m), ctx(m, o.threads) {}
+  State(const Module& m, InterpreterOptions o) : module(m), ctx(m, o.threads) {
+    ctx.set_limits(o.max_loop_iterations, o.deadline_ms);
+  }
 };
 
 Interpreter::Interpreter(const Module& module, InterpreterOptions options)
@@ -153,6 +155,7 @@ Interpreter::~Interpreter() = default;
 
 std::vector<Tensor> Interpreter::run(const std::vector<Tensor>& inputs) {
   state_->profile.clear();
+  state_->ctx.start_run();
   return ref::execute_graph(state_->module.main(), inputs, state_->ctx,
                             state_->profiling ? &state_->profile : nullptr);
 }

@@ -3,6 +3,9 @@
 // through a table built from op_list.inc, so a missing kernel is a link error.
 #pragma once
 
+#include <chrono>
+#include <optional>
+
 #include <map>
 #include <span>
 #include <string>
@@ -25,6 +28,10 @@ class ExecContext {
   virtual Tensor* find_variable(const std::string& name) = 0;
   virtual void declare_variable(const std::string& name, Tensor initial) = 0;
   virtual int threads() const = 0;
+  // Bounds of a run (ContextOptions / InterpreterOptions): loop iterations per WHILE_LOOP (0: no
+  // bound) and a deadline (none: no bound). Loops check both each iteration.
+  virtual int64_t max_loop_iterations() const { return 0; }
+  virtual std::optional<std::chrono::steady_clock::time_point> deadline() const { return std::nullopt; }
 };
 
 struct KernelArgs {
@@ -61,6 +68,21 @@ KernelFn kernel_for(Op op);
 class ModuleContext : public ExecContext {
  public:
   ModuleContext(const Module& module, int threads) : module_(module), threads_(threads) {}
+  int64_t max_loop_iterations() const override { return max_loop_iterations_; }
+  std::optional<std::chrono::steady_clock::time_point> deadline() const override { return deadline_; }
+  void set_limits(int64_t max_loop_iterations, double deadline_ms) {
+    max_loop_iterations_ = max_loop_iterations;
+    deadline_ms_ = deadline_ms;
+  }
+  // Starts the deadline clock of one run.
+  void start_run() {
+    deadline_.reset();
+    if (deadline_ms_ > 0)
+      deadline_ = std::chrono::steady_clock::now() +
+                  std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                      std::chrono::duration<double, std::milli>(deadline_ms_));
+  }
+  double deadline_ms() const { return deadline_ms_; }
   std::vector<Tensor> run_graph(const std::string& name, const std::vector<Tensor>& inputs) override;
   Tensor* find_variable(const std::string& name) override;
   void declare_variable(const std::string& name, Tensor initial) override;
@@ -70,6 +92,9 @@ class ModuleContext : public ExecContext {
  private:
   const Module& module_;
   int threads_;
+  int64_t max_loop_iterations_ = 0;
+  double deadline_ms_ = 0;
+  std::optional<std::chrono::steady_clock::time_point> deadline_;
   int depth_ = 0;
   std::map<std::string, Tensor> variables_;
   std::map<std::string, Tensor> variable_initial_;

@@ -3,6 +3,7 @@
 // ERROR_IF conditions that the verifier normally rejects are re-checked here where skipping them
 // would make a kernel read or write out of bounds (the interpreter may run unverified graphs).
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -676,9 +677,18 @@ void kernel_WHILE_LOOP(KernelArgs& args) {
     }
     vals.push_back(*args.in[i]);
   }
-  // TOSA puts no bound on the iteration count. Each iteration replaces `vals`, so the previous
-  // iteration's tensors are released as soon as they are no longer referenced.
-  for (;;) {
+  // TOSA puts no bound on the iteration count; the run's options may (max_loop_iterations,
+  // deadline_ms). Each iteration replaces `vals`, so the previous iteration's tensors are released
+  // as soon as they are no longer referenced.
+  const int64_t limit = args.ctx.max_loop_iterations();
+  const std::optional<std::chrono::steady_clock::time_point> deadline = args.ctx.deadline();
+  for (int64_t iteration = 0;; ++iteration) {
+    if (limit > 0 && iteration >= limit)
+      args.fail("the loop ran " + std::to_string(limit) + " iterations, the run's limit (max_loop_iterations, "
+                "weft run --max-loop-iterations); its condition was still true");
+    if (deadline && std::chrono::steady_clock::now() > *deadline)
+      args.fail("the run passed its deadline (deadline_ms, weft run --deadline-ms) after " +
+                std::to_string(iteration) + " iterations of this loop");
     std::vector<Tensor> c = args.ctx.run_graph(cond_graph, vals);
     if (c.size() != 1 || c[0].dtype() != DType::kBool || c[0].num_elements() != 1) {
       args.fail("cond_graph must return one bool value");

@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "reference/ref_test_util.h"
+#include "weft/runtime.h"
 
 namespace weft::testing {
 namespace {
@@ -195,6 +196,55 @@ TEST(WhileLoop, SumOneToTen) {
   r = interp.run(std::vector<Tensor>{I(DType::kInt32, {1}, {20}), I(DType::kInt32, {1}, {7})});
   expect_tensor_eq(r.at(0), I(DType::kInt32, {1}, {20}));
   expect_tensor_eq(r.at(1), I(DType::kInt32, {1}, {7}));
+}
+
+// A loop whose condition stays true: bounded by the run's options, with an error naming the loop.
+Module forever() {
+  const TensorType s{DType::kInt32, {1}};
+  GraphBuilder cb("cond");
+  cb.input("i", s);
+  cb.output(cb.constant("t", I(DType::kBool, {1}, {1})));
+  GraphBuilder bb("body");
+  ValueId bi = bb.input("i", s);
+  bb.output(add_i32(bb, bi, bb.constant("one", I(DType::kInt32, {1}, {1})), "next"));
+  GraphBuilder mb("main");
+  ValueId i0 = mb.input("i0", s);
+  mb.output(mb.op_multi(Op::WHILE_LOOP, {i0}, {{"cond_graph", std::string("cond")}, {"body_graph", std::string("body")}},
+                        {"spin"}, {s})[0]);
+  Module m(mb.finish());
+  m.add_graph(cb.finish());
+  m.add_graph(bb.finish());
+  return m;
+}
+
+TEST(WhileLoop, IterationLimitAndDeadlineStopALoopThatNeverEnds) {
+  Module m = forever();
+  InterpreterOptions o;
+  o.max_loop_iterations = 1000;
+  Interpreter interp(m, o);
+  try {
+    interp.run(std::vector<Tensor>{I(DType::kInt32, {1}, {0})});
+    FAIL() << "the loop was not stopped";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kRuntime);
+    EXPECT_NE(std::string(e.what()).find("the loop ran 1000 iterations"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("spin"), std::string::npos) << e.what();  // the loop's node
+  }
+  InterpreterOptions d;
+  d.deadline_ms = 50;
+  Interpreter timed(m, d);
+  try {
+    timed.run(std::vector<Tensor>{I(DType::kInt32, {1}, {0})});
+    FAIL() << "the deadline did not stop the loop";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("passed its deadline"), std::string::npos) << e.what();
+  }
+  // The runtime's Context takes the same bounds.
+  auto model = Model::from_module(m);
+  Context ctx(model, {.threads = 1, .max_loop_iterations = 10});
+  ctx.set_input(0, I(DType::kInt32, {1}, {0}));
+  EXPECT_THROW(ctx.run(), Error);
+  EXPECT_THROW(Context(model, {.threads = 100000}), Error);
 }
 
 TEST(WhileLoop, RankZeroConditionAndBodyTypeCheck) {

@@ -314,11 +314,16 @@ TEST(ValidateBinary, ManyGraphsOfAWideTypeAreLinear) {
   }
 }
 
-TEST(ValidateBinary, HugeBoundIsFine) {
+TEST(ValidateBinary, HugeBoundIsTheUniversalLimitsError) {
+  // A bound above 4,194,303 breaks the specification's universal limit (spirv-val: "The id bound is
+  // larger than the max id bound"); it costs the validator nothing (nothing is sized by it).
   std::vector<uint32_t> w = add_module();
   w[3] = 0xffffffffu;
   auto diags = validate(w);
-  EXPECT_TRUE(diags.empty()) << all_str(diags);
+  ASSERT_EQ(diags.size(), 1u) << all_str(diags);
+  EXPECT_EQ(diags[0].rule, "limits.id-bound");
+  w[3] = 0x3FFFFF;
+  EXPECT_TRUE(validate(w).empty());
 }
 
 TEST(ValidateBinary, RandomMutationsNeverCrash) {
