@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "custom/registry_internal.h"
+#include "weft/io.h"
 
 namespace weft::custom {
 
@@ -133,14 +134,18 @@ void validate_resource(const ResourceSpec& r, bool output, size_t i, const std::
 }
 
 std::string read_all(const std::filesystem::path& p, bool binary, bool& ok, std::string& why) {
-  std::ifstream f(p, binary ? std::ios::binary : std::ios::in);
-  if (!f) {
+  (void)binary;
+  try {
+    std::string s = read_file_bytes(p.string(), kMaxConfigBytes, "a shader file");
+    ok = true;
+    return s;
+  } catch (const Error& e) {
     ok = false;
-    why = std::strerror(errno);
+    why = e.message();  // "cannot open a shader file: <why>": the caller names the file already
+    for (const char* prefix : {"cannot open a shader file: ", "cannot read a shader file: "})
+      if (why.rfind(prefix, 0) == 0) why.erase(0, std::strlen(prefix));
     return {};
   }
-  ok = true;
-  return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
 }
 
 }  // namespace
@@ -556,9 +561,7 @@ Json parse_json(const std::string& text, const std::string& file) {
 }  // namespace
 
 std::vector<OpSpec> read_ops_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw Error(ErrorCode::kIo, std::string("cannot read the ops file: ") + std::strerror(errno), Location{.file = path});
-  const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const std::string text = read_file_bytes(path, kMaxConfigBytes, "an ops file");
   const Json doc = parse_json(text, path);
   FileReader r{path};
   r.keys(doc, "", {"custom_ops"}, {"custom_ops"});

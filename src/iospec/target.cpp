@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "iospec/internal.h"
+#include "weft/io.h"
 #include "iospec/yaml_util.h"
 
 namespace weft::iospec {
@@ -63,12 +64,7 @@ std::string list_str(const std::vector<std::string>& names) {
 }
 
 std::string read_text_file(const std::string& path, const char* what) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw Error(ErrorCode::kIo, std::string("cannot open ") + what + " for reading", {.file = path});
-  std::stringstream ss;
-  ss << f.rdbuf();
-  if (f.bad()) throw Error(ErrorCode::kIo, std::string("cannot read ") + what, {.file = path});
-  return ss.str();
+  return read_file_bytes(path, kMaxConfigBytes, what);
 }
 
 }  // namespace detail

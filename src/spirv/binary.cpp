@@ -1,6 +1,7 @@
 // Word-level access to SPIR-V modules: splitting the stream, strings, grammar-driven operand
 // parsing, instruction writing and .spv files. Every read is bounds-checked.
 #include "spirv/binary.h"
+#include "weft/io.h"
 
 #include <fstream>
 #include <iterator>
@@ -363,11 +364,8 @@ std::vector<uint32_t> words_from_bytes(std::span<const uint8_t> bytes, std::stri
 }
 
 std::vector<uint32_t> read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw Error(ErrorCode::kIo, "cannot open file", {.file = path});
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  if (f.bad()) throw Error(ErrorCode::kIo, "cannot read file", {.file = path});
-  return words_from_bytes(bytes, path);
+  const std::string s = read_file_bytes(path, kMaxSpirvBytes, "a SPIR-V module");
+  return words_from_bytes(std::span(reinterpret_cast<const uint8_t*>(s.data()), s.size()), path);
 }
 
 void write_file(const std::string& path, std::span<const uint32_t> words) {

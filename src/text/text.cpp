@@ -1,6 +1,7 @@
 // File-level entry points of the text form: load_weft reads a file and resolves file("...")
 // constants beside it; save_weft writes the text and the .npy files of large constants.
 #include "weft/text.h"
+#include "weft/io.h"
 
 #include <cstring>
 #include <filesystem>
@@ -78,13 +79,7 @@ std::string constant_label(const Graph& g, const Node& n) {
 }  // namespace
 
 Module load_weft(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw Error(ErrorCode::kIo, "cannot open file: " + std::string(std::strerror(errno)), {.file = path});
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) throw Error(ErrorCode::kIo, "cannot read file", {.file = path});
-  return parse_weft(ss.str(), path, dir_of(path));
+  return parse_weft(read_file_bytes(path, kMaxTextModelBytes, "a .weft model"), path, dir_of(path));
 }
 
 void save_weft(const Module& module, const std::string& path, const PrintOptions& options) {

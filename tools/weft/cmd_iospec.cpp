@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "cli.h"
+#include "weft/io.h"
 #include "weft/error.h"
 #include "weft/iospec.h"
 #include "weft/npy.h"
@@ -372,16 +373,16 @@ int cmd_stream(Args& args) {
   iospec::check_against(spec, model->module(), iospec_path, target);  // errors name the file
   StreamSession session(model, std::move(spec), target);
 
-  std::ifstream file;
+  std::istringstream file;
   std::filesystem::path base = ".";
-  if (!script.empty() && script != "-") {
-    file.open(script);
-    if (!file) throw Error(ErrorCode::kIo, "cannot open the script", {.file = script});
+  const bool from_file = !script.empty() && script != "-";
+  if (from_file) {
+    file.str(read_file_bytes(script, kMaxConfigBytes, "a stream script"));
     base = std::filesystem::path(script).parent_path();
     if (base.empty()) base = ".";
   }
   ScriptRunner runner(*model, session, base, verbose);
-  const bool ok = runner.run(file.is_open() ? static_cast<std::istream&>(file) : std::cin);
+  const bool ok = runner.run(from_file ? static_cast<std::istream&>(file) : std::cin);
   return ok ? kExitOk : kExitError;
 }
 

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "weft/dtype.h"
+#include "weft/io.h"
 #include "weft/custom.h"
 #include "weft/error.h"
 #include "weft/graph.h"
@@ -947,13 +948,7 @@ int dispatch(const std::vector<std::string>& argv) {
 
 }  // namespace
 
-std::string read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw Error(ErrorCode::kIo, "cannot open file", {.file = path});
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+std::string read_file(const std::string& path) { return read_file_bytes(path, kMaxTextModelBytes, "a text file"); }
 
 }  // namespace weft::cli
 

@@ -2,6 +2,7 @@
 // emitter that folds constant sub-graphs with the reference kernels, layout bookkeeping and the
 // final clean-up. Operator lowerings live in lower_*.cpp.
 #include "frontends/onnx/importer.h"
+#include "weft/io.h"
 #include "compiler/layout_cleanup.h"
 
 #include <algorithm>
@@ -909,11 +910,7 @@ Module import_onnx_bytes(std::string_view bytes, const std::string& source, cons
 }
 
 Module import_onnx(const std::string& path, const OnnxImportOptions& options) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw Error(ErrorCode::kIo, "cannot open the model file", {.file = path});
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  std::string bytes = ss.str();
+  std::string bytes = read_file_bytes(path, kMaxOnnxBytes, "an ONNX model");
   std::string dir = std::filesystem::path(path).parent_path().string();
   if (dir.empty()) dir = ".";
   return import_onnx_bytes(bytes, path, options, dir);
