@@ -116,7 +116,13 @@ int spirv_dis(Args& args) {
   }
   if (in.empty()) usage_error("`weft spirv dis` needs a .spv file (see `weft spirv --help`)");
   std::vector<uint32_t> words = load_module(in);
-  write_text(out, spirv::disassemble(words, opt));
+  std::string text;
+  try {
+    text = spirv::disassemble(words, opt);
+  } catch (const Error& e) {
+    throw e.with_context({.file = in});  // the stream's errors name the word offset; add the file
+  }
+  write_text(out, text);
   return kExitOk;
 }
 

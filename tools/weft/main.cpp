@@ -29,6 +29,7 @@
 #include <span>
 #include <sstream>
 #include <string>
+#include <system_error>
 #include <string_view>
 #include <vector>
 
@@ -952,6 +953,14 @@ std::string read_file(const std::string& path) { return read_file_bytes(path, kM
 
 }  // namespace weft::cli
 
+namespace {
+std::string command_line(const std::vector<std::string>& args) {
+  std::string s;
+  for (const std::string& a : args) s += (s.empty() ? "" : " ") + a;
+  return s.size() > 300 ? s.substr(0, 300) + "..." : s;
+}
+}  // namespace
+
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   try {
@@ -966,9 +975,17 @@ int main(int argc, char** argv) {
     std::cout.flush();
     std::cerr << "weft: error: " << e.what() << "\n";
     return weft::cli::kExitError;
-  } catch (const std::exception& e) {
+  } catch (const std::bad_alloc&) {
     std::cout.flush();
-    std::cerr << "weft: error: " << e.what() << "\n";
+    std::cerr << "weft: error: out of memory running `weft " << command_line(args)
+              << "`: the model or its inputs ask for more memory than this machine has\n";
+    return weft::cli::kExitError;
+  } catch (const std::exception& e) {
+    // Not a weft::Error: a library's exception Weft did not translate. Say where it came from.
+    std::cout.flush();
+    std::cerr << "weft: error: running `weft " << command_line(args) << "`: " << e.what()
+              << " (an unexpected " << (dynamic_cast<const std::system_error*>(&e) ? "system" : "internal")
+              << " error; please report it with the command)\n";
     return weft::cli::kExitError;
   }
 }
