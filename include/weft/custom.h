@@ -160,10 +160,27 @@ std::vector<BoundResource> check_contract(const Payload& p, const std::vector<Te
 
 // ---- Shader compilation ------------------------------------------------------------------------------
 
+// A resource variable the shader uses (reflected from its SPIR-V): its descriptor set and binding
+// and what it is.
+struct ShaderBinding {
+  uint32_t set = 0;
+  uint32_t binding = 0;
+  enum class Kind : uint8_t { kBuffer, kSampledImage, kStorageImage, kTensor, kOther } kind = Kind::kOther;
+  bool operator==(const ShaderBinding&) const = default;
+};
+const char* shader_binding_kind_name(ShaderBinding::Kind k);  // "buffer", "sampled image", ...
+
 struct CompiledShader {
   std::vector<uint32_t> spirv;
   std::array<uint32_t, 3> local_size{};  // from the module's LocalSize execution mode (0 if absent)
+  // Every descriptor-bound variable a function of the module references, sorted by (set, binding).
+  std::vector<ShaderBinding> bindings;
 };
+// Compares the shader's own bindings with what the payload declares: every binding the shader
+// uses must be one the payload describes (same set and binding, a descriptor type of the same
+// kind), or the dispatch would read a descriptor nobody bound (zeros, or a crash in the driver).
+// Throws Error(kVerify) at `where` naming the set, the binding and the payload key.
+void check_shader_bindings(const Payload& p, const CompiledShader& shader, const Location& where);
 // Compiles GLSL or HLSL compute shader source with shaderc (Vulkan 1.1 environment) and validates
 // the result with SPIRV-Tools; SPIR-V input is validated only. `name` names the shader in errors
 // (a compile error carries the compiler's "name:line: error: ..." text). Errors are kVerify.

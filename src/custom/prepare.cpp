@@ -57,6 +57,8 @@ PrepareStats prepare_module(Module& m, const std::string& source) {
                       where);
         }
         p = std::move(l.payload);
+        if (p.language == ShaderLanguage::kSpirv && !p.spirv.empty())
+          compiled = compile_shader(p.language, "", p.spirv, p.entry_point, g.node_label(i));
         ++stats.lowered;
         changed = true;
       } else {
@@ -96,6 +98,7 @@ PrepareStats prepare_module(Module& m, const std::string& source) {
                     "--custom-ops) so that Weft computes it from the registration's invocations",
                     where);
       check_contract(p, ins, outs, where);
+      if (!compiled.spirv.empty()) check_shader_bindings(p, compiled, where);
       ++stats.checked;
       if (changed) changes.push_back({gi, i, write_payload(p)});
     }

@@ -1,6 +1,8 @@
 // Compute shaders of custom operators: GLSL/HLSL compiled with shaderc (Vulkan 1.1), every module
 // validated with SPIRV-Tools, then its entry point and workgroup size read from the SPIR-V.
+#include <algorithm>
 #include <map>
+#include <set>
 #include <memory>
 #include <string>
 
@@ -76,6 +78,10 @@ const char* model_name(uint32_t m) {
 constexpr uint32_t kOpEntryPoint = 15, kOpExecutionMode = 16, kOpConstant = 43, kOpConstantComposite = 44,
                    kOpSpecConstant = 50, kOpSpecConstantComposite = 51, kOpDecorate = 71,
                    kOpExecutionModeId = 331;
+constexpr uint32_t kOpTypeImage = 25, kOpTypeSampledImage = 27, kOpTypeArray = 28, kOpTypeRuntimeArray = 29,
+                   kOpTypePointer = 32, kOpFunction = 54, kOpVariable = 59, kOpTypeTensorARM = 4163;
+constexpr uint32_t kDecorationBinding = 33, kDecorationDescriptorSet = 34;
+constexpr uint32_t kStorageUniformConstant = 0, kStorageUniform = 2, kStorageStorageBuffer = 12;
 constexpr uint32_t kModeLocalSize = 17, kModeLocalSizeId = 38, kDecorationBuiltIn = 11,
                    kBuiltInWorkgroupSize = 25, kGLCompute = 5;
 
@@ -157,6 +163,59 @@ std::array<uint32_t, 3> read_module(const std::vector<uint32_t>& m, std::string_
   return {};
 }
 
+
+// The descriptor-bound variables that function bodies reference, with their set and binding.
+std::vector<ShaderBinding> reflect_bindings(const std::vector<uint32_t>& m) {
+  std::map<uint32_t, uint32_t> set_of, binding_of;
+  std::map<uint32_t, uint32_t> type_op;                 // type id -> opcode
+  std::map<uint32_t, std::vector<uint32_t>> type_words;  // type id -> operands after the result
+  std::map<uint32_t, std::pair<uint32_t, uint32_t>> variables;  // id -> (storage class, pointer type)
+  std::set<uint32_t> used;
+  bool in_functions = false;
+  for (size_t i = 5; i < m.size();) {
+    const uint32_t count = m[i] >> 16, op = m[i] & 0xFFFF;
+    if (count == 0 || i + count > m.size()) break;
+    const uint32_t* w = &m[i];
+    if (op == kOpFunction) in_functions = true;
+    if (in_functions) {
+      for (uint32_t k = 1; k < count; ++k) used.insert(w[k]);
+    } else if (op == kOpDecorate && count >= 4 && w[2] == kDecorationDescriptorSet) {
+      set_of[w[1]] = w[3];
+    } else if (op == kOpDecorate && count >= 4 && w[2] == kDecorationBinding) {
+      binding_of[w[1]] = w[3];
+    } else if (op == kOpVariable && count >= 4) {
+      variables[w[2]] = {w[3], w[1]};
+    } else if ((op == kOpTypePointer || op == kOpTypeImage || op == kOpTypeSampledImage || op == kOpTypeArray ||
+                op == kOpTypeRuntimeArray || op == kOpTypeTensorARM) &&
+               count >= 2) {
+      type_op[w[1]] = op;
+      type_words[w[1]] = std::vector<uint32_t>(w + 2, w + count);
+    }
+    i += count;
+  }
+  std::vector<ShaderBinding> out;
+  for (const auto& [id, v] : variables) {
+    const auto [storage, ptr] = v;
+    if (!binding_of.count(id) || !used.count(id)) continue;
+    if (storage != kStorageUniformConstant && storage != kStorageUniform && storage != kStorageStorageBuffer) continue;
+    ShaderBinding b;
+    b.set = set_of.count(id) ? set_of[id] : 0;
+    b.binding = binding_of[id];
+    // The pointee, through arrays of descriptors.
+    uint32_t t = type_words.count(ptr) && type_words[ptr].size() >= 2 ? type_words[ptr][1] : 0;
+    while (type_op.count(t) && (type_op[t] == kOpTypeArray || type_op[t] == kOpTypeRuntimeArray)) t = type_words[t][0];
+    const uint32_t top = type_op.count(t) ? type_op[t] : 0;
+    if (storage != kStorageUniformConstant) b.kind = ShaderBinding::Kind::kBuffer;
+    else if (top == kOpTypeSampledImage) b.kind = ShaderBinding::Kind::kSampledImage;
+    else if (top == kOpTypeImage && type_words[t].size() >= 6 && type_words[t][5] == 2)
+      b.kind = ShaderBinding::Kind::kStorageImage;
+    else if (top == kOpTypeTensorARM) b.kind = ShaderBinding::Kind::kTensor;
+    out.push_back(b);
+  }
+  std::sort(out.begin(), out.end(),
+            [](const ShaderBinding& a, const ShaderBinding& b) { return std::pair(a.set, a.binding) < std::pair(b.set, b.binding); });
+  return out;
+}
 }  // namespace
 
 CompiledShader compile_shader(ShaderLanguage language, std::string_view code_or_empty,
@@ -206,7 +265,57 @@ CompiledShader compile_shader(ShaderLanguage language, std::string_view code_or_
   if (!tools.Validate(out.spirv))
     fail(name, "SPIR-V validation (Vulkan 1.1) failed:\n" + (messages.empty() ? std::string("(no message)") : messages));
   out.local_size = read_module(out.spirv, entry_point, name);
+  out.bindings = reflect_bindings(out.spirv);
   return out;
+}
+
+const char* shader_binding_kind_name(ShaderBinding::Kind k) {
+  switch (k) {
+    case ShaderBinding::Kind::kBuffer: return "buffer";
+    case ShaderBinding::Kind::kSampledImage: return "sampled image";
+    case ShaderBinding::Kind::kStorageImage: return "storage image";
+    case ShaderBinding::Kind::kTensor: return "tensor";
+    default: return "resource";
+  }
+}
+
+void check_shader_bindings(const Payload& p, const CompiledShader& shader, const Location& where) {
+  // The kind each descriptor type binds.
+  auto kind_of = [](const std::optional<std::string>& dt) {
+    if (!dt) return ShaderBinding::Kind::kOther;
+    if (*dt == "VK_DESCRIPTOR_TYPE_STORAGE_BUFFER" || *dt == "VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER")
+      return ShaderBinding::Kind::kBuffer;
+    if (*dt == "VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER") return ShaderBinding::Kind::kSampledImage;
+    if (*dt == "VK_DESCRIPTOR_TYPE_STORAGE_IMAGE") return ShaderBinding::Kind::kStorageImage;
+    if (*dt == "VK_DESCRIPTOR_TYPE_TENSOR_ARM") return ShaderBinding::Kind::kTensor;
+    return ShaderBinding::Kind::kOther;
+  };
+  std::string declared;
+  for (const std::vector<Resource>* list : {&p.inputs, &p.outputs})
+    for (const Resource& r : *list)
+      declared += (declared.empty() ? "" : ", ") + r.key("binding") + " (set " + std::to_string(r.descriptor_set.value_or(0)) +
+                  ", binding " + std::to_string(r.binding.value_or(-1)) + ")";
+  for (const ShaderBinding& b : shader.bindings) {
+    const Resource* match = nullptr;
+    for (const std::vector<Resource>* list : {&p.inputs, &p.outputs})
+      for (const Resource& r : *list)
+        if (r.binding && static_cast<uint64_t>(*r.binding) == b.binding &&
+            static_cast<uint64_t>(r.descriptor_set.value_or(0)) == b.set)
+          match = &r;
+    const std::string at = "set " + std::to_string(b.set) + ", binding " + std::to_string(b.binding);
+    if (!match)
+      throw Error(ErrorCode::kVerify,
+                  "the shader uses a " + std::string(shader_binding_kind_name(b.kind)) + " at " + at +
+                      ", which the payload does not describe (it declares " + (declared.empty() ? "none" : declared) +
+                      "): the dispatch would read an unbound descriptor",
+                  where);
+    const ShaderBinding::Kind want = kind_of(match->descriptor_type);
+    if (b.kind != ShaderBinding::Kind::kOther && want != ShaderBinding::Kind::kOther && want != b.kind)
+      throw Error(ErrorCode::kVerify,
+                  match->key("vkdescriptortype") + " " + *match->descriptor_type + " binds " + at + ", where the shader has a " +
+                      shader_binding_kind_name(b.kind),
+                  where);
+  }
 }
 
 }  // namespace weft::custom

@@ -119,5 +119,32 @@ TEST_F(ExecutorchPayload, WorkgroupSizesEqualToTheLocalSizeAreSaidToBeAmbiguous)
   EXPECT_FALSE(p.dispatch_rule.has_value());
 }
 
+// A shader whose bindings are not the payload's (it reads binding 2, the payload binds 1; or the
+// payload says 65536) would read an unbound descriptor: refused before any pipeline exists.
+TEST_F(ExecutorchPayload, ShaderBindingsMustBeThePayloads) {
+  nlohmann::json j = nlohmann::json::parse(executorch_payload({4, 1, 1}));
+  j["output_0_binding"] = 2;  // the shader writes binding 1
+  Module m = model(j.dump());
+  try {
+    custom::prepare_module(m, "bindings.weft");
+    FAIL() << "a shader binding nobody binds was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the shader uses a buffer at set 0, binding 1, which the payload does not describe"),
+              std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("output_0_binding (set 0, binding 2)"), std::string::npos) << e.what();
+  }
+  j = nlohmann::json::parse(executorch_payload({4, 1, 1}));
+  j["input_0_descriptorset"] = 1;  // the shader's resources are in set 0
+  Module m2 = model(j.dump());
+  EXPECT_THROW(custom::prepare_module(m2, "sets.weft"), Error);
+  // The shader's own bindings.
+  custom::CompiledShader c = custom::compile_shader(custom::ShaderLanguage::kGlsl, kAddOne, {}, "main", "add_one");
+  ASSERT_EQ(c.bindings.size(), 2u);
+  EXPECT_EQ(c.bindings[0].binding, 0u);
+  EXPECT_EQ(c.bindings[1].binding, 1u);
+  EXPECT_EQ(c.bindings[1].kind, custom::ShaderBinding::Kind::kBuffer);
+}
+
 }  // namespace
 }  // namespace weft
