@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <stdexcept>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -51,7 +52,12 @@ const InstDef* find_instruction(std::string_view name) {
   return it == names.end() ? nullptr : find_instruction(it->second);
 }
 
-const KindDef& kind_def(OperandKind kind) { return kKinds[static_cast<size_t>(kind)]; }
+size_t operand_kind_count() { return std::size(kKinds); }
+const KindDef& kind_def(OperandKind kind) {
+  const auto k = static_cast<size_t>(kind);
+  if (k >= std::size(kKinds)) throw std::out_of_range("operand kind " + std::to_string(k) + " is not in the grammar");
+  return kKinds[k];
+}
 KindCategory kind_category(OperandKind kind) { return kind_def(kind).category; }
 std::span<const EnumDef> enumerants(OperandKind kind) { return kind_def(kind).enumerants; }
 
@@ -68,7 +74,9 @@ const EnumDef* find_enumerant(OperandKind kind, std::string_view name) {
   return nullptr;
 }
 
-const char* operand_kind_name(OperandKind kind) { return kind_def(kind).name; }
+const char* operand_kind_name(OperandKind kind) {
+  return static_cast<size_t>(kind) < std::size(kKinds) ? kKinds[static_cast<size_t>(kind)].name : "?";
+}
 
 std::optional<OperandKind> find_operand_kind(std::string_view name) {
   for (size_t i = 0; i < std::size(kKinds); ++i)

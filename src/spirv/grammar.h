@@ -106,6 +106,7 @@ struct ExtInstSetDef {
 std::span<const InstDef> core_instructions();
 const InstDef* find_instruction(uint16_t opcode);         // nullptr if the grammar has none
 const InstDef* find_instruction(std::string_view name);   // "OpTypeInt"; aliases too
+size_t operand_kind_count();  // OperandKind values are 0 .. count - 1
 const KindDef& kind_def(OperandKind kind);
 KindCategory kind_category(OperandKind kind);
 std::span<const EnumDef> enumerants(OperandKind kind);    // empty for non-enum kinds

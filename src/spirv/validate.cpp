@@ -362,7 +362,8 @@ std::string TensorInfo::str() const {
   if (rank < 0) return s + "[*]";
   s += "[";
   for (int64_t k = 0; k < rank && k < 16; ++k)
-    s += (k ? "," : "") + (has_shape ? std::to_string(dims[static_cast<size_t>(k)]) : std::string("?"));
+    s += (k ? "," : "") + (has_shape && static_cast<size_t>(k) < dims.size() ? std::to_string(dims[static_cast<size_t>(k)])
+                                                                             : std::string("?"));
   return s + (rank > 16 ? ",...]" : "]");
 }
 
@@ -907,7 +908,7 @@ void Checker::check_type_tensor(size_t i) {
         elements *= *dim;
         dims.push_back(*dim);
       }
-      if (all_fixed && t.rank >= 0) {
+      if (all_fixed && t.rank >= 0 && dims.size() == static_cast<size_t>(t.rank)) {
         t.has_shape = true;
         t.dims = std::move(dims);
       } else {
