@@ -28,6 +28,12 @@ struct OnnxImportOptions {
   // Remove TRANSPOSE / RESHAPE pairs that cancel (the permutes lowering puts around custom shader
   // nodes, between adjacent ones). Off only to inspect the explicit layout contract.
   bool cancel_layout_pairs = true;
+  // Constant-folding budget, in bytes per folded result. A node whose inputs are all constant is
+  // computed at import time only when each of its results fits; past it, a node that TOSA can run
+  // (Expand, Tile, ConstantOfShape, element-wise, ...) stays a run-time node, and one that it
+  // cannot (Range, a shape computation) is refused with an error naming the node and this
+  // option. `weft import|check|run --max-fold-bytes N` sets it.
+  int64_t max_folded_bytes = int64_t{256} << 20;
 };
 
 // Imports `path`. Errors carry the file and, for a node, its name, op type, domain and opset.

@@ -165,7 +165,9 @@ TEST(ArmInterop, ConverterContainerRunsByTheContainersNames) {
   TempDir dir("weft_arm");
   const std::string file = dir.file("model.vgf");
   vgf::save(converter_container(), file);
-  if (fs::exists(kVgfDump)) EXPECT_EQ(arm_vgf_dump(file, dir), 0) << test::slurp(dir.file("dump.json"));
+  if (fs::exists(kVgfDump)) {
+    EXPECT_EQ(arm_vgf_dump(file, dir), 0) << test::slurp(dir.file("dump.json"));
+  }
 
   // The model's inputs and outputs are the container's names, not the SPIR-V ids.
   auto model = Model::load(file);
@@ -236,7 +238,9 @@ TEST(ArmInterop, PlaceholderModulesAreDumpedNotRun) {
     }
     const std::string file = dir.file("placeholder" + std::to_string(variant) + ".vgf");
     vgf::save(c, file);
-    if (fs::exists(kVgfDump)) EXPECT_EQ(arm_vgf_dump(file, dir), 0) << test::slurp(dir.file("dump.json"));
+    if (fs::exists(kVgfDump)) {
+      EXPECT_EQ(arm_vgf_dump(file, dir), 0) << test::slurp(dir.file("dump.json"));
+    }
     vgf::Container back = vgf::load(file);
     ASSERT_FALSE(back.warnings.empty());
     EXPECT_NE(back.warnings[0].find("placeholder"), std::string::npos);

@@ -21,6 +21,8 @@ Options:
   -o, --output OUT.weft   Output path ("-" prints the text form to stdout, constants inline)
   --shape NAME=DIMS       Static shape of an input with dynamic dimensions, e.g.
                           --shape input=1x3x224x224 (repeatable)
+  --max-fold-bytes N      Constant-folding budget per folded result (default 268435456); larger
+                          results stay run-time nodes, or are refused where TOSA needs them constant
   --list-ops              Print the ONNX operators the frontend lowers and exit
   -h, --help              Show this help
 )";
@@ -43,6 +45,12 @@ void add_shape_option(LoadOptions& options, const std::string& value) {
   }
   if (options.onnx.input_shapes.count(name)) usage_error("--shape gives input '" + name + "' twice");
   options.onnx.input_shapes[name] = shape;
+}
+
+void add_max_fold_option(LoadOptions& options, const std::string& value) {
+  if (value.empty() || value.size() > 18 || value.find_first_not_of("0123456789") != std::string::npos)
+    usage_error("--max-fold-bytes expects a number of bytes, got '" + value + "'");
+  options.onnx.max_folded_bytes = std::stoll(value);
 }
 
 void add_backend_option(LoadOptions& options, const std::string& value) {
@@ -73,6 +81,8 @@ int cmd_import(Args& args) {
       out = args.value(flag, v);
     } else if (flag == "--shape") {
       add_shape_option(load, args.value(flag, v));
+    } else if (flag == "--max-fold-bytes") {
+      add_max_fold_option(load, args.value(flag, v));
     } else if (flag == "--list-ops") {
       no_inline_value(args, flag, v);
       list = true;

@@ -103,6 +103,7 @@ Options:
                                output and constant bytes, and weights prepared by backends
   --shape NAME=DIMS            Static shape of an ONNX input with dynamic dimensions, e.g.
                                --shape input=1x3x224x224 (repeatable)
+  --max-fold-bytes N           ONNX constant-folding budget per folded result (default 256 MiB)
   --backend LIST               Backends in priority order, e.g. onednn,reference (default: every
                                available backend, fastest first; reference is always the last resort)
   --explain                    Print which backend runs each node or fused group, and for every
@@ -124,6 +125,7 @@ Options:
 )";
 
 constexpr const char* kCheckHelp = R"(Usage: weft check MODEL.weft|MODEL.vgf|MODEL.onnx [--shape NAME=DIMS]... [--custom-ops FILE]...
+                  [--max-fold-bytes N]
 
 Verifies MODEL (structure, types, shapes and every TOSA ERROR_IF rule; the payload and resource
 contract of every custom shader node, with --custom-ops filling in registered ones) and prints a summary:
@@ -460,6 +462,8 @@ int cmd_run(Args& args) {
         usage_error("--deadline-ms expects a positive number of milliseconds, got '" + v + "'");
     } else if (flag == "--shape") {
       add_shape_option(load, args.value(flag, inline_value));
+    } else if (flag == "--max-fold-bytes") {
+      add_max_fold_option(load, args.value(flag, inline_value));
     } else if (flag == "--backend") {
       add_backend_option(load, args.value(flag, inline_value));
     } else if (flag == "--explain") {
@@ -624,6 +628,8 @@ int cmd_check(Args& args) {
       return kExitOk;
     } else if (flag == "--shape") {
       add_shape_option(load, args.value(flag, inline_value));
+    } else if (flag == "--max-fold-bytes") {
+      add_max_fold_option(load, args.value(flag, inline_value));
     } else if (flag == "--custom-ops") {
       add_custom_ops_option(args.value(flag, inline_value));
     } else {

@@ -361,7 +361,7 @@ std::vector<int64_t> Importer::const_ints(int i, const char* what) const {
   if (o.ints) return *o.ints;
   if (!o.v.is_const())
     fail(std::string(what) + " (input " + std::to_string(i) + " '" + node_->input(i) +
-         "') must be known when the model is compiled; it is computed at run time here (give static shapes with --shape)");
+         "') must be known when the model is compiled; it is computed at run time here (give static shapes with --shape)" + budget_note());
   if (!o.perm.empty()) return const_cast<Importer*>(this)->plain(o).c->to_ints();
   return o.v.c->to_ints();
 }
@@ -370,9 +370,27 @@ std::vector<double> Importer::const_doubles(int i, const char* what) const {
   const OVal& o = in(i);
   if (!o.v.is_const())
     fail(std::string(what) + " (input " + std::to_string(i) + " '" + node_->input(i) +
-         "') must be a constant; it is computed at run time here");
+         "') must be a constant; it is computed at run time here" + budget_note());
   if (!o.perm.empty()) return const_cast<Importer*>(this)->plain(o).c->to_doubles();
   return o.v.c->to_doubles();
+}
+
+std::string Importer::budget_note() const {
+  if (over_budget_.empty()) return "";
+  return " (constant folding stopped where " + over_budget_ + ", past the budget of " +
+         std::to_string(options_.max_folded_bytes) + " bytes; raise it with --max-fold-bytes or OnnxImportOptions::max_folded_bytes)";
+}
+
+bool Importer::fits_fold_budget(const Shape& shape, DType dt) const {
+  const int64_t es = std::max<int64_t>(static_cast<int64_t>(storage_size(dt)), 1);
+  return shape_elements(shape) <= options_.max_folded_bytes / es;
+}
+
+void Importer::require_fold_budget(const Shape& shape, DType dt, const std::string& what) const {
+  if (fits_fold_budget(shape, dt)) return;
+  fail(what + " " + TensorType{dt, shape}.str() + " would be computed at import time, which is past the constant-folding budget of " +
+           std::to_string(options_.max_folded_bytes) + " bytes; raise it with --max-fold-bytes or OnnxImportOptions::max_folded_bytes",
+       ErrorCode::kUnsupported);
 }
 
 TVal Importer::const_tensor(Tensor t) const {
@@ -411,6 +429,48 @@ ValueId Importer::materialize(const TVal& v) {
   return id;
 }
 
+std::optional<std::vector<TVal>> Importer::fold(Node fn, const std::vector<TVal>& inputs, const std::vector<DType>& out_dtypes) {
+  Graph g("fold");
+  for (const TVal& v : inputs) {
+    Node c;
+    if (v.dtype() == DType::kShape) {
+      c.op = Op::CONST_SHAPE;
+      c.attrs = make_attrs(Op::CONST_SHAPE, {{"values", v.c->to_ints()}});
+    } else {
+      c.op = Op::CONST;
+      c.attrs = make_attrs(Op::CONST, {{"values", *v.c}});
+    }
+    ValueId id = g.add_value(g.unique_name("in"), v.type);
+    c.outputs = {id};
+    g.add_node(std::move(c));
+    fn.inputs.push_back(id);
+  }
+  // Declared output types decide where the input types allow several (CAST, RESCALE).
+  for (DType d : out_dtypes) fn.outputs.push_back(g.add_value(g.unique_name("hint"), {d, {}}));
+  std::vector<TensorType> types = infer_output_types(g, fn, nullptr);
+  for (const TensorType& t : types) {
+    if (t.dtype == DType::kShape) continue;  // a shape has one value per dimension; always folded
+    const int64_t elements = shape_elements(t.shape);
+    const int64_t es = static_cast<int64_t>(storage_size(t.dtype));
+    if (elements > options_.max_folded_bytes / std::max<int64_t>(es, 1)) {
+      if (over_budget_.empty())
+        over_budget_ = "node '" + node_label_ + "' gives " + t.str() + " (" + std::to_string(elements) + " elements)";
+      return std::nullopt;
+    }
+  }
+  fn.outputs.clear();
+  for (const TensorType& t : types) fn.outputs.push_back(g.add_value(g.unique_name("out"), t));
+  std::vector<ValueId> outs = fn.outputs;
+  g.add_node(std::move(fn));
+  g.set_outputs(outs);
+  Module empty;
+  ref::ModuleContext ctx(empty, 1);
+  std::vector<Tensor> results = ref::execute_graph(g, {}, ctx);
+  std::vector<TVal> r;
+  for (Tensor& t : results) r.push_back(const_tensor(std::move(t)));
+  return r;
+}
+
 std::vector<TVal> Importer::emit_multi(Op op, std::vector<TVal> inputs, Attrs attrs, std::vector<DType> out_dtypes) {
   // TOSA's integer ADD, SUB, MAXIMUM, MINIMUM and INTDIV are int32 only: narrower integers are
   // widened, computed and narrowed back (exact, with C's wrap-around on overflow).
@@ -427,36 +487,10 @@ std::vector<TVal> Importer::emit_multi(Op op, std::vector<TVal> inputs, Attrs at
   n.op = op;
   n.attrs = make_attrs(op, attrs);
   if (foldable) {
-    // Constant folding: run the reference kernel on a one-node graph of constants.
-    Graph g("fold");
-    for (const TVal& v : inputs) {
-      Node c;
-      if (v.dtype() == DType::kShape) {
-        c.op = Op::CONST_SHAPE;
-        c.attrs = make_attrs(Op::CONST_SHAPE, {{"values", v.c->to_ints()}});
-      } else {
-        c.op = Op::CONST;
-        c.attrs = make_attrs(Op::CONST, {{"values", *v.c}});
-      }
-      ValueId id = g.add_value(g.unique_name("in"), v.type);
-      c.outputs = {id};
-      g.add_node(std::move(c));
-      n.inputs.push_back(id);
-    }
-    // Declared output types decide where the input types allow several (CAST, RESCALE).
-    for (DType d : out_dtypes) n.outputs.push_back(g.add_value(g.unique_name("hint"), {d, {}}));
-    std::vector<TensorType> types = infer_output_types(g, n, nullptr);
-    n.outputs.clear();
-    for (const TensorType& t : types) n.outputs.push_back(g.add_value(g.unique_name("out"), t));
-    std::vector<ValueId> outs = n.outputs;
-    g.add_node(std::move(n));
-    g.set_outputs(outs);
-    Module empty;
-    ref::ModuleContext ctx(empty, 1);
-    std::vector<Tensor> results = ref::execute_graph(g, {}, ctx);
-    std::vector<TVal> r;
-    for (Tensor& t : results) r.push_back(const_tensor(std::move(t)));
-    return r;
+    // Constant folding: run the reference kernel on a one-node graph of constants, within the
+    // budget; a node whose result is larger stays a run-time node.
+    Node fn = n;
+    if (auto folded = fold(fn, inputs, out_dtypes)) return std::move(*folded);
   }
   for (const TVal& v : inputs) n.inputs.push_back(materialize(v));
   for (DType d : out_dtypes) n.outputs.push_back(hint_value(d));

@@ -119,6 +119,10 @@ class Importer {
   TVal const_tensor(Tensor t) const;
   TVal scalar(DType dt, double v, int rank = 1) const;  // shape [1,...,1] of `rank` dims (rank 0 allowed)
   TVal shape_const(const std::vector<int64_t>& dims) const;  // a shape_t value
+  // Whether a constant of `shape` and `dt` fits the constant-folding budget (see
+  // OnnxImportOptions::max_folded_bytes); require_ fails, naming `what` and the option, if not.
+  bool fits_fold_budget(const Shape& shape, DType dt) const;
+  void require_fold_budget(const Shape& shape, DType dt, const std::string& what) const;
 
   // ---- emitting TOSA operators (folded when every input is constant) ----
   TVal emit(Op op, std::vector<TVal> inputs, Attrs attrs = {});
@@ -161,12 +165,17 @@ class Importer {
   void finish_outputs();
   ValueId materialize(const TVal& v);
   ValueId hint_value(DType d);
+  // Folds a node of constant inputs, or returns nothing when a result is past the budget.
+  std::optional<std::vector<TVal>> fold(Node n, const std::vector<TVal>& inputs, const std::vector<DType>& out_dtypes);
+  // Appended to "must be known at compile time" errors once folding stopped at the budget.
+  std::string budget_note() const;
   OVal make_const_oval(const onnx::TensorProto& t, const std::string& what);
 
   const onnx::ModelProto& model_;
   const onnx::GraphProto& g_;
   std::string source_;
   OnnxImportOptions options_;
+  std::string over_budget_;  // the first node whose folded result was past the budget
   std::string base_dir_;
   int opset_ = 0;
   Graph graph_;

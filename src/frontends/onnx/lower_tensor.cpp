@@ -101,6 +101,7 @@ void lower_ConstantOfShape(Importer& imp, const onnx::NodeProto&) {
     std::shared_ptr<const std::vector<int64_t>> ints;
     value = tensor_from_proto(a->t(), "attribute 'value'", "", &ints, &ot);
     if (value.num_elements() != 1) imp.fail("attribute 'value' must hold one element", ErrorCode::kInvalidArgument);
+    if (ints && !imp.fits_fold_budget(dims, value.dtype())) ints.reset();
     if (ints) {
       std::vector<int64_t> all(static_cast<size_t>(shape_elements(dims)), (*ints)[0]);
       imp.set_out_const_ints(0, all, dims, ot);
@@ -108,6 +109,13 @@ void lower_ConstantOfShape(Importer& imp, const onnx::NodeProto&) {
     }
   }
   if (shape_elements(dims) == 0) imp.fail("an empty tensor (shape " + shape_str(dims) + ") has no TOSA form");
+  if (!imp.fits_fold_budget(dims, value.dtype())) {
+    // Past the constant-folding budget: a one-element constant tiled at run time.
+    const Shape ones(dims.size(), 1);
+    TVal one = imp.const_tensor(Tensor({value.dtype(), ones}, value.buffer()));
+    imp.set_out(0, dims.empty() ? one : imp.emit(Op::TILE, {one, imp.shape_const(dims)}), {}, ot);
+    return;
+  }
   Tensor t = Tensor::zeros({value.dtype(), dims});
   const size_t es = storage_size(value.dtype());
   for (int64_t i = 0; i < t.num_elements(); ++i) std::memcpy(t.mutable_bytes() + i * static_cast<int64_t>(es), value.bytes(), es);
@@ -133,7 +141,11 @@ void lower_Range(Importer& imp, const onnx::NodeProto&) {
   if (s.onnx_type == kOFloat) {
     double a = imp.const_doubles(0, "start")[0], b = imp.const_doubles(1, "limit")[0], d = imp.const_doubles(2, "delta")[0];
     if (d == 0) imp.fail("delta is 0", ErrorCode::kInvalidArgument);
-    int64_t n = std::max<int64_t>(static_cast<int64_t>(std::ceil((b - a) / d)), 0);
+    const double count = std::ceil((b - a) / d);
+    if (!std::isfinite(a) || !std::isfinite(b) || !std::isfinite(d) || !(count < 9.0e15))
+      imp.fail("Range(" + std::to_string(a) + ", " + std::to_string(b) + ", " + std::to_string(d) + ") has no finite length", ErrorCode::kInvalidArgument);
+    int64_t n = std::max<int64_t>(static_cast<int64_t>(count), 0);
+    imp.require_fold_budget({n}, DType::kFp32, "Range's result");
     std::vector<double> v(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = a + static_cast<double>(i) * d;
     if (n == 0) imp.fail("Range produces an empty tensor, which has no TOSA form");
@@ -142,7 +154,12 @@ void lower_Range(Importer& imp, const onnx::NodeProto&) {
   }
   int64_t a = imp.const_ints(0, "start")[0], b = imp.const_ints(1, "limit")[0], d = imp.const_ints(2, "delta")[0];
   if (d == 0) imp.fail("delta is 0", ErrorCode::kInvalidArgument);
-  int64_t n = std::max<int64_t>((b - a + d + (d > 0 ? -1 : 1)) / d, 0);
+  // In 128 bits: limit - start overflows int64 for start = INT64_MIN, limit = INT64_MAX.
+  const __int128 span = static_cast<__int128>(b) - a + d + (d > 0 ? -1 : 1);
+  const __int128 count = std::max<__int128>(span / d, 0);
+  if (count > (__int128{1} << 62)) imp.fail("Range(" + std::to_string(a) + ", " + std::to_string(b) + ", " + std::to_string(d) + ") has more than 2^62 elements", ErrorCode::kInvalidArgument);
+  const int64_t n = static_cast<int64_t>(count);
+  imp.require_fold_budget({n}, tosa_dtype(s.onnx_type).value_or(DType::kInt32), "Range's result");
   if (n == 0) imp.fail("Range produces an empty tensor, which has no TOSA form");
   std::vector<int64_t> v(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = a + i * d;

@@ -95,8 +95,9 @@ TEST_F(ArmCompute, SpirvGlslAndHlslSegmentsRunAsPlainDispatches) {
     SCOPED_TRACE(vgf::code_type_name(code));
     const std::string file = dir.file(std::string("m_") + vgf::code_type_name(code) + ".vgf");
     vgf::save(compute_container(code), file);
-    if (fs::exists(kVgfDump))
+    if (fs::exists(kVgfDump)) {
       EXPECT_EQ(std::system(("'" + kVgfDump.string() + "' -i '" + file + "' >/dev/null 2>&1").c_str()), 0);
+    }
     auto model = Model::load(file);
     EXPECT_NE(model->explain().find("dispatch [4,1,1]: the container's dispatch_shape"), std::string::npos)
         << model->explain();
@@ -143,8 +144,9 @@ TEST_F(ArmCompute, BetweenGraphSegmentsThroughAnAliasGroup) {
   test::TempDir dir("weft_arm_compute");
   const std::string file = dir.file("mixed.vgf");
   vgf::save(c, file);
-  if (fs::exists(kVgfDump))
+  if (fs::exists(kVgfDump)) {
     EXPECT_EQ(std::system(("'" + kVgfDump.string() + "' -i '" + file + "' >/dev/null 2>&1").c_str()), 0);
+  }
   auto model = Model::load(file);
   Context ctx(model);
   Tensor xin = input();

@@ -152,6 +152,28 @@ TEST(OnnxCli, ShapeOption) {
   EXPECT_EQ(r.rc, 0) << r.err;
 }
 
+// --max-fold-bytes: a Range whose result is past the budget is refused, naming the option, and
+// the same model runs once the budget is raised. The flag's value is checked.
+TEST(OnnxCli, MaxFoldBytesOption) {
+  test::TempDir dir("weft_onnx_cli_test");
+  ModelBuilder mb(13);
+  mb.input("x", kFloat, {1}).output("y");
+  mb.init_f("a", {}, {0.0f}).init_f("b", {}, {4096.0f}).init_f("d", {}, {1.0f});
+  mb.node("Range", {"a", "b", "d"}, {"r"}, "range");
+  mb.node("Add", {"r", "x"}, {"y"});
+  mb.save(dir.file("range.onnx"));
+  Result r = weft_cli(dir, "check range.onnx --max-fold-bytes 1024");
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_HAS(r.err, "range.onnx");
+  EXPECT_HAS(r.err, "Range's result f32[4096]");
+  EXPECT_HAS(r.err, "budget of 1024 bytes");
+  r = weft_cli(dir, "check range.onnx --max-fold-bytes 16384");
+  EXPECT_EQ(r.rc, 0) << r.err;
+  r = weft_cli(dir, "import range.onnx -o - --max-fold-bytes 1k");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_HAS(r.err, "--max-fold-bytes expects a number of bytes");
+}
+
 TEST(OnnxCli, ListOpsAndUnsupportedModel) {
   test::TempDir dir("weft_onnx_cli_test");
   Result r = weft_cli(dir, "import --list-ops");

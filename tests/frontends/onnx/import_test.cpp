@@ -326,3 +326,108 @@ TEST(OnnxImportHostile, ExternalDataIsConfinedToTheModelsFolder) {
 
 }  // namespace
 }  // namespace weft
+
+namespace weft {
+namespace {
+
+int count_ops(const Module& m, Op op) {
+  return static_cast<int>(std::count_if(m.main().nodes().begin(), m.main().nodes().end(), [&](const Node& n) { return n.op == op; }));
+}
+
+// ConstantOfShape(shape) with a float value, its shape an int64 initializer.
+test::onnxb::ModelBuilder constant_of_shape(const std::vector<int64_t>& dims, float value) {
+  test::onnxb::ModelBuilder mb(13);
+  mb.output("y");
+  mb.init_i64("s", {static_cast<int64_t>(dims.size())}, dims);
+  auto& n = mb.node("ConstantOfShape", {"s"}, {"y"}, "fill");
+  auto* a = n.add_attribute();
+  a->set_name("value");
+  a->set_type(onnx::AttributeProto::TENSOR);
+  a->mutable_t()->set_data_type(test::onnxb::kFloat);
+  a->mutable_t()->add_dims(1);
+  a->mutable_t()->add_float_data(value);
+  return mb;
+}
+
+// Constant folding has a budget: within it a ConstantOfShape is a constant, past it the same
+// values come from a run-time TILE of one element, so a tiny file cannot make `weft check`
+// allocate what it asks for.
+TEST(OnnxImportHostile, ConstantOfShapePastTheFoldingBudgetStaysARunTimeNode) {
+  Module folded = constant_of_shape({64, 64}, 1.5f).import();
+  EXPECT_EQ(count_ops(folded, Op::TILE), 0);
+  OnnxImportOptions small;
+  small.max_folded_bytes = 1024;
+  Module tiled = constant_of_shape({64, 64}, 1.5f).import(small);
+  EXPECT_EQ(count_ops(tiled, Op::TILE), 1);
+  auto a = test::onnxb::run_module(std::move(folded), {});
+  auto b = test::onnxb::run_module(std::move(tiled), {});
+  ASSERT_EQ(a.size(), 1u);
+  ASSERT_EQ(b.size(), 1u);
+  EXPECT_EQ(a[0].shape(), (Shape{64, 64}));
+  EXPECT_EQ(b[0].shape(), (Shape{64, 64}));
+  EXPECT_EQ(a[0].to_doubles(), std::vector<double>(4096, 1.5));
+  EXPECT_EQ(b[0].to_doubles(), a[0].to_doubles());
+  // 64 GiB asked for by a 60-byte model: imported (and checked) without folding it.
+  Module huge = constant_of_shape({65536, 65536, 4}, 0.0f).import();
+  EXPECT_EQ(count_ops(huge, Op::TILE), 1);
+}
+
+// Expand of a constant goes through the same budget.
+TEST(OnnxImportHostile, ExpandPastTheFoldingBudgetStaysARunTimeNode) {
+  test::onnxb::ModelBuilder mb(13);
+  mb.output("y");
+  mb.init_f("x", {1}, {2.0f}).init_i64("s", {2}, {65536, 65536});
+  mb.node("Expand", {"x", "s"}, {"y"});
+  Module m = mb.import();
+  EXPECT_EQ(count_ops(m, Op::TILE), 1);
+  EXPECT_EQ(m.main().value(m.main().outputs()[0]).type.shape, (Shape{65536, 65536}));
+}
+
+// Range has no TOSA operator: a result past the budget is refused, naming the budget and its
+// option; lengths that overflow are refused without undefined arithmetic.
+TEST(OnnxImportHostile, RangePastTheFoldingBudgetIsRefused) {
+  auto range = [](int64_t start, int64_t limit, int64_t delta) {
+    test::onnxb::ModelBuilder mb(13);
+    mb.output("y", test::onnxb::kInt64);
+    mb.init_i64("a", {}, {start}).init_i64("b", {}, {limit}).init_i64("d", {}, {delta});
+    mb.node("Range", {"a", "b", "d"}, {"y"}, "r");
+    return mb;
+  };
+  std::string msg = error_of([&] { range(0, int64_t{1} << 40, 1).import(); }, ErrorCode::kUnsupported);
+  EXPECT_HAS(msg, "Range's result");
+  EXPECT_HAS(msg, "past the constant-folding budget of 268435456 bytes");
+  EXPECT_HAS(msg, "--max-fold-bytes");
+  EXPECT_HAS(msg, "r (Range");
+  msg = error_of([&] { range(INT64_MIN, INT64_MAX, 1).import(); }, ErrorCode::kInvalidArgument);
+  EXPECT_HAS(msg, "more than 2^62 elements");
+  Module ok = range(0, 10, 3).import();
+  auto out = test::onnxb::run_module(std::move(ok), {});
+  EXPECT_EQ(out[0].to_ints(), (std::vector<int64_t>{0, 3, 6, 9}));
+}
+
+// A value that stayed a run-time node because of the budget, and is then needed at import time,
+// says so in the error.
+TEST(OnnxImportHostile, CompileTimeValuesLeftUnfoldedNameTheBudget) {
+  test::onnxb::ModelBuilder mb(13);
+  mb.input("x", test::onnxb::kFloat, {1}).output("y");
+  mb.init_i64("s", {1}, {4});
+  auto& n = mb.node("ConstantOfShape", {"s"}, {"ones"}, "ones");
+  auto* a = n.add_attribute();
+  a->set_name("value");
+  a->set_type(onnx::AttributeProto::TENSOR);
+  a->mutable_t()->set_data_type(test::onnxb::kInt64);
+  a->mutable_t()->add_dims(1);
+  a->mutable_t()->add_int64_data(1);
+  mb.node("Reshape", {"x", "ones"}, {"y"}, "reshape");
+  OnnxImportOptions tiny;
+  tiny.max_folded_bytes = 8;
+  const std::string msg = error_of([&] { mb.import(tiny); }, ErrorCode::kUnsupported);
+  EXPECT_HAS(msg, "must be known when the model is compiled");
+  EXPECT_HAS(msg, "constant folding stopped where node 'ones");
+  EXPECT_HAS(msg, "budget of 8 bytes");
+  // With the default budget the same model imports.
+  EXPECT_NO_THROW(mb.import());
+}
+
+}  // namespace
+}  // namespace weft
