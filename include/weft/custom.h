@@ -175,11 +175,13 @@ struct CompiledShader {
   std::array<uint32_t, 3> local_size{};  // from the module's LocalSize execution mode (0 if absent)
   // Every descriptor-bound variable a function of the module references, sorted by (set, binding).
   std::vector<ShaderBinding> bindings;
+  // Bytes of the push-constant block the shader reads (0: none; nullopt: not readable from the module).
+  std::optional<uint32_t> push_constant_bytes;
 };
 // Compares the shader's own bindings with what the payload declares: every binding the shader
 // uses must be one the payload describes (same set and binding, a descriptor type of the same
-// kind), or the dispatch would read a descriptor nobody bound (zeros, or a crash in the driver).
-// Throws Error(kVerify) at `where` naming the set, the binding and the payload key.
+// kind), or the dispatch would read a descriptor nobody bound (zeros, or a crash in the driver);
+// and the payload's push constants must cover the shader's push-constant block. Throws Error(kVerify) at `where` naming the set, the binding and the payload key.
 void check_shader_bindings(const Payload& p, const CompiledShader& shader, const Location& where);
 // Compiles GLSL or HLSL compute shader source with shaderc (Vulkan 1.1 environment) and validates
 // the result with SPIRV-Tools; SPIR-V input is validated only. `name` names the shader in errors

@@ -1,7 +1,9 @@
 // Compute shaders of custom operators: GLSL/HLSL compiled with shaderc (Vulkan 1.1), every module
 // validated with SPIRV-Tools, then its entry point and workgroup size read from the SPIR-V.
 #include <algorithm>
+#include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <memory>
 #include <string>
@@ -216,6 +218,95 @@ std::vector<ShaderBinding> reflect_bindings(const std::vector<uint32_t>& m) {
             [](const ShaderBinding& a, const ShaderBinding& b) { return std::pair(a.set, a.binding) < std::pair(b.set, b.binding); });
   return out;
 }
+
+// The size in bytes of the push-constant block that function bodies reference: the end of its last
+// member (Offset + the member's size, through vectors, matrices, arrays and nested structs with
+// their strides). 0 without one; nullopt where a type's size cannot be read from the module.
+std::optional<uint32_t> reflect_push_constant_bytes(const std::vector<uint32_t>& m) {
+  constexpr uint32_t kOpTypeInt = 21, kOpTypeFloat = 22, kOpTypeVector = 23, kOpTypeMatrix = 24, kOpTypeStruct = 30,
+                     kOpMemberDecorate = 72, kDecorationArrayStride = 6, kDecorationMatrixStride = 7,
+                     kDecorationOffset = 35, kStoragePushConstant = 9;
+  std::map<uint32_t, uint32_t> type_op, array_stride, constant_value;
+  std::map<uint32_t, std::vector<uint32_t>> type_words;
+  std::map<std::pair<uint32_t, uint32_t>, uint32_t> member_offset, member_matrix_stride;
+  std::vector<std::pair<uint32_t, uint32_t>> push_vars;  // (variable, pointer type)
+  std::set<uint32_t> used;
+  bool in_functions = false;
+  for (size_t i = 5; i < m.size();) {
+    const uint32_t count = m[i] >> 16, op = m[i] & 0xFFFF;
+    if (count == 0 || i + count > m.size()) break;
+    const uint32_t* w = &m[i];
+    if (op == kOpFunction) in_functions = true;
+    if (in_functions) {
+      for (uint32_t k = 1; k < count; ++k) used.insert(w[k]);
+    } else if (op == kOpDecorate && count >= 4 && w[2] == kDecorationArrayStride) {
+      array_stride[w[1]] = w[3];
+    } else if (op == kOpMemberDecorate && count >= 5 && w[3] == kDecorationOffset) {
+      member_offset[{w[1], w[2]}] = w[4];
+    } else if (op == kOpMemberDecorate && count >= 5 && w[3] == kDecorationMatrixStride) {
+      member_matrix_stride[{w[1], w[2]}] = w[4];
+    } else if (op == kOpConstant && count >= 4) {
+      constant_value[w[2]] = w[3];
+    } else if (op == kOpVariable && count >= 4 && w[3] == kStoragePushConstant) {
+      push_vars.push_back({w[2], w[1]});
+    } else if ((op >= kOpTypeInt && op <= kOpTypeMatrix) || op == kOpTypeArray || op == kOpTypeStruct ||
+               op == kOpTypePointer) {
+      if (count >= 2) {
+        type_op[w[1]] = op;
+        type_words[w[1]] = std::vector<uint32_t>(w + 2, w + count);
+      }
+    }
+    i += count;
+  }
+  // Sizes in 64 bits, so that a hostile stride or length cannot wrap; depth-limited.
+  std::function<std::optional<uint64_t>(uint32_t, uint32_t, int)> size_of = [&](uint32_t t, uint32_t matrix_stride,
+                                                                                 int depth) -> std::optional<uint64_t> {
+    if (depth > 32 || !type_op.count(t)) return std::nullopt;
+    const std::vector<uint32_t>& o = type_words[t];
+    switch (type_op[t]) {
+      case kOpTypeInt:
+      case kOpTypeFloat:
+        if (o.empty()) return std::nullopt;
+        return uint64_t{o[0]} / 8;
+      case kOpTypeVector: {
+        if (o.size() < 2) return std::nullopt;
+        auto c = size_of(o[0], 0, depth + 1);
+        if (!c) return std::nullopt;
+        return *c * o[1];
+      }
+      case kOpTypeMatrix:
+        if (o.size() < 2 || matrix_stride == 0) return std::nullopt;
+        return uint64_t{matrix_stride} * o[1];
+      case kOpTypeArray: {
+        if (o.size() < 2 || !array_stride.count(t) || !constant_value.count(o[1])) return std::nullopt;
+        return uint64_t{array_stride[t]} * constant_value[o[1]];
+      }
+      case kOpTypeStruct: {
+        uint64_t end = 0;
+        for (uint32_t k = 0; k < o.size(); ++k) {
+          auto off = member_offset.find({t, k});
+          if (off == member_offset.end()) return std::nullopt;
+          auto ms = member_matrix_stride.find({t, k});
+          auto sz = size_of(o[k], ms == member_matrix_stride.end() ? 0 : ms->second, depth + 1);
+          if (!sz) return std::nullopt;
+          end = std::max(end, uint64_t{off->second} + *sz);
+        }
+        return end;
+      }
+      default:
+        return std::nullopt;
+    }
+  };
+  uint64_t bytes = 0;
+  for (const auto& [var, ptr] : push_vars) {
+    if (!used.count(var)) continue;
+    if (!type_words.count(ptr) || type_words[ptr].size() < 2) return std::nullopt;
+    auto sz = size_of(type_words[ptr][1], 0, 0);
+    if (!sz || *sz > UINT32_MAX) return std::nullopt;
+    bytes = std::max(bytes, *sz);
+  }
+  return static_cast<uint32_t>(bytes);
+}
 }  // namespace
 
 CompiledShader compile_shader(ShaderLanguage language, std::string_view code_or_empty,
@@ -266,6 +357,7 @@ CompiledShader compile_shader(ShaderLanguage language, std::string_view code_or_
     fail(name, "SPIR-V validation (Vulkan 1.1) failed:\n" + (messages.empty() ? std::string("(no message)") : messages));
   out.local_size = read_module(out.spirv, entry_point, name);
   out.bindings = reflect_bindings(out.spirv);
+  out.push_constant_bytes = reflect_push_constant_bytes(out.spirv);
   return out;
 }
 
@@ -314,6 +406,20 @@ void check_shader_bindings(const Payload& p, const CompiledShader& shader, const
       throw Error(ErrorCode::kVerify,
                   match->key("vkdescriptortype") + " " + *match->descriptor_type + " binds " + at + ", where the shader has a " +
                       shader_binding_kind_name(b.kind),
+                  where);
+  }
+  // The push-constant block: the payload must provide at least the bytes the shader reads.
+  if (shader.push_constant_bytes && *shader.push_constant_bytes > 0) {
+    uint64_t declared_bytes = p.push_constant_data.size();
+    uint64_t listed = 0;
+    for (const PushConstant& pc : p.push_constants) listed += pc.size;
+    declared_bytes = std::max(declared_bytes, listed);
+    if (declared_bytes < *shader.push_constant_bytes)
+      throw Error(ErrorCode::kVerify,
+                  "the shader's push-constant block is " + std::to_string(*shader.push_constant_bytes) +
+                      " bytes, but the payload provides " + std::to_string(declared_bytes) +
+                      (p.push_constants_text ? " (push_constants \"" + *p.push_constants_text + "\")" : std::string(" (no push_constants)")) +
+                      ": the dispatch would read push constants nobody set",
                   where);
   }
 }

@@ -126,4 +126,36 @@ void CSMain(uint3 id : SV_DispatchThreadID) {
 }
 
 }  // namespace
+
+// The push-constant block's size is reflected (offsets, vectors, std430 matrices and arrays), and
+// a payload whose push constants do not cover it is refused before any dispatch.
+TEST(Shader, PushConstantBlockSizeIsReflectedAndChecked) {
+  CompiledShader s = compile_shader(ShaderLanguage::kGlsl, kScale, {}, "main", "scale.comp");
+  ASSERT_TRUE(s.push_constant_bytes.has_value());
+  EXPECT_EQ(*s.push_constant_bytes, 4u);
+  const std::string wide = R"(#version 450
+layout(local_size_x = 1) in;
+layout(set = 0, binding = 0) buffer Out { float y[]; } dst;
+layout(push_constant) uniform P { vec3 a; float b; mat2 m; float arr[3]; } pc;
+void main() { dst.y[0] = pc.a.x + pc.b + pc.m[1][1] + pc.arr[2]; }
+)";
+  CompiledShader w = compile_shader(ShaderLanguage::kGlsl, wide, {}, "main", "wide.comp");
+  ASSERT_TRUE(w.push_constant_bytes.has_value());
+  EXPECT_EQ(*w.push_constant_bytes, 44u);  // a 0..12, b 12..16, m 16..32 (stride 8), arr 32..44
+  CompiledShader none = compile_shader(ShaderLanguage::kGlsl,
+                                       "#version 450\nlayout(local_size_x = 1) in;\nvoid main() {}\n", {}, "main", "none.comp");
+  EXPECT_EQ(none.push_constant_bytes, std::optional<uint32_t>(0u));
+
+  const std::string resources =
+      R"("input_0_binding": 0, "input_0_vkdescriptortype": "VK_DESCRIPTOR_TYPE_STORAGE_BUFFER",)"
+      R"( "output_0_binding": 1, "output_0_vkdescriptortype": "VK_DESCRIPTOR_TYPE_STORAGE_BUFFER")";
+  Payload with = parse_payload(R"({"entry_point": "main", "workgroup_sizes": [8, 4, 2], "shader_language": "GLSL",)"
+                               R"( "push_constants": "scale: 4", )" + resources + "}");
+  EXPECT_NO_THROW(check_shader_bindings(with, s, {}));
+  Payload without = parse_payload(R"({"entry_point": "main", "workgroup_sizes": [8, 4, 2], "shader_language": "GLSL", )" +
+                                  resources + "}");
+  expect_error([&] { check_shader_bindings(without, s, {.file = "ops.json"}); },
+               {"the shader's push-constant block is 4 bytes, but the payload provides 0 (no push_constants)"});
+}
+
 }  // namespace weft::custom
