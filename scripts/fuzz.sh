@@ -12,6 +12,8 @@
 #   payload  the custom-operator payload parser (fuzz/payload_fuzz.cpp). Seeds: the implementation_attrs
 #          of the custom-operator examples (taken from Weft's records in their VGFs) and a few payloads
 #          written after the schema.
+#   onnx   the ONNX frontend (fuzz/onnx_fuzz.cpp). Seeds: the models of ONNX's node test cases
+#          (scripts/onnx/gen_node_tests.py, build/onnx-node-tests) and the bundled tiny CNN's ONNX form.
 #   iospec the IOSpec and target-file YAML readers (fuzz/iospec_fuzz.cpp). Seeds: `weft iospec` of
 #          the bundled example and of the specification's A = B + C (plain, with C latched, and padded
 #          for a 32-bit target), and that target file.
@@ -20,7 +22,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 TARGET=spirv
 case "${1:-}" in
-  spirv|vgf|payload|iospec) TARGET="$1"; shift ;;
+  spirv|vgf|payload|iospec|onnx) TARGET="$1"; shift ;;
 esac
 SECONDS_TO_RUN="${1:-600}"
 shift || true
@@ -115,6 +117,12 @@ JSON
   printf '%s' '{"entry_point":"CSMain","workgroup_sizes":[64,1,1],"shader_language":"HLSL","shader_code":"[numthreads(64,1,1)] void CSMain() {}"}' > "$SEEDS/hlsl.json"
   printf '%s' '{"entry_point":"main","workgroup_sizes":[1,1,1],"shader_language":"","push_constants":""}' > "$SEEDS/minimal.json"
   MAX_LEN=16384
+elif [ "$TARGET" = onnx ]; then
+  /usr/bin/python3 scripts/onnx/gen_node_tests.py > /dev/null
+  for d in build/onnx-node-tests/*/test_*; do
+    [ -f "$d/model.onnx" ] && cp "$d/model.onnx" "$SEEDS/$(basename "$(dirname "$d")")_$(basename "$d").onnx"
+  done
+  MAX_LEN=65536
 else
   build/weft iospec examples/tiny_cnn/tiny_cnn.weft -o "$SEEDS/tiny_cnn.iospec.yaml" > /dev/null
   # The specification's example: A = B + latched C over 60 16-bit elements.

@@ -901,7 +901,45 @@ void Importer::infer_onnx_shapes() {
   for (const auto& vi : copy.graph().output()) take(vi);
 }
 
+// ONNX's structural rules that the lowering and ONNX's own shape inference rely on: every node has
+// an op_type, every input is defined before it is used (a graph input, an initializer, or an
+// output of an earlier node; in a sub-graph also a value of the enclosing scopes), and every
+// graph output is defined. Checked before shape inference, which dereferences undefined inputs
+// (Debian's onnx segfaults on a 60-byte model whose one node reads an undefined name).
+void Importer::check_structure(const onnx::GraphProto& g, std::set<std::string> scope, int depth) const {
+  if (depth > 64) throw Error(ErrorCode::kInvalidArgument, "sub-graphs are nested more than 64 deep", {.file = source_});
+  for (const auto& vi : g.input()) scope.insert(vi.name());
+  for (const auto& t : g.initializer()) scope.insert(t.name());
+  for (const auto& t : g.sparse_initializer()) scope.insert(t.values().name());
+  const std::string in_graph = depth == 0 ? "" : " (in sub-graph '" + g.name() + "')";
+  for (int k = 0; k < g.node_size(); ++k) {
+    const onnx::NodeProto& n = g.node(k);
+    const std::string label = (n.name().empty() ? (n.output_size() ? n.output(0) : "#" + std::to_string(k)) : n.name()) +
+                              " (" + n.op_type() + ")" + in_graph;
+    if (n.op_type().empty())
+      throw Error(ErrorCode::kInvalidArgument, "the node has no op_type", {.file = source_, .node = label});
+    for (const std::string& i : n.input())
+      if (!i.empty() && !scope.count(i))
+        throw Error(ErrorCode::kInvalidArgument,
+                    "input '" + i + "' is not a graph input, an initializer or an output of an earlier node "
+                    "(ONNX requires every value defined before use, nodes in topological order)",
+                    {.file = source_, .node = label});
+    for (const auto& a : n.attribute()) {
+      if (a.has_g()) check_structure(a.g(), scope, depth + 1);
+      for (const auto& sub : a.graphs()) check_structure(sub, scope, depth + 1);
+    }
+    for (const std::string& o : n.output())
+      if (!o.empty()) scope.insert(o);
+  }
+  for (const auto& vi : g.output())
+    if (!scope.count(vi.name()))
+      throw Error(ErrorCode::kInvalidArgument,
+                  "graph output '" + vi.name() + "'" + in_graph + " is not a graph input, an initializer or an output of a node",
+                  {.file = source_});
+}
+
 Module Importer::run() {
+  check_structure(g_, {}, 0);
   import_initializers();
   import_inputs();
   infer_onnx_shapes();

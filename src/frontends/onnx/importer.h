@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -161,6 +162,7 @@ class Importer {
   void import_initializers();
   void import_inputs();
   void infer_onnx_shapes();
+  void check_structure(const onnx::GraphProto& g, std::set<std::string> scope, int depth) const;
   void lower_node(const onnx::NodeProto& n);
   void finish_outputs();
   ValueId materialize(const TVal& v);

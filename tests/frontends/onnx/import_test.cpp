@@ -431,3 +431,40 @@ TEST(OnnxImportHostile, CompileTimeValuesLeftUnfoldedNameTheBudget) {
 
 }  // namespace
 }  // namespace weft
+
+namespace weft {
+namespace {
+
+// Found by fuzz/onnx_fuzz.cpp: a node reading a name nothing defines crashed ONNX's own shape
+// inference (a segfault in `weft check` on a 60-byte file). The structure is now checked first.
+TEST(OnnxImportHostile, UndefinedValuesAreErrorsBeforeShapeInference) {
+  {
+    test::onnxb::ModelBuilder mb(15);
+    mb.output("y", test::onnxb::kInt64);
+    mb.node("Shape", {"x"}, {"y"});
+    const std::string msg = error_of([&] { mb.import(); }, ErrorCode::kInvalidArgument);
+    EXPECT_HAS(msg, "test.onnx: node 'y (Shape)': input 'x' is not a graph input, an initializer or an output of an earlier node");
+  }
+  {  // Out of topological order.
+    test::onnxb::ModelBuilder mb(15);
+    mb.input("x", test::onnxb::kFloat, {2}).output("z");
+    mb.node("Neg", {"y"}, {"z"}, "second");
+    mb.node("Neg", {"x"}, {"y"}, "first");
+    EXPECT_HAS(error_of([&] { mb.import(); }, ErrorCode::kInvalidArgument), "node 'second (Neg)': input 'y'");
+  }
+  {  // A node without an op_type.
+    test::onnxb::ModelBuilder mb(15);
+    mb.input("x", test::onnxb::kFloat, {2}).output("y");
+    mb.node("", {"x"}, {"y"}, "nameless");
+    EXPECT_HAS(error_of([&] { mb.import(); }, ErrorCode::kInvalidArgument), "node 'nameless ()': the node has no op_type");
+  }
+  {  // A graph output nothing produces.
+    test::onnxb::ModelBuilder mb(15);
+    mb.input("x", test::onnxb::kFloat, {2}).output("y").output("w");
+    mb.node("Neg", {"x"}, {"y"});
+    EXPECT_HAS(error_of([&] { mb.import(); }, ErrorCode::kInvalidArgument), "graph output 'w' is not a graph input");
+  }
+}
+
+}  // namespace
+}  // namespace weft
