@@ -822,11 +822,7 @@ void Importer::lower_node(const onnx::NodeProto& n) {
     if (n.output(i).empty()) continue;
     auto v = values_.find(n.output(i));
     if (v == values_.end()) fail("output " + std::to_string(i) + " '" + n.output(i) + "' is not supported", ErrorCode::kUnsupported);
-    auto inferred = onnx_shapes_.find(n.output(i));
-    if (inferred != onnx_shapes_.end() && inferred->second != v->second.shape)
-      fail("output '" + n.output(i) + "' has shape " + shape_str(v->second.shape) + " here but " +
-               shape_str(inferred->second) + " by ONNX shape inference (a Weft bug)",
-           ErrorCode::kInternal);
+    lowered_shapes_[n.output(i)] = {v->second.shape, node_label_};
     // Name the TOSA value after the ONNX one where it is a fresh, same-layout result.
     TVal& t = v->second.v;
     if (!t.is_const() && v->second.perm.empty()) {
@@ -871,7 +867,7 @@ void Importer::finish_outputs() {
 }
 
 // ONNX's own shape inference, run on a copy of the model whose inputs carry the resolved static
-// shapes. Its static results cross-check the shapes the lowering produces (a mismatch is a Weft
+// shapes. Its static results cross-check the shapes the lowering produced (a mismatch is a Weft
 // bug, reported at the node). Inference failures are not errors here: the lowering decides.
 void Importer::infer_onnx_shapes() {
   onnx::ModelProto copy = model_;
@@ -899,6 +895,14 @@ void Importer::infer_onnx_shapes() {
   };
   for (const auto& vi : copy.graph().value_info()) take(vi);
   for (const auto& vi : copy.graph().output()) take(vi);
+  for (const auto& [name, inferred] : onnx_shapes_) {
+    auto lowered = lowered_shapes_.find(name);
+    if (lowered != lowered_shapes_.end() && lowered->second.first != inferred)
+      throw Error(ErrorCode::kInternal,
+                  "output '" + name + "' has shape " + shape_str(lowered->second.first) + " here but " + shape_str(inferred) +
+                      " by ONNX shape inference (a Weft bug)",
+                  {.file = source_, .node = lowered->second.second});
+  }
 }
 
 // ONNX's structural rules that the lowering and ONNX's own shape inference rely on: every node has
@@ -942,9 +946,12 @@ Module Importer::run() {
   check_structure(g_, {}, 0);
   import_initializers();
   import_inputs();
-  infer_onnx_shapes();
   for (const auto& n : g_.node()) lower_node(n);
   finish_outputs();
+  // ONNX's shape inference cross-checks the shapes the lowering produced. It runs last, on a model
+  // the lowering accepted whole: libonnx's inference functions crash on some malformed nodes
+  // (Scan with missing attributes, undefined inputs), and only supported, well-formed ones reach it.
+  infer_onnx_shapes();
   Graph lowered = compiler::prune_graph(graph_);
   // Custom shader nodes come with explicit NCHW<->NHWC permutes around them; pairs that cancel
   // between adjacent shader nodes (or a shader node and an NHWC operator) go here.

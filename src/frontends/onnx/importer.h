@@ -185,6 +185,7 @@ class Importer {
   std::map<const Tensor*, std::pair<std::shared_ptr<const Tensor>, ValueId>> materialized_;
   std::map<DType, ValueId> hints_;
   std::map<std::string, Shape> onnx_shapes_;
+  std::map<std::string, std::pair<Shape, std::string>> lowered_shapes_;  // ONNX value -> (shape, node label)
   std::map<std::string, std::string> unusable_;  // initializers TOSA cannot carry: why  // static shapes from ONNX's shape inference
   const onnx::NodeProto* node_ = nullptr;
   std::string node_label_;
