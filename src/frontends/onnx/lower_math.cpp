@@ -182,8 +182,14 @@ void softmax(Importer& imp, bool log) {
 // A per-channel vector (C values, ONNX dim 1) shaped to broadcast against x in x's layout.
 TVal channel_vector(Importer& imp, const OVal& x, TVal vec) {
   const size_t r = x.shape.size();
+  if (r < 2) imp.fail("input " + shape_str(x.shape) + " has no channel dimension: this operator needs rank >= 2 (N, C, ...)", ErrorCode::kInvalidArgument);
+  const int64_t c = vec.shape().empty() ? 1 : shape_elements(vec.shape());
+  if (c != x.shape[1] && c != 1)
+    imp.fail("a per-channel operand has " + std::to_string(c) + " values for " + std::to_string(x.shape[1]) + " channels (input " +
+                 shape_str(x.shape) + ")",
+             ErrorCode::kInvalidArgument);
   Shape s(r, 1);
-  s[1] = vec.shape().empty() ? 1 : shape_elements(vec.shape());
+  s[1] = c;
   TVal v = imp.reshape(vec, s);
   return x.perm.empty() ? v : imp.transpose(v, x.perm);
 }

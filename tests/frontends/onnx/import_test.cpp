@@ -468,3 +468,24 @@ TEST(OnnxImportHostile, UndefinedValuesAreErrorsBeforeShapeInference) {
 
 }  // namespace
 }  // namespace weft
+
+namespace weft {
+namespace {
+
+// Found by the fuzzer: per-channel operators on an input without a channel dimension wrote past a
+// shape vector. They are errors naming the rule now.
+TEST(OnnxImportHostile, PerChannelOperatorsNeedAChannelDimension) {
+  test::onnxb::ModelBuilder mb(13);
+  mb.input("x", test::onnxb::kFloat, {4}).output("y");
+  mb.init_f("s", {1}, {1.0f}).init_f("b", {1}, {0.0f});
+  mb.node("InstanceNormalization", {"x", "s", "b"}, {"y"}, "norm");
+  EXPECT_HAS(error_of([&] { mb.import(); }, ErrorCode::kInvalidArgument), "has no channel dimension");
+  test::onnxb::ModelBuilder wrong(13);
+  wrong.input("x", test::onnxb::kFloat, {1, 3, 2, 2}).output("y");
+  wrong.init_f("s", {2}, {1.0f, 1.0f}).init_f("b", {2}, {0.0f, 0.0f});
+  wrong.node("InstanceNormalization", {"x", "s", "b"}, {"y"}, "norm");
+  EXPECT_HAS(error_of([&] { wrong.import(); }, ErrorCode::kInvalidArgument), "has 2 values for 3 channels");
+}
+
+}  // namespace
+}  // namespace weft
