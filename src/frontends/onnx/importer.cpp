@@ -14,6 +14,7 @@
 #include <set>
 #include <sstream>
 
+#include <onnx/defs/schema.h>
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
 
@@ -203,7 +204,7 @@ Tensor tensor_from_proto(const onnx::TensorProto& t, const std::string& what, co
     std::vector<int64_t> v(static_cast<size_t>(n));
     if (raw) {
       if (raw->size() != static_cast<size_t>(n) * 8) throw count_error(static_cast<int64_t>(raw->size() / 8));
-      std::memcpy(v.data(), raw->data(), raw->size());
+      if (!raw->empty()) std::memcpy(v.data(), raw->data(), raw->size());
     } else {
       if (t.int64_data_size() != n) throw count_error(t.int64_data_size());
       std::copy(t.int64_data().begin(), t.int64_data().end(), v.begin());
@@ -220,10 +221,10 @@ Tensor tensor_from_proto(const onnx::TensorProto& t, const std::string& what, co
   if (raw) {
     if (raw->size() != bytes)
       throw count_error(static_cast<int64_t>(raw->size() / std::max<size_t>(storage_size(*dt), 1)));
-    std::memcpy(out.mutable_bytes(), raw->data(), bytes);
+    if (bytes) std::memcpy(out.mutable_bytes(), raw->data(), bytes);
   } else if (et == kOFloat) {
     if (t.float_data_size() != n) throw count_error(t.float_data_size());
-    std::memcpy(out.mutable_bytes(), t.float_data().data(), bytes);
+    if (bytes) std::memcpy(out.mutable_bytes(), t.float_data().data(), bytes);
   } else {
     // int32_data carries int8/int16/int32/bool values and float16/bfloat16 bit patterns.
     if (t.int32_data_size() != n) throw count_error(t.int32_data_size());
@@ -803,6 +804,21 @@ void Importer::lower_node(const onnx::NodeProto& n) {
     fail("operator " + n.op_type() + " is not supported by Weft's ONNX frontend (`weft import --list-ops` lists "
          "the supported ones); replace it before export, or carry it as a custom operator (tosa.CUSTOM) once it "
          "is registered with Weft");
+  // ONNX's schema of the operator at the model's opset: input and output counts, required
+  // attributes and attribute types, as ONNX's checker and ONNX Runtime require them. The lowering
+  // can then index the operands and attributes a well-formed node has.
+  if (!custom_op) {
+    if (const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(n.op_type(), opset_, "")) {
+      try {
+        schema->Verify(n);
+      } catch (const std::exception& e) {
+        std::string msg = e.what();
+        if (const size_t cut = msg.find("\n\n==> Context"); cut != std::string::npos) msg.resize(cut);
+        fail("the node breaks ONNX's schema of " + n.op_type() + " at opset " + std::to_string(opset_) + ": " + msg,
+             ErrorCode::kInvalidArgument);
+      }
+    }
+  }
   for (int i = 0; i < n.input_size(); ++i) {
     auto bad = unusable_.find(n.input(i));
     if (bad != unusable_.end()) fail("input " + std::to_string(i) + " is " + bad->second);
@@ -1019,7 +1035,9 @@ void Importer::set_exact_ints(int i, std::shared_ptr<const std::vector<int64_t>>
 }
 
 int64_t norm_axis(const Importer& imp, int64_t axis, int64_t rank, const char* what) {
-  if (axis < -rank || axis >= std::max<int64_t>(rank, 1))
+  if (rank == 0)
+    imp.fail(std::string(what) + " " + std::to_string(axis) + ": the input is a scalar (rank 0) and has no axes", ErrorCode::kInvalidArgument);
+  if (axis < -rank || axis >= rank)
     imp.fail(std::string(what) + " " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank) +
                  " (must be in [" + std::to_string(-rank) + ", " + std::to_string(rank - 1) + "])",
              ErrorCode::kInvalidArgument);

@@ -261,6 +261,8 @@ void pool(Importer& imp, bool max, bool global) {
 
 // [.., M, K] x [.., K, N] with numpy broadcasting of the batch dimensions, as MATMUL on rank 3.
 TVal matmul(Importer& imp, TVal a, TVal b, int64_t a_zp, int64_t b_zp, Shape* out_shape) {
+  if (a.rank() == 0 || b.rank() == 0)
+    imp.fail("MatMul operands must have rank >= 1, got " + shape_str(a.shape()) + " x " + shape_str(b.shape()), ErrorCode::kInvalidArgument);
   const bool a1 = a.rank() == 1, b1 = b.rank() == 1;
   if (a1) a = imp.reshape(a, {1, a.shape()[0]});
   if (b1) b = imp.reshape(b, {b.shape()[0], 1});
@@ -342,6 +344,16 @@ void lower_ConvTranspose(Importer& imp, const onnx::NodeProto&) {
   auto pads = imp.attr_ints("pads").value_or(std::vector<int64_t>{0, 0, 0, 0});
   auto opad = imp.attr_ints("output_padding").value_or(std::vector<int64_t>{0, 0});
   const std::string auto_pad = imp.attr_str("auto_pad", "NOTSET");
+  auto need = [&](const char* name, const std::vector<int64_t>& v, size_t n) {
+    if (v.size() != n)
+      imp.fail(std::string(name) + " has " + std::to_string(v.size()) + " values; a 2-D ConvTranspose needs " + std::to_string(n),
+               ErrorCode::kInvalidArgument);
+  };
+  need("strides", strides, 2);
+  need("pads", pads, 4);
+  need("output_padding", opad, 2);
+  if (auto os = imp.attr_ints("output_shape"); os && os->size() != 2 && os->size() != 4)
+    imp.fail("output_shape has " + std::to_string(os->size()) + " values; a 2-D ConvTranspose needs 2 (or 4)", ErrorCode::kInvalidArgument);
   const int64_t ih = x.shape[2], iw = x.shape[3];
   if (auto oshape = imp.attr_ints("output_shape")) {
     const auto& os = *oshape;

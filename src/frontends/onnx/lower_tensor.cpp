@@ -186,6 +186,8 @@ void lower_Reshape(Importer& imp, const onnx::NodeProto&) {
     }
     if (d < 0) imp.fail("shape " + shape_str(spec) + " has a negative dimension", ErrorCode::kInvalidArgument);
     out[i] = d;
+    if (d != 0 && known > (int64_t{1} << 62) / d)
+      imp.fail("shape " + shape_str(spec) + " has more than 2^62 elements", ErrorCode::kInvalidArgument);
     known *= d;
   }
   const int64_t total = shape_elements(x.shape);

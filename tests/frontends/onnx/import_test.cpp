@@ -489,3 +489,47 @@ TEST(OnnxImportHostile, PerChannelOperatorsNeedAChannelDimension) {
 
 }  // namespace
 }  // namespace weft
+
+namespace weft {
+namespace {
+
+// Reproducers of what fuzz/onnx_fuzz.cpp found (each crashed or hit undefined behaviour under
+// ASan+UBSan before): each is now an error naming the node and the rule.
+TEST(OnnxImportHostile, FuzzerReproducersAreErrors) {
+  {  // A node with fewer inputs than its schema requires (variadic Sum with none).
+    test::onnxb::ModelBuilder mb(13);
+    mb.output("y");
+    mb.node("Sum", {}, {"y"}, "sum");
+    EXPECT_HAS(error_of([&] { mb.import(); }, ErrorCode::kInvalidArgument), "the node breaks ONNX's schema of Sum at opset 13");
+  }
+  {  // An axis of a scalar.
+    test::onnxb::ModelBuilder mb(13);
+    mb.output("y");
+    mb.init_f("x", {}, {1.0f});
+    attr_i(mb.node("Split", {"x"}, {"y"}, "split"), "axis", 0);
+    EXPECT_HAS(error_of([&] { mb.import(); }, ErrorCode::kInvalidArgument), "the input is a scalar (rank 0) and has no axes");
+  }
+  {  // MatMul of a scalar.
+    test::onnxb::ModelBuilder mb(13);
+    mb.input("a", test::onnxb::kFloat, {}).input("b", test::onnxb::kFloat, {2, 2}).output("y");
+    mb.node("MatMul", {"a", "b"}, {"y"}, "mm");
+    EXPECT_HAS(error_of([&] { mb.import(); }, ErrorCode::kInvalidArgument), "MatMul operands must have rank >= 1");
+  }
+  {  // ConvTranspose attributes of the wrong length.
+    test::onnxb::ModelBuilder mb(13);
+    mb.input("x", test::onnxb::kFloat, {1, 1, 2, 2}).output("y");
+    mb.init_f("w", {1, 1, 1, 1}, {1.0f});
+    attr_ints(mb.node("ConvTranspose", {"x", "w"}, {"y"}, "deconv"), "strides", {2});
+    EXPECT_HAS(error_of([&] { mb.import(); }, ErrorCode::kInvalidArgument), "strides has 1 values; a 2-D ConvTranspose needs 2");
+  }
+  {  // A Reshape target whose element count overflows int64.
+    test::onnxb::ModelBuilder mb(13);
+    mb.input("x", test::onnxb::kFloat, {4}).output("y");
+    mb.init_i64("s", {2}, {220, INT64_MAX});
+    mb.node("Reshape", {"x", "s"}, {"y"}, "reshape");
+    EXPECT_HAS(error_of([&] { mb.import(); }, ErrorCode::kInvalidArgument), "has more than 2^62 elements");
+  }
+}
+
+}  // namespace
+}  // namespace weft
