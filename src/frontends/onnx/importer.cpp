@@ -806,8 +806,15 @@ void Importer::lower_node(const onnx::NodeProto& n) {
          "is registered with Weft");
   // ONNX's schema of the operator at the model's opset: input and output counts, required
   // attributes and attribute types, as ONNX's checker and ONNX Runtime require them. The lowering
-  // can then index the operands and attributes a well-formed node has.
-  if (!custom_op) {
+  // can then index the operands and attributes a well-formed node has. Only at opsets the linked
+  // libonnx knows: for a newer opset it would pick an older schema (Split-13 has no num_outputs),
+  // so there the lowering's own checks are all.
+  static const int known_opset = [] {
+    const auto& m = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
+    auto it = m.find("");
+    return it == m.end() ? 0 : it->second.second;
+  }();
+  if (!custom_op && opset_ <= known_opset) {
     if (const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(n.op_type(), opset_, "")) {
       try {
         schema->Verify(n);

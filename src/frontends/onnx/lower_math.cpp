@@ -42,6 +42,7 @@ TVal sqrt_of(Importer& imp, const TVal& v) { return imp.emit(Op::POW, {v, full_l
 // Variadic Max/Min/Sum/Mean: a chain of binary operators over all inputs.
 void variadic(Importer& imp, Op op, bool mean) {
   const int n = imp.num_inputs();
+  if (n < 1) imp.fail("needs at least one input", ErrorCode::kInvalidArgument);
   std::vector<int> idx(static_cast<size_t>(n));
   std::iota(idx.begin(), idx.end(), 0);
   std::vector<int64_t> perm;
