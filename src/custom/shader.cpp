@@ -167,11 +167,10 @@ std::array<uint32_t, 3> read_module(const std::vector<uint32_t>& m, std::string_
 
 
 // The descriptor-bound variables that function bodies reference, with their set and binding.
-std::vector<ShaderBinding> reflect_bindings(const std::vector<uint32_t>& m) {
-  std::map<uint32_t, uint32_t> set_of, binding_of;
-  std::map<uint32_t, uint32_t> type_op;                 // type id -> opcode
-  std::map<uint32_t, std::vector<uint32_t>> type_words;  // type id -> operands after the result
-  std::map<uint32_t, std::pair<uint32_t, uint32_t>> variables;  // id -> (storage class, pointer type)
+// Calls f(op, words, count) for each instruction before the first function and returns the ids
+// that function bodies reference (what a shader actually uses).
+template <class F>
+std::set<uint32_t> walk_declarations(const std::vector<uint32_t>& m, F&& f) {
   std::set<uint32_t> used;
   bool in_functions = false;
   for (size_t i = 5; i < m.size();) {
@@ -181,7 +180,21 @@ std::vector<ShaderBinding> reflect_bindings(const std::vector<uint32_t>& m) {
     if (op == kOpFunction) in_functions = true;
     if (in_functions) {
       for (uint32_t k = 1; k < count; ++k) used.insert(w[k]);
-    } else if (op == kOpDecorate && count >= 4 && w[2] == kDecorationDescriptorSet) {
+    } else {
+      f(op, w, count);
+    }
+    i += count;
+  }
+  return used;
+}
+
+std::vector<ShaderBinding> reflect_bindings(const std::vector<uint32_t>& m) {
+  std::map<uint32_t, uint32_t> set_of, binding_of;
+  std::map<uint32_t, uint32_t> type_op;                 // type id -> opcode
+  std::map<uint32_t, std::vector<uint32_t>> type_words;  // type id -> operands after the result
+  std::map<uint32_t, std::pair<uint32_t, uint32_t>> variables;  // id -> (storage class, pointer type)
+  const std::set<uint32_t> used = walk_declarations(m, [&](uint32_t op, const uint32_t* w, uint32_t count) {
+    if (op == kOpDecorate && count >= 4 && w[2] == kDecorationDescriptorSet) {
       set_of[w[1]] = w[3];
     } else if (op == kOpDecorate && count >= 4 && w[2] == kDecorationBinding) {
       binding_of[w[1]] = w[3];
@@ -193,8 +206,7 @@ std::vector<ShaderBinding> reflect_bindings(const std::vector<uint32_t>& m) {
       type_op[w[1]] = op;
       type_words[w[1]] = std::vector<uint32_t>(w + 2, w + count);
     }
-    i += count;
-  }
+  });
   std::vector<ShaderBinding> out;
   for (const auto& [id, v] : variables) {
     const auto [storage, ptr] = v;
@@ -230,16 +242,8 @@ std::optional<uint32_t> reflect_push_constant_bytes(const std::vector<uint32_t>&
   std::map<uint32_t, std::vector<uint32_t>> type_words;
   std::map<std::pair<uint32_t, uint32_t>, uint32_t> member_offset, member_matrix_stride;
   std::vector<std::pair<uint32_t, uint32_t>> push_vars;  // (variable, pointer type)
-  std::set<uint32_t> used;
-  bool in_functions = false;
-  for (size_t i = 5; i < m.size();) {
-    const uint32_t count = m[i] >> 16, op = m[i] & 0xFFFF;
-    if (count == 0 || i + count > m.size()) break;
-    const uint32_t* w = &m[i];
-    if (op == kOpFunction) in_functions = true;
-    if (in_functions) {
-      for (uint32_t k = 1; k < count; ++k) used.insert(w[k]);
-    } else if (op == kOpDecorate && count >= 4 && w[2] == kDecorationArrayStride) {
+  const std::set<uint32_t> used = walk_declarations(m, [&](uint32_t op, const uint32_t* w, uint32_t count) {
+    if (op == kOpDecorate && count >= 4 && w[2] == kDecorationArrayStride) {
       array_stride[w[1]] = w[3];
     } else if (op == kOpMemberDecorate && count >= 5 && w[3] == kDecorationOffset) {
       member_offset[{w[1], w[2]}] = w[4];
@@ -256,8 +260,7 @@ std::optional<uint32_t> reflect_push_constant_bytes(const std::vector<uint32_t>&
         type_words[w[1]] = std::vector<uint32_t>(w + 2, w + count);
       }
     }
-    i += count;
-  }
+  });
   // Sizes in 64 bits, so that a hostile stride or length cannot wrap; depth-limited.
   std::function<std::optional<uint64_t>(uint32_t, uint32_t, int)> size_of = [&](uint32_t t, uint32_t matrix_stride,
                                                                                  int depth) -> std::optional<uint64_t> {
