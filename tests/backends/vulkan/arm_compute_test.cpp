@@ -9,6 +9,7 @@
 
 #include "common/run_cli.h"
 #include "common/temp_dir.h"
+#include "backends/vulkan/vulkan_fixture.h"
 #include "runtime/vulkan/vulkan.h"
 #include "weft/custom.h"
 #include "weft/graph.h"
@@ -78,16 +79,7 @@ Tensor input() {
   return Tensor::from_doubles(TensorType{DType::kFp32, {1, 16, 16, 1}}, v);
 }
 
-class ArmCompute : public ::testing::Test {
- protected:
-  void SetUp() override {
-    try {
-      if (vk::list_devices().empty()) GTEST_SKIP() << "no Vulkan device";
-    } catch (const Error& e) {
-      GTEST_SKIP() << e.what();
-    }
-  }
-};
+class ArmCompute : public test::VulkanDeviceTest {};
 
 TEST_F(ArmCompute, SpirvGlslAndHlslSegmentsRunAsPlainDispatches) {
   test::TempDir dir("weft_arm_compute");

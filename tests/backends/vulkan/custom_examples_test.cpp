@@ -9,6 +9,7 @@
 
 #include "common/run_cli.h"
 #include "common/temp_dir.h"
+#include "backends/vulkan/vulkan_fixture.h"
 #include "runtime/vulkan/vulkan.h"
 #include "weft/custom.h"
 #include "weft/npy.h"
@@ -40,14 +41,11 @@ int count_ops(const Graph& g, Op op) {
   return n;
 }
 
-class CustomExamples : public ::testing::Test {
+class CustomExamples : public test::VulkanDeviceTest {
  protected:
   void SetUp() override {
-    try {
-      if (vk::list_devices().empty()) GTEST_SKIP() << "no Vulkan device";
-    } catch (const Error& e) {
-      GTEST_SKIP() << e.what();
-    }
+    test::VulkanDeviceTest::SetUp();
+    if (IsSkipped()) return;
     ASSERT_TRUE(std::filesystem::exists(data("grid_sample", "x.npy")))
         << "example data missing: run examples/custom_ops/make_all.py " << kData << " (the ctest fixture does)";
     custom::clear_ops();

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "custom/base64.h"
+#include "backends/vulkan/vulkan_fixture.h"
 #include "runtime/vulkan/vulkan.h"
 #include "weft/custom.h"
 #include "weft/graph.h"
@@ -59,16 +60,7 @@ Module model(const std::string& payload) {
   return Module(b.finish());
 }
 
-class ExecutorchPayload : public ::testing::Test {
- protected:
-  void SetUp() override {
-    try {
-      if (vk::list_devices().empty()) GTEST_SKIP() << "no Vulkan device";
-    } catch (const Error& e) {
-      GTEST_SKIP() << e.what();
-    }
-  }
-};
+class ExecutorchPayload : public test::VulkanDeviceTest {};
 
 TEST_F(ExecutorchPayload, KeysOfTheArmBackendParseWithoutWarnings) {
   std::vector<std::string> warnings;

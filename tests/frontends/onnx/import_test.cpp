@@ -28,6 +28,17 @@ std::string error_of(F&& f, ErrorCode code) {
   return "";
 }
 
+// Runs `f`; returns the what() of the weft::Error it throws, whatever its code ("" when none).
+template <class F>
+std::string what_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
 #define EXPECT_HAS(haystack, needle) \
   EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << "missing '" << (needle) << "' in: " << (haystack)
 
@@ -243,20 +254,10 @@ test::onnxb::ModelBuilder declared(const std::vector<int64_t>& dims, const std::
 TEST(OnnxImportHostile, DeclaredSizesAreCheckedBeforeAllocating) {
   test::TempDir dir("weft_onnx_hostile");
   declared({16384, 16384}, std::string(16, '\0')).save(dir.file("bomb.onnx"));
-  std::string msg;
-  try {
-    import_onnx(dir.file("bomb.onnx"));
-  } catch (const Error& e) {
-    msg = e.what();
-  }
+  std::string msg = what_of([&] { import_onnx(dir.file("bomb.onnx")); });
   EXPECT_HAS(msg, "initializer 'w': holds 4 values, its shape [16384,16384] needs 268435456");
   declared({65536, 65536}, std::string(16, '\0')).save(dir.file("bomb2.onnx"));
-  msg.clear();
-  try {
-    import_onnx(dir.file("bomb2.onnx"));
-  } catch (const Error& e) {
-    msg = e.what();
-  }
+  msg = what_of([&] { import_onnx(dir.file("bomb2.onnx")); });
   EXPECT_HAS(msg, "has more than 2147483647 elements");
 }
 
@@ -306,21 +307,11 @@ TEST(OnnxImportHostile, ExternalDataIsConfinedToTheModelsFolder) {
   kv->set_key("offset");
   kv->set_value("12abc");
   mb.save(dir.file("model/off.onnx"));
-  std::string msg;
-  try {
-    import_onnx(dir.file("model/off.onnx"));
-  } catch (const Error& e) {
-    msg = e.what();
-  }
+  std::string msg = what_of([&] { import_onnx(dir.file("model/off.onnx")); });
   EXPECT_HAS(msg, "'offset' must be a non-negative decimal number");
   kv->set_value("8");
   mb.save(dir.file("model/off.onnx"));
-  msg.clear();
-  try {
-    import_onnx(dir.file("model/off.onnx"));
-  } catch (const Error& e) {
-    msg = e.what();
-  }
+  msg = what_of([&] { import_onnx(dir.file("model/off.onnx")); });
   EXPECT_HAS(msg, "external data holds 8 bytes, its shape [4] needs 16");
 }
 
