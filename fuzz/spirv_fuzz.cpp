@@ -1,5 +1,6 @@
 // libFuzzer target for the untrusted-input side of SPIR-V graph modules: bytes -> words ->
-// validate() -> decode() -> disassemble(). Every failure must be a weft::Error; anything else
+// validate() -> decode() -> disassemble(), and the lavapipe loop guard's rewrite of compute
+// shaders (runtime/vulkan/loop_guard.h), which must refuse or rewrite any module without crashing. Every failure must be a weft::Error; anything else
 // (a crash, a sanitizer report, another exception type, a hang) is a bug.
 //
 // Built by scripts/fuzz.sh with clang (-DWEFT_FUZZ=ON); see docs/spirv.md.
@@ -8,6 +9,7 @@
 #include <span>
 #include <vector>
 
+#include "runtime/vulkan/loop_guard.h"
 #include "weft/error.h"
 #include "weft/spirv.h"
 #include "weft/verify.h"
@@ -19,6 +21,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } catch (const weft::Error&) {
     return 0;
   }
+  (void)weft::vk::detail::has_loops(words);
+  (void)weft::vk::detail::add_loop_guard(words, "main", 1024, 0);
   std::vector<weft::spirv::Diagnostic> diags = weft::spirv::validate(words);
   for (const auto& d : diags) (void)d.str();
   try {

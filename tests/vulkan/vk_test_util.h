@@ -33,11 +33,13 @@ inline std::optional<std::string> unavailable() {
     if (auto why = ::vk_test::unavailable()) GTEST_SKIP() << *why; \
   } while (0)
 
-// Compiles a GLSL compute shader for Vulkan 1.1; throws std::runtime_error with the compiler log.
-inline std::vector<uint32_t> glsl(const std::string& source, const std::string& name = "test.comp") {
+// Compiles a GLSL compute shader for Vulkan 1.1 (or `env`: a shaderc_env_version, e.g. Vulkan 1.2 for
+// SPIR-V 1.5); throws std::runtime_error with the compiler log.
+inline std::vector<uint32_t> glsl(const std::string& source, const std::string& name = "test.comp",
+                                  uint32_t env = shaderc_env_version_vulkan_1_1) {
   shaderc_compiler_t compiler = shaderc_compiler_initialize();
   shaderc_compile_options_t options = shaderc_compile_options_initialize();
-  shaderc_compile_options_set_target_env(options, shaderc_target_env_vulkan, shaderc_env_version_vulkan_1_1);
+  shaderc_compile_options_set_target_env(options, shaderc_target_env_vulkan, env);
   shaderc_compilation_result_t result = shaderc_compile_into_spv(
       compiler, source.data(), source.size(), shaderc_compute_shader, name.c_str(), "main", options);
   std::vector<uint32_t> words;

@@ -255,6 +255,7 @@ class RegionBuilder {
       pd.desc.push_constants = d.push;
       pd.desc.groups = d.groups;
       pd.zero_outputs = false;
+      pd.guard_loops = false;  // TOSA shaders bound their loops under lavapipe's limit (ops_tensor.cpp)
       for (size_t i = 0; i < d.args.size(); ++i) {
         const Arg& a = d.args[i];
         custom::BoundResource r;

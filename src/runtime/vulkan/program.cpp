@@ -1,12 +1,14 @@
 // Program: a region of shader dispatches recorded into one command buffer, intermediates on the device.
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
 
 #include "runtime/memory_plan.h"
 #include "runtime/vulkan/internal.h"
+#include "runtime/vulkan/loop_guard.h"
 
 namespace weft::vk {
 
@@ -54,6 +56,11 @@ struct Program::Impl {
   uint32_t timeout_ms = 10000;
   std::vector<SlotMemory> slots;
   std::vector<uint32_t> input_slots, output_slots;  // external slots in order
+  // Loop guards (lavapipe): slots from `first_guard_slot` on hold one flag each, written by
+  // guard_kernel[k]'s dispatch; they are not outputs of the caller's.
+  size_t first_guard_slot = SIZE_MAX;
+  std::vector<uint32_t> guard_slots;
+  std::vector<std::string> guard_kernels;
   std::vector<Step> steps;
   VkCommandBuffer command_buffer = VK_NULL_HANDLE;
   VkFence fence = VK_NULL_HANDLE;
@@ -67,6 +74,7 @@ struct Program::Impl {
 
   ~Impl();
   std::string what() const { return "program '" + desc.name + "'"; }
+  void add_loop_guards();
   void map_slots();
   void create_slots();
   void upload_constants();
@@ -121,6 +129,39 @@ Program::Impl::~Impl() {
 }
 
 // Validates each dispatch and ties its backings to slots.
+// On llvmpipe, every dispatch that asks for it and has loops gets the loop guard (loop_guard.h): its
+// shader rewritten, and a 4-byte output slot for its flag bound after its own bindings in set 0.
+void Program::Impl::add_loop_guards() {
+  const DeviceInfo& info = device->info;
+  if (info.driver_name != "llvmpipe") return;
+  if (const char* e = std::getenv("WEFT_VULKAN_LOOP_GUARD"); e && std::string_view(e) == "off") return;
+  static const custom::FormatInfo* r32ui = custom::find_format("VK_FORMAT_R32_UINT");
+  for (ProgramDispatch& pd : desc.dispatches) {
+    if (!pd.guard_loops || !detail::has_loops(pd.desc.spirv)) continue;
+    uint32_t min_binding = 0;
+    for (const custom::BoundResource& r : pd.desc.resources)
+      if (r.set == 0) min_binding = std::max(min_binding, r.binding + 1);
+    std::optional<detail::GuardedShader> g = detail::add_loop_guard(pd.desc.spirv, pd.desc.entry_point, info.max_workgroup_invocations, min_binding);
+    if (!g) continue;  // left to validate_dispatch to report
+    if (first_guard_slot == SIZE_MAX) first_guard_slot = desc.slots.size();
+    pd.desc.spirv = std::move(g->spirv);
+    custom::BoundResource flag;
+    flag.output = true;
+    flag.kind = ResourceKind::kBuffer;
+    flag.descriptor_type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    flag.set = g->set;
+    flag.binding = g->binding;
+    flag.format = r32ui;
+    flag.tensor = TensorType{DType::kInt32, {1}};
+    pd.desc.resources.push_back(flag);
+    pd.slot_of_resource.push_back(static_cast<uint32_t>(desc.slots.size()));
+    pd.zero_outputs = true;  // the flag starts at 0 on every run
+    guard_slots.push_back(static_cast<uint32_t>(desc.slots.size()));
+    guard_kernels.push_back(pd.desc.name);
+    desc.slots.push_back({Role::kOutput, 4, "loop guard of kernel '" + pd.desc.name + "'", {}});
+  }
+}
+
 void Program::Impl::map_slots() {
   const std::string p = what();
   slots.resize(desc.slots.size());
@@ -130,7 +171,7 @@ void Program::Impl::map_slots() {
     slots[s].b.size = std::max<VkDeviceSize>(4, (ps.bytes + 3) / 4 * 4);
     slots[s].b.what = "slot " + std::to_string(s) + (ps.name.empty() ? "" : " (" + ps.name + ")");
     if (ps.role == Role::kInput) input_slots.push_back(static_cast<uint32_t>(s));
-    if (ps.role == Role::kOutput) output_slots.push_back(static_cast<uint32_t>(s));
+    if (ps.role == Role::kOutput && s < first_guard_slot) output_slots.push_back(static_cast<uint32_t>(s));
     if (ps.role == Role::kConstant && ps.data.size() != ps.bytes)
       throw Error(ErrorCode::kInvalidArgument, p + ": constant " + slots[s].b.what + " has " +
                                                    std::to_string(ps.data.size()) + " bytes of data for " +
@@ -562,6 +603,23 @@ void Program::Impl::run(const std::vector<const void*>& inputs, const std::vecto
   }
   check(vkResetFences(d, 1, &fence), "vkResetFences", p + ": ");
   device->submit_and_wait(command_buffer, fence, timeout_ms, desc.name);
+  // A loop cut short by llvmpipe: the outputs are wrong, and not handed out.
+  for (size_t k = 0; k < guard_slots.size(); ++k) {
+    const Backing& b = slots[guard_slots[k]].b;
+    if (!b.host_coherent()) {
+      VkMappedMemoryRange r{VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE, nullptr, b.host_memory(), 0, VK_WHOLE_SIZE};
+      check(vkInvalidateMappedMemoryRanges(d, 1, &r), "vkInvalidateMappedMemoryRanges", p + ": ");
+    }
+    uint32_t flag = 0;
+    std::memcpy(&flag, b.host(), sizeof flag);
+    if (flag != 0)
+      throw Error(ErrorCode::kRuntime,
+                  "Vulkan dispatch of '" + guard_kernels[k] + "' on " + device->label() + ": llvmpipe ended a loop of the shader before the loop's own exit (it stops loops after " +
+                      std::to_string(detail::kLavapipeLoopLimit) +
+                      " passes per subgroup, a guard against runaway shaders), so the outputs would be wrong and "
+                      "were not returned; run it on another Vulkan device, or give each invocation fewer loop "
+                      "iterations (more invocations, each doing less)");
+  }
   for (size_t i = 0; i < output_slots.size(); ++i) {
     const Backing& b = slots[output_slots[i]].b;
     if (b.bytes == 0) continue;
@@ -595,6 +653,7 @@ Program::Program(std::shared_ptr<Device> device, ProgramDesc desc) : impl_(std::
   m.device->check_usable();
   m.timeout_ms = m.desc.timeout_ms ? m.desc.timeout_ms : detail::env_timeout_ms(m.desc.default_timeout_ms);
   uint64_t validation_before = detail::validation_error_count();
+  m.add_loop_guards();
   m.map_slots();
   m.create_slots();
   m.record();

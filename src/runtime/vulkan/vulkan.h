@@ -232,6 +232,13 @@ struct ProgramDispatch {
   // Output buffers that the dispatch reads nothing from are cleared to zero before it (the custom
   // operator contract); false for shaders that write every element (TOSA operators).
   bool zero_outputs = true;
+  // On lavapipe, whose compiler ends a shader's loops after 65535 passes per subgroup, the shader
+  // gets a loop guard (runtime/vulkan/loop_guard.h): a run whose loops reached the limit throws
+  // Error(kRuntime) naming the kernel instead of returning cut-short results. The guard adds a flag
+  // buffer in set 0 after the dispatch's bindings and clears output-only buffers (zero_outputs).
+  // false for shaders whose loops stay under the limit by construction (Weft's TOSA shaders);
+  // WEFT_VULKAN_LOOP_GUARD=off turns it off for every dispatch.
+  bool guard_loops = true;
 };
 
 struct ProgramDesc {

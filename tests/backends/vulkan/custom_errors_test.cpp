@@ -7,6 +7,10 @@
 
 #include "common/run_cli.h"
 #include "common/temp_dir.h"
+#include "runtime/vulkan/vulkan.h"
+#include "vulkan_fixture.h"
+#include "weft/npy.h"
+#include "weft/tensor.h"
 
 namespace weft {
 namespace {
@@ -105,6 +109,55 @@ TEST(CustomErrors, MissingVulkanDriverIsNamed) {
   EXPECT_HAS(r.err, "mesa-vulkan-drivers");
   EXPECT_EQ(devices.rc, 1);
   EXPECT_HAS(devices.err, "no Vulkan driver found");
+}
+
+// A shader that loops as often as its input says: on lavapipe, a loop llvmpipe ends early is an
+// error naming the node, not a wrong answer (runtime/vulkan/loop_guard.h).
+class CustomLoops : public test::VulkanDeviceTest {};
+
+TEST_F(CustomLoops, LoopCutShortByLavapipeNamesTheNode) {
+  if (vk::list_devices()[0].driver_name != "llvmpipe") GTEST_SKIP() << "the loop limit is llvmpipe's";
+  test::TempDir dir("weft_custom_loop");
+  write(dir.file("sum.comp"), R"(#version 450
+layout(local_size_x = 8) in;
+layout(set = 0, binding = 0) readonly buffer X { float x[]; };
+layout(set = 0, binding = 1) writeonly buffer Y { float y[]; };
+void main() {
+  uint i = gl_GlobalInvocationID.x;
+  uint n = uint(x[0]);
+  float acc = 0.0;
+  for (uint k = 0; k < n; ++k) acc += x[(i + k) % 8u];
+  y[i] = acc;
+}
+)");
+  write(dir.file("ops.json"), R"({"custom_ops": [{
+    "operator_name": "repeat_sum", "domain_name": "weft.test",
+    "shader": {"language": "GLSL", "file": "sum.comp"},
+    "workgroup_size": [8, 1, 1],
+    "inputs": [{"type": "Buffer", "binding": 0}],
+    "outputs": [{"type": "Buffer", "binding": 1, "shape": ["8"], "dtype": "fp32"}],
+    "invocations": ["8", "1", "1"]}]})");
+  write(dir.file("m.weft"),
+        "graph @main(%x: f32[8]) -> (%y) {\n  %y: f32[8] = CUSTOM(%x) {operator_name = \"repeat_sum\", "
+        "domain_name = \"weft.test\", implementation_attrs = \"\"} loc(\"long_sum\")\n  return %y\n}\n");
+  auto input = [&](double n) {
+    std::vector<double> v(8, 1.0);
+    v[0] = n;
+    write_npy(dir.file("x.npy"), Tensor::from_doubles(TensorType{DType::kFp32, {8}}, v));
+  };
+  const std::string run = "run m.weft --custom-ops ops.json --backend vulkan --input x=x.npy --output y=y.npy";
+  input(1000);
+  test::CliResult ok = test::run_weft(dir, run);
+  ASSERT_EQ(ok.rc, 0) << ok.all();
+  const Tensor y = read_npy(dir.file("y.npy"));
+  EXPECT_EQ(y.num_elements(), 8);
+  std::filesystem::remove(dir.file("y.npy"));
+  input(100000);
+  test::CliResult cut = test::run_weft(dir, run);
+  EXPECT_EQ(cut.rc, 1) << cut.all();
+  EXPECT_HAS(cut.err, "long_sum");
+  EXPECT_HAS(cut.err, "llvmpipe ended a loop of the shader");
+  EXPECT_FALSE(std::filesystem::exists(dir.file("y.npy")));
 }
 
 TEST(CustomErrors, UnregisteredCustomNodeHasNowhereToRun) {
