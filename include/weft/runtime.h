@@ -136,6 +136,11 @@ struct ContextOptions {
   // 0: no bound (TOSA sets none).
   int64_t max_loop_iterations = 0;
   double deadline_ms = 0;
+  // What the context may allocate for itself: its arena (the planned peak of intermediates and
+  // kernel workspaces) and the output buffers the runtime provides. More is refused when the
+  // context is created (Error kRuntime naming the largest tensors), before anything is allocated.
+  // 0: the machine's physical memory.
+  size_t max_memory_bytes = 0;
 };
 
 class Context {

@@ -32,10 +32,15 @@ struct TensorType {
 
 // Bytes owned by someone: a heap block, a memory-mapped file, a caller's array.
 // Copies of a Buffer share the same bytes (no data copy). Alignment of allocate() is 64.
+// The machine's physical memory in bytes (SIZE_MAX when the system does not say).
+size_t physical_memory_bytes();
+
 class Buffer {
  public:
   Buffer() = default;
-  static Buffer allocate(size_t bytes);  // zero-filled
+  // Zero-filled. More than physical_memory_bytes() is refused (Error kRuntime) before anything is
+  // touched.
+  static Buffer allocate(size_t bytes);
   // Borrows `data`; `owner` keeps it alive (may be null for static/caller-managed memory).
   static Buffer wrap(std::shared_ptr<const void> owner, const void* data, size_t size);
   // Borrows writable `data` (a caller's output array, a slice of an arena); `owner` as for wrap().

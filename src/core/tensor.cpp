@@ -36,7 +36,20 @@ int64_t shape_elements(const Shape& s) {
 
 std::string TensorType::str() const { return std::string(dtype_name(dtype)) + shape_str(shape); }
 
+size_t physical_memory_bytes() {
+  static const size_t bytes = [] {
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || page <= 0) return SIZE_MAX;
+    return static_cast<size_t>(pages) * static_cast<size_t>(page);
+  }();
+  return bytes;
+}
+
 Buffer Buffer::allocate(size_t bytes) {
+  // Zero-filling more than the machine holds would end in the kernel's OOM killer, not an error.
+  if (bytes > physical_memory_bytes())
+    throw Error(ErrorCode::kRuntime, "cannot allocate " + std::to_string(bytes) + " bytes: more than this machine's " +
+                                         std::to_string(physical_memory_bytes()) + " bytes of memory");
   size_t rounded = (bytes + 63) / 64 * 64;
   if (rounded == 0) rounded = 64;
   void* p = std::aligned_alloc(64, rounded);

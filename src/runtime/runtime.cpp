@@ -196,6 +196,7 @@ struct Context::Impl {
       : model(std::move(mdl)), m(model->impl()), g(m.graph()), threads(ref::resolve_threads(o.threads)),
         prep(m.prepare(threads)), plan(prep->plan), exec(m.module, threads) {
     exec.set_limits(o.max_loop_iterations, o.deadline_ms);
+    check_memory(o.max_memory_bytes);
     const size_t nv = g.values().size();
     arena = Buffer::allocate(plan.arena_bytes);
     views.resize(nv);
@@ -226,6 +227,34 @@ struct Context::Impl {
       unit_ins[u].resize(units[u].composite.inputs.size());
       unit_outs[u].resize(units[u].composite.outputs.size());
     }
+  }
+
+  // The arena and the output buffers against the limit, before either is allocated.
+  void check_memory(size_t limit) const {
+    const bool machine = limit == 0;
+    if (machine) limit = physical_memory_bytes();
+    size_t outputs = 0;
+    for (ValueId v : g.outputs()) outputs += g.value(v).type.byte_size();
+    const size_t need = plan.arena_bytes + outputs;
+    if (need <= limit && need >= outputs) return;
+    // The largest tensors, so the user can see what asks for the memory.
+    std::vector<std::pair<size_t, ValueId>> sizes;
+    for (size_t v = 0; v < plan.values.size(); ++v)
+      if (plan.values[v].place == runtime::Place::kArena || plan.values[v].place == runtime::Place::kOutput)
+        sizes.push_back({g.values()[v].type.byte_size(), static_cast<ValueId>(v)});
+    std::sort(sizes.begin(), sizes.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    std::string largest;
+    for (size_t i = 0; i < std::min<size_t>(3, sizes.size()); ++i)
+      largest += std::string(i ? ", " : "") + "'" + g.value(sizes[i].second).name + "' " +
+                 g.value(sizes[i].second).type.str() + " (" + std::to_string(sizes[i].first) + " bytes)";
+    throw Error(ErrorCode::kRuntime,
+                "running the model needs " + std::to_string(plan.arena_bytes) + " bytes of intermediates and " +
+                    std::to_string(outputs) + " bytes of outputs, more than " +
+                    (machine ? "this machine's " + std::to_string(limit) + " bytes of memory"
+                             : "the limit of " + std::to_string(limit) +
+                                   " bytes (ContextOptions::max_memory_bytes, weft run --max-memory)") +
+                    (largest.empty() ? "" : "; the largest tensors: " + largest),
+                {.file = m.source, .graph = g.name()});
   }
 
   void check_input(size_t i, const Tensor& t) const {

@@ -109,6 +109,8 @@ TEST(Cli, UsageErrors) {
       {"run m.weft --input =x.npy", "expects NAME=FILE.npy"},
       {"run m.weft --output logits=", "expects NAME=FILE.npy"},
       {"run m.weft --threads abc", "--threads expects a non-negative integer"},
+      {"run m.weft --max-memory 12Q", "--max-memory expects a number of bytes with an optional suffix"},
+      {"run m.weft --max-memory 0", "--max-memory must be at least 1 byte"},
       {"run m.weft --threads=-1", "--threads expects a non-negative integer"},
       {"run m.weft --print=yes", "takes no value"},
       {"run m.weft -i a=1.npy -i a=2.npy", "input 'a' is given twice"},
@@ -290,6 +292,13 @@ TEST(Cli, RunExampleMatchesNumpy) {
 TEST(Cli, RunInputErrors) {
   TempDir d;
   copy_example(d);
+  Result memory = weft(d, "run tiny_cnn.weft --input image=image.npy --max-memory 1K");
+  EXPECT_EQ(memory.rc, 1);
+  EXPECT_HAS(memory.err, "tiny_cnn.weft");
+  EXPECT_HAS(memory.err, "more than the limit of 1024 bytes");
+  EXPECT_HAS(memory.err, "the largest tensors: '");
+  EXPECT_EQ(weft(d, "run tiny_cnn.weft --input image=image.npy --max-memory 64M").rc, 0);
+
   Result missing = weft(d, "run tiny_cnn.weft");
   EXPECT_EQ(missing.rc, 1);
   EXPECT_HAS(missing.err, "missing input image");

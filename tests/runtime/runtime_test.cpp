@@ -150,6 +150,45 @@ TEST(Runtime, ElementwiseChainRunsInPlaceInOneSlot) {
   expect_identical(ctx.run({x}), interp.run(std::vector<Tensor>{x}));
 }
 
+// A tiny model whose intermediate cannot fit in memory: TILE of f32[1,1] to [2^20, 2^20] (4 TiB),
+// then a SLICE back to [1,1]. Valid TOSA (under the verifier's element limit); refused when the
+// context is created, naming the tensor, before anything is allocated.
+TEST(Runtime, ContextRefusesMoreMemoryThanItMayUse) {
+  GraphBuilder b;
+  ValueId x = b.input("x", TensorType{DType::kFp32, {1, 1}});
+  ValueId big = b.op(Op::TILE, {x, b.constant_shape("m", {1 << 20, 1 << 20})}, {}, "huge_tile");
+  b.output(b.op(Op::SLICE, {big, b.constant_shape("start", {0, 0}), b.constant_shape("size", {1, 1})}, {}, "y"));
+  auto model = Model::from_module(Module(b.finish()), kReference);
+  try {
+    Context ctx(model);
+    FAIL() << "a 4 TiB intermediate was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kRuntime);
+    EXPECT_NE(e.message().find("this machine's"), std::string::npos) << e.message();
+    EXPECT_NE(e.message().find("'huge_tile' f32[1048576,1048576] (4398046511104 bytes)"), std::string::npos)
+        << e.message();
+  }
+  // An explicit limit, on a model that fits the machine: refused above it, accepted at it.
+  GraphBuilder c;
+  ValueId v = c.input("x", TensorType{DType::kFp32, {256}});
+  v = c.op(Op::TANH, {v}, {}, "t");
+  c.output(c.op(Op::SIGMOID, {v}, {}, "y"));
+  auto small = Model::from_module(Module(c.finish()), kReference);
+  const size_t need = small->memory_stats().arena_bytes + small->memory_stats().output_bytes;
+  try {
+    Context ctx(small, {.max_memory_bytes = need - 1});
+    FAIL() << "the limit was not applied";
+  } catch (const Error& e) {
+    EXPECT_NE(e.message().find("the limit of " + std::to_string(need - 1) + " bytes"), std::string::npos)
+        << e.message();
+    EXPECT_NE(e.message().find("'t' f32[256] (1024 bytes)"), std::string::npos) << e.message();
+  }
+  Context ok(small, {.max_memory_bytes = need});
+  EXPECT_EQ(ok.run({Tensor::zeros(TensorType{DType::kFp32, {256}})}).size(), 1u);
+  // Buffers past the machine's memory are refused before anything is touched.
+  EXPECT_THROW(Buffer::allocate(physical_memory_bytes() + 1), Error);
+}
+
 TEST(Runtime, BundledExampleMatchesTheInterpreterAndItsExpectedOutput) {
   const std::string dir = WEFT_SOURCE_DIR "/examples/tiny_cnn/";
   auto model = Model::load(dir + "tiny_cnn.weft", reference_only());

@@ -12,6 +12,7 @@
 // 2 a usage error (bad flags or arguments). Arguments are parsed by hand: the grammar is small and
 // this keeps every message and exit code under our control.
 #include <algorithm>
+#include <limits>
 #include <array>
 #include <chrono>
 #include <cctype>
@@ -83,6 +84,7 @@ constexpr const char* kRunHelp =
                 [--print] [--threads N] [--stats] [--shape NAME=DIMS]... [--backend LIST]
                 [--explain] [--profile] [--repeat N] [--scratchpad arena|library] [--nan-exact]
                 [--custom-ops FILE]... [--device SEL] [--max-loop-iterations N] [--deadline-ms MS]
+                [--max-memory BYTES]
 
 Loads and verifies MODEL, reads every input of its entry graph from a .npy file, runs it with
 the runtime (partitioned between backends, planned memory) and writes or prints the outputs. An
@@ -98,6 +100,9 @@ Options:
   --max-loop-iterations N      Stop a WHILE_LOOP after N iterations with an error naming it (default: none)
   --deadline-ms MS             Stop a run that takes longer than MS milliseconds (checked between
                                kernels and in loops; default: none)
+  --max-memory BYTES           Refuse a model whose intermediates and outputs need more memory than
+                               this, before allocating (suffixes K, M, G: binary; default: this
+                               machine's physical memory)
   -s, --stats                  Print the memory plan: peak arena bytes against the sum of all
                                intermediate sizes, the largest kernel workspace, in-place nodes,
                                output and constant bytes, and weights prepared by backends
@@ -173,6 +178,25 @@ int parse_threads(const std::string& v) {
     usage_error("--threads expects a non-negative integer, got '" + v + "'");
   }
   return std::stoi(v);
+}
+
+// A byte count: digits with an optional binary suffix K, M, G or T (1K = 1024), at least 1.
+size_t parse_bytes(const std::string& flag, const std::string& v) {
+  size_t digits = 0;
+  while (digits < v.size() && std::isdigit(static_cast<unsigned char>(v[digits]))) ++digits;
+  const std::string suffix = v.substr(digits);
+  int shift = -1;
+  if (suffix.empty() || suffix == "B") shift = 0;
+  else if (suffix == "K" || suffix == "KiB") shift = 10;
+  else if (suffix == "M" || suffix == "MiB") shift = 20;
+  else if (suffix == "G" || suffix == "GiB") shift = 30;
+  else if (suffix == "T" || suffix == "TiB") shift = 40;
+  if (digits == 0 || digits > 15 || shift < 0)
+    usage_error(flag + " expects a number of bytes with an optional suffix K, M, G or T, got '" + v + "'");
+  const unsigned long long n = std::stoull(v.substr(0, digits));
+  if (n == 0) usage_error(flag + " must be at least 1 byte, got '" + v + "'");
+  if (n > (std::numeric_limits<size_t>::max() >> shift)) usage_error(flag + " is too large: '" + v + "'");
+  return static_cast<size_t>(n) << shift;
 }
 
 // ---- Formatting helpers --------------------------------------------------------------------------
@@ -425,6 +449,7 @@ int cmd_run(Args& args) {
   int threads = 1, repeat = 0;
   int64_t max_loop_iterations = 0;
   double deadline_ms = 0;
+  size_t max_memory = 0;
   LoadOptions load = cli_load_options();
   while (!args.done()) {
     std::string flag, positional;
@@ -460,6 +485,8 @@ int cmd_run(Args& args) {
       deadline_ms = std::strtod(v.c_str(), &end);
       if (v.empty() || *end != '\0' || !(deadline_ms > 0) || deadline_ms > 1e12)
         usage_error("--deadline-ms expects a positive number of milliseconds, got '" + v + "'");
+    } else if (flag == "--max-memory") {
+      max_memory = parse_bytes("--max-memory", args.value(flag, inline_value));
     } else if (flag == "--shape") {
       add_shape_option(load, args.value(flag, inline_value));
     } else if (flag == "--max-fold-bytes") {
@@ -563,7 +590,10 @@ int cmd_run(Args& args) {
     in_tensors.push_back(std::move(t));
   }
 
-  Context ctx(model, {.threads = threads, .max_loop_iterations = max_loop_iterations, .deadline_ms = deadline_ms});
+  Context ctx(model, {.threads = threads,
+                      .max_loop_iterations = max_loop_iterations,
+                      .deadline_ms = deadline_ms,
+                      .max_memory_bytes = max_memory});
   std::vector<Tensor> results = ctx.run(in_tensors);  // the warm-up when repeating
   if (repeat > 0 || profile) {
     const int runs = std::max(repeat, 1);

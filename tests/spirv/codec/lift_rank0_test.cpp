@@ -35,7 +35,9 @@ TEST(LiftRank0, LiftedModuleComputesTheSameValues) {
   std::optional<Module> lifted = lift_rank0(m);
   ASSERT_TRUE(lifted.has_value());
   for (const Value& v : lifted->main().values()) {
-    if (v.type.dtype != DType::kShape) EXPECT_GT(v.type.rank(), 0) << v.name;
+    if (v.type.dtype != DType::kShape) {
+      EXPECT_GT(v.type.rank(), 0) << v.name;
+    }
   }
   EXPECT_EQ(lifted->main().value(lifted->main().outputs()[0]).type.shape, (Shape{1}));
   std::vector<Tensor> out = Interpreter(m).run(std::vector<Tensor>{f32({4}, {1, 7, 3, 7}), f32({}, {0.25})});
