@@ -17,6 +17,7 @@
 #include "compiler/partition.h"
 #include "runtime/memory_plan.h"
 #include "weft/text.h"
+#include "weft/tosa_file.h"
 #include "weft/verify.h"
 #include "weft/vgf.h"
 
@@ -146,8 +147,9 @@ Module read_model(const std::string& path, const LoadOptions& options) {
       for (const std::string& w : c.warnings) options.on_warning(path + ": " + w);
     return vgf::to_module(c, path);
   }
+  if (ext == ".tosa") return tosa_file::read(path);
   throw Error(ErrorCode::kUnsupported,
-              "unknown model file type '" + ext + "' (Weft reads .weft, .vgf and .onnx models)", {.file = path});
+              "unknown model file type '" + ext + "' (Weft reads .weft, .vgf, .tosa and .onnx models)", {.file = path});
 }
 
 std::shared_ptr<const Model> Model::load(const std::string& path, const LoadOptions& options) {

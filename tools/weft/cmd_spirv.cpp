@@ -14,6 +14,7 @@
 #include "weft/iospec.h"
 #include "weft/npy.h"
 #include "weft/spirv.h"
+#include "weft/tosa_file.h"
 #include "weft/text.h"
 #include "weft/verify.h"
 
@@ -37,19 +38,22 @@ SPIR-V graph modules (SPV_ARM_graph, SPV_ARM_tensors, TOSA.001000.1):
       --rules       lists every rule the validator checks.
 )";
 
-const char* const kCompileHelp = R"(Usage: weft compile MODEL.weft|MODEL.onnx -o FILE.vgf [--shape NAME=DIMS]... [--custom-ops FILE]...
+const char* const kCompileHelp = R"(Usage: weft compile MODEL -o FILE.vgf [--shape NAME=DIMS]... [--custom-ops FILE]...
                     [--iospec FILE.yaml [--latched NAME]... [--target FILE]]
-       weft compile MODEL.weft|MODEL.onnx --emit spirv -o FILE.spv
+       weft compile MODEL --emit spirv -o FILE.spv
+       weft compile MODEL -o FILE.tosa
+MODEL: .weft, .onnx, .tosa or .vgf.
 
 Verifies MODEL (an ONNX model is imported and lowered to TOSA first) and writes it as a VGF
 container (--emit vgf, the default for an output ending in .vgf): a GRAPH module and segment per
 run of TOSA operators, a COMPUTE module and segment per custom shader node, a resource per input,
-output, intermediate and graph constant, and the constants' data (docs/vgf.md). With --emit spirv, writes the bare SPIR-V graph module instead.
+output, intermediate and graph constant, and the constants' data (docs/vgf.md). With --emit spirv, writes the bare SPIR-V graph module instead;
+with --emit tosa (the default for an output ending in .tosa), a TOSA 1.0 FlatBuffer (docs/tosa-file.md).
 Constants larger than 16 elements become graph constants (OpGraphConstantARM) whose data stays
 out of the module: with --emit spirv they are written as FILE.constants/<GraphConstantID>.npy.
 
 Options:
-  --emit vgf|spirv    Output kind (default: vgf when the output ends in .vgf)
+  --emit vgf|spirv|tosa  Output kind (default: from the output's extension, .vgf or .tosa)
   -o, --output FILE   Output path
   --shape NAME=DIMS   Static shape of an ONNX input with dynamic dimensions (repeatable)
   --explain           Also print how the runtime on this machine partitions the model: which
@@ -265,10 +269,12 @@ int cmd_compile(Args& args) {
   }
   if (model.empty()) usage_error("`weft compile` needs a model file (see `weft compile --help`)");
   if (emit.empty() && out.size() > 4 && out.substr(out.size() - 4) == ".vgf") emit = "vgf";
-  if (emit.empty()) usage_error("`weft compile` needs -o FILE.vgf or --emit vgf|spirv");
-  if (emit != "spirv" && emit != "vgf") usage_error("--emit expects 'vgf' or 'spirv', got '" + emit + "'");
+  if (emit.empty() && out.size() > 5 && out.substr(out.size() - 5) == ".tosa") emit = "tosa";
+  if (emit.empty()) usage_error("`weft compile` needs -o FILE.vgf|FILE.tosa or --emit vgf|spirv|tosa");
+  if (emit != "spirv" && emit != "vgf" && emit != "tosa")
+    usage_error("--emit expects 'vgf', 'spirv' or 'tosa', got '" + emit + "'");
   if (!load.backend.backends.empty() && !explain) usage_error("--backend only matters with --explain for `weft compile`");
-  if (out.empty()) usage_error(emit == "vgf" ? "`weft compile` needs -o FILE.vgf" : "`weft compile` needs -o FILE.spv");
+  if (out.empty()) usage_error("`weft compile` needs -o FILE." + std::string(emit == "spirv" ? "spv" : emit));
   if (iospec_out.empty() && (!latched.empty() || !target_file.empty()))
     usage_error("--latched and --target describe the IOSpec: give --iospec FILE.yaml too");
   Module m = read_model(model, load);
@@ -305,6 +311,16 @@ int cmd_compile(Args& args) {
     const int rc = compile_vgf(m, out);
     write_spec();
     return rc;
+  }
+  if (emit == "tosa") {
+    const std::vector<uint8_t> bytes = tosa_file::to_bytes(m);
+    std::ofstream f(out, std::ios::binary | std::ios::trunc);
+    f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    if (!f) throw Error(ErrorCode::kIo, "cannot write the file", {.file = out});
+    std::cout << out << ": TOSA 1.0 FlatBuffer, " << bytes.size() << " bytes, " << m.graphs().size() << " graph"
+              << (m.graphs().size() == 1 ? "" : "s") << "\n";
+    write_spec();
+    return kExitOk;
   }
 
   spirv::Binary bin = spirv::encode(m);
