@@ -131,6 +131,9 @@ extern const char* const kCompileHelp;
 int cmd_dump(Args& args);
 int cmd_scenario(Args& args);
 int compile_vgf(const Module& m, const std::string& out);
+// cmd_conformance.cpp: `weft conformance DIR...` (TOSA conformance tests).
+int cmd_conformance(Args& args);
+extern const char* const kConformanceHelp;
 // cmd_import.cpp: `weft import MODEL.onnx -o OUT.weft`.
 int cmd_import(Args& args);
 extern const char* const kImportHelp;

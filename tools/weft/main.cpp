@@ -59,15 +59,16 @@ constexpr const char* kMainHelp = R"(Usage: weft <command> [options]
 Weft runs and inspects ML dataflow graphs written with the TOSA 1.0 operator set.
 
 Commands:
-  run     Run a model (.weft, .vgf or .onnx) on .npy inputs (oneDNN, Vulkan and reference backends)
+  run     Run a model (.weft, .vgf, .tosa or .onnx) on .npy inputs (oneDNN, Vulkan and reference backends)
   check   Verify a model and print a summary of it
   import  Import an ONNX model and write it in Weft's text form (.weft)
   fmt     Print a model in canonical text form (or check that it is canonical)
   ops     Print the TOSA operator table with type support, profiles and backends
-  compile Write a model as a VGF container (-o FILE.vgf) or a SPIR-V graph module (--emit spirv)
+  compile Write a model as a VGF container (-o FILE.vgf), a .tosa file or a SPIR-V graph module
   devices List the Vulkan devices that run shader nodes
   iospec  Print or check a model's IOSpec (input/output contract, sequences, latched inputs)
   stream  Run a model as a streaming target: write inputs and read outputs in IOSpec order
+  conformance  Run TOSA conformance test folders (desc.json + .tosa) against the reference model
   dump    Print a VGF container as JSON (Weft's, or the layout of Arm's vgf_dump)
   scenario Write an Arm Scenario Runner scenario that runs a VGF container
   spirv   Disassemble, assemble and validate SPIR-V graph modules (dis, as, val)
@@ -945,6 +946,7 @@ const std::map<std::string, std::pair<Command, const char*>>& commands() {
       {"devices", {cmd_devices, kDevicesHelp}},
       {"iospec", {cmd_iospec, kIospecHelp}},
       {"stream", {cmd_stream, kStreamHelp}},
+      {"conformance", {cmd_conformance, kConformanceHelp}},
   };
   return m;
 }
