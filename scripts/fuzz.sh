@@ -14,6 +14,9 @@
 #          written after the schema.
 #   onnx   the ONNX frontend (fuzz/onnx_fuzz.cpp). Seeds: the models of ONNX's node test cases
 #          (scripts/onnx/gen_node_tests.py, build/onnx-node-tests) and the bundled tiny CNN's ONNX form.
+#   tosa   the TOSA 1.0 file reader and writer (fuzz/tosa_fuzz.cpp). Seeds: the bundled example written
+#          as .tosa and every 40th file of the TOSA conformance tests
+#          (../shared/tosa-conformance, where present).
 #   iospec the IOSpec and target-file YAML readers (fuzz/iospec_fuzz.cpp). Seeds: `weft iospec` of
 #          the bundled example and of the specification's A = B + C (plain, with C latched, and padded
 #          for a 32-bit target), and that target file.
@@ -22,7 +25,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 TARGET=spirv
 case "${1:-}" in
-  spirv|vgf|payload|iospec|onnx) TARGET="$1"; shift ;;
+  spirv|vgf|payload|iospec|onnx|tosa) TARGET="$1"; shift ;;
 esac
 SECONDS_TO_RUN="${1:-600}"
 shift || true
@@ -117,6 +120,14 @@ JSON
   printf '%s' '{"entry_point":"CSMain","workgroup_sizes":[64,1,1],"shader_language":"HLSL","shader_code":"[numthreads(64,1,1)] void CSMain() {}"}' > "$SEEDS/hlsl.json"
   printf '%s' '{"entry_point":"main","workgroup_sizes":[1,1,1],"shader_language":"","push_constants":""}' > "$SEEDS/minimal.json"
   MAX_LEN=16384
+elif [ "$TARGET" = tosa ]; then
+  build/weft compile examples/tiny_cnn/tiny_cnn.weft -o "$SEEDS/tiny_cnn.tosa" > /dev/null
+  if [ -d ../shared/tosa-conformance/operators ]; then
+    find ../shared/tosa-conformance/operators -name test.tosa | sort | awk 'NR % 40 == 1' | while read -r f; do
+      cp "$f" "$SEEDS/$(basename "$(dirname "$f")").tosa"
+    done
+  fi
+  MAX_LEN=65536
 elif [ "$TARGET" = onnx ]; then
   /usr/bin/python3 scripts/onnx/gen_node_tests.py > /dev/null
   for d in build/onnx-node-tests/*/test_*; do

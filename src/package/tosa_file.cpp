@@ -198,6 +198,23 @@ struct BlockReader {
     bad(ErrorCode::kVerify, "output '" + name + "' has no entry in the block's tensors", op);
   }
 
+  // VARIABLE's attributes from its tensor.
+  std::vector<AttrValue> variable_attrs(const fb::TosaTensor* var, int index) const {
+    const std::string var_name =
+        var->variable_name() && var->variable_name()->size() ? str(var->variable_name()) : str(var->name());
+    const TensorType type = type_of(var);
+    int64_t var_type = 0;
+    for (int64_t k = 1; k <= 7; ++k)
+      if (var_type_dtype(static_cast<VarType>(k)) == type.dtype) var_type = k;
+    if (!var_type) bad(ErrorCode::kVerify, "variable '" + var_name + "' has a type variables cannot have", index);
+    std::optional<Tensor> init = data_of(var, type);
+    return make_attrs(Op::VARIABLE, {{"name", var_name},
+                                     {"var_shape", std::vector<int64_t>(type.shape.begin(), type.shape.end())},
+                                     {"type", var_type},
+                                     {"initial_value", init ? *init : Tensor::zeros(type)}});
+  }
+
+  bool entry = false;
   void read(int block_index_for_errors);
   Attrs attributes(const fb::TosaOperator* o, Op op, const std::vector<ValueId>& inputs, int index) const;
 };
@@ -337,14 +354,35 @@ void BlockReader::read(int block_index) {
       g.add_input(name, type_of(t->second));
     }
 
+  // Variables that no VARIABLE operator declares (the MLIR serializer writes only the tensors):
+  // declared at the start of the entry graph, their data the initial value.
+  if (entry) {
+    std::set<std::string> declared;
+    for (size_t i = 0; i < n_ops; ++i) {
+      const fb::TosaOperator* o = ops->Get(static_cast<flatbuffers::uoffset_t>(i));
+      if (o->op() == fb::Op_VARIABLE && o->outputs())
+        for (const auto* s : *o->outputs()) declared.insert(s->str());
+    }
+    for (const auto& [name, t] : tensors) {
+      if (!t->variable() || declared.count(name)) continue;
+      Node node;
+      node.op = Op::VARIABLE;
+      node.attrs = variable_attrs(t, -1);
+      g.add_node(std::move(node));
+    }
+  }
+
   for (size_t i = 0; i < n_ops; ++i) {
     const int index = static_cast<int>(i);
     const fb::TosaOperator* o = ops->Get(static_cast<flatbuffers::uoffset_t>(i));
     const uint32_t code = o->op();
     if (code == 0 || code > static_cast<uint32_t>(fb::Op_MAX))
       bad(ErrorCode::kParse, "unknown operator code " + std::to_string(code), index);
-    const std::optional<Op> op = op_from_name(fb::EnumNamesOp()[code]);
+    std::optional<Op> op = op_from_name(fb::EnumNamesOp()[code]);
     if (!op) bad(ErrorCode::kUnsupported, std::string("operator ") + fb::EnumNamesOp()[code] + " is not in Weft's table", index);
+    // The MLIR serializer writes variable reads and writes as IDENTITY with the variable attribute.
+    if (*op == Op::IDENTITY && o->attribute_type() == fb::Attribute_VariableReadAttribute) op = Op::VARIABLE_READ;
+    if (*op == Op::IDENTITY && o->attribute_type() == fb::Attribute_VariableWriteAttribute) op = Op::VARIABLE_WRITE;
     std::vector<std::string> in_names, out_names;
     if (o->inputs())
       for (const auto* s : *o->inputs()) in_names.push_back(s->str());
@@ -399,16 +437,7 @@ void BlockReader::read(int block_index) {
       const std::string var_name = var->variable_name() && var->variable_name()->size() ? str(var->variable_name())
                                                                                          : str(var->name());
       if (*op == Op::VARIABLE) {
-        const TensorType type = type_of(var);
-        int64_t var_type = 0;
-        for (int64_t k = 1; k <= 7; ++k)
-          if (var_type_dtype(static_cast<VarType>(k)) == type.dtype) var_type = k;
-        if (!var_type) bad(ErrorCode::kVerify, "variable '" + var_name + "' has a type variables cannot have", index);
-        std::optional<Tensor> init = data_of(var, type);
-        node.attrs = make_attrs(*op, {{"name", var_name},
-                                      {"var_shape", std::vector<int64_t>(type.shape.begin(), type.shape.end())},
-                                      {"type", var_type},
-                                      {"initial_value", init ? *init : Tensor::zeros(type)}});
+        node.attrs = variable_attrs(var, index);
       } else if (*op == Op::VARIABLE_WRITE) {
         for (const std::string& n : in_names)
           if (!is_variable(n)) node.inputs.push_back(value(n, index, "input"));
@@ -480,6 +509,7 @@ Module from_bytes(const Buffer& file, const std::string& source, const ReadOptio
   Module module;
   for (size_t i = 0; i < blocks.size(); ++i) {
     BlockReader r{file, source, options, names, blocks[i].second, Graph(blocks[i].first), {}, {}};
+    r.entry = blocks[i].first == entry;
     r.read(static_cast<int>(i));
     module.add_graph(std::move(r.g));
   }

@@ -258,6 +258,53 @@ TEST(TosaFile, MalformedFilesAreClearErrors) {
   }
 }
 
+// Variables as the MLIR serializer writes them: no VARIABLE operator, only a tensor marked
+// `variable` (its data the initial value), read and written by IDENTITY operators that carry the
+// variable attributes.
+TEST(TosaFile, VariablesAsTheMlirSerializerWritesThem) {
+  flatbuffers::FlatBufferBuilder b;
+  const std::vector<int32_t> shape = {2};
+  std::vector<uint8_t> init(8);
+  const float values[2] = {1.5f, -2.0f};
+  std::memcpy(init.data(), values, 8);
+  std::vector<flatbuffers::Offset<fb::TosaTensor>> tensors = {
+      fb::CreateTosaTensorDirect(b, "Variable_0", &shape, fb::DType_FP32, &init, true, false, "lstm/state"),
+      fb::CreateTosaTensorDirect(b, "x", &shape, fb::DType_FP32),
+      fb::CreateTosaTensorDirect(b, "now", &shape, fb::DType_FP32),
+      fb::CreateTosaTensorDirect(b, "y", &shape, fb::DType_FP32)};
+  auto names = [&](std::initializer_list<const char*> list) {
+    std::vector<flatbuffers::Offset<flatbuffers::String>> v;
+    for (const char* n : list) v.push_back(b.CreateString(n));
+    return b.CreateVector(v);
+  };
+  std::vector<flatbuffers::Offset<fb::TosaOperator>> ops = {
+      fb::CreateTosaOperator(b, fb::Op_IDENTITY, fb::Attribute_VariableReadAttribute,
+                             fb::CreateVariableReadAttribute(b).Union(), names({"Variable_0"}), names({"now"})),
+      fb::CreateTosaOperator(b, fb::Op_ADD, fb::Attribute_AddAttribute, fb::CreateAddAttribute(b).Union(),
+                             names({"now", "x"}), names({"y"})),
+      fb::CreateTosaOperator(b, fb::Op_IDENTITY, fb::Attribute_VariableWriteAttribute,
+                             fb::CreateVariableWriteAttribute(b).Union(), names({"y"}), names({"Variable_0"}))};
+  auto block = fb::CreateTosaBasicBlock(b, b.CreateString("main"), b.CreateVector(ops), b.CreateVector(tensors),
+                                        names({"x"}), names({"y"}));
+  std::vector<flatbuffers::Offset<fb::TosaBasicBlock>> blocks = {block};
+  std::vector<flatbuffers::Offset<fb::TosaRegion>> regions = {
+      fb::CreateTosaRegion(b, b.CreateString("main"), b.CreateVector(blocks))};
+  fb::FinishTosaGraphBuffer(b, fb::CreateTosaGraph(b, fb::CreateVersion(b, 1, 0, 0, false), b.CreateVector(regions)));
+  Module m = read_bytes(std::vector<uint8_t>(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize()));
+  const Graph& g = m.main();
+  ASSERT_EQ(g.nodes().size(), 4u);
+  EXPECT_EQ(g.node(0).op, Op::VARIABLE);
+  EXPECT_EQ(g.node(0).attr_str("name"), "lstm/state");
+  EXPECT_EQ(g.node(1).op, Op::VARIABLE_READ);
+  EXPECT_EQ(g.node(3).op, Op::VARIABLE_WRITE);
+  // The state carries over between runs: y = state + x, then state = y.
+  Interpreter interp(m);
+  const Tensor x = Tensor::from_doubles(TensorType{DType::kFp32, {2}}, std::vector<double>{1, 1});
+  interp.run({x});
+  const std::vector<Tensor> second = interp.run({x});
+  EXPECT_TRUE(second[0].identical(Tensor::from_doubles(TensorType{DType::kFp32, {2}}, std::vector<double>{3.5, 0})));
+}
+
 // ---- Against the TOSA reference model --------------------------------------------------------------
 
 Tensor random_tensor(const TensorType& t, std::mt19937& rng) {
@@ -359,6 +406,45 @@ TEST(TosaFile, ReferenceModelRunsWhatWeftWrites) {
   std::cout << "reference model: " << compared << " operator/type rows compared, " << refused
             << " refused by both:" << refused_list << "\n";
   EXPECT_GT(compared, 100u) << "refused by both:" << refused_list;
+}
+
+// A file written by Arm's serialization library (tests/package/data/README.md): read, verified, run,
+// and written back to a file the reference model runs with the same results.
+TEST(TosaFile, ReadsAFileArmsToolsWrote) {
+  const std::string path = std::string(WEFT_SOURCE_DIR) + "/tests/package/data/simple_maxpool2d.tosa";
+  Module m = tosa_file::read(path);
+  const Graph& g = m.main();
+  ASSERT_EQ(g.nodes().size(), 1u);
+  EXPECT_EQ(g.node(0).op, Op::MAX_POOL2D);
+  EXPECT_EQ(g.node(0).name, "loc(unknown)");
+  EXPECT_EQ(g.node(0).attr_ints("kernel"), (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(g.value(g.inputs()[0]).type, (TensorType{DType::kInt8, {1, 16, 16, 16}}));
+  EXPECT_EQ(g.value(g.outputs()[0]).type, (TensorType{DType::kInt8, {1, 8, 8, 16}}));
+  round_trip(m);
+  std::mt19937 rng(3);
+  Tensor x = Tensor::zeros(g.value(g.inputs()[0]).type);
+  for (int64_t i = 0; i < x.num_elements(); ++i) x.mutable_bytes()[i] = static_cast<uint8_t>(rng());
+  Interpreter interp(m);
+  const Tensor ours = interp.run({x})[0];
+  // 2x2 maximum of int8 values, by hand.
+  for (int64_t oy = 0; oy < 8; ++oy)
+    for (int64_t ox = 0; ox < 8; ++ox)
+      for (int64_t c = 0; c < 16; ++c) {
+        int8_t best = -128;
+        for (int64_t dy = 0; dy < 2; ++dy)
+          for (int64_t dx = 0; dx < 2; ++dx)
+            best = std::max(best, static_cast<int8_t>(x.buffer().data()[((2 * oy + dy) * 16 + 2 * ox + dx) * 16 + c]));
+        ASSERT_EQ(static_cast<int8_t>(ours.buffer().data()[(oy * 8 + ox) * 16 + c]), best);
+      }
+  if (!fs::exists(kReferenceModel)) return;
+  test::TempDir dir("weft_tosa_arm");
+  fs::copy_file(path, dir.file("test.tosa"));
+  write_npy(dir.file("x.npy"), x);
+  const std::string in = g.value(g.inputs()[0]).name, out = g.value(g.outputs()[0]).name;
+  dir.write("desc.json", "{\"tosa_file\": \"test.tosa\", \"ifm_name\": [\"" + in + "\"], \"ifm_file\": [\"x.npy\"], "
+                         "\"ofm_name\": [\"" + out + "\"], \"ofm_file\": [\"y.npy\"], \"expected_failure\": false}");
+  ASSERT_EQ(std::system(("'" + kReferenceModel.string() + "' --test_desc='" + dir.file("desc.json") + "' > /dev/null 2>&1").c_str()), 0);
+  EXPECT_TRUE(read_npy(dir.file("y.npy")).identical(ours));
 }
 
 // ---- The conformance suite's files ----------------------------------------------------------------
