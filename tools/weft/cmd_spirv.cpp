@@ -14,6 +14,7 @@
 #include "weft/iospec.h"
 #include "weft/npy.h"
 #include "weft/spirv.h"
+#include "compiler/narrow.h"
 #include "weft/tosa_file.h"
 #include "weft/text.h"
 #include "weft/verify.h"
@@ -54,6 +55,9 @@ out of the module: with --emit spirv they are written as FILE.constants/<GraphCo
 
 Options:
   --emit vgf|spirv|tosa  Output kind (default: from the output's extension, .vgf or .tosa)
+  --type-narrowing MODE  fp32 -> fp16, as Arm's model converter's option of the same name: none
+                      (default), full, partial (conv/pool accumulators stay fp32) or full_preserve_io
+                      (fp32 inputs and outputs, CASTs at the boundary); docs/tosa-file.md
   -o, --output FILE   Output path
   --shape NAME=DIMS   Static shape of an ONNX input with dynamic dimensions (repeatable)
   --explain           Also print how the runtime on this machine partitions the model: which
@@ -226,6 +230,7 @@ int cmd_spirv(Args& args) {
 
 int cmd_compile(Args& args) {
   std::string model, out, emit, iospec_out, target_file;
+  compiler::Narrowing narrowing = compiler::Narrowing::kNone;
   std::vector<std::string> latched;
   LoadOptions load = cli_load_options();
   bool explain = false;
@@ -260,6 +265,11 @@ int cmd_compile(Args& args) {
       latched.push_back(args.value(flag, v));
     } else if (flag == "--target") {
       target_file = args.value(flag, v);
+    } else if (flag == "--type-narrowing") {
+      const std::string mode = args.value(flag, v);
+      const std::optional<compiler::Narrowing> n = compiler::parse_narrowing(mode);
+      if (!n) usage_error("--type-narrowing expects none, full, partial or full_preserve_io, got '" + mode + "'");
+      narrowing = *n;
     } else if (flag == "-h" || flag == "--help") {
       std::cout << kCompileHelp;
       return kExitOk;
@@ -278,6 +288,17 @@ int cmd_compile(Args& args) {
   if (iospec_out.empty() && (!latched.empty() || !target_file.empty()))
     usage_error("--latched and --target describe the IOSpec: give --iospec FILE.yaml too");
   Module m = read_model(model, load);
+  if (narrowing != compiler::Narrowing::kNone) {
+    try {
+      const compiler::NarrowStats st = compiler::narrow_fp32_to_fp16(m, narrowing);
+      std::cout << model << ": narrowed to fp16 (" << compiler::narrowing_name(narrowing) << "): " << st.values
+                << " fp32 tensors, " << st.constant_elements << " constant elements (" << st.saturated
+                << " saturated to +-65504), " << st.accumulators_kept << " fp32 accumulators kept, " << st.casts
+                << " casts at the inputs and outputs\n";
+    } catch (const Error& e) {
+      throw e.with_context({.file = model});
+    }
+  }
   // Custom shader nodes: registered payloads filled in, GLSL/HLSL compiled to SPIR-V and validated,
   // payloads and resource contracts checked. A failure stops compilation.
   try {

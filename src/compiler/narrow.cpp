@@ -1,0 +1,172 @@
+// fp32 -> fp16 narrowing (narrow.h): each graph rebuilt with narrowed types, constants converted,
+// accumulators chosen by mode, CASTs at the entry graph's boundary for full_preserve_io.
+#include "compiler/narrow.h"
+
+#include <cmath>
+#include <set>
+
+#include "weft/verify.h"
+
+namespace weft::compiler {
+
+std::optional<Narrowing> parse_narrowing(std::string_view name) {
+  if (name == "none") return Narrowing::kNone;
+  if (name == "full") return Narrowing::kFull;
+  if (name == "partial") return Narrowing::kPartial;
+  if (name == "full_preserve_io") return Narrowing::kFullPreserveIo;
+  return std::nullopt;
+}
+
+const char* narrowing_name(Narrowing n) {
+  switch (n) {
+    case Narrowing::kNone: return "none";
+    case Narrowing::kFull: return "full";
+    case Narrowing::kPartial: return "partial";
+    case Narrowing::kFullPreserveIo: return "full_preserve_io";
+  }
+  return "?";
+}
+
+namespace {
+
+constexpr double kFp16Max = 65504.0;
+
+TensorType narrowed(const TensorType& t) {
+  return t.dtype == DType::kFp32 ? TensorType{DType::kFp16, t.shape} : t;
+}
+
+Tensor to_fp16(const Tensor& t, NarrowStats& st) {
+  Tensor out = Tensor::zeros(narrowed(t.type()));
+  const int64_t n = t.num_elements();
+  for (int64_t i = 0; i < n; ++i) {
+    double v = load_as_double(DType::kFp32, t.buffer().data() + 4 * i);
+    if (std::isfinite(v) && std::fabs(v) > kFp16Max) {
+      v = std::copysign(kFp16Max, v);
+      ++st.saturated;
+    }
+    store_from_double(DType::kFp16, out.mutable_bytes() + 2 * i, v);
+  }
+  st.constant_elements += static_cast<size_t>(n);
+  return out;
+}
+
+bool has_accumulator_choice(Op op) {
+  return op == Op::CONV2D || op == Op::CONV3D || op == Op::DEPTHWISE_CONV2D || op == Op::TRANSPOSE_CONV2D ||
+         op == Op::AVG_POOL2D;
+}
+
+Graph narrow_graph(const Graph& g, Narrowing mode, bool entry, NarrowStats& st) {
+  Graph ng(g.name());
+  const bool keep_io = entry && mode == Narrowing::kFullPreserveIo;
+  std::vector<ValueId> map(g.values().size(), kNoValue);
+  std::vector<ValueId> raw_input(g.values().size(), kNoValue);  // preserved fp32 inputs
+  auto fresh = [&](const std::string& base) {
+    std::string name = base;
+    for (int k = 1; g.find_value(name) || ng.find_value(name); ++k) name = base + "_" + std::to_string(k);
+    return name;
+  };
+  auto count = [&](const TensorType& t) { st.values += t.dtype == DType::kFp32; };
+  for (ValueId v : g.inputs()) {
+    const Value& val = g.value(v);
+    if (keep_io && val.type.dtype == DType::kFp32) {
+      const ValueId in = ng.add_input(val.name, val.type);
+      raw_input[static_cast<size_t>(v)] = in;
+      const ValueId c = ng.add_value(fresh(val.name + "_fp16"), narrowed(val.type));
+      ng.add_node(Node{Op::CAST, "", {in}, make_attrs(Op::CAST, {}), {c}, ""});
+      ++st.casts;
+      map[static_cast<size_t>(v)] = c;
+    } else {
+      count(val.type);
+      map[static_cast<size_t>(v)] = ng.add_input(val.name, narrowed(val.type));
+    }
+  }
+  const std::set<ValueId> outputs(g.outputs().begin(), g.outputs().end());
+  for (size_t i = 0; i < g.nodes().size(); ++i) {
+    const Node& n = g.nodes()[i];
+    const OpDef& def = op_def(n.op);
+    if (n.op == Op::CUSTOM) {
+      for (const auto* list : {&n.inputs, &n.outputs})
+        for (ValueId v : *list)
+          if (g.value(v).type.dtype == DType::kFp32)
+            throw Error(ErrorCode::kUnsupported,
+                        "fp16 narrowing would change the fp32 operand '" + g.value(v).name +
+                            "' of a custom operator, whose shader reads and writes fp32; narrow with "
+                            "--type-narrowing none, or give the operator fp16 operands",
+                        {.graph = g.name(), .node = g.node_label(static_cast<int>(i))});
+    }
+    Node m = n;
+    m.data_file.clear();
+    m.inputs.clear();
+    for (ValueId v : n.inputs) m.inputs.push_back(map[static_cast<size_t>(v)]);
+    const bool fp32_in = !n.inputs.empty() && g.value(n.inputs[0]).type.dtype == DType::kFp32;
+    for (size_t a = 0; a < def.attrs.size() && a < m.attrs.size(); ++a) {
+      AttrValue& v = m.attrs[a];
+      switch (def.attrs[a].kind) {
+        case AttrKind::kTensor:
+        case AttrKind::kScalar:
+          if (std::get<Tensor>(v).dtype() == DType::kFp32) v = to_fp16(std::get<Tensor>(v), st);
+          break;
+        case AttrKind::kAccType:
+          if (fp32_in && std::get<int64_t>(v) == static_cast<int64_t>(AccType::kFp32)) {
+            if (mode == Narrowing::kPartial && has_accumulator_choice(n.op))
+              ++st.accumulators_kept;
+            else
+              v = static_cast<int64_t>(AccType::kFp16);
+          }
+          break;
+        case AttrKind::kVarType:
+          if (std::get<int64_t>(v) == static_cast<int64_t>(VarType::kFp32)) v = static_cast<int64_t>(VarType::kFp16);
+          break;
+        default:
+          break;
+      }
+    }
+    m.outputs.clear();
+    for (ValueId o : n.outputs) {
+      const Value& val = g.value(o);
+      const bool keep = keep_io && outputs.count(o) && val.type.dtype == DType::kFp32;
+      count(val.type);
+      const ValueId id = ng.add_value(keep ? fresh(val.name + "_fp16") : val.name, narrowed(val.type));
+      map[static_cast<size_t>(o)] = id;
+      m.outputs.push_back(id);
+    }
+    if (n.op == Op::CAST && ng.value(m.inputs[0]).type.dtype == ng.value(m.outputs[0]).type.dtype) {
+      m.op = Op::IDENTITY;
+      m.attrs = make_attrs(Op::IDENTITY, {});
+    }
+    ng.add_node(std::move(m));
+  }
+  std::map<ValueId, ValueId> cast_of;
+  for (ValueId o : g.outputs()) {
+    const Value& val = g.value(o);
+    if (raw_input[static_cast<size_t>(o)] != kNoValue) {  // an input returned as it came
+      ng.add_output(raw_input[static_cast<size_t>(o)]);
+    } else if (keep_io && val.type.dtype == DType::kFp32) {
+      auto it = cast_of.find(o);
+      if (it == cast_of.end()) {
+        const ValueId out = ng.add_value(val.name, val.type);
+        ng.add_node(Node{Op::CAST, "", {map[static_cast<size_t>(o)]}, make_attrs(Op::CAST, {}), {out}, ""});
+        ++st.casts;
+        it = cast_of.emplace(o, out).first;
+      }
+      ng.add_output(it->second);
+    } else {
+      ng.add_output(map[static_cast<size_t>(o)]);
+    }
+  }
+  return ng;
+}
+
+}  // namespace
+
+NarrowStats narrow_fp32_to_fp16(Module& m, Narrowing mode) {
+  NarrowStats st;
+  if (mode == Narrowing::kNone) return st;
+  Module out = m;
+  for (Graph& g : out.graphs()) g = narrow_graph(g, mode, g.name() == out.entry(), st);
+  verify_or_throw(out);
+  m = std::move(out);
+  return st;
+}
+
+}  // namespace weft::compiler

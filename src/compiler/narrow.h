@@ -1,0 +1,38 @@
+// fp32 -> fp16 narrowing of a whole module, as Arm's model converter does it with
+// --type-narrowing (the same four modes, so that a user's command line carries over):
+//   none              nothing changes
+//   full              every fp32 tensor, constant and accumulator becomes fp16
+//   partial           as full, but CONV2D/CONV3D/DEPTHWISE_CONV2D/TRANSPOSE_CONV2D/AVG_POOL2D keep an
+//                     fp32 accumulator (fp16 x fp16 with fp32 accumulate, a TOSA type row)
+//   full_preserve_io  as full, but the entry graph's fp32 inputs and outputs stay fp32, with a CAST
+//                     after each input and before each output
+// Constants and CLAMP bounds beyond fp16's range saturate to +-65504 (counted). A CAST whose two
+// types become equal becomes an IDENTITY. CUSTOM nodes with fp32 operands are refused: their
+// shaders were written for fp32 buffers. The narrowed module is verified; a node without an fp16
+// type row is an error naming it.
+#pragma once
+
+#include <optional>
+#include <string_view>
+
+#include "weft/graph.h"
+
+namespace weft::compiler {
+
+enum class Narrowing { kNone, kFull, kPartial, kFullPreserveIo };
+std::optional<Narrowing> parse_narrowing(std::string_view name);  // "none", "full", "partial", "full_preserve_io"
+const char* narrowing_name(Narrowing n);
+
+struct NarrowStats {
+  size_t values = 0;             // fp32 values now fp16
+  size_t constant_elements = 0;  // constant elements converted
+  size_t saturated = 0;          // of which beyond fp16's range, saturated
+  size_t accumulators_kept = 0;  // partial: nodes that keep an fp32 accumulator
+  size_t casts = 0;              // CASTs added at the entry graph's inputs and outputs
+};
+
+// Throws Error(kUnsupported) for CUSTOM nodes with fp32 operands and the verifier's errors for
+// nodes fp16 does not support; `m` is unchanged then.
+NarrowStats narrow_fp32_to_fp16(Module& m, Narrowing mode);
+
+}  // namespace weft::compiler

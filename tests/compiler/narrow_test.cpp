@@ -1,0 +1,103 @@
+// fp32 -> fp16 narrowing (compiler/narrow.h), the modes of Arm's model converter's --type-narrowing.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "compiler/narrow.h"
+#include "weft/interpreter.h"
+#include "weft/npy.h"
+#include "weft/runtime.h"
+#include "weft/verify.h"
+
+namespace weft {
+namespace {
+
+using compiler::Narrowing;
+
+const std::string kExample = std::string(WEFT_SOURCE_DIR) + "/examples/tiny_cnn/";
+
+Tensor cast(const Tensor& t, DType to) {
+  Tensor out = Tensor::zeros(TensorType{to, t.shape()});
+  for (int64_t i = 0; i < t.num_elements(); ++i)
+    store_from_double(to, out.mutable_bytes() + i * storage_size(to),
+                      load_as_double(t.dtype(), t.buffer().data() + i * storage_size(t.dtype())));
+  return out;
+}
+
+double max_diff(const Tensor& a, const Tensor& b) {
+  double d = 0;
+  for (int64_t i = 0; i < a.num_elements(); ++i)
+    d = std::max(d, std::fabs(load_as_double(a.dtype(), a.buffer().data() + i * storage_size(a.dtype())) -
+                              load_as_double(b.dtype(), b.buffer().data() + i * storage_size(b.dtype()))));
+  return d;
+}
+
+TEST(Narrow, TheFourModesOnTheBundledExample) {
+  const Module original = read_model(kExample + "tiny_cnn.weft");
+  const Tensor image = read_npy(kExample + "image.npy");
+  Interpreter reference(original);
+  const Tensor expected = reference.run({image})[0];
+  for (Narrowing mode : {Narrowing::kFull, Narrowing::kPartial, Narrowing::kFullPreserveIo}) {
+    SCOPED_TRACE(compiler::narrowing_name(mode));
+    Module m = original;
+    const compiler::NarrowStats st = compiler::narrow_fp32_to_fp16(m, mode);
+    EXPECT_GT(st.values, 10u);
+    EXPECT_GT(st.constant_elements, 700u);
+    const Graph& g = m.main();
+    const Node* conv = nullptr;
+    for (const Node& n : g.nodes()) {
+      if (n.op == Op::CONV2D) conv = &n;
+      for (ValueId v : n.outputs)
+        if (g.value(v).type.dtype == DType::kFp32) EXPECT_EQ(n.op, Op::CAST) << g.value(v).name;
+    }
+    ASSERT_NE(conv, nullptr);
+    EXPECT_EQ(conv->attr_int("acc_type"),
+              static_cast<int64_t>(mode == Narrowing::kPartial ? AccType::kFp32 : AccType::kFp16));
+    const bool io = mode == Narrowing::kFullPreserveIo;
+    EXPECT_EQ(g.value(g.inputs()[0]).type.dtype, io ? DType::kFp32 : DType::kFp16);
+    EXPECT_EQ(g.value(g.outputs()[0]).type.dtype, io ? DType::kFp32 : DType::kFp16);
+    EXPECT_EQ(g.value(g.outputs()[0]).name, "logits");
+    EXPECT_EQ(st.casts, io ? 2u : 0u);
+    Interpreter interp(m);
+    const Tensor got = interp.run({io ? image : cast(image, DType::kFp16)})[0];
+    EXPECT_LT(max_diff(got, expected), 0.02);  // fp16 keeps about 3 decimal digits
+  }
+}
+
+TEST(Narrow, CastsThatBecomeNoOpsConstantsThatSaturateAndCustomOperators) {
+  GraphBuilder b;
+  ValueId x = b.input("x", TensorType{DType::kFp16, {3}});
+  ValueId wide = b.op_multi(Op::CAST, {x}, {}, {"wide"}, {TensorType{DType::kFp32, {3}}})[0];  // fp16 -> fp32
+  Tensor big = Tensor::from_doubles(TensorType{DType::kFp32, {3}}, std::vector<double>{1e6, -1e6, 0.5});
+  b.output(b.op(Op::ADD, {wide, b.constant("k", big)}, {}, "y"));
+  Module m(b.finish());
+  const compiler::NarrowStats st = compiler::narrow_fp32_to_fp16(m, Narrowing::kFull);
+  EXPECT_EQ(m.main().node(0).op, Op::IDENTITY);
+  EXPECT_EQ(st.saturated, 2u);
+  const Tensor& k = m.main().node(1).attr_tensor("values");
+  EXPECT_EQ(load_as_double(DType::kFp16, k.buffer().data()), 65504.0);
+
+  // A custom operator's fp32 operands are its shader's contract: refused, and the module unchanged.
+  GraphBuilder c;
+  ValueId in = c.input("in", TensorType{DType::kFp32, {4}});
+  std::vector<ValueId> outs = c.op_multi(Op::CUSTOM, {in},
+                                         {{"operator_name", std::string("op")}, {"domain_name", std::string("d")},
+                                          {"implementation_attrs", std::string("")}},
+                                         {"out"}, {TensorType{DType::kFp32, {4}}});
+  c.output(outs[0]);
+  Module with_custom(c.finish());
+  const Module before = with_custom;
+  try {
+    compiler::narrow_fp32_to_fp16(with_custom, Narrowing::kFull);
+    FAIL() << "a custom operator's fp32 operand was narrowed";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
+    EXPECT_NE(std::string(e.what()).find("custom operator"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(with_custom.main().value(0).type.dtype, DType::kFp32);
+  EXPECT_TRUE(compiler::parse_narrowing("full_preserve_io").has_value());
+  EXPECT_FALSE(compiler::parse_narrowing("half").has_value());
+}
+
+}  // namespace
+}  // namespace weft
