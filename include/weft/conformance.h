@@ -22,6 +22,9 @@ struct Options {
   std::string tools_dir;                           // the reference model and its two libraries
   std::vector<std::string> backends = {"reference"};  // "reference" is Weft's interpreter
   std::string work_dir;                            // scratch space ("" = a temporary folder)
+  // Skip tests with an input of more elements than this (0: no limit): a quick run leaves out the
+  // suite's few very large tests (1080x720 convolutions, 8192-wide kernels).
+  int64_t max_input_elements = 0;
 };
 
 enum class Status { kPass, kFail, kNotTaken, kError };
@@ -40,6 +43,7 @@ struct TestResult {
   std::vector<std::string> profiles;  // test_requirements.profiles_supported: "tosa-pro-int", ...
   std::vector<std::string> modes;      // compliance mode per output
   std::string error;                   // a failure before any backend ran (reading, generation)
+  std::string skipped;                 // why the test did not run (Options::max_input_elements)
   std::vector<BackendResult> backends;
 };
 

@@ -253,6 +253,16 @@ TestResult run_test(const std::string& dir, const Options& options) {
     if (desc.contains("test_requirements") && desc["test_requirements"].contains("profiles_supported"))
       for (const auto& p : desc["test_requirements"]["profiles_supported"]) result.profiles.push_back(p.get<std::string>());
     const bool expected_failure = desc.value("expected_failure", false);
+    if (options.max_input_elements > 0)
+      for (const auto& [name, g] : gen_tensors.items()) {
+        int64_t n = 1;
+        for (const auto& d : g.value("shape", json::array())) n *= d.get<int64_t>();
+        if (n > options.max_input_elements) {
+          result.skipped = "input '" + name + "' has " + std::to_string(n) + " elements, more than " +
+                           std::to_string(options.max_input_elements);
+          return result;
+        }
+      }
 
     // Inputs: every tensor the generator describes, in Weft's storage of its type.
     std::map<std::string, Tensor> inputs;

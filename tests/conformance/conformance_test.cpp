@@ -54,6 +54,7 @@ TEST(Conformance, SampleOfTheSuiteOnTheInterpreterAndOneDnn) {
   conformance::Options options;
   options.tools_dir = tools.string();
   options.backends = {"reference"};
+  options.max_input_elements = 200000;  // leaves out the few very large tests
   for (const BackendInfo& b : backends())
     if (b.name == "onednn" && b.unavailable.empty()) options.backends.push_back("onednn");
   const std::vector<std::string> tests = conformance::find_tests({suite.string()});
@@ -63,6 +64,7 @@ TEST(Conformance, SampleOfTheSuiteOnTheInterpreterAndOneDnn) {
     SCOPED_TRACE(tests[i]);
     const conformance::TestResult r = conformance::run_test(tests[i], options);
     ASSERT_EQ(r.error, "");
+    if (!r.skipped.empty()) continue;
     for (const conformance::BackendResult& b : r.backends) {
       EXPECT_TRUE(b.status == conformance::Status::kPass || b.status == conformance::Status::kNotTaken)
           << b.backend << ": " << conformance::status_name(b.status) << ": " << b.detail;

@@ -15,7 +15,8 @@
 namespace weft::cli {
 
 const char* const kConformanceHelp =
-    R"(Usage: weft conformance DIR... [--backend LIST] [--tools DIR] [--every N] [--report FILE.json] [--verbose]
+    R"(Usage: weft conformance DIR... [--backend LIST] [--tools DIR] [--every N] [--max-elements N]
+                        [--report FILE.json] [--verbose]
 
 Runs TOSA 1.0 conformance tests: every folder under DIR with a desc.json and its .tosa file (as
 Arm's conformance generator writes them). For each test, the inputs are made from the test's
@@ -32,6 +33,7 @@ Options:
   --tools DIR         Folder of tosa_reference_model, libtosa_reference_generate_lib.so and
                       libtosa_reference_verify_lib.so (default: $WEFT_TOSA_TOOLS)
   --every N           Run every Nth test of the sorted list (a quick sample; default 1)
+  --max-elements N    Skip tests with an input of more than N elements (counted as skipped)
   --report FILE.json  Write every test's result and the summary as JSON
   -v, --verbose       Print every test's result
   -h, --help          Show this help
@@ -63,6 +65,11 @@ int cmd_conformance(Args& args) {
       if (n.empty() || n.size() > 9 || n.find_first_not_of("0123456789") != std::string::npos || std::stoul(n) == 0)
         usage_error("--every expects a positive integer, got '" + n + "'");
       every = std::stoul(n);
+    } else if (flag == "--max-elements") {
+      const std::string n = args.value(flag, v);
+      if (n.empty() || n.size() > 15 || n.find_first_not_of("0123456789") != std::string::npos)
+        usage_error("--max-elements expects a positive integer, got '" + n + "'");
+      options.max_input_elements = std::stoll(n);
     } else if (flag == "--report") {
       report = args.value(flag, v);
     } else if (flag == "-v" || flag == "--verbose") {
@@ -81,7 +88,7 @@ int cmd_conformance(Args& args) {
   // summary[backend][profile][op] = {pass, fail, not taken, error}
   std::map<std::string, std::map<std::string, std::map<std::string, std::array<size_t, 4>>>> summary;
   std::map<std::string, std::array<size_t, 4>> totals;  // per backend, each test once
-  size_t failures = 0, disagreements = 0, checked_by_weft = 0, run = 0;
+  size_t failures = 0, disagreements = 0, checked_by_weft = 0, run = 0, skipped = 0;
   nlohmann::json out_tests = nlohmann::json::array();
   for (size_t i = 0; i < tests.size(); i += every) {
     conformance::TestResult r = conformance::run_test(tests[i], options);
@@ -90,6 +97,13 @@ int cmd_conformance(Args& args) {
     std::vector<std::string> profiles = r.profiles;
     if (profiles.empty()) profiles = {"?"};
     nlohmann::json jt = {{"test", r.dir}, {"op", op}, {"profiles", profiles}, {"modes", r.modes}};
+    if (!r.skipped.empty()) {
+      ++skipped;
+      if (verbose) std::cout << "skipped " << r.dir << ": " << r.skipped << "\n";
+      jt["skipped"] = r.skipped;
+      out_tests.push_back(jt);
+      continue;
+    }
     if (!r.error.empty()) {
       ++failures;
       for (const std::string& b : options.backends) {
@@ -122,6 +136,7 @@ int cmd_conformance(Args& args) {
   nlohmann::json js = nlohmann::json::object();
   std::cout << "\n" << run << " tests (" << tests.size() << " found";
   if (every > 1) std::cout << ", every " << every << "th";
+  if (skipped) std::cout << ", " << skipped << " skipped as too large";
   std::cout << ")\n";
   for (const auto& [backend, profiles] : summary) {
     std::cout << "backend " << backend << ":\n";
@@ -145,6 +160,7 @@ int cmd_conformance(Args& args) {
     f << nlohmann::json{{"tests", out_tests},
                         {"summary", js},
                         {"checked_by_weft", checked_by_weft},
+                        {"skipped", skipped},
                         {"disagreements", disagreements}}
              .dump(1)
       << "\n";
