@@ -140,6 +140,9 @@ struct BlockReader {
                                            "); Weft needs static shapes");
         shape.push_back(dim);
       }
+    // A shape value of length 0 (RESHAPE to rank 0) is written with shape [] by the conformance
+    // generator: read as [0].
+    if (*d == DType::kShape && shape.empty()) shape = {0};
     if (*d == DType::kShape && shape.size() != 1)
       bad(ErrorCode::kVerify, "shape tensor '" + name + "' must have rank 1, has rank " + std::to_string(shape.size()));
     TensorType type{*d, shape};
@@ -344,10 +347,19 @@ void BlockReader::read(int block_index) {
     }
   }
 
+  // Constants of this block listed among its inputs all the same (fed or with data): produced by
+  // their operator, not inputs.
+  std::set<std::string> produced_constants;
+  for (size_t i = 0; i < n_ops; ++i) {
+    const fb::TosaOperator* o = ops->Get(static_cast<flatbuffers::uoffset_t>(i));
+    if ((o->op() == fb::Op_CONST || o->op() == fb::Op_CONST_SHAPE) && o->outputs() && o->outputs()->size() == 1 &&
+        !fed_as_input.count(o->outputs()->Get(0)->str()))
+      produced_constants.insert(o->outputs()->Get(0)->str());
+  }
   if (block->inputs())
     for (const auto* s : *block->inputs()) {
       const std::string name = s->str();
-      if (fed.count(name)) continue;
+      if (fed.count(name) || produced_constants.count(name)) continue;
       auto t = tensors.find(name);
       if (t == tensors.end()) bad(ErrorCode::kVerify, "block input '" + name + "' has no entry in the block's tensors");
       if (g.find_value(name)) bad(ErrorCode::kVerify, "block input '" + name + "' is listed twice");
