@@ -107,7 +107,7 @@ Outcome run_loops(const std::shared_ptr<vk::Device>& dev, const char* source, st
   d.resources = {vk_test::buffer(false, 0, 0, 0, {count}, weft::DType::kInt32),
                  vk_test::buffer(true, 0, 0, 0, {count}, weft::DType::kInt32)};
   d.push_constants.resize(push.size() * 4);
-  std::memcpy(d.push_constants.data(), push.data(), d.push_constants.size());
+  if (!push.empty()) std::memcpy(d.push_constants.data(), push.data(), d.push_constants.size());
   d.timeout_ms = 120000;
   vk::ComputeKernel k(dev, d);
   Outcome r;
