@@ -289,6 +289,40 @@ TEST(Cli, RunExampleMatchesNumpy) {
   EXPECT_TRUE(read_npy(d.file("again.npy")).identical(got));
 }
 
+// .tosa files everywhere a model goes: compile writes one, run/check/import/compile read it.
+TEST(Cli, TosaFilesEverywhere) {
+  TempDir d;
+  copy_example(d);
+  Result c = weft(d, "compile tiny_cnn.weft -o m.tosa");
+  ASSERT_EQ(c.rc, 0) << c.all();
+  EXPECT_HAS(c.out, "m.tosa: TOSA 1.0 FlatBuffer");
+  ASSERT_EQ(weft(d, "run tiny_cnn.weft --input image=image.npy --output logits=a.npy").rc, 0);
+  Result r = weft(d, "run m.tosa --input image=image.npy --output logits=b.npy");
+  ASSERT_EQ(r.rc, 0) << r.all();
+  EXPECT_TRUE(read_npy(d.file("a.npy")).identical(read_npy(d.file("b.npy"))));
+  EXPECT_EQ(weft(d, "check m.tosa").rc, 0);
+  Result i = weft(d, "import m.tosa -o back.weft");
+  ASSERT_EQ(i.rc, 0) << i.all();
+  EXPECT_EQ(weft(d, "compile m.tosa -o m.vgf").rc, 0);
+  Result n = weft(d, "compile tiny_cnn.weft --type-narrowing full_preserve_io -o half.tosa");
+  ASSERT_EQ(n.rc, 0) << n.all();
+  EXPECT_HAS(n.out, "narrowed to fp16 (full_preserve_io)");
+  Result h = weft(d, "run half.tosa --input image=image.npy --output logits=h.npy");
+  ASSERT_EQ(h.rc, 0) << h.all();
+  for (int64_t k = 0; k < 10; ++k)
+    EXPECT_NEAR(read_npy(d.file("h.npy")).at_double(k), read_npy(d.file("a.npy")).at_double(k), 0.02) << k;
+  EXPECT_HAS(weft(d, "compile tiny_cnn.weft --type-narrowing half -o x.tosa").err, "--type-narrowing expects none, full");
+  // Not a TOSA file: the identifier is checked first, the file named.
+  Result bad = weft(d, "check image.npy.tosa");
+  EXPECT_EQ(bad.rc, 1);
+  std::filesystem::copy_file(d.file("image.npy"), d.file("fake.tosa"));
+  Result fake = weft(d, "check fake.tosa");
+  EXPECT_EQ(fake.rc, 1);
+  EXPECT_HAS(fake.err, "fake.tosa");
+  EXPECT_HAS(fake.err, "file identifier 'TOSA' is missing");
+  EXPECT_HAS(weft(d, "conformance").err, "needs a test folder");
+}
+
 TEST(Cli, RunInputErrors) {
   TempDir d;
   copy_example(d);

@@ -5,17 +5,20 @@
 #include "cli.h"
 #include "weft/error.h"
 #include "weft/onnx.h"
+#include "weft/tosa_file.h"
 #include "weft/text.h"
 
 namespace weft::cli {
 
 const char* const kImportHelp = R"(Usage: weft import MODEL.onnx -o OUT.weft [--shape NAME=DIMS]...
+       weft import MODEL.tosa -o OUT.weft
        weft import --list-ops
 
 Imports an ONNX model: resolves its shapes (give dynamic dimensions with --shape), folds its
 constant sub-graphs, lowers every node to TOSA 1.0 operators with NCHW carried as NHWC inside the
 graph, verifies the result and writes it in Weft's text form. Constants larger than 16 elements
-are written as OUT.<value>.npy files beside OUT.weft, so the text stays readable.
+are written as OUT.<value>.npy files beside OUT.weft, so the text stays readable. A TOSA 1.0 file
+(.tosa) is read and verified as it is (docs/tosa-file.md) and written the same way.
 
 Options:
   -o, --output OUT.weft   Output path ("-" prints the text form to stdout, constants inline)
@@ -102,9 +105,10 @@ int cmd_import(Args& args) {
     for (const std::string& op : onnx_supported_ops()) std::cout << op << "\n";
     return kExitOk;
   }
-  if (model.empty()) usage_error("`weft import` needs an ONNX model (see `weft import --help`)");
+  if (model.empty()) usage_error("`weft import` needs an ONNX or TOSA model (see `weft import --help`)");
   if (out.empty()) usage_error("`weft import` needs -o OUT.weft (or -o - for stdout)");
-  Module m = import_onnx(model, load.onnx);
+  const bool tosa = model.size() > 5 && model.substr(model.size() - 5) == ".tosa";
+  Module m = tosa ? tosa_file::read(model) : import_onnx(model, load.onnx);
   if (out == "-") {
     std::cout << print_weft(m);
   } else {
