@@ -80,12 +80,11 @@ TEST(TosaFile, EveryOperatorAndTypeCombination) {
   EXPECT_GT(combinations, 280u);
 }
 
+// A constant of each kind: the one of codec_test::const_module, and a shape value.
 Module const_module(DType t, const Shape& shape, const std::vector<uint64_t>& bits) {
-  const size_t size = storage_size(t);
-  Tensor v = Tensor::zeros(TensorType{t, shape});
-  for (size_t i = 0; i < bits.size(); ++i) std::memcpy(v.mutable_bytes() + i * size, &bits[i], size);
+  Module m = codec_test::const_module(t, shape, bits);
   GraphBuilder b;
-  b.output(b.constant("c", v));
+  std::swap(b.graph(), m.main());
   b.output(b.constant_shape("s", {3, 0, -1, int64_t{1} << 40}));
   return Module(b.finish());
 }

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <map>
 #include <string>
 #include <vector>
@@ -166,6 +167,16 @@ inline std::vector<int64_t> sample_int_list(Op op, const AttrDef& a) {
 // A graph `main` computing `op` for `row`: tensor operands are graph inputs (zero points, shifts and
 // pad values are CONST zeros placed just before the operator, as the decoder places them), shape
 // operands CONST_SHAPE; the outputs are the graph's outputs.
+// A module whose one output is a CONST "c" of type `t` and `shape`, element i holding bits[i].
+inline Module const_module(DType t, const Shape& shape, const std::vector<uint64_t>& bits) {
+  const size_t size = storage_size(t);
+  Tensor v = Tensor::zeros(TensorType{t, shape});
+  for (size_t i = 0; i < bits.size(); ++i) std::memcpy(v.mutable_bytes() + i * size, &bits[i], size);
+  GraphBuilder b;
+  b.output(b.constant("c", v));
+  return Module(b.finish());
+}
+
 inline Module op_module(Op op, const TypeSupport& row) {
   const OpDef& d = op_def(op);
   Graph g("main");

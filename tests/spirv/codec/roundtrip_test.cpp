@@ -74,15 +74,6 @@ TEST(SpirvRoundTrip, TwoOutputOperatorsUseAStructAndTheirLabel) {
 }
 
 // One CONST of type `t` holding `bits` (raw storage), as the graph's output.
-Module const_module(DType t, const Shape& shape, const std::vector<uint64_t>& bits) {
-  const size_t size = storage_size(t);
-  Tensor v = Tensor::zeros(TensorType{t, shape});
-  for (size_t i = 0; i < bits.size(); ++i) std::memcpy(v.mutable_bytes() + i * size, &bits[i], size);
-  GraphBuilder b;
-  b.output(b.constant("c", v));
-  return Module(b.finish());
-}
-
 TEST(SpirvRoundTrip, EveryElementTypeInlineAndAsGraphConstant) {
   const std::vector<std::pair<DType, std::vector<uint64_t>>> cases = {
       {DType::kBool, {0, 1, 1, 0, 1, 0}},
