@@ -35,7 +35,7 @@ struct BackendResult {
   Status status = Status::kError;
   std::string detail;        // why it failed, or which node the backend did not take
   bool checker_agrees = true;  // Weft's compliance rules gave the verify library's verdict
-  bool checked_by_weft = false;  // the mode has Weft's own implementation
+  bool checked_by_weft = false;  // Weft's own rules judged it too
 };
 
 struct TestResult {
@@ -57,12 +57,16 @@ TestResult run_test(const std::string& dir, const Options& options);
 
 // The verdict of the test's compliance entry for one output (`compliance`: the JSON text of
 // meta.compliance.tensors.<name>), `imp` Weft's result, `ref` the reference model's precise result
-// (as doubles). Returns false and sets `handled` = false for modes Weft does not implement.
+// and `bounds` its bounds result (FP_SPECIAL and DOT_PRODUCT need them; ABS_ERROR uses them where
+// given), as doubles. Every mode of the specification: EXACT, ULP, ABS_ERROR, RELATIVE,
+// REDUCE_PRODUCT, FP_SPECIAL, DOT_PRODUCT; `handled` is false for another mode, or for a mode that
+// needs bounds when none are given.
 struct Verdict {
   bool handled = false;
   bool pass = false;
-  std::string why;  // the first element that broke the rule
+  std::string why;  // the first element (or the statistic) that broke the rule
 };
-Verdict check(const std::string& compliance, const Tensor& imp, std::span<const double> ref);
+Verdict check(const std::string& compliance, const Tensor& imp, std::span<const double> ref,
+              std::span<const double> bounds = {});
 
 }  // namespace weft::conformance

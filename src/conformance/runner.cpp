@@ -429,7 +429,8 @@ TestResult run_test(const std::string& dir, const Options& options) {
         // The library takes the whole meta.compliance and finds the tensor by name.
         const std::string config = meta.at("compliance").dump();
         const bool library = t.verify(&ref_t, bounds ? &bnd_t : nullptr, &imp_t, config.c_str());
-        const Verdict own = check(compliance.at(name).dump(), imp, refs[k].values);
+        const Verdict own = check(compliance.at(name).dump(), imp, refs[k].values,
+                                  bounds ? std::span<const double>(bnds[k].values) : std::span<const double>());
         if (own.handled) {
           br.checked_by_weft = true;
           if (own.pass != library) {
