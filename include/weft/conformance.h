@@ -2,8 +2,8 @@
 // conformance generator writes them. Inputs are made from the test's `meta.data_gen` by the TOSA
 // reference model's data-generation library, the expected results by the reference model itself
 // (precise mode), and each output of Weft (the interpreter, and each backend for the nodes it takes)
-// is judged by the test's compliance mode: by the reference model's verify library, and by Weft's
-// own implementation of the compliance rules where it has one (the two must agree). The reference
+// is judged by the test's compliance mode: by the reference model's verify library where it is
+// there, and by Weft's own implementation of the compliance rules (the two must agree). The reference
 // tools are public programs Weft runs, never links: `Tools::dir` holds `tosa_reference_model`,
 // `libtosa_reference_generate_lib.so` and `libtosa_reference_verify_lib.so`. See
 // docs/conformance.md.

@@ -154,7 +154,7 @@ int cmd_conformance(Args& args) {
               << total[3] << "\n";
   }
   std::cout << "Weft's compliance checker judged " << checked_by_weft << " results and disagreed with the "
-            << "verify library on " << disagreements << "\n";
+            << "verify library (where given) on " << disagreements << "\n";
   if (!report.empty()) {
     std::ofstream f(report);
     f << nlohmann::json{{"tests", out_tests},
