@@ -225,5 +225,16 @@ TEST(VulkanElementwise, ChainsStayOnTheDeviceAsOneRegion) {
   EXPECT_NE(ex.find("vulkan REGION[5 nodes]"), std::string::npos) << ex;
 }
 
+// More workgroups than maxComputeWorkGroupCount[0] (65535 on lavapipe and many GPUs; 2^31 - 1 on
+// NVIDIA): the grid spreads over y. Every element must be written (found by the TOSA conformance
+// suite: past 65535 * 65 elements, nothing was).
+TEST(VulkanElementwise, GridsWiderThanOneRowOfWorkgroups) {
+  std::mt19937 rng(5);
+  GraphBuilder b;
+  const TensorType t{DType::kFp32, {65535 * 64 + 4097}};
+  b.output(b.op(Op::ABS, {b.input("x", t)}, {}, "y"));
+  check_vs_reference(Module(b.finish()), {random_tensor(t, rng, -2, 2)}, 0);
+}
+
 }  // namespace
 }  // namespace weft::vk_test

@@ -13,10 +13,12 @@
 #define DT_F16 5
 #define DT_F32 6
 
-// The flat invocation index over a grid that Lowering::grid() spread over x and y.
-uint flat_id() {
-  return gl_GlobalInvocationID.x + gl_GlobalInvocationID.y * gl_NumWorkGroups.x * gl_WorkGroupSize.x;
-}
+// The flat invocation index over a grid that Lowering::grid() spread over x and y. A macro, not a
+// function: glslang gives gl_WorkGroupSize its value where it is used, and a function here comes
+// before the shader's layout(local_size_x = ...) declaration, where the size is still (1,1,1); the
+// y rows then overlapped and every element past 65535 * 65 stayed unwritten on devices whose
+// maxComputeWorkGroupCount[0] is 65535 (lavapipe; found by the TOSA conformance suite).
+#define flat_id() (gl_GlobalInvocationID.x + gl_GlobalInvocationID.y * gl_NumWorkGroups.x * gl_WorkGroupSize.x)
 
 // x rounded to the nearest fp16 value, ties to even, computed on the bits: a conversion instruction's
 // rounding mode is the driver's choice unless the shader declares one (float controls), and Weft's
