@@ -98,7 +98,9 @@ void main() {
     // output_val = acc / static_cast<in_out_t>(count), in acc_t, then as in_out_t.
     const float divisor = T_IO == DT_F16 ? r16(float(count)) : float(count);
     float q = facc / divisor;
-    q = q + fma(-q, divisor, facc) / divisor;  // one correction step: the correctly rounded quotient
+    // One correction step gives the correctly rounded quotient; an infinite or NaN quotient stays
+    // as it is (inf - inf in the step would make it NaN: found by the TOSA conformance suite).
+    if (!isinf(q) && !isnan(q)) q = q + fma(-q, divisor, facc) / divisor;
     if (ACC16 != 0) q = r16(q);
     outp_stf(o, q);
   } else {
