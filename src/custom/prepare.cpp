@@ -39,6 +39,11 @@ PrepareStats prepare_module(Module& m, const std::string& source) {
       const Location where{.file = source, .graph = g.name(), .node = g.node_label(i), .operand = "implementation_attrs"};
       const std::vector<TensorType> ins = types_of(g, n.inputs), outs = types_of(g, n.outputs);
       const std::string& attrs = n.attr_str("implementation_attrs");
+      // A CUSTOM node of another domain whose attributes are not a JSON object is not a shader
+      // node: it stays in the graph as it is (a .tosa file keeps it; a CPU kernel may run it), as
+      // Arm's model converter leaves CUSTOM nodes of domains other than com.arm.VulkanCustomShader.
+      const size_t first = attrs.find_first_not_of(" \t\r\n");
+      if (domain != "com.arm.VulkanCustomShader" && first != std::string::npos && attrs[first] != '{') continue;
       Payload p;
       bool changed = false;
       CompiledShader compiled;  // the payload's shader, when it came without weft_dispatch

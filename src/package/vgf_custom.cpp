@@ -188,8 +188,18 @@ void SegmentedBuilder::check_custom(int i) {
   const Location w = where(i);
   const std::string head = "custom node '" + w.node + "' (operator '" + n.attr_str("operator_name") + "')";
   const char* fix = "compile the shader first (weft compile --custom-ops)";
+  const std::string& attrs = n.attr_str("implementation_attrs");
+  const size_t first = attrs.find_first_not_of(" \t\r\n");
+  if (first == std::string::npos || attrs[first] != '{')
+    throw Error(ErrorCode::kUnsupported,
+                head + " of domain '" + n.attr_str("domain_name") +
+                    "' carries no shader payload: a VGF holds custom operators only as shaders (COMPUTE "
+                    "segments, domain com.arm.VulkanCustomShader or a registered operator) and as "
+                    "Arm.ExperimentalMLOperations CALL nodes; keep the model as .tosa or .weft, or register the "
+                    "operator's shader (weft compile --custom-ops)",
+                w);
   CustomNode cn;
-  cn.payload = custom::parse_payload(n.attr_str("implementation_attrs"), w);
+  cn.payload = custom::parse_payload(attrs, w);
   const custom::Payload& p = cn.payload;
   if (p.language != custom::ShaderLanguage::kSpirv) {
     std::string what = p.language == custom::ShaderLanguage::kUnspecified

@@ -321,6 +321,17 @@ TEST(Cli, TosaFilesEverywhere) {
   EXPECT_HAS(fake.err, "fake.tosa");
   EXPECT_HAS(fake.err, "file identifier 'TOSA' is missing");
   EXPECT_HAS(weft(d, "conformance").err, "needs a test folder");
+  // A CUSTOM node of another domain that is not a shader stays in the graph: a .tosa file keeps it,
+  // a VGF cannot hold it.
+  d.write("c.weft", "graph @main(%x: f32[4]) -> (%y) {\n  %y: f32[4] = CUSTOM(%x) {operator_name = \"foo\", "
+                    "domain_name = \"my.domain\", implementation_attrs = \"opaque bytes\"}\n  return %y\n}\n");
+  ASSERT_EQ(weft(d, "compile c.weft -o c.tosa").rc, 0);
+  Result back = weft(d, "import c.tosa -o -");
+  EXPECT_HAS(back.out, "implementation_attrs = \"opaque bytes\"");
+  Result vgf = weft(d, "compile c.weft -o c.vgf");
+  EXPECT_EQ(vgf.rc, 1);
+  EXPECT_HAS(vgf.err, "c.weft");
+  EXPECT_HAS(vgf.err, "of domain 'my.domain' carries no shader payload");
 }
 
 TEST(Cli, RunInputErrors) {

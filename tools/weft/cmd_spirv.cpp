@@ -329,7 +329,12 @@ int cmd_compile(Args& args) {
               << (spec->simple_sequences.size() == 1 ? "" : "s") << "\n";
   };
   if (emit == "vgf") {
-    const int rc = compile_vgf(m, out);
+    int rc = 0;
+    try {
+      rc = compile_vgf(m, out);
+    } catch (const Error& e) {
+      throw e.with_context({.file = model});
+    }
     write_spec();
     return rc;
   }
