@@ -12,6 +12,7 @@ PACKAGES=(
   libdnnl-dev
   libvulkan-dev mesa-vulkan-drivers glslc libshaderc-dev glslang-dev spirv-tools vulkan-tools
   python3 python3-numpy python3-onnx python3-torch python3-torchvision
+  python3-dev pybind11-dev python3-pytest
 )
 # Node.js runs ONNX Runtime (npm onnxruntime-node) for the model comparisons; any node >= 18 will do.
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then PACKAGES+=(nodejs npm); fi

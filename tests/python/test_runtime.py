@@ -1,0 +1,125 @@
+"""The Python package against the C++ runtime: loading every model format, numpy round trips for
+every element type, zero-copy outputs, errors carrying code and location, and sessions of one
+model running in parallel threads. Run by ctest (`python`) with PYTHONPATH=build/python."""
+import os
+import subprocess
+import threading
+
+import numpy as np
+import pytest
+
+import weft
+
+SOURCE = os.environ.get("WEFT_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+CLI = os.environ.get("WEFT_CLI", "weft")
+EXAMPLE = os.path.join(SOURCE, "examples", "tiny_cnn")
+
+
+def image():
+    return np.load(os.path.join(EXAMPLE, "image.npy"))
+
+
+def expected():
+    return np.load(os.path.join(EXAMPLE, "expected_logits.npy"))
+
+
+def test_inputs_outputs_and_a_run():
+    m = weft.load(os.path.join(EXAMPLE, "tiny_cnn.weft"))
+    assert [(i.name, i.dtype, i.shape) for i in m.inputs] == [("image", "f32", (1, 8, 8, 3))]
+    assert m.inputs[0].numpy_dtype == np.float32
+    assert [(o.name, o.shape) for o in m.outputs] == [("logits", (1, 10))]
+    out = m.session(threads=2).run({"image": image()})
+    assert set(out) == {"logits"}
+    np.testing.assert_allclose(out["logits"], expected(), atol=1e-4)
+    assert "partition of graph 'main'" in m.explain()
+    assert m.memory_stats()["arena_bytes"] > 0
+
+
+@pytest.mark.parametrize("ext", ["vgf", "tosa"])
+def test_every_model_file_the_cli_writes(tmp_path, ext):
+    path = tmp_path / f"m.{ext}"
+    subprocess.run([CLI, "compile", os.path.join(EXAMPLE, "tiny_cnn.weft"), "-o", str(path)], check=True,
+                   capture_output=True)
+    out = weft.load(str(path), backends=["reference"]).run({"image": image()})
+    np.testing.assert_allclose(out["logits"], expected(), atol=1e-4)
+
+
+@pytest.mark.parametrize("dtype,numpy_dtype,values", [
+    ("bool", np.bool_, [True, False, True]),
+    ("i8", np.int8, [-128, 0, 127]),
+    ("i16", np.int16, [-32768, 1, 32767]),
+    ("i32", np.int32, [-2**31, 5, 2**31 - 1]),
+    ("f16", np.float16, [0.5, -np.inf, 65504]),
+    ("f32", np.float32, [1e-30, -0.0, np.nan]),
+])
+def test_numpy_round_trip_of_every_element_type(tmp_path, dtype, numpy_dtype, values):
+    path = tmp_path / "id.weft"
+    path.write_text(f"graph @main(%x: {dtype}[3]) -> (%y) {{\n  %y: {dtype}[3] = IDENTITY(%x)\n  return %y\n}}\n")
+    m = weft.load(str(path))
+    assert m.inputs[0].numpy_dtype == np.dtype(numpy_dtype)
+    x = np.array(values, dtype=numpy_dtype)
+    y = m.run({"x": x})["y"]
+    assert y.dtype == np.dtype(numpy_dtype)
+    assert y.tobytes() == x.tobytes()
+
+
+def test_outputs_are_not_copied_and_outlive_the_session():
+    m = weft.load(os.path.join(EXAMPLE, "tiny_cnn.weft"))
+    s = m.session()
+    y = s.run({"image": image()})["logits"]
+    assert not y.flags["OWNDATA"]  # a view of the runtime's buffer, kept alive by the array
+    del s, m
+    np.testing.assert_allclose(y, expected(), atol=1e-4)
+
+
+def test_errors_carry_code_and_location(tmp_path):
+    m = weft.load(os.path.join(EXAMPLE, "tiny_cnn.weft"))
+    x = image()
+    with pytest.raises(weft.Error) as e:
+        m.run({"image": x.astype(np.float64)})
+    assert e.value.code == "invalid-argument" and e.value.operand == "image"
+    assert "dtype float64, expected float32" in str(e.value)
+    with pytest.raises(weft.Error, match=r"got shape \[1,8,8\]"):
+        m.run({"image": x[..., 0]})
+    with pytest.raises(weft.Error, match="not C-contiguous"):
+        m.run({"image": np.asfortranarray(np.broadcast_to(x, (1, 8, 8, 3)).copy().transpose(0, 2, 1, 3))})
+    with pytest.raises(weft.Error, match="inputs not given: image f32"):
+        m.run({})
+    with pytest.raises(weft.Error) as e:
+        m.run({"img": x})
+    assert e.value.code == "not-found" and "image" in str(e.value)
+    with pytest.raises(weft.Error) as e:
+        weft.load(str(tmp_path / "missing.onnx"))
+    assert e.value.file.endswith("missing.onnx")
+    bad = tmp_path / "bad.weft"
+    bad.write_text("graph @main(%x: f32[2]) -> (%y) {\n  %y: f32[3] = ABS(%x)\n  return %y\n}\n")
+    with pytest.raises(weft.Error) as e:
+        weft.load(str(bad))
+    assert e.value.code == "verify" and e.value.file.endswith("bad.weft")
+    assert (e.value.graph, e.value.node, e.value.operand) == ("main", "%y", "output")
+
+
+def test_sessions_run_in_parallel_threads():
+    m = weft.load(os.path.join(EXAMPLE, "tiny_cnn.weft"))
+    x, want = image(), expected()
+    errors = []
+
+    def work():
+        try:
+            s = m.session()
+            for _ in range(20):
+                np.testing.assert_allclose(s.run({"image": x})["logits"], want, atol=1e-4)
+        except Exception as e:  # reported below: a thread's failure must fail the test
+            errors.append(e)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+
+
+def test_backends_are_listed():
+    names = [b[0] for b in weft.backends()]
+    assert "reference" in names
