@@ -13,9 +13,16 @@
 #include <string>
 #include <vector>
 
+#include "weft/custom.h"
 #include "weft/error.h"
+#include "weft/iospec.h"
+#include "weft/onnx.h"
 #include "weft/runtime.h"
 #include "weft/tensor.h"
+#include "weft/text.h"
+#include "weft/tosa_file.h"
+#include "weft/verify.h"
+#include "weft/vgf.h"
 
 namespace py = pybind11;
 
@@ -129,6 +136,55 @@ class Session {
   std::mutex mu_;
 };
 
+// Any C-contiguous array of a Weft element type, as a tensor of its shape (borrowed).
+Tensor any_from_numpy(const py::array& a, const std::string& what) {
+  static const std::pair<const char*, DType> kinds[] = {{"bool", DType::kBool},       {"int8", DType::kInt8},
+                                                         {"int16", DType::kInt16},     {"int32", DType::kInt32},
+                                                         {"float16", DType::kFp16},    {"float32", DType::kFp32}};
+  for (const auto& [name, t] : kinds) {
+    if (!a.dtype().is(py::dtype(name))) continue;
+    if (!(a.flags() & py::array::c_style))
+      throw Error(ErrorCode::kInvalidArgument, what + ": the array is not C-contiguous", {.operand = what});
+    TensorType type{t, Shape(a.shape(), a.shape() + a.ndim())};
+    return Tensor(type, Buffer::wrap(nullptr, a.data(), type.byte_size()));
+  }
+  throw Error(ErrorCode::kInvalidArgument,
+              what + ": arrays of dtype " + std::string(py::str(py::object(a.dtype()))) +
+                  " have no Weft element type (bool, int8, int16, int32, float16, float32)",
+              {.operand = what});
+}
+
+// An IOSpec streaming session (weft stream): inputs written one at a time in sequence order.
+class Stream {
+ public:
+  Stream(std::shared_ptr<const Model> model, const std::string& iospec, const std::string& target) {
+    iospec::IoSpec spec = iospec::load_yaml(iospec);
+    iospec::Target t = target.empty() ? iospec::Target{} : iospec::read_target(target);
+    session_ = std::make_unique<StreamSession>(std::move(model), std::move(spec), t);
+  }
+  void write(const std::string& key, const py::array& value) {
+    const py::array a = py::array::ensure(value);
+    session_->write(key, any_from_numpy(a, key));
+  }
+  void write_values(const std::string& key, const std::vector<double>& values) { session_->write_values(key, values); }
+  py::array read(const std::string& key) {
+    Tensor t;
+    {
+      py::gil_scoped_release release;
+      t = session_->read(key);
+    }
+    return to_numpy(t);
+  }
+  std::vector<double> read_values(const std::string& key) {
+    py::gil_scoped_release release;
+    return session_->read_values(key);
+  }
+  std::string expected() const { return session_->expected(); }
+
+ private:
+  std::unique_ptr<StreamSession> session_;
+};
+
 py::list io_list(const std::vector<IoInfo>& io) {
   py::list l;
   for (const IoInfo& i : io)
@@ -205,6 +261,74 @@ PYBIND11_MODULE(_weft, m) {
       },
       py::arg("path"), py::arg("backends") = std::vector<std::string>{}, py::arg("device") = "",
       py::arg("shapes") = std::map<std::string, std::vector<int64_t>>{});
+
+  py::class_<Stream>(m, "Stream")
+      .def(py::init([](std::shared_ptr<Model> model, const std::string& iospec, const std::string& target) {
+             return std::make_unique<Stream>(std::move(model), iospec, target);
+           }),
+           py::arg("model"), py::arg("iospec"), py::arg("target") = "")
+      .def("write", &Stream::write, py::arg("key"), py::arg("value"))
+      .def("write_values", &Stream::write_values, py::arg("key"), py::arg("values"))
+      .def("read", &Stream::read, py::arg("key"))
+      .def("read_values", &Stream::read_values, py::arg("key"))
+      .def("expected", &Stream::expected);
+
+  m.def("register_ops", [](const std::string& path) { return custom::register_ops_file(path); }, py::arg("path"));
+
+  // weft compile: the model read, custom shader nodes prepared, verified, written by the output's
+  // extension (.vgf, .tosa, .weft), and its IOSpec where asked for.
+  m.def(
+      "compile",
+      [](const std::string& src, const std::string& out, const std::string& iospec_out,
+         std::vector<std::string> latched, const std::string& target, std::map<std::string, std::vector<int64_t>> shapes) {
+        py::gil_scoped_release release;
+        LoadOptions o;
+        for (auto& [name, dims] : shapes) o.onnx.input_shapes[name] = Shape(dims.begin(), dims.end());
+        Module m = read_model(src, o);
+        try {
+          custom::prepare_module(m, src);
+          verify_or_throw(m);
+        } catch (const Error& e) {
+          throw e.with_context({.file = src});
+        }
+        std::optional<iospec::IoSpec> spec;
+        if (!iospec_out.empty()) {
+          iospec::GenerateOptions gen;
+          if (!target.empty()) gen.target = iospec::read_target(target);
+          gen.latched = std::move(latched);
+          spec = iospec::generate(m, gen);
+        }
+        auto ends = [&](const char* ext) {
+          const std::string e(ext);
+          return out.size() > e.size() && out.compare(out.size() - e.size(), e.size(), e) == 0;
+        };
+        if (ends(".vgf")) {
+          vgf::save(vgf::from_module(m), out);
+        } else if (ends(".tosa")) {
+          tosa_file::save(m, out);
+        } else if (ends(".weft")) {
+          save_weft(m, out);
+        } else {
+          throw Error(ErrorCode::kInvalidArgument, "the output must end in .vgf, .tosa or .weft", {.file = out});
+        }
+        if (spec) iospec::save_yaml(*spec, iospec_out);
+      },
+      py::arg("src"), py::arg("out"), py::arg("iospec") = "", py::arg("latched") = std::vector<std::string>{},
+      py::arg("target") = "", py::arg("shapes") = std::map<std::string, std::vector<int64_t>>{});
+
+  m.def(
+      "import_onnx",
+      [](const std::string& path, std::map<std::string, std::vector<int64_t>> shapes) {
+        OnnxImportOptions o;
+        for (auto& [name, dims] : shapes) o.input_shapes[name] = Shape(dims.begin(), dims.end());
+        Module m;
+        {
+          py::gil_scoped_release release;
+          m = import_onnx(path, o);
+        }
+        return print_weft(m);
+      },
+      py::arg("path"), py::arg("shapes") = std::map<std::string, std::vector<int64_t>>{});
 
   m.def("backends", [] {
     py::list l;

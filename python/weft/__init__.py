@@ -18,7 +18,8 @@ import numpy as np
 
 from . import _weft
 
-__all__ = ["Error", "IoInfo", "Model", "Session", "load", "backends"]
+__all__ = ["Error", "IoInfo", "Model", "Session", "Stream", "load", "compile", "import_onnx", "register_ops",
+           "backends"]
 
 
 class Error(Exception):
@@ -105,6 +106,59 @@ def load(path: str, backends: Optional[Sequence[str]] = None, device: str = "",
     `shapes`: static shapes of ONNX inputs with dynamic dimensions."""
     return Model(_weft.load(str(path), list(backends or []), device,
                             {k: [int(d) for d in v] for k, v in (shapes or {}).items()}))
+
+
+class Stream:
+    """A streaming session driven by an IOSpec (weft stream): inputs are written one at a time in
+    the IOSpec's sequence order, the model runs when the main sequence's last input arrives, and
+    outputs are read one at a time in order. Latched inputs keep their value until rewritten. A
+    write or read out of order raises weft.Error and leaves the session as it was."""
+
+    def __init__(self, model: Model, iospec: str, target: str = ""):
+        self._stream = _weft.Stream(model._model, str(iospec), str(target))
+
+    def write(self, key: str, value: np.ndarray) -> None:
+        """Writes input `key`: exactly its `length` elements, of its element type."""
+        self._stream.write(key, np.asarray(value))
+
+    def write_values(self, key: str, values: Sequence[float]) -> None:
+        """Writes input `key` from real values, quantized as the IOSpec says."""
+        self._stream.write_values(key, [float(v) for v in values])
+
+    def read(self, key: str) -> np.ndarray:
+        """Reads the next output, which must be `key`."""
+        return self._stream.read(key)
+
+    def read_values(self, key: str) -> List[float]:
+        """Reads the next output, dequantized as the IOSpec says."""
+        return self._stream.read_values(key)
+
+    def expected(self) -> str:
+        """What the session expects next, e.g. "input 'C' of main_seq"."""
+        return self._stream.expected()
+
+
+def compile(src: str, out: str, custom_ops: Optional[Sequence[str]] = None, iospec: str = "",
+            latched: Optional[Sequence[str]] = None, target: str = "",
+            shapes: Optional[Mapping[str, Sequence[int]]] = None) -> None:
+    """weft compile: reads `src` (.onnx, .weft, .tosa, .vgf), registers the operators of the ops
+    files `custom_ops`, prepares custom shader nodes, verifies, and writes `out` by its extension
+    (.vgf, .tosa or .weft); with `iospec`, also the model's IOSpec (YAML), `latched` inputs and the
+    transport of `target`."""
+    for f in custom_ops or []:
+        register_ops(f)
+    _weft.compile(str(src), str(out), str(iospec), list(latched or []), str(target),
+                  {k: [int(d) for d in v] for k, v in (shapes or {}).items()})
+
+
+def import_onnx(path: str, shapes: Optional[Mapping[str, Sequence[int]]] = None) -> str:
+    """The ONNX model lowered to TOSA, in Weft's text form (weft import)."""
+    return _weft.import_onnx(str(path), {k: [int(d) for d in v] for k, v in (shapes or {}).items()})
+
+
+def register_ops(path: str) -> List[str]:
+    """Registers the custom operators of an ops file (docs/custom-ops.md); returns their names."""
+    return list(_weft.register_ops(str(path)))
 
 
 def backends() -> List[Tuple[str, str, str]]:

@@ -123,3 +123,61 @@ def test_sessions_run_in_parallel_threads():
 def test_backends_are_listed():
     names = [b[0] for b in weft.backends()]
     assert "reference" in names
+
+
+ADD = """graph @main(%B: f16[60], %C: f16[60]) -> (%A) {
+  %A: f16[60] = ADD(%B, %C)
+  return %A
+}
+"""
+
+
+def test_compile_writes_every_format_and_the_iospec(tmp_path):
+    src = tmp_path / "add.weft"
+    src.write_text(ADD)
+    for ext in ("vgf", "tosa", "weft"):
+        out = tmp_path / f"out.{ext}"
+        weft.compile(str(src), str(out), iospec=str(tmp_path / f"{ext}.yaml"), latched=["C"])
+        assert out.exists() and (tmp_path / f"{ext}.yaml").exists()
+        b = np.arange(60, dtype=np.float16)
+        y = weft.load(str(out)).run({"B": b, "C": b})["A"]
+        np.testing.assert_array_equal(y, b + b)
+    with pytest.raises(weft.Error, match="must end in .vgf, .tosa or .weft"):
+        weft.compile(str(src), str(tmp_path / "out.bin"))
+
+
+def test_stream_enforces_the_sequence_and_keeps_latched_inputs(tmp_path):
+    src = tmp_path / "add.weft"
+    src.write_text(ADD)
+    weft.compile(str(src), str(tmp_path / "add.vgf"), iospec=str(tmp_path / "add.yaml"), latched=["C"])
+    model = weft.load(str(tmp_path / "add.vgf"))
+    stream = weft.Stream(model, str(tmp_path / "add.yaml"))
+    b = np.arange(60, dtype=np.float16)
+    c = np.full(60, 0.5, dtype=np.float16)
+    stream.write("C", c)
+    stream.write("B", b)
+    np.testing.assert_array_equal(stream.read("A"), b + c)
+    # Reading before the next input is an error that leaves the session as it was.
+    before = stream.expected()
+    with pytest.raises(weft.Error):
+        stream.read("A")
+    assert stream.expected() == before
+    stream.write("B", b * 2)  # C stays latched
+    np.testing.assert_array_equal(stream.read("A"), b * 2 + c)
+    with pytest.raises(weft.Error, match="takes 60 elements"):
+        stream.write("B", b[:10])
+
+
+def test_import_onnx_returns_the_text_form(tmp_path):
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+    node = helper.make_node("Relu", ["x"], ["y"])
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    path = tmp_path / "relu.onnx"
+    onnx.save(model, str(path))
+    text = weft.import_onnx(str(path))
+    assert "graph @main" in text and "CLAMP" in text
+    y = weft.load(str(path)).run({"x": np.array([[-1, 2, -3], [4, -5, 6]], np.float32)})["y"]
+    np.testing.assert_array_equal(y, [[0, 2, 0], [4, 0, 6]])
