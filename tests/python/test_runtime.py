@@ -181,3 +181,11 @@ def test_import_onnx_returns_the_text_form(tmp_path):
     assert "graph @main" in text and "CLAMP" in text
     y = weft.load(str(path)).run({"x": np.array([[-1, 2, -3], [4, -5, 6]], np.float32)})["y"]
     np.testing.assert_array_equal(y, [[0, 2, 0], [4, 0, 6]])
+
+
+@pytest.mark.parametrize("script", ["run_model.py", "stream.py"])
+def test_examples_run(script):
+    import sys
+    path = os.path.join(SOURCE, "examples", "python", script)
+    r = subprocess.run([sys.executable, path], capture_output=True, text=True, env=dict(os.environ))
+    assert r.returncode == 0, r.stdout + r.stderr
