@@ -189,3 +189,29 @@ def test_examples_run(script):
     path = os.path.join(SOURCE, "examples", "python", script)
     r = subprocess.run([sys.executable, path], capture_output=True, text=True, env=dict(os.environ))
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_torch_modules_compiled_through_onnx(tmp_path):
+    torch = pytest.importorskip("torch")
+    import weft.torch as wt
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.ReLU(), torch.nn.AdaptiveAvgPool2d(1),
+                              torch.nn.Flatten(), torch.nn.Linear(8, 4))
+    x = torch.randn(2, 3, 16, 16)
+    compiled = wt.compile(net, x, keep_onnx=str(tmp_path / "net.onnx"))
+    y = compiled(x)
+    assert isinstance(y, torch.Tensor) and y.shape == (2, 4)
+    torch.testing.assert_close(y, net(x).detach(), atol=1e-5, rtol=1e-5)
+    assert (tmp_path / "net.onnx").exists()
+
+    class TwoWay(torch.nn.Module):
+        def forward(self, a, b):
+            return a * b + 1, torch.tanh(a - b)
+
+    a, b = torch.randn(3, 5), torch.randn(3, 5)
+    two = wt.compile(TwoWay(), (a, b))
+    p, q = two(a, b)
+    torch.testing.assert_close(p, a * b + 1)
+    torch.testing.assert_close(q, torch.tanh(a - b), atol=1e-6, rtol=1e-6)
+    with pytest.raises(TypeError, match="expected 2 inputs"):
+        two(a)
