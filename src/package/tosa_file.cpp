@@ -218,7 +218,7 @@ struct BlockReader {
   }
 
   bool entry = false;
-  void read(int block_index_for_errors);
+  void read();
   Attrs attributes(const fb::TosaOperator* o, Op op, const std::vector<ValueId>& inputs, int index) const;
 };
 
@@ -308,8 +308,7 @@ Attrs BlockReader::attributes(const fb::TosaOperator* o, Op op, const std::vecto
   return named;
 }
 
-void BlockReader::read(int block_index) {
-  (void)block_index;
+void BlockReader::read() {
   if (block->tensors())
     for (const fb::TosaTensor* t : *block->tensors()) {
       const std::string name = str(t->name());
@@ -522,7 +521,7 @@ Module from_bytes(const Buffer& file, const std::string& source, const ReadOptio
   for (size_t i = 0; i < blocks.size(); ++i) {
     BlockReader r{file, source, options, names, blocks[i].second, Graph(blocks[i].first), {}, {}};
     r.entry = blocks[i].first == entry;
-    r.read(static_cast<int>(i));
+    r.read();
     module.add_graph(std::move(r.g));
   }
   module.set_entry(entry);
@@ -667,10 +666,8 @@ struct Writer {
     return flatbuffers::Offset<void>(fbb.EndTable(start));
   }
 
-  flatbuffers::Offset<void> empty_attribute(Op op) {
-    (void)op;
-    return flatbuffers::Offset<void>(fbb.EndTable(fbb.StartTable()));
-  }
+  // The attribute table of an operator whose attributes live elsewhere (or that has none).
+  flatbuffers::Offset<void> empty_attribute() { return flatbuffers::Offset<void>(fbb.EndTable(fbb.StartTable())); }
 
   flatbuffers::Offset<fb::TosaBasicBlock> block(const Graph& g) {
     std::vector<flatbuffers::Offset<fb::TosaTensor>> tensors;
@@ -712,12 +709,11 @@ struct Writer {
         } else {
           in = {var};
         }
-        attr = empty_attribute(n.op);
-      } else if (op_def(n.op).attrs.empty() || n.op == Op::CONST || n.op == Op::CONST_SHAPE) {
-        attr = empty_attribute(n.op);
-      } else {
-        attr = attributes(g, n);
       }
+      // VARIABLE's, CONST's and CONST_SHAPE's attributes live in their tensors.
+      const bool in_tensors = n.op == Op::VARIABLE || n.op == Op::VARIABLE_WRITE || n.op == Op::VARIABLE_READ ||
+                              n.op == Op::CONST || n.op == Op::CONST_SHAPE;
+      attr = in_tensors || op_def(n.op).attrs.empty() ? empty_attribute() : attributes(g, n);
       const auto in_v = fbb.CreateVectorOfStrings(in);
       const auto out_v = fbb.CreateVectorOfStrings(out);
       flatbuffers::Offset<fb::OpLocation> loc = 0;

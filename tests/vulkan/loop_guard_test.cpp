@@ -3,6 +3,10 @@
 // while loops under the limit run exactly as before.
 #include <spirv-tools/libspirv.hpp>
 
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
 #include "runtime/vulkan/loop_guard.h"
 #include "vk_test_util.h"
 
@@ -87,6 +91,17 @@ TEST(LoopGuard, RewrittenShadersValidate) {
       EXPECT_GE(guarded->spirv[1], 0x00010300u);
       const spv_target_env target = env == shaderc_env_version_vulkan_1_2 ? SPV_ENV_VULKAN_1_2 : SPV_ENV_VULKAN_1_1;
       EXPECT_EQ(validate(guarded->spirv, target), "");
+      // And by current upstream spirv-val, where ../shared has it.
+      const std::string upstream = std::string(WEFT_SOURCE_DIR) + "/../shared/tools/bin/spirv-val";
+      if (std::filesystem::exists(upstream)) {
+        const std::string file = std::filesystem::temp_directory_path() / ("weft_loop_guard_" + std::to_string(env) + ".spv");
+        std::ofstream(file, std::ios::binary)
+            .write(reinterpret_cast<const char*>(guarded->spirv.data()), std::streamsize(guarded->spirv.size() * 4));
+        const std::string cmd = "'" + upstream + "' --target-env " +
+                                (target == SPV_ENV_VULKAN_1_2 ? "vulkan1.2" : "vulkan1.1") + " '" + file + "'";
+        EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+        std::filesystem::remove(file);
+      }
     }
   }
   const std::vector<uint32_t> plain = vk_test::glsl(kNoLoop);

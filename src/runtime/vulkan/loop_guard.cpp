@@ -24,7 +24,7 @@ enum Op : uint32_t {
   kOpLogicalNot = 168, kOpSelect = 169, kOpINotEqual = 171, kOpBitwiseOr = 197, 
   kOpAtomicStore = 228, kOpPhi = 245,
   kOpLoopMerge = 246, kOpSelectionMerge = 247, kOpLabel = 248, kOpBranch = 249, kOpBranchConditional = 250,
-  kOpSwitch = 251, kOpReturn = 253, kOpNoLine = 317, kOpModuleProcessed = 330, kOpExecutionModeId = 331, kOpDecorateId = 332,
+  kOpReturn = 253, kOpNoLine = 317, kOpModuleProcessed = 330, kOpExecutionModeId = 331, kOpDecorateId = 332,
   kOpDecorateString = 5632, kOpMemberDecorateString = 5633,
 };
 constexpr uint32_t kCapabilityShader = 1;
