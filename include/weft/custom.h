@@ -264,6 +264,11 @@ void clear_ops();
 // entry is invalid.
 std::vector<std::string> register_ops_file(const std::string& path);
 std::vector<OpSpec> read_ops_file(const std::string& path);
+// The same for the text of an ops file: errors name `origin` (a file name or a description such as
+// "weft.register_op('my_op')"); relative shader files are read against `base_dir`.
+std::vector<std::string> register_ops_text(std::string_view text, const std::string& origin,
+                                           const std::string& base_dir);
+std::vector<OpSpec> read_ops_text(std::string_view text, const std::string& origin, const std::string& base_dir);
 
 // The registration for an ONNX node / a .weft CUSTOM node, if any (a copy).
 std::optional<OpSpec> find_onnx_op(std::string_view domain, std::string_view op_type);

@@ -81,6 +81,15 @@ struct KernelProfile {
 // Errors name the file.
 Module read_model(const std::string& path, const LoadOptions& options = {});
 
+// Where one kernel of the partition runs (Model::placement; the data behind Model::explain).
+struct KernelPlacement {
+  std::string backend;
+  std::string pattern;               // "CONV2D+CLAMP", "CUSTOM", ...
+  std::vector<std::string> nodes;    // labels of the nodes it covers
+  // Why the backends preferred over `backend` did not take it: "name: reason" per backend.
+  std::vector<std::string> declined;
+};
+
 struct IoInfo {
   std::string name;
   TensorType type;
@@ -116,6 +125,10 @@ class Model {
   const MemoryStats& memory_stats() const;
   // Which node runs where, and for every node not on the first backend, why (weft run --explain).
   std::string explain() const;
+  // The same as data: every kernel in execution order (constants and views, which run nothing,
+  // left out), and the backends in priority order.
+  std::vector<KernelPlacement> placement() const;
+  std::vector<std::string> backend_priority() const;
 
   struct Impl;
   const Impl& impl() const { return *impl_; }

@@ -51,10 +51,6 @@ std::string join_reasons(const std::vector<std::string>& reasons) {
   return r;
 }
 
-bool is_view_or_const(Op op) {
-  return op == Op::CONST || op == Op::CONST_SHAPE || op == Op::IDENTITY || op == Op::RESHAPE;
-}
-
 class Matcher {
  public:
   Matcher(const Graph& g, const std::vector<bool>& taken) : g_(g), taken_(taken) {
@@ -620,6 +616,10 @@ Partition partition_graph(const Module& m, const Graph& g, const std::vector<con
   for (size_t u = 0; u < p.units.size(); ++u)
     for (int ni : p.units[u].composite.nodes) p.unit_of_node[static_cast<size_t>(ni)] = static_cast<int>(u);
   return p;
+}
+
+bool is_view_or_const(Op op) {
+  return op == Op::CONST || op == Op::CONST_SHAPE || op == Op::IDENTITY || op == Op::RESHAPE;
 }
 
 std::string explain(const Graph& g, const Partition& p) {

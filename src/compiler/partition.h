@@ -44,5 +44,7 @@ Partition partition_graph(const Module& m, const Graph& g, const std::vector<con
 // Human-readable report: a summary per backend, then one line per unit (backend, pattern, nodes)
 // and, for each unit not on the first backend, why the preferred backends declined it.
 std::string explain(const Graph& g, const Partition& p);
+// Operators that compute nothing (constants and views); explain and placement leave them out.
+bool is_view_or_const(Op op);
 
 }  // namespace weft::compiler

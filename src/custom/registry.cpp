@@ -493,7 +493,7 @@ struct FileReader {
 };
 
 // Parses JSON text; duplicate keys in an object are errors (a hand-written file).
-Json parse_json(const std::string& text, const std::string& file) {
+Json parse_json(std::string_view text, const std::string& file) {
   struct Frame {
     bool array = false;
     size_t index = 0;  // elements seen so far (arrays)
@@ -560,43 +560,52 @@ Json parse_json(const std::string& text, const std::string& file) {
 
 }  // namespace
 
-std::vector<OpSpec> read_ops_file(const std::string& path) {
-  const std::string text = read_file_bytes(path, kMaxConfigBytes, "an ops file");
-  const Json doc = parse_json(text, path);
-  FileReader r{path};
+std::vector<OpSpec> read_ops_text(std::string_view text, const std::string& origin, const std::string& base_dir) {
+  const Json doc = parse_json(text, origin);
+  FileReader r{origin};
   r.keys(doc, "", {"custom_ops"}, {"custom_ops"});
   const Json& list = r.array(doc["custom_ops"], "custom_ops");
-  const std::string base_dir = std::filesystem::path(path).parent_path().string();
 
   std::vector<OpSpec> specs;
   for (size_t i = 0; i < list.size(); ++i) {
     const std::string p = idx("custom_ops", i);
     OpSpec s = r.entry(list[i], p);
     const FieldNames names{.prefix = p, .file = true};
-    detail::validate_spec(s, path, names);
+    detail::validate_spec(s, origin, names);
     for (size_t j = 0; j < specs.size(); ++j) {
       if (specs[j].domain_name == s.domain_name && specs[j].operator_name == s.operator_name)
-        fail(path, p, op_label(s) + " is already defined by " + idx("custom_ops", j));
+        fail(origin, p, op_label(s) + " is already defined by " + idx("custom_ops", j));
       if (!s.onnx_op_type.empty() && specs[j].onnx_domain == s.onnx_domain && specs[j].onnx_op_type == s.onnx_op_type)
-        fail(path, p + ".replaces", onnx_label(s) + " is already replaced by " + idx("custom_ops", j));
+        fail(origin, p + ".replaces", onnx_label(s) + " is already replaced by " + idx("custom_ops", j));
     }
-    detail::compile_spec(s, path, base_dir, names);
+    detail::compile_spec(s, origin, base_dir, names);
     specs.push_back(std::move(s));
   }
   return specs;
 }
 
-std::vector<std::string> register_ops_file(const std::string& path) {
-  std::vector<OpSpec> specs = read_ops_file(path);
+std::vector<OpSpec> read_ops_file(const std::string& path) {
+  const std::string text = read_file_bytes(path, kMaxConfigBytes, "an ops file");
+  return read_ops_text(text, path, std::filesystem::path(path).parent_path().string());
+}
+
+std::vector<std::string> register_ops_text(std::string_view text, const std::string& origin,
+                                           const std::string& base_dir) {
+  std::vector<OpSpec> specs = read_ops_text(text, origin, base_dir);
   std::vector<std::string> names;
   std::lock_guard<std::mutex> lock(registry_mutex());
   Registry next = registry();
   for (size_t i = 0; i < specs.size(); ++i) {
-    insert(next, specs[i], path, idx("custom_ops", i));
+    insert(next, specs[i], origin, idx("custom_ops", i));
     names.push_back(specs[i].operator_name);
   }
   registry() = std::move(next);
   return names;
+}
+
+std::vector<std::string> register_ops_file(const std::string& path) {
+  const std::string text = read_file_bytes(path, kMaxConfigBytes, "an ops file");
+  return register_ops_text(text, path, std::filesystem::path(path).parent_path().string());
 }
 
 void register_op(OpSpec spec, const std::string& origin, const std::string& base_dir) {

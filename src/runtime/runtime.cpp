@@ -173,6 +173,26 @@ size_t Model::output_index(std::string_view name) const { return index_of(impl_-
 const MemoryStats& Model::memory_stats() const { return impl_->stats; }
 std::string Model::explain() const { return compiler::explain(impl_->graph(), impl_->partition); }
 
+std::vector<KernelPlacement> Model::placement() const {
+  const Graph& g = impl_->graph();
+  std::vector<KernelPlacement> out;
+  for (const compiler::Unit& u : impl_->partition.units) {
+    const backend::Composite& c = u.composite;
+    const Op op = g.node(c.anchor).op;
+    if (c.single() && compiler::is_view_or_const(op)) continue;
+    KernelPlacement k{.backend = std::string(u.backend->name()), .pattern = c.pattern, .declined = u.declined};
+    for (int n : c.nodes) k.nodes.push_back(g.node_label(n));
+    out.push_back(std::move(k));
+  }
+  return out;
+}
+
+std::vector<std::string> Model::backend_priority() const {
+  std::vector<std::string> out;
+  for (const backend::Backend* b : impl_->partition.priority) out.emplace_back(b->name());
+  return out;
+}
+
 // ---- Context ----
 
 struct Context::Impl {
