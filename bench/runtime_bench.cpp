@@ -2,8 +2,13 @@
 // elementwise nodes) run through a prepared Context, next to the reference Interpreter on the same
 // module (which allocates every intermediate per run). Both compute the same results.
 //
+// BM_ContextRunFile runs the model file named by $WEFT_BENCH_MODEL (any format Model::load reads)
+// on zero inputs, for bench/python_session.py's comparison of one run from C++ and from Python.
+//
 //   build/bench/runtime_bench
 #include <benchmark/benchmark.h>
+
+#include <cstdlib>
 
 #include "weft/graph.h"
 #include "weft/interpreter.h"
@@ -53,6 +58,26 @@ void BM_InterpreterRun(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(interp.run(in));
 }
 BENCHMARK(BM_InterpreterRun)->Arg(1)->Arg(16);
+
+void BM_ContextRunFile(benchmark::State& state) {
+  const char* path = std::getenv("WEFT_BENCH_MODEL");
+  if (!path || !*path) {
+    state.SkipWithError("set WEFT_BENCH_MODEL to a model file");
+    return;
+  }
+  auto model = weft::Model::load(path);
+  weft::Context ctx(model);
+  std::vector<Tensor> in;
+  for (size_t i = 0; i < model->inputs().size(); ++i) {
+    in.push_back(Tensor::zeros(model->inputs()[i].type));
+    ctx.set_input(i, in.back());
+  }
+  for (auto _ : state) {
+    ctx.run();
+    benchmark::DoNotOptimize(ctx.output(0).bytes());
+  }
+}
+BENCHMARK(BM_ContextRunFile);
 
 }  // namespace
 

@@ -118,22 +118,61 @@ class Session {
     for (size_t i = 0; i < ins.size(); ++i)
       if (!given[i]) missing += (missing.empty() ? "" : ", ") + ins[i].name + " " + ins[i].type.str();
     if (!missing.empty()) throw Error(ErrorCode::kInvalidArgument, "inputs not given: " + missing);
-    std::vector<Tensor> out;
+    // The outputs are written straight into new numpy arrays (bound as the outputs' memory for
+    // this run), so the results reach Python without a copy.
+    const std::vector<IoInfo>& outs = model_->outputs();
+    std::vector<py::array> results;
+    std::vector<void*> out_data;
+    results.reserve(outs.size());
+    for (const IoInfo& o : outs) {
+      std::vector<py::ssize_t> shape(o.type.shape.begin(), o.type.shape.end());
+      results.emplace_back(numpy_dtype(o.type.dtype), shape);
+      out_data.push_back(results.back().mutable_data());
+    }
     {
       std::lock_guard<std::mutex> lock(mu_);  // a session runs one call at a time
       py::gil_scoped_release release;
-      out = ctx_.run(tensors);
+      // The arrays may be freed after this call: the outputs never stay bound to them.
+      struct Park {
+        Session& s;
+        ~Park() { s.park_outputs(); }
+      } park{*this};
+      for (size_t i = 0; i < ins.size(); ++i) ctx_.set_input(i, tensors[i]);
+      for (size_t j = 0; j < outs.size(); ++j)
+        if (outs[j].type.byte_size() > 0) ctx_.bind_output(outs[j].name, out_data[j], outs[j].type.byte_size());
+      ctx_.run();
     }
     py::dict result;
-    const std::vector<IoInfo>& outs = model_->outputs();
-    for (size_t j = 0; j < outs.size() && j < out.size(); ++j) result[py::str(outs[j].name)] = to_numpy(out[j]);
+    for (size_t j = 0; j < outs.size(); ++j) result[py::str(outs[j].name)] = results[j];
     return result;
+  }
+
+  // Binds every output to the session's own buffer (allocated once).
+  void park_outputs() {
+    const std::vector<IoInfo>& outs = model_->outputs();
+    if (parking_.empty())
+      for (const IoInfo& o : outs) parking_.push_back(Buffer::allocate(o.type.byte_size()));
+    for (size_t j = 0; j < outs.size(); ++j)
+      if (outs[j].type.byte_size() > 0) ctx_.bind_output(outs[j].name, parking_[j].mutable_data(), outs[j].type.byte_size());
+  }
+
+  void set_profiling(bool on) {
+    std::lock_guard<std::mutex> lock(mu_);
+    ctx_.set_profiling(on);
+  }
+  py::list profile() {
+    std::lock_guard<std::mutex> lock(mu_);
+    py::list l;
+    for (const KernelProfile& k : ctx_.profile())
+      l.append(py::make_tuple(k.backend, k.pattern, k.node, k.microseconds, k.device));
+    return l;
   }
 
  private:
   std::shared_ptr<const Model> model_;
   Context ctx_;
   std::mutex mu_;
+  std::vector<Buffer> parking_;
 };
 
 // Any C-contiguous array of a Weft element type, as a tensor of its shape (borrowed).
@@ -220,6 +259,14 @@ PYBIND11_MODULE(_weft, m) {
       .def_property_readonly("inputs", [](const Model& model) { return io_list(model.inputs()); })
       .def_property_readonly("outputs", [](const Model& model) { return io_list(model.outputs()); })
       .def("explain", &Model::explain)
+      .def("placement",
+           [](const Model& model) {
+             py::list l;
+             for (const KernelPlacement& k : model.placement())
+               l.append(py::make_tuple(k.backend, k.pattern, k.nodes, k.declined));
+             return l;
+           })
+      .def("backend_priority", &Model::backend_priority)
       .def("memory_stats", [](const Model& model) {
         const MemoryStats& s = model.memory_stats();
         py::dict d;
@@ -242,7 +289,9 @@ PYBIND11_MODULE(_weft, m) {
            }),
            py::arg("model"), py::arg("threads") = 1, py::arg("max_loop_iterations") = 0, py::arg("deadline_ms") = 0.0,
            py::arg("max_memory_bytes") = 0)
-      .def("run", &Session::run, py::arg("feeds"));
+      .def("run", &Session::run, py::arg("feeds"))
+      .def("set_profiling", &Session::set_profiling, py::arg("on"))
+      .def("profile", &Session::profile);
 
   m.def(
       "load",
@@ -274,6 +323,13 @@ PYBIND11_MODULE(_weft, m) {
       .def("expected", &Stream::expected);
 
   m.def("register_ops", [](const std::string& path) { return custom::register_ops_file(path); }, py::arg("path"));
+  m.def(
+      "register_ops_text",
+      [](const std::string& text, const std::string& origin, const std::string& base_dir) {
+        return custom::register_ops_text(text, origin, base_dir);
+      },
+      py::arg("text"), py::arg("origin"), py::arg("base_dir") = "");
+  m.def("unregister_op", &custom::unregister_op, py::arg("domain_name"), py::arg("operator_name"));
 
   // weft compile: the model read, custom shader nodes prepared, verified, written by the output's
   // extension (.vgf, .tosa, .weft), and its IOSpec where asked for.

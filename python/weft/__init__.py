@@ -11,15 +11,17 @@ location (file, node, operand) of the C++ error. See docs/python.md.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
 from . import _weft
 
-__all__ = ["Error", "IoInfo", "Model", "Session", "Stream", "load", "compile", "import_onnx", "register_ops",
-           "backends"]
+__all__ = ["Error", "IoInfo", "KernelPlacement", "Explanation", "KernelProfile", "Model", "Session", "Stream", "load",
+           "compile", "import_onnx", "register_ops", "register_op", "unregister_op", "backends"]
 
 
 class Error(Exception):
@@ -52,6 +54,51 @@ class IoInfo:
     shape: Tuple[int, ...]
 
 
+@dataclass(frozen=True)
+class KernelPlacement:
+    """One kernel of the partition, in execution order: the backend that runs it, its pattern
+    ("CONV2D+CLAMP", "CUSTOM", ...), the nodes it covers, and why each backend preferred over it
+    did not take it ("name: reason")."""
+    backend: str
+    pattern: str
+    nodes: Tuple[str, ...]
+    declined: Tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """Model.explain(): the backends in priority order and every kernel (constants and views, which
+    run nothing, left out). str() is the text `weft run --explain` prints."""
+    backends: Tuple[str, ...]
+    kernels: Tuple[KernelPlacement, ...]
+    text: str = field(repr=False)
+
+    def __str__(self) -> str:
+        return self.text
+
+    def __contains__(self, item: str) -> bool:
+        return item in self.text
+
+    def by_backend(self) -> Dict[str, int]:
+        """Kernels per backend."""
+        counts: Dict[str, int] = {}
+        for k in self.kernels:
+            counts[k.backend] = counts.get(k.backend, 0) + 1
+        return counts
+
+
+@dataclass(frozen=True)
+class KernelProfile:
+    """One kernel execution of a profiled run: backend, pattern, the label of its main node, and
+    microseconds. `device` records are a GPU region's per-dispatch device times (timestamp
+    queries), already inside the region's own record."""
+    backend: str
+    pattern: str
+    node: str
+    microseconds: float
+    device: bool
+
+
 class Session:
     """One execution context of a model: its own memory, runs one call at a time. Sessions of one
     model run in parallel from several threads (the GIL is released while running)."""
@@ -60,11 +107,27 @@ class Session:
                  max_memory_bytes: int = 0):
         self._model = model
         self._session = _weft.Session(model._model, threads, max_loop_iterations, deadline_ms, max_memory_bytes)
+        self._profiling = False
 
     def run(self, feeds: Mapping[str, np.ndarray]) -> Dict[str, np.ndarray]:
         """Runs the model on `feeds` (every input by name: arrays of its dtype and shape,
-        C-contiguous) and returns every output by name, as arrays over the runtime's buffers."""
+        C-contiguous) and returns every output by name: new arrays the runtime wrote into (no
+        copy)."""
         return self._session.run(dict(feeds))
+
+    @property
+    def profiling(self) -> bool:
+        return self._profiling
+
+    @profiling.setter
+    def profiling(self, on: bool) -> None:
+        """Per-kernel timing of every run from now on (off by default; costs a clock read per kernel)."""
+        self._session.set_profiling(bool(on))
+        self._profiling = bool(on)
+
+    def profile(self) -> List[KernelProfile]:
+        """The last profiled run's kernels in execution order (weft run --profile)."""
+        return [KernelProfile(*k) for k in self._session.profile()]
 
 
 class Model:
@@ -90,9 +153,11 @@ class Model:
         """One run in a fresh session."""
         return self.session(threads).run(feeds)
 
-    def explain(self) -> str:
-        """Which backend runs each node, and why the others did not (weft run --explain)."""
-        return self._model.explain()
+    def explain(self) -> Explanation:
+        """Which backend runs each kernel, and why the preferred ones did not (weft run --explain),
+        as data; str() of it is the text."""
+        kernels = tuple(KernelPlacement(b, p, tuple(n), tuple(d)) for b, p, n, d in self._model.placement())
+        return Explanation(tuple(self._model.backend_priority()), kernels, self._model.explain())
 
     def memory_stats(self) -> Dict[str, int]:
         """The memory plan: arena bytes, intermediate bytes, constants, workspaces."""
@@ -159,6 +224,45 @@ def import_onnx(path: str, shapes: Optional[Mapping[str, Sequence[int]]] = None)
 def register_ops(path: str) -> List[str]:
     """Registers the custom operators of an ops file (docs/custom-ops.md); returns their names."""
     return list(_weft.register_ops(str(path)))
+
+
+def register_op(operator_name: str, domain_name: str, *, shader: Mapping[str, Any],
+                workgroup_size: Sequence[int], inputs: Sequence[Mapping[str, Any]],
+                outputs: Sequence[Mapping[str, Any]], invocations: Sequence[Any],
+                push_constants: Optional[Sequence[Mapping[str, Any]]] = None,
+                replaces: Optional[Mapping[str, str]] = None,
+                attributes: Optional[Mapping[str, Sequence[str]]] = None,
+                base_dir: Optional[str] = None) -> str:
+    """Registers one custom operator from Python, with the fields of an ops file entry
+    (docs/custom-ops.md): `shader` ({"source": ...}, {"file": ...} or {"spirv_file": ...}, with
+    "language" and "entry_point"), `workgroup_size`, `inputs`/`outputs` resources, `invocations`,
+    `push_constants`, `replaces` ({"onnx_domain": ..., "onnx_op_type": ...}) and `attributes`.
+    The shader is compiled and checked now; errors are weft.Error naming the field. Relative
+    shader files are read against `base_dir` (default: the current directory). Registering the
+    same (domain_name, operator_name) again replaces it. Returns the operator name."""
+    entry: Dict[str, Any] = {
+        "operator_name": operator_name,
+        "domain_name": domain_name,
+        "shader": dict(shader),
+        "workgroup_size": [int(v) for v in workgroup_size],
+        "inputs": [dict(r) for r in inputs],
+        "outputs": [dict(r) for r in outputs],
+        "invocations": list(invocations),
+    }
+    if push_constants is not None:
+        entry["push_constants"] = [dict(p) for p in push_constants]
+    if replaces is not None:
+        entry["replaces"] = dict(replaces)
+    if attributes is not None:
+        entry["attributes"] = {k: list(v) for k, v in attributes.items()}
+    origin = f"weft.register_op('{domain_name}::{operator_name}')"
+    text = json.dumps({"custom_ops": [entry]})
+    return list(_weft.register_ops_text(text, origin, str(base_dir) if base_dir is not None else os.getcwd()))[0]
+
+
+def unregister_op(domain_name: str, operator_name: str) -> bool:
+    """Removes a registration; False when there was none."""
+    return bool(_weft.unregister_op(domain_name, operator_name))
 
 
 def backends() -> List[Tuple[str, str, str]]:

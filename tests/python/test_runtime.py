@@ -63,13 +63,34 @@ def test_numpy_round_trip_of_every_element_type(tmp_path, dtype, numpy_dtype, va
     assert y.tobytes() == x.tobytes()
 
 
-def test_outputs_are_not_copied_and_outlive_the_session():
+def test_outputs_are_written_in_place_and_outlive_the_session():
     m = weft.load(os.path.join(EXAMPLE, "tiny_cnn.weft"))
     s = m.session()
     y = s.run({"image": image()})["logits"]
-    assert not y.flags["OWNDATA"]  # a view of the runtime's buffer, kept alive by the array
+    # Each run writes into new arrays (bound as the outputs' memory), so a later run leaves an
+    # earlier result alone, and a result outlives its session.
+    z = s.run({"image": np.zeros_like(image())})["logits"]
+    assert y.flags["OWNDATA"] and y.flags["WRITEABLE"] and not np.shares_memory(y, z)
     del s, m
     np.testing.assert_allclose(y, expected(), atol=1e-4)
+
+
+def test_explain_and_profile_are_data():
+    m = weft.load(os.path.join(EXAMPLE, "tiny_cnn.weft"), backends=["reference"])
+    e = m.explain()
+    assert e.backends == ("reference",)
+    assert e.kernels and all(k.backend == "reference" for k in e.kernels)
+    assert any(k.pattern.startswith("CONV2D") for k in e.kernels)
+    assert all(k.nodes for k in e.kernels)
+    assert "partition of graph 'main'" in str(e)
+    s = m.session()
+    s.run({"image": image()})
+    assert s.profile() == []  # off by default
+    s.profiling = True
+    s.run({"image": image()})
+    prof = s.profile()
+    assert [p.pattern for p in prof if not p.device] == [k.pattern for k in e.kernels]
+    assert all(p.microseconds >= 0 and p.backend == "reference" for p in prof)
 
 
 def test_errors_carry_code_and_location(tmp_path):
