@@ -3,7 +3,11 @@
 
     /usr/bin/python3 bench/onnx_models.py [--weft build/weft] [--out build/models]
         [--models mobilenet_v2,resnet50,efficientnet_b0,bert_encoder] [--threads 1,2]
-        [--iters 50] [--rounds 3] [--profile DIR] [--json FILE]
+        [--iters 50] [--rounds 3] [--profile DIR] [--json FILE] [--baseline OTHER_WEFT]
+        [--no-library-scratch]
+
+--models broad: the test models and torchvision's broad set (export_models.BROAD), exported on
+first use (a few minutes; nothing committed).
 
 For each model and thread count, both runtimes load the model once, run 3 (ORT) / 1 (Weft)
 warm-up inferences and then --iters timed inferences on the model's saved input; each reports
@@ -57,6 +61,10 @@ def main(argv=None):
     ap.add_argument("--rounds", type=int, default=3, help="alternating measurements per side (default 3)")
     ap.add_argument("--profile", help="write each model's `weft run --profile` to this directory")
     ap.add_argument("--json", help="also write the results to this JSON file")
+    ap.add_argument("--baseline", help="another weft CLI (e.g. a build before a change), measured in the same "
+                                       "alternating rounds: its column and its ratio to ORT are printed too")
+    ap.add_argument("--no-library-scratch", action="store_true",
+                    help="skip the measurement with oneDNN's own scratchpad (faster runs)")
     args = ap.parse_args(argv)
 
     names = export_models.parse_model_list(args.models)
@@ -73,7 +81,8 @@ def main(argv=None):
         os.makedirs(args.profile, exist_ok=True)
 
     rows = []
-    print("%-16s %7s %10s %10s %7s %13s %8s" % ("model", "threads", "ORT ms", "Weft ms", "ratio", "Weft lib-scr", "scratch"))
+    print("%-18s %7s %10s %10s %7s %13s %8s%s" % ("model", "threads", "ORT ms", "Weft ms", "ratio", "Weft lib-scr",
+                                                "scratch", "  baseline ms  ratio" if args.baseline else ""))
     for name in names:
         files = export_models.model_files(args.out, name)
         binding = "%s=%s" % (export_models.MODELS[name][0], files["input"])
@@ -83,19 +92,29 @@ def main(argv=None):
             weft_cmd = [args.weft, "run", files["onnx"], "--input", binding, "--threads", str(t),
                         "--repeat", str(args.iters), "-o",
                         "%s=%s" % (export_models.OUTPUT_NAME, os.path.join(args.out, name + ".bench.npy"))]
-            ort, weft, weft_lib = [], [], []
+            ort, weft, weft_lib, base = [], [], [], []
             for _ in range(args.rounds):
                 ort.append(median_ms(ort_cmd, "ORT")[0])
                 weft.append(median_ms(weft_cmd, "Weft")[0])
-                weft_lib.append(median_ms(weft_cmd + ["--scratchpad", "library"], "Weft (library scratchpad)")[0])
-            row = {"model": name, "threads": t, "ort_ms": min(ort), "weft_ms": min(weft), "weft_library_scratch_ms": min(weft_lib),
+                if not args.no_library_scratch:
+                    weft_lib.append(median_ms(weft_cmd + ["--scratchpad", "library"], "Weft (library scratchpad)")[0])
+                if args.baseline:
+                    base.append(median_ms([args.baseline] + weft_cmd[1:], "Weft (baseline)")[0])
+            nan = float("nan")
+            row = {"model": name, "threads": t, "ort_ms": min(ort), "weft_ms": min(weft),
+                   "weft_library_scratch_ms": min(weft_lib) if weft_lib else nan,
                    "ort_all": ort, "weft_all": weft, "weft_library_scratch_all": weft_lib}
             row["ratio"] = row["weft_ms"] / row["ort_ms"]
             row["scratch_ratio"] = row["weft_ms"] / row["weft_library_scratch_ms"]
+            extra = ""
+            if base:
+                row["baseline_ms"], row["baseline_all"] = min(base), base
+                row["baseline_ratio"] = row["baseline_ms"] / row["ort_ms"]
+                extra = "  %11.3f %6.2f" % (row["baseline_ms"], row["baseline_ratio"])
             rows.append(row)
-            print("%-16s %7d %10.3f %10.3f %7.2f %13.3f %8.3f" % (name, t, row["ort_ms"], row["weft_ms"], row["ratio"],
-                                                                row["weft_library_scratch_ms"], row["scratch_ratio"]),
-                  flush=True)
+            print("%-18s %7d %10.3f %10.3f %7.2f %13.3f %8.3f%s" % (name, t, row["ort_ms"], row["weft_ms"], row["ratio"],
+                                                                  row["weft_library_scratch_ms"], row["scratch_ratio"],
+                                                                  extra), flush=True)
             if args.profile:
                 _, out = median_ms(weft_cmd + ["--profile"], "Weft --profile")
                 with open(os.path.join(args.profile, "%s.t%d.txt" % (name, t)), "w") as f:

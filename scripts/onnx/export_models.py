@@ -40,6 +40,13 @@ MODELS = {
     "vit_b_16": ("input", "image"),
     "bert_encoder": ("input_ids", "tokens"),
 }
+# The models above are the test set ("all"). The broad set ("broad") adds torchvision models the
+# tests never see, for bench/onnx_models.py: exported only when asked for by name or as "broad".
+BROAD = ["resnext50_32x4d", "regnet_y_400mf", "shufflenet_v2_x1_0", "mobilenet_v3_large", "mnasnet1_0",
+         "convnext_tiny", "densenet121", "googlenet", "wide_resnet50_2", "vgg11_bn", "alexnet"]
+TEST_MODELS = list(MODELS)
+for _name in BROAD:
+    MODELS[_name] = ("input", "image")
 OUTPUT_NAME = "output"
 
 # bert_encoder's configuration.
@@ -58,10 +65,16 @@ def model_files(out_dir, name, batch=1):
 
 
 def parse_model_list(text):
-    """'a,b' -> ['a', 'b'] in the given order; '' / 'all' / None -> every model."""
+    """'a,b' -> ['a', 'b'] in the given order; '' / 'all' / None -> the test set; 'broad' -> the
+    test set (but vit_b_16) and the broad set."""
     if not text or text == "all":
-        return list(MODELS)
-    names = [n.strip() for n in text.split(",") if n.strip()]
+        return list(TEST_MODELS)
+    names = []
+    for n in (n.strip() for n in text.split(",")):
+        if n == "broad":
+            names += [m for m in TEST_MODELS + BROAD if m not in ("vit_b_16",) and m not in names]
+        elif n and n not in names:
+            names.append(n)
     unknown = [n for n in names if n not in MODELS]
     if unknown:
         raise SystemExit("unknown model(s): %s (known: %s)" % (", ".join(unknown), ", ".join(MODELS)))

@@ -61,13 +61,19 @@ struct Composite {
   //   over the last axis (gamma / beta kNoValue when absent).
   //   kSubgraph: a run of units merged for a backend that takes whole regions (Grouping::kRegions):
   //   any nodes, several outputs possible.
-  enum class Region { kNone, kSoftmax, kLayerNorm, kSubgraph };
+  //   kGroupedConv: a grouped convolution as TOSA has to write it (it has no group attribute):
+  //   G >= 2 SLICEs of `source` along its channels (equal, contiguous, in order), a CONV2D on each
+  //   (`group_convs`, same attributes and shapes, constant weights), and a CONCAT of their results
+  //   along the channels (`group_concat`), then `post_ops` on the concatenation.
+  enum class Region { kNone, kSoftmax, kLayerNorm, kSubgraph, kGroupedConv };
   Region region = Region::kNone;
   int axis = -1;
   double epsilon = 0;
   ValueId source = kNoValue;  // the region's data input
   ValueId gamma = kNoValue, beta = kNoValue;
   std::vector<int> region_nodes;
+  std::vector<int> group_convs;  // kGroupedConv: the CONV2D of each group, in channel order
+  int group_concat = -1;         // kGroupedConv: the CONCAT
 
   std::string pattern;            // e.g. "PAD+CONV2D+ADD+CLAMP"; the op name for single nodes
   int anchor = -1;                // the main node (the only node of a single)

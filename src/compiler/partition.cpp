@@ -87,6 +87,8 @@ class Matcher {
       out.push_back(single(a));
       return out;
     }
+    std::vector<Composite> out;
+    if (n.op == Op::CONV2D) out = grouped_conv(a);
     Composite full;
     full.anchor = a;
     const bool conv = n.op == Op::CONV2D || n.op == Op::DEPTHWISE_CONV2D || n.op == Op::TRANSPOSE_CONV2D;
@@ -105,7 +107,6 @@ class Matcher {
     if (conv || matmul) full.post_ops = post_ops(n.outputs[0], matmul);
     if (matmul && full.post_ops.empty()) full.out_view = out_chain(n.outputs[0]);
 
-    std::vector<Composite> out;
     const bool has_prefix = full.pad >= 0 || !full.a_view.empty() || !full.b_view.empty();
     for (int with_prefix = has_prefix ? 1 : 0; with_prefix >= 0; --with_prefix) {
       for (size_t k = full.post_ops.size() + 1; k-- > 0;) {
@@ -293,6 +294,75 @@ class Matcher {
     return std::nullopt;
   }
 
+  // The values of a CONST_SHAPE (empty when `v` is not one).
+  std::vector<int64_t> const_shape(ValueId v) const {
+    int p = g_.value(v).producer;
+    if (p < 0 || g_.node(p).op != Op::CONST_SHAPE) return {};
+    return g_.node(p).attr_ints("values");
+  }
+
+  // A grouped convolution whose first group's CONV2D is `a` (Region::kGroupedConv), with every
+  // prefix of the post-ops after its CONCAT, largest first; empty when `a` is not one.
+  std::vector<Composite> grouped_conv(int a) const {
+    const Node& c0 = g_.node(a);
+    const int s0 = private_producer(c0.inputs[0], a);
+    if (s0 < 0 || g_.node(s0).op != Op::SLICE) return {};
+    const int cat = sole_consumer(c0.outputs[0]);
+    if (cat < 0 || g_.node(cat).op != Op::CONCAT) return {};
+    const Node& concat = g_.node(cat);
+    const ValueId x = g_.node(s0).inputs[0];
+    const TensorType& xt = g_.value(x).type;
+    const size_t groups = concat.inputs.size();
+    if (xt.rank() != 4 || groups < 2 || concat.attr_int("axis") != 3 || xt.shape[3] % static_cast<int64_t>(groups))
+      return {};
+    const int64_t cg = xt.shape[3] / static_cast<int64_t>(groups);
+    Composite c;
+    c.anchor = a;
+    c.region = Composite::Region::kGroupedConv;
+    c.source = x;
+    c.group_concat = cat;
+    for (size_t k = 0; k < groups; ++k) {
+      const ValueId r = concat.inputs[k];
+      const int conv = g_.value(r).producer;
+      if (conv < 0 || taken_[static_cast<size_t>(conv)] || g_.node(conv).op != Op::CONV2D || sole_consumer(r) != cat)
+        return {};
+      const Node& cn = g_.node(conv);
+      const int sl = private_producer(cn.inputs[0], conv);
+      if (sl < 0 || g_.node(sl).op != Op::SLICE || g_.node(sl).inputs[0] != x) return {};
+      const std::vector<int64_t> start = const_shape(g_.node(sl).inputs[1]), size = const_shape(g_.node(sl).inputs[2]);
+      const std::vector<int64_t> want_start{0, 0, 0, static_cast<int64_t>(k) * cg};
+      const std::vector<int64_t> want_size{xt.shape[0], xt.shape[1], xt.shape[2], cg};
+      if (start != want_start || size != want_size) return {};
+      // Every group the same convolution but for its weights and bias.
+      if (g_.value(cn.outputs[0]).type != g_.value(c0.outputs[0]).type ||
+          g_.value(cn.inputs[1]).type != g_.value(c0.inputs[1]).type ||
+          g_.value(cn.inputs[2]).type != g_.value(c0.inputs[2]).type || !is_const(cn.inputs[1]) ||
+          !is_const(cn.inputs[2]) || cn.attrs.size() != c0.attrs.size())
+        return {};
+      for (size_t i = 0; i < cn.attrs.size(); ++i)
+        if (!same_attr(cn.attrs[i], c0.attrs[i])) return {};
+      for (int i = 3; i < 5; ++i)
+        if (cn.inputs[static_cast<size_t>(i)] != c0.inputs[static_cast<size_t>(i)] &&
+            !(is_const(cn.inputs[static_cast<size_t>(i)]) && scalar(cn.inputs[static_cast<size_t>(i)]) ==
+                                                              scalar(c0.inputs[static_cast<size_t>(i)])))
+          return {};
+      c.group_convs.push_back(conv);
+      c.region_nodes.push_back(sl);
+      c.region_nodes.push_back(conv);
+    }
+    if (c.group_convs.front() != a) return {};  // anchored at the first group only
+    c.region_nodes.push_back(cat);
+    const std::vector<PostOp> all = post_ops(concat.outputs[0], true);
+    std::vector<Composite> out;
+    for (size_t k = all.size() + 1; k-- > 0;) {
+      Composite v = c;
+      v.post_ops.assign(all.begin(), all.begin() + static_cast<long>(k));
+      finish(v);
+      out.push_back(std::move(v));
+    }
+    return out;
+  }
+
   // Softmax anchored at a REDUCE_MAX.
   std::optional<Composite> softmax(int a) const {
     const Node& rm = g_.node(a);
@@ -424,6 +494,7 @@ class Matcher {
       c.pattern = pattern + std::string(op_name(g_.node(c.anchor).op)) + "+TRANSPOSE";
       return;
     }
+    if (c.region == Composite::Region::kGroupedConv) pattern += "GROUPED_";
     pattern += op_name(g_.node(c.anchor).op);
     for (const PostOp& p : c.post_ops) {
       switch (p.kind) {

@@ -535,6 +535,77 @@ std::unique_ptr<Kernel> prepare_conv(const Graph& g, const Composite& c, const P
   return finish(std::move(prim), pd_base, std::move(args), o, false, residual);
 }
 
+// ---- Grouped convolutions (Region::kGroupedConv) ------------------------------------------------
+//
+// TOSA has no group attribute, so a grouped convolution arrives as G SLICEs of the input's
+// channels, G CONV2Ds and a CONCAT (ResNeXt-50: 549 CONV2Ds, 515 SLICEs, 16 CONCATs). oneDNN runs
+// it as one grouped convolution: the G weights stacked as dims {G, OCg, ICg, KH, KW}, the biases
+// stacked, post-ops applied to the concatenation.
+
+Support grouped_conv_supported(const Graph& g, const Composite& c) {
+  const Node& n = g.node(c.anchor);
+  const TensorType& in = type_of(g, c.source);
+  if (in.dtype != DType::kFp32)
+    return Support::no("grouped convolution on " + std::string(dtype_name(in.dtype)) + ": only fp32 runs as one");
+  if (!const_zero(g, n.inputs[3]) || !const_zero(g, n.inputs[4])) return Support::no("zero points must be constant 0");
+  return post_ops_supported(g, c);
+}
+
+std::unique_ptr<Kernel> prepare_grouped_conv(const Graph& g, const Composite& c, const PrepareOptions& o) {
+  const Node& n = g.node(c.anchor);
+  const TensorType& st = type_of(g, c.source);
+  const TensorType& cat = type_of(g, g.node(c.group_concat).outputs[0]);
+  const TensorType& ot = type_of(g, c.outputs[0]);
+  const Shape& ws = type_of(g, n.inputs[1]).shape;  // [OCg, KH, KW, ICg]
+  const int64_t G = static_cast<int64_t>(c.group_convs.size()), OCg = ws[0], KH = ws[1], KW = ws[2], ICg = ws[3];
+  const auto& p = n.attr_ints("pad");
+  dn::memory::dims strides = {n.attr_ints("stride")[0], n.attr_ints("stride")[1]};
+  dn::memory::dims dil = {n.attr_ints("dilation")[0] - 1, n.attr_ints("dilation")[1] - 1};
+  dn::memory::dims pad_l = {p[0], p[2]}, pad_r = {p[1], p[3]};
+
+  // The groups' weights one after another ([G*OCg, KH, KW, ICg], each group's OHWI block),
+  // made once per model and shared by its preparations.
+  Tensor stacked;
+  if (!g_dry_run) {
+    const std::string key = "onednn:grouped:" + std::to_string(reinterpret_cast<uintptr_t>(constant(g, n.inputs[1])->bytes()));
+    std::shared_ptr<void> hit = o.cache ? o.cache->find(key) : nullptr;
+    if (!hit) {
+      auto t = std::make_shared<Tensor>(Tensor::zeros(TensorType{DType::kFp32, {G * OCg, KH, KW, ICg}}));
+      const size_t block = static_cast<size_t>(OCg * KH * KW * ICg) * sizeof(float);
+      for (int64_t k = 0; k < G; ++k)
+        std::memcpy(t->mutable_bytes() + static_cast<size_t>(k) * block,
+                    constant(g, g.node(c.group_convs[static_cast<size_t>(k)]).inputs[1])->bytes(), block);
+      hit = t;
+      if (o.cache) o.cache->put(key, hit);
+    }
+    stacked = *std::static_pointer_cast<Tensor>(hit);
+  }
+  const dn::memory::desc w_user({G, OCg, ICg, KH, KW}, dt::f32, {OCg * KH * KW * ICg, KH * KW * ICg, 1, KW * ICg, ICg});
+  const dn::memory::desc w_any({G, OCg, ICg, KH, KW}, dt::f32, tag::any);
+  const dn::memory::desc src_md = nhwc_md(st), dst_md = nhwc_md(cat);
+  const dn::memory::desc b_md({G * OCg}, dt::f32, tag::x);
+  auto bias = std::make_shared<dn::memory>(b_md, engine());
+  for (int64_t k = 0; k < G; ++k) {
+    const Tensor& b = *constant(g, g.node(c.group_convs[static_cast<size_t>(k)]).inputs[2]);
+    for (int64_t i = 0; i < OCg; ++i)
+      static_cast<float*>(bias->get_data_handle())[k * OCg + i] =
+          static_cast<float>(b.at_double(b.num_elements() == 1 ? 0 : i));
+  }
+
+  std::vector<Arg> args;
+  int residual = -1;
+  dn::primitive_attr attr = compute_attr(g, c, o, kNoValue, dst_md, true, args, &residual);
+  dn::convolution_forward::desc d(dn::prop_kind::forward_inference, dn::algorithm::convolution_direct, src_md, w_any,
+                                  b_md, dst_md, strides, dil, pad_l, pad_r);
+  dn::convolution_forward::primitive_desc pd(d, attr, engine());
+  const dn::memory::desc w_pref = pd.weights_desc();
+  args.push_back({DNNL_ARG_SRC, src_md, c.input_index(c.source)});
+  args.push_back({DNNL_ARG_WEIGHTS, w_pref, -1, false, reorder_constant(stacked, w_user, w_pref, o.cache)});
+  args.push_back({DNNL_ARG_BIAS, b_md, -1, false, bias});
+  args.push_back({DNNL_ARG_DST, nhwc_md(ot), -1, true});
+  return finish(build<dn::convolution_forward>(pd), pd, std::move(args), o, false, residual);
+}
+
 Support pool_supported(const Graph& g, const Composite& c) {
   const Node& n = g.node(c.anchor);
   const TensorType& in = type_of(g, n.inputs[0]);
@@ -900,7 +971,8 @@ class OneDnnBackend final : public Backend {
   Support supports(const Module&, const Graph& g, const Composite& c) const override {
     const Node& n = g.node(c.anchor);
     Support s;
-    if (c.region != Composite::Region::kNone) s = region_supported(g, c);
+    if (c.region == Composite::Region::kGroupedConv) s = grouped_conv_supported(g, c);
+    else if (c.region != Composite::Region::kNone) s = region_supported(g, c);
     else switch (n.op) {
       case Op::CONV2D:
       case Op::DEPTHWISE_CONV2D:
@@ -966,6 +1038,7 @@ class OneDnnBackend final : public Backend {
 
  private:
   static std::unique_ptr<Kernel> prepare_impl(const Graph& g, const Composite& c, const PrepareOptions& o) {
+    if (c.region == Composite::Region::kGroupedConv) return prepare_grouped_conv(g, c, o);
     if (c.region != Composite::Region::kNone) return prepare_region(g, c, o);
     switch (g.node(c.anchor).op) {
       case Op::CONV2D:

@@ -359,6 +359,8 @@ class VulkanBackend final : public Backend {
       }
       return Support::yes();
     }
+    if (c.region == Composite::Region::kGroupedConv)
+      return Support::no("a grouped convolution runs as one convolution per group on Vulkan");
     if (!is_alias_op(op) && !vkb::ops_table().count(op))
       return Support::no("no Vulkan kernel for " + std::string(op_name(op)));
     std::string why = unavailable_reason();

@@ -145,9 +145,9 @@ class Net {
     for (ValueId v : outputs) b.output(v);
     return Module(b.finish());
   }
+  std::string fresh(const std::string& base) { return base + std::to_string(counter_++); }
 
  private:
-  std::string fresh(const std::string& base) { return base + std::to_string(counter_++); }
   std::mt19937 rng_;
   int counter_ = 0;
   ValueId zp_ = kNoValue, shift_ = kNoValue;

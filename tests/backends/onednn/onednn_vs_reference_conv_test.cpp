@@ -431,6 +431,67 @@ TEST(OneDnnVsReference, PadAvgPoolFusion) {
   check_vs_reference(m, net.feeds, {"PAD+AVG_POOL2D"}, kTolElementwise);
 }
 
+// ---- Grouped convolutions (SLICE per group -> CONV2D -> CONCAT) ----------------------------------
+
+// A grouped convolution as the ONNX importer writes it: the input's channels sliced into `groups`,
+// one CONV2D per group, the results concatenated along the channels.
+ValueId grouped_conv(Net& net, ValueId x, int64_t groups, int64_t oc_per_group, int64_t k, int64_t stride,
+                     std::vector<int64_t> order = {}) {
+  const Shape in = net.type(x).shape;
+  const int64_t cg = in[3] / groups;
+  if (order.empty())
+    for (int64_t g = 0; g < groups; ++g) order.push_back(g);
+  std::vector<ValueId> parts;
+  for (int64_t g : order) {
+    ValueId st = net.b.constant_shape(net.fresh("start"), {0, 0, 0, g * cg});
+    ValueId sz = net.b.constant_shape(net.fresh("size"), {in[0], in[1], in[2], cg});
+    ValueId sl = net.b.op(Op::SLICE, {x, st, sz});
+    const int64_t p = k / 2;
+    std::vector<int64_t> pad{p, p, p, p};
+    pad[1] = fit_conv_pad(in[1], pad[0], pad[1], k, 1, stride);
+    pad[3] = fit_conv_pad(in[2], pad[2], pad[3], k, 1, stride);
+    parts.push_back(net.conv2d(sl, net.weight({oc_per_group, k, k, cg}), net.weight({oc_per_group}), pad,
+                               {stride, stride}, {1, 1}));
+  }
+  return net.concat(parts, 3);
+}
+
+TEST(OneDnnVsReference, GroupedConvolutionRunsAsOne) {
+  struct Case {
+    Shape in;
+    int64_t groups, ocg, k, stride;
+    bool relu;
+  };
+  // ResNeXt's 32 groups of 4 and RegNet's groups of 8, strided, 1x1 and odd channel counts.
+  const std::vector<Case> cases = {{{1, 14, 14, 128}, 32, 4, 3, 1, true},
+                                   {{2, 9, 11, 48}, 6, 8, 3, 2, false},
+                                   {{1, 7, 7, 12}, 3, 5, 1, 1, true},
+                                   {{1, 8, 8, 6}, 2, 3, 5, 2, false}};
+  uint32_t seed = 1200;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(vec_str(c.in) + " groups " + std::to_string(c.groups));
+    Net net(seed++);
+    ValueId x = net.input(c.in);
+    ValueId y = grouped_conv(net, x, c.groups, c.ocg, c.k, c.stride);
+    if (c.relu) y = net.clamp(y, 0, std::numeric_limits<double>::infinity());
+    Module m = net.finish({y});
+    auto dnn = check_vs_reference(m, net.feeds, {c.relu ? "GROUPED_CONV2D+CLAMP" : "GROUPED_CONV2D"}, kTolAccumulate);
+    int kernels = 0;
+    for (const KernelPlacement& k : dnn->placement()) kernels += k.pattern.find("CONV2D") != std::string::npos;
+    EXPECT_EQ(kernels, 1) << dnn->explain();
+  }
+}
+
+TEST(OneDnnVsReference, GroupsOutOfOrderStayPerGroupConvolutions) {
+  // Groups concatenated in another order than their slices are not a grouped convolution: each
+  // group stays its own CONV2D (and the results still match).
+  Net net(1300);
+  ValueId x = net.input({1, 6, 6, 8});
+  Module m = net.finish({grouped_conv(net, x, 4, 2, 3, 1, {1, 0, 2, 3})});
+  auto dnn = check_vs_reference(m, net.feeds, {"CONV2D"}, kTolAccumulate);
+  EXPECT_EQ(dnn->explain().find("GROUPED"), std::string::npos) << dnn->explain();
+}
+
 }  // namespace
 // A SLICE cropping the end of H/W in front of a strided conv (what the ONNX frontend emits when
 // TOSA's exact-division rule would otherwise fail, e.g. ResNet's stride-2 1x1 downsampling convs)
