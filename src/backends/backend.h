@@ -84,6 +84,10 @@ struct Composite {
   // MATMUL: a RESHAPE/TRANSPOSE chain after it that it writes through (strided destination);
   // the composite's output is then the chain's result.
   std::vector<int> out_view;
+  // MATMUL: a RESHAPE of its result that keeps the last dimension (the ONNX importer's 3-D
+  // MatMul -> 4-D), with post_ops applied after it; the kernel writes the matmul's result (same
+  // bytes) and applies the post-ops as if on the matmul's shape. -1 when absent.
+  int post_reshape = -1;
   // Operations applied to the anchor's result, in order: a bias (ADD of a constant broadcast
   // along the last dimension), a residual (ADD of a tensor of the result's type), activations.
   std::vector<PostOp> post_ops;

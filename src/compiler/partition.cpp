@@ -105,6 +105,19 @@ class Matcher {
       full.b_view = view_chain(n.inputs[1], a);
     }
     if (conv || matmul) full.post_ops = post_ops(n.outputs[0], matmul);
+    if (matmul && full.post_ops.empty()) {
+      // Post-ops behind a RESHAPE that keeps the last dimension (bias and GELU of a 3-D MatMul
+      // that the ONNX importer reshaped back to 4-D).
+      const int rs = sole_consumer(n.outputs[0]);
+      if (rs >= 0 && g_.node(rs).op == Op::RESHAPE) {
+        const Shape& from = g_.value(n.outputs[0]).type.shape;
+        const Shape& to = g_.value(g_.node(rs).outputs[0]).type.shape;
+        if (!to.empty() && !from.empty() && to.back() == from.back()) {
+          full.post_ops = post_ops(g_.node(rs).outputs[0], true);
+          if (!full.post_ops.empty()) full.post_reshape = rs;
+        }
+      }
+    }
     if (matmul && full.post_ops.empty()) full.out_view = out_chain(n.outputs[0]);
 
     const bool has_prefix = full.pad >= 0 || !full.a_view.empty() || !full.b_view.empty();
@@ -118,6 +131,7 @@ class Matcher {
           c.b_view = full.b_view;
         }
         c.post_ops.assign(full.post_ops.begin(), full.post_ops.begin() + static_cast<long>(k));
+        if (k > 0) c.post_reshape = full.post_reshape;
         if (k == 0 && !full.out_view.empty()) {
           Composite with_out = c;
           with_out.out_view = full.out_view;
@@ -465,6 +479,7 @@ class Matcher {
     for (int ni : c.a_view) add(ni);
     for (int ni : c.b_view) add(ni);
     for (int ni : c.out_view) add(ni);
+    add(c.post_reshape);
     add(c.anchor);
     for (int ni : c.region_nodes) add(ni);
     for (const PostOp& p : c.post_ops) {
@@ -496,6 +511,7 @@ class Matcher {
     }
     if (c.region == Composite::Region::kGroupedConv) pattern += "GROUPED_";
     pattern += op_name(g_.node(c.anchor).op);
+    if (c.post_reshape >= 0) pattern += "+RESHAPE";
     for (const PostOp& p : c.post_ops) {
       switch (p.kind) {
         case PostOp::Kind::kBias: pattern += "+BIAS"; break;

@@ -359,6 +359,7 @@ class VulkanBackend final : public Backend {
       }
       return Support::yes();
     }
+    if (c.post_reshape >= 0) return Support::no("post-ops behind the RESHAPE of a MATMUL's result are not fused on Vulkan");
     if (c.region == Composite::Region::kGroupedConv)
       return Support::no("a grouped convolution runs as one convolution per group on Vulkan");
     if (!is_alias_op(op) && !vkb::ops_table().count(op))

@@ -108,6 +108,23 @@ TEST(OneDnnVsReference, GeluAfterMatmulAndBiasTransformerFfn) {
   check_vs_reference(m, net.feeds, {"MATMUL+BIAS+GELU", "MATMUL+BIAS"}, kTolAccumulate);
 }
 
+TEST(OneDnnVsReference, PostOpsBehindTheReshapeOfAMatmulFuse) {
+  // ConvNeXt's pointwise layers as the ONNX importer writes them: an NHWC tensor reshaped to
+  // [1, H*W, C], MATMUL, reshaped back to [1, H, W, N], then bias + GELU (and a residual add).
+  for (int residual = 0; residual < 2; ++residual) {
+    SCOPED_TRACE(residual ? "bias + residual" : "bias + GELU");
+    Net net(1115 + static_cast<uint32_t>(residual));
+    ValueId x = net.input({1, 6, 5, 24}, -2, 2);
+    ValueId r = residual ? net.input({1, 6, 5, 40}) : kNoValue;
+    ValueId m2 = net.matmul(net.reshape(x, {1, 30, 24}), net.weight({1, 24, 40}, -0.3, 0.3));
+    ValueId h = net.add(net.weight({1, 1, 1, 40}), net.reshape(m2, {1, 6, 5, 40}));
+    ValueId y = residual ? net.add(h, r) : net.gelu_erf(h);
+    Module m = net.finish({y});
+    check_vs_reference(m, net.feeds, {residual ? "MATMUL+RESHAPE+BIAS+ADD" : "MATMUL+RESHAPE+BIAS+GELU"},
+                       kTolAccumulate);
+  }
+}
+
 TEST(OneDnnVsReference, MatmulAttentionStyleTransposedOperands) {
   // q, k, v [1,S,H,D] -> TRANSPOSE [0,2,1,3] -> RESHAPE [H,S,D]; k additionally as [H,D,S] through
   // TRANSPOSE [0,2,3,1]. scores = q k^T (both operands strided views), then scores v.

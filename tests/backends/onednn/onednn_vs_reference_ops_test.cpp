@@ -106,7 +106,7 @@ TEST(OneDnnVsReference, RankOneAndRankFiveOperators) {
     SCOPED_TRACE("rank 5 TRANSPOSE, REDUCE_SUM, CONCAT");
     Net net(2252);
     ValueId t = net.input({2, 3, 2, 2, 4});
-    Module m = net.finish({net.transpose(t, {4, 0, 3, 1, 2}), net.reduce(Op::REDUCE_SUM, t, 3), net.concat({t, t}, 4)});
+    Module m = net.finish({net.transpose(t, {4, 0, 3, 1, 2}), net.reduce(Op::REDUCE_SUM, t, 4), net.concat({t, t}, 4)});
     check_vs_reference(m, net.feeds, {"TRANSPOSE", "REDUCE_SUM", "CONCAT"}, kTolElementwise);
   }
 }
@@ -194,6 +194,12 @@ TEST(OneDnnVsReference, ReductionsOnEveryAxis) {
         ValueId x = op == Op::REDUCE_PRODUCT ? net.input(s, 0.5, 1.5) : net.input(s, -4, 4);
         Module m = net.finish({net.reduce(op, x, axis)});
         const bool exact = op == Op::REDUCE_MAX || op == Op::REDUCE_MIN;
+        if (op == Op::REDUCE_SUM && axis + 1 < static_cast<int64_t>(s.size())) {
+          // oneDNN 2.6 has only its slow reference kernel there: Weft's own kernel runs it.
+          auto dnn = check_vs_reference(m, net.feeds, {}, kExact, /*all_on_onednn=*/false);
+          EXPECT_NE(dnn->explain().find("not the innermost"), std::string::npos) << dnn->explain();
+          continue;
+        }
         check_vs_reference(m, net.feeds, {op_name(op)}, exact ? kExact : kTolElementwise);
       }
 }
@@ -502,7 +508,7 @@ TEST(OneDnnNaN, ArithmeticActivationsAndAccumulationsPropagateNaN) {
          return n.mul(d, n.unary(Op::RSQRT, n.add(var, n.scalar(1e-5, 4))));
        }},
       {"ABS", [](Net& n, ValueId x, ValueId) { return n.unary(Op::ABS, x); }},
-      {"REDUCE_SUM", [](Net& n, ValueId x, ValueId) { return n.reduce(Op::REDUCE_SUM, x, 2); }},
+      {"REDUCE_SUM", [](Net& n, ValueId x, ValueId) { return n.reduce(Op::REDUCE_SUM, x, 3); }},
       {"TRANSPOSE", [](Net& n, ValueId x, ValueId) { return n.transpose(x, {3, 1, 2, 0}); }},
       {"CONCAT", [](Net& n, ValueId x, ValueId y) { return n.concat({x, y}, 3); }},
       {"AVG_POOL2D", [](Net& n, ValueId x, ValueId) { return n.avg_pool(x, {2, 2}, {2, 2}, {0, 0, 0, 0}); }},
