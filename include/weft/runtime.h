@@ -74,6 +74,9 @@ struct KernelProfile {
   // dispatch, from timestamp queries); not part of the run's kernel time, which the region's own
   // record already holds.
   bool device = false;
+  // The library's own name for the implementation it chose, where it has one (oneDNN's
+  // "brgconv:avx2", "jit:uni", "ref:any", ...): a slow choice shows here.
+  std::string implementation;
 };
 
 // The module of a model file, by extension: .weft (text form), .vgf (the container's single GRAPH

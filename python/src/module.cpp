@@ -164,7 +164,7 @@ class Session {
     std::lock_guard<std::mutex> lock(mu_);
     py::list l;
     for (const KernelProfile& k : ctx_.profile())
-      l.append(py::make_tuple(k.backend, k.pattern, k.node, k.microseconds, k.device));
+      l.append(py::make_tuple(k.backend, k.pattern, k.node, k.microseconds, k.device, k.implementation));
     return l;
   }
 

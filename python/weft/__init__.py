@@ -89,14 +89,15 @@ class Explanation:
 
 @dataclass(frozen=True)
 class KernelProfile:
-    """One kernel execution of a profiled run: backend, pattern, the label of its main node, and
-    microseconds. `device` records are a GPU region's per-dispatch device times (timestamp
+    """One kernel execution of a profiled run: backend, pattern, the label of its main node,
+    microseconds, and the implementation the library chose. `device` records are a GPU region's per-dispatch device times (timestamp
     queries), already inside the region's own record."""
     backend: str
     pattern: str
     node: str
     microseconds: float
     device: bool
+    implementation: str = ""  # the library's name for what it ran ("brgconv:avx2", ...), where it has one
 
 
 class Session:

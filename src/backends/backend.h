@@ -43,11 +43,13 @@ inline bool is_fusion_anchor(Op op) {
 struct PostOp {
   // kGeluErf: x * 0.5 * (1 + erf(x / sqrt(2))) as exported by PyTorch and lowered by Weft's
   // ONNX frontend: MUL(x, 1/sqrt(2)) -> ERF -> ADD 1 -> MUL(x, .) -> MUL 0.5.
-  enum class Kind { kBias, kResidual, kClamp, kSigmoid, kTanh, kSwish, kGeluErf };
+  // kHardSwish: x * clamp(x * 1/6 + 1/2, 0, 1) as the ONNX frontend lowers HardSwish:
+  // MUL(x, 1/6) -> ADD 0.5 -> CLAMP [0, 1] -> MUL(x, .).
+  enum class Kind { kBias, kResidual, kClamp, kSigmoid, kTanh, kSwish, kGeluErf, kHardSwish };
   Kind kind;
-  int node = -1;        // the ADD, CLAMP, SIGMOID or TANH (kSwish: the SIGMOID; kGeluErf: the first MUL)
+  int node = -1;        // the ADD, CLAMP, SIGMOID or TANH (kSwish: the SIGMOID; kGeluErf, kHardSwish: the first MUL)
   int mul = -1;         // kSwish: the MUL of the SIGMOID's input by its result
-  std::vector<int> more;  // kGeluErf: the ERF, ADD, MUL and MUL after `node`
+  std::vector<int> more;  // kGeluErf: the ERF, ADD, MUL and MUL after `node`; kHardSwish: the ADD, CLAMP and MUL
   ValueId operand = kNoValue;  // kBias / kResidual: the ADD's other operand
 };
 
@@ -173,6 +175,8 @@ class Kernel {
   // Device-side timing of the last execute (KernelProfile::device records, e.g. one per GPU dispatch);
   // appended to the run's profile after the kernel's own record when profiling is on.
   virtual void device_profile(std::vector<KernelProfile>& out) const { (void)out; }
+  // The implementation the kernel runs, in its library's words (KernelProfile::implementation).
+  virtual std::string implementation() const { return {}; }
 };
 
 class Backend {

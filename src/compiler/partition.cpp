@@ -219,6 +219,11 @@ class Matcher {
         r = g_.node(gelu->more.back()).outputs[0];
         continue;
       }
+      if (auto hs = hard_swish(r)) {
+        ops.push_back(*hs);
+        r = g_.node(hs->more.back()).outputs[0];
+        continue;
+      }
       int c = sole_consumer(r);
       if (c < 0) break;
       const Node& n = g_.node(c);
@@ -377,6 +382,31 @@ class Matcher {
     return out;
   }
 
+  // x * clamp(x * 1/6 + 1/2, 0, 1): x read by MUL(x, 1/6) and by the final MUL, nothing else.
+  std::optional<PostOp> hard_swish(ValueId x) const {
+    const auto& users = consumers_[static_cast<size_t>(x)];
+    if (users.size() != 2 || is_output_[static_cast<size_t>(x)]) return std::nullopt;
+    for (int k = 0; k < 2; ++k) {
+      const int m1 = users[static_cast<size_t>(k)], m2 = users[static_cast<size_t>(1 - k)];
+      if (taken_[static_cast<size_t>(m1)] || taken_[static_cast<size_t>(m2)]) continue;
+      const Node& n1 = g_.node(m1);
+      if (n1.op != Op::MUL || !near(scalar(other(n1, x)), 1.0 / 6.0)) continue;
+      const int add = free_user(n1.outputs[0], Op::ADD);
+      if (add < 0 || !near(scalar(other(g_.node(add), n1.outputs[0])), 0.5)) continue;
+      const int clamp = free_user(g_.node(add).outputs[0], Op::CLAMP);
+      if (clamp < 0) continue;
+      const Node& cl = g_.node(clamp);
+      if (cl.attr_tensor("min_val").at_double(0) != 0.0 || cl.attr_tensor("max_val").at_double(0) != 1.0) continue;
+      if (sole_consumer(cl.outputs[0]) != m2 || g_.node(m2).op != Op::MUL || other(g_.node(m2), x) != cl.outputs[0])
+        continue;
+      if (g_.value(g_.node(m2).outputs[0]).type != g_.value(x).type) continue;
+      PostOp p{PostOp::Kind::kHardSwish, m1};
+      p.more = {add, clamp, m2};
+      return p;
+    }
+    return std::nullopt;
+  }
+
   // Softmax anchored at a REDUCE_MAX.
   std::optional<Composite> softmax(int a) const {
     const Node& rm = g_.node(a);
@@ -521,6 +551,7 @@ class Matcher {
         case PostOp::Kind::kTanh: pattern += "+TANH"; break;
         case PostOp::Kind::kSwish: pattern += "+SWISH"; break;
         case PostOp::Kind::kGeluErf: pattern += "+GELU"; break;
+        case PostOp::Kind::kHardSwish: pattern += "+HARDSWISH"; break;
       }
     }
     c.pattern = pattern;

@@ -332,7 +332,8 @@ struct Context::Impl {
           kernel.execute(args);
           auto t1 = std::chrono::steady_clock::now();
           profile.push_back({std::string(units[ui].backend->name()), c.pattern, g.node_label(c.anchor),
-                             std::chrono::duration<double, std::micro>(t1 - t0).count()});
+                             std::chrono::duration<double, std::micro>(t1 - t0).count(), false,
+                             kernel.implementation()});
           kernel.device_profile(profile);
         } else {
           kernel.execute(args);

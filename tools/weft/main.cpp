@@ -438,7 +438,7 @@ void print_profile(std::ostream& os, const std::vector<KernelProfile>& total, in
   for (size_t i = 0; i < order.size() && i < 12; ++i) {
     const KernelProfile& k = total[order[i]];
     os << "  " << std::setw(9) << k.microseconds / runs / 1000 << " ms  " << k.backend << " " << k.pattern << " ("
-       << k.node << ")\n";
+       << k.node << ")" << (k.implementation.empty() ? "" : " [" + k.implementation + "]") << "\n";
   }
   os << std::defaultfloat;
 }

@@ -158,6 +158,7 @@ class OneDnnKernel final : public Kernel {
   void set_scratch_md(const dn::memory::desc& md) { scratch_md_ = md; }
   void set_max_threads(int n) { max_threads_ = n; }
   void set_impl(std::string impl) { impl_ = std::move(impl); }
+  std::string implementation() const override { return impl_; }
   const std::string& impl() const { return impl_; }
   void set_residual(int input, bool in_place) {
     residual_ = input;
@@ -288,6 +289,8 @@ void append_post_ops(const Graph& g, const Composite& c, dn::post_ops& ops, std:
       case PostOp::Kind::kTanh: ops.append_eltwise(1.f, dn::algorithm::eltwise_tanh, 0.f, 0.f); break;
       case PostOp::Kind::kSwish: ops.append_eltwise(1.f, dn::algorithm::eltwise_swish, 1.f, 0.f); break;
       case PostOp::Kind::kGeluErf: ops.append_eltwise(1.f, dn::algorithm::eltwise_gelu_erf, 0.f, 0.f); break;
+      // oneDNN 2.6's hardswish is x * relu6(x + 3) / 6, the same function (its alpha and beta are ignored).
+      case PostOp::Kind::kHardSwish: ops.append_eltwise(1.f, dn::algorithm::eltwise_hardswish, 0.f, 0.f); break;
     }
   }
 }

@@ -175,6 +175,8 @@ std::string plan_epilogue(const Graph& g, const Composite& c, Epilogue& ep) {
         ep.result = g.node(p.more.back()).outputs[0];
         break;
       }
+      case PostOp::Kind::kHardSwish:
+        return "a hard-swish is not fused on Vulkan (it runs as its own operators)";
     }
   }
   if (type_of(g, ep.result) != rt) return "the fused operations change the result's type";

@@ -431,6 +431,20 @@ TEST(OneDnnVsReference, PadAvgPoolFusion) {
   check_vs_reference(m, net.feeds, {"PAD+AVG_POOL2D"}, kTolElementwise);
 }
 
+TEST(OneDnnVsReference, HardSwishAfterConvolutionsFuses) {
+  // HardSwish as the ONNX frontend lowers it: x * clamp(x * 1/6 + 0.5, 0, 1) (MobileNetV3).
+  for (int depthwise = 0; depthwise < 2; ++depthwise) {
+    SCOPED_TRACE(depthwise ? "DEPTHWISE_CONV2D" : "CONV2D");
+    Net net(1400 + static_cast<uint32_t>(depthwise));
+    ValueId x = net.input({1, 9, 9, 8}, -3, 3);
+    ValueId c = depthwise ? net.depthwise(x, net.weight({3, 3, 8, 1}), net.weight({8}), {1, 1, 1, 1}, {1, 1}, {1, 1})
+                          : net.conv2d(x, net.weight({12, 3, 3, 8}), net.weight({12}), {1, 1, 1, 1}, {1, 1}, {1, 1});
+    ValueId hs = net.mul(c, net.clamp(net.add(net.mul(c, net.scalar(1.0 / 6.0, 4)), net.scalar(0.5, 4)), 0, 1));
+    Module m = net.finish({hs});
+    check_vs_reference(m, net.feeds, {depthwise ? "DEPTHWISE_CONV2D+HARDSWISH" : "CONV2D+HARDSWISH"}, kTolAccumulate);
+  }
+}
+
 // ---- Grouped convolutions (SLICE per group -> CONV2D -> CONCAT) ----------------------------------
 
 // A grouped convolution as the ONNX importer writes it: the input's channels sliced into `groups`,
