@@ -16,6 +16,7 @@
 #include <string_view>
 
 #include "weft/graph.h"
+#include "weft/tensor.h"
 
 namespace weft {
 
@@ -34,6 +35,13 @@ struct OnnxImportOptions {
   // cannot (Range, a shape computation) is refused with an error naming the node and this
   // option. `weft import|check|run --max-fold-bytes N` sets it.
   int64_t max_folded_bytes = int64_t{256} << 20;
+  // Graph inputs bound to values at compile time (`--bind NAME=FILE.npy`): each becomes a constant
+  // (an initializer), so that inputs feeding shapes, axes, pads, scales or counts fold, and is no
+  // longer an input of the compiled model. The value must have the input's shape (where the model
+  // declares one) and values its ONNX element type holds: integers (int64 inputs take any Weft
+  // integer tensor, e.g. an <i8 .npy) convert exactly, floats to float inputs. An unknown name is
+  // an error listing the graph inputs.
+  std::map<std::string, Tensor> bindings;
 };
 
 // Imports `path`. Errors carry the file and, for a node, its name, op type, domain and opset.

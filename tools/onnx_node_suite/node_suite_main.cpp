@@ -326,6 +326,27 @@ weft::Tensor to_weft_input(const OnnxArray& a, const std::string& name, const we
   return t;
 }
 
+// The value of an input to bind at compile time (OnnxImportOptions::bindings): int64 data as
+// Weft's int48 (int64 storage); nullopt when the data has no Weft form.
+std::optional<weft::Tensor> binding_tensor(const OnnxArray& a) {
+  const weft::Shape shape(a.dims.begin(), a.dims.end());
+  if (a.dtype == onnx::TensorProto::INT64) {
+    std::vector<int64_t> v(static_cast<size_t>(a.count()));
+    for (int64_t i = 0; i < a.count(); ++i) {
+      v[static_cast<size_t>(i)] = a.load<int64_t>(i);
+      if (v[static_cast<size_t>(i)] < -(int64_t{1} << 47) || v[static_cast<size_t>(i)] >= (int64_t{1} << 47))
+        return std::nullopt;
+    }
+    return weft::Tensor::from_ints({weft::DType::kInt48, shape}, v);
+  }
+  auto mapped = weft_dtype_for(a.dtype);
+  if (!mapped) return std::nullopt;
+  weft::Tensor t = weft::Tensor::zeros({*mapped, shape});
+  if (a.bytes.size() != t.byte_size()) return std::nullopt;
+  if (!a.bytes.empty()) std::memcpy(t.mutable_bytes(), a.bytes.data(), a.bytes.size());
+  return t;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Comparison
 
@@ -530,11 +551,28 @@ CaseResult run_case_unchecked(const fs::path& case_dir, const Options& opt) {
       if (inputs[j].dynamic) import_options.input_shapes[inputs[j].name] = in_data[j]->dims;
     }
 
+    // Inputs the model needs at compile time (a Trilu's k, a Reshape's shape, axes, pads, scales)
+    // are bound to this data set's values, as a user does with --bind: the importer names such an
+    // input in its error (operand), and the import is retried with it bound.
     weft::Module module;
-    try {
-      module = weft::import_onnx(model_str, import_options);
-    } catch (const std::exception& e) {
-      return error_result("import", e.what(), model_str);
+    std::set<std::string> bound;
+    for (;;) {
+      try {
+        module = weft::import_onnx(model_str, import_options);
+        break;
+      } catch (const weft::Error& e) {
+        const std::string& name = e.location().operand;
+        std::optional<size_t> j;
+        for (size_t k = 0; k < inputs.size(); ++k)
+          if (inputs[k].name == name && in_data[k] && !bound.count(name)) j = k;
+        std::optional<weft::Tensor> value = j ? binding_tensor(*in_data[*j]) : std::nullopt;
+        if (!value || std::string(e.what()).find("--bind") == std::string::npos)
+          return error_result("import", e.what(), model_str);
+        import_options.bindings[name] = *value;
+        bound.insert(name);
+      } catch (const std::exception& e) {
+        return error_result("import", e.what(), model_str);
+      }
     }
     if (opt.emit_vgf && ds == sets.front()) emit_vgf(module, *opt.emit_vgf / case_dir.filename());
     for (const auto* ios : {&inputs, &outputs})
@@ -574,6 +612,7 @@ CaseResult run_case_unchecked(const fs::path& case_dir, const Options& opt) {
                             model_str);
     std::map<std::string, weft::Tensor> feeds;
     for (size_t j = 0; j < inputs.size(); ++j) {
+      if (bound.count(inputs[j].name)) continue;  // a constant of the compiled model now
       auto it = in_types.find(inputs[j].name);
       if (it == in_types.end())
         return error_result("harness", "graph input '" + inputs[j].name + "' is not an input of the imported module",

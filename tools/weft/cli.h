@@ -98,6 +98,8 @@ inline void no_inline_value(const Args& args, const std::string& flag, const std
 void add_shape_option(LoadOptions& options, const std::string& value);
 // --max-fold-bytes N: the ONNX importer's constant-folding budget.
 void add_max_fold_option(LoadOptions& options, const std::string& value);
+// --bind NAME=FILE.npy: a graph input bound to a value at compile time (OnnxImportOptions::bindings).
+void add_bind_option(LoadOptions& options, const std::string& value);
 constexpr const char* kShapeHelp =
     "  --shape NAME=DIMS            Static shape of an ONNX input with dynamic dimensions, e.g.\n"
     "                               --shape input=1x3x224x224 (repeatable)\n";

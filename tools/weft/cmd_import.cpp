@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "cli.h"
+#include "weft/npy.h"
 #include "weft/error.h"
 #include "weft/onnx.h"
 #include "weft/tosa_file.h"
@@ -24,6 +25,8 @@ Options:
   -o, --output OUT.weft   Output path ("-" prints the text form to stdout, constants inline)
   --shape NAME=DIMS       Static shape of an input with dynamic dimensions, e.g.
                           --shape input=1x3x224x224 (repeatable)
+  --bind NAME=FILE.npy    Bind graph input NAME to a value at compile time: it becomes a constant,
+                          so that an input feeding shapes, axes, pads, scales or k folds (repeatable)
   --max-fold-bytes N      Constant-folding budget per folded result (default 268435456); larger
                           results stay run-time nodes, or are refused where TOSA needs them constant
   --list-ops              Print the ONNX operators the frontend lowers and exit
@@ -48,6 +51,15 @@ void add_shape_option(LoadOptions& options, const std::string& value) {
   }
   if (options.onnx.input_shapes.count(name)) usage_error("--shape gives input '" + name + "' twice");
   options.onnx.input_shapes[name] = shape;
+}
+
+void add_bind_option(LoadOptions& options, const std::string& value) {
+  const size_t eq = value.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == value.size())
+    usage_error("--bind expects NAME=FILE.npy (a graph input and its value), got '" + value + "'");
+  const std::string name = value.substr(0, eq);
+  if (options.onnx.bindings.count(name)) usage_error("--bind gives input '" + name + "' twice");
+  options.onnx.bindings[name] = read_npy(value.substr(eq + 1));
 }
 
 void add_max_fold_option(LoadOptions& options, const std::string& value) {
@@ -84,6 +96,8 @@ int cmd_import(Args& args) {
       out = args.value(flag, v);
     } else if (flag == "--shape") {
       add_shape_option(load, args.value(flag, v));
+    } else if (flag == "--bind") {
+      add_bind_option(load, args.value(flag, v));
     } else if (flag == "--max-fold-bytes") {
       add_max_fold_option(load, args.value(flag, v));
     } else if (flag == "--list-ops") {

@@ -294,6 +294,8 @@ int cmd_iospec(Args& args) {
       add_custom_ops_option(args.value(flag, v));
     } else if (flag == "--shape") {
       add_shape_option(load, args.value(flag, v));
+    } else if (flag == "--bind") {
+      add_bind_option(load, args.value(flag, v));
     } else if (flag == "-h" || flag == "--help") {
       std::cout << kIospecHelp;
       return kExitOk;
@@ -354,6 +356,8 @@ int cmd_stream(Args& args) {
       add_custom_ops_option(args.value(flag, v));
     } else if (flag == "--shape") {
       add_shape_option(load, args.value(flag, v));
+    } else if (flag == "--bind") {
+      add_bind_option(load, args.value(flag, v));
     } else if (flag == "--verbose" || flag == "-v") {
       no_inline_value(args, flag, v);
       verbose = true;

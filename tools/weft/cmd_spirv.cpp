@@ -247,6 +247,8 @@ int cmd_compile(Args& args) {
       emit = args.value(flag, v);
     } else if (flag == "--shape") {
       add_shape_option(load, args.value(flag, v));
+    } else if (flag == "--bind") {
+      add_bind_option(load, args.value(flag, v));
     } else if (flag == "--backend") {
       add_backend_option(load, args.value(flag, v));
     } else if (flag == "--explain") {

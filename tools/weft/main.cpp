@@ -109,6 +109,8 @@ Options:
                                output and constant bytes, and weights prepared by backends
   --shape NAME=DIMS            Static shape of an ONNX input with dynamic dimensions, e.g.
                                --shape input=1x3x224x224 (repeatable)
+  --bind NAME=FILE.npy         Bind ONNX graph input NAME to a value at compile time (a constant, so
+                               that inputs feeding shapes, axes, pads or scales fold; repeatable)
   --max-fold-bytes N           ONNX constant-folding budget per folded result (default 256 MiB)
   --backend LIST               Backends in priority order, e.g. onednn,reference (default: every
                                available backend, fastest first; reference is always the last resort)
@@ -490,6 +492,8 @@ int cmd_run(Args& args) {
       max_memory = parse_bytes("--max-memory", args.value(flag, inline_value));
     } else if (flag == "--shape") {
       add_shape_option(load, args.value(flag, inline_value));
+    } else if (flag == "--bind") {
+      add_bind_option(load, args.value(flag, inline_value));
     } else if (flag == "--max-fold-bytes") {
       add_max_fold_option(load, args.value(flag, inline_value));
     } else if (flag == "--backend") {
@@ -659,6 +663,8 @@ int cmd_check(Args& args) {
       return kExitOk;
     } else if (flag == "--shape") {
       add_shape_option(load, args.value(flag, inline_value));
+    } else if (flag == "--bind") {
+      add_bind_option(load, args.value(flag, inline_value));
     } else if (flag == "--max-fold-bytes") {
       add_max_fold_option(load, args.value(flag, inline_value));
     } else if (flag == "--custom-ops") {

@@ -357,21 +357,32 @@ void Importer::fail(const std::string& msg, ErrorCode code) const {
   throw Error(code, msg, {.file = source_, .node = node_label_});
 }
 
+void Importer::fail_not_constant(int i, const std::string& what, const std::string& must) const {
+  const std::string& name = node_->input(i);
+  bool graph_input = false;
+  for (const auto& vi : g_.input()) graph_input |= vi.name() == name;
+  for (const auto& t : g_.initializer()) graph_input &= t.name() != name;
+  if (graph_input)
+    throw Error(ErrorCode::kUnsupported,
+                what + " (input " + std::to_string(i) + " '" + name + "') " + must + "; it is the graph input '" + name +
+                    "', given at run time: bind it to a value when the model is compiled with --bind " + name +
+                    "=FILE.npy (OnnxImportOptions::bindings)",
+                {.file = source_, .node = node_label_, .operand = name});
+  fail(what + " (input " + std::to_string(i) + " '" + name + "') " + must +
+       "; it is computed at run time here (give static shapes with --shape)" + budget_note());
+}
+
 std::vector<int64_t> Importer::const_ints(int i, const char* what) const {
   const OVal& o = in(i);
   if (o.ints) return *o.ints;
-  if (!o.v.is_const())
-    fail(std::string(what) + " (input " + std::to_string(i) + " '" + node_->input(i) +
-         "') must be known when the model is compiled; it is computed at run time here (give static shapes with --shape)" + budget_note());
+  if (!o.v.is_const()) fail_not_constant(i, what, "must be known when the model is compiled");
   if (!o.perm.empty()) return const_cast<Importer*>(this)->plain(o).c->to_ints();
   return o.v.c->to_ints();
 }
 
 std::vector<double> Importer::const_doubles(int i, const char* what) const {
   const OVal& o = in(i);
-  if (!o.v.is_const())
-    fail(std::string(what) + " (input " + std::to_string(i) + " '" + node_->input(i) +
-         "') must be a constant; it is computed at run time here" + budget_note());
+  if (!o.v.is_const()) fail_not_constant(i, what, "must be a constant");
   if (!o.perm.empty()) return const_cast<Importer*>(this)->plain(o).c->to_doubles();
   return o.v.c->to_doubles();
 }
@@ -991,9 +1002,103 @@ Module Importer::run() {
 
 namespace {
 
+// Turns every binding into an initializer of its graph input (replacing a default value it had).
+void apply_bindings(onnx::GraphProto& g, const std::map<std::string, Tensor>& bindings, const std::string& source) {
+  for (const auto& [name, value] : bindings) {
+    const Location loc{.file = source, .operand = name};
+    const onnx::ValueInfoProto* input = nullptr;
+    std::string names;
+    for (const auto& vi : g.input()) {
+      if (vi.name() == name) input = &vi;
+      names += (names.empty() ? "" : ", ") + vi.name();
+    }
+    if (!input)
+      throw Error(ErrorCode::kNotFound, "--bind " + name + ": the model has no graph input named '" + name +
+                                            "'; its inputs are: " + (names.empty() ? "(none)" : names), loc);
+    if (!input->type().has_tensor_type())
+      throw Error(ErrorCode::kUnsupported, "--bind " + name + ": graph input '" + name + "' is not a tensor", loc);
+    const auto& tt = input->type().tensor_type();
+    const int et = tt.elem_type();
+    const Shape& shape = value.shape();
+    if (tt.has_shape()) {
+      bool ok = tt.shape().dim_size() == static_cast<int>(shape.size());
+      for (int d = 0; ok && d < tt.shape().dim_size(); ++d)
+        if (tt.shape().dim(d).has_dim_value() && tt.shape().dim(d).dim_value() != shape[static_cast<size_t>(d)]) ok = false;
+      if (!ok)
+        throw Error(ErrorCode::kInvalidArgument,
+                    "--bind " + name + ": the value has shape " + shape_str(shape) + ", the graph input is declared " +
+                        [&] {
+                          std::string s = "[";
+                          for (int d = 0; d < tt.shape().dim_size(); ++d)
+                            s += (d ? "," : "") + (tt.shape().dim(d).has_dim_value()
+                                                       ? std::to_string(tt.shape().dim(d).dim_value())
+                                                       : std::string(tt.shape().dim(d).dim_param().empty()
+                                                                         ? "?" : tt.shape().dim(d).dim_param()));
+                          return s + "]";
+                        }(),
+                    loc);
+    }
+    onnx::TensorProto t;
+    t.set_name(name);
+    t.set_data_type(et);
+    for (int64_t d : shape) t.add_dims(d);
+    const bool float_input = et == kOFloat || et == kODouble || et == kOFloat16 || et == kOBfloat16;
+    const bool float_value = value.dtype() == DType::kFp32 || value.dtype() == DType::kFp16 || value.dtype() == DType::kBf16;
+    const bool bool_value = value.dtype() == DType::kBool;
+    if (float_input != float_value || (et == kOBool) != bool_value)
+      throw Error(ErrorCode::kInvalidArgument,
+                  "--bind " + name + ": a " + std::string(dtype_name(value.dtype())) + " value cannot be bound to an ONNX " +
+                      onnx_type_name(et) + " input",
+                  loc);
+    const int64_t n = value.num_elements();
+    if (et == kOFloat16 || et == kOBfloat16) {
+      // Half types as raw bits: the value must be of that very type.
+      if (value.dtype() != (et == kOFloat16 ? DType::kFp16 : DType::kBf16))
+        throw Error(ErrorCode::kInvalidArgument,
+                    "--bind " + name + ": a " + std::string(dtype_name(value.dtype())) + " value cannot be bound to an ONNX " +
+                        onnx_type_name(et) + " input (give " + (et == kOFloat16 ? "float16" : "bfloat16") + " data)",
+                    loc);
+      t.set_raw_data(std::string(reinterpret_cast<const char*>(value.bytes()), value.byte_size()));
+    }
+    for (int64_t i = 0; i < n && t.raw_data().empty(); ++i) {
+      if (float_input) {
+        if (et == kODouble) t.add_double_data(value.at_double(i));
+        else t.add_float_data(static_cast<float>(value.at_double(i)));
+        continue;
+      }
+      const int64_t v = value.at_int(i);
+      const auto range = [&]() -> std::pair<int64_t, int64_t> {
+        switch (et) {
+          case kOBool: return {0, 1};
+          case kOInt8: return {-128, 127};
+          case kOUint8: return {0, 255};
+          case kOInt16: return {-32768, 32767};
+          case kOUint16: return {0, 65535};
+          case kOInt32: return {INT32_MIN, INT32_MAX};
+          case kOUint32: return {0, UINT32_MAX};
+          default: return {INT64_MIN, INT64_MAX};
+        }
+      }();
+      if (v < range.first || v > range.second)
+        throw Error(ErrorCode::kInvalidArgument,
+                    "--bind " + name + ": element " + std::to_string(i) + " = " + std::to_string(v) + " does not fit the input's ONNX type " +
+                        onnx_type_name(et),
+                    loc);
+      if (et == kOInt64) t.add_int64_data(v);
+      else if (et == kOUint64 || et == kOUint32) t.add_uint64_data(static_cast<uint64_t>(v));
+      else t.add_int32_data(static_cast<int32_t>(v));
+    }
+    auto* inits = g.mutable_initializer();
+    for (int i = inits->size() - 1; i >= 0; --i)
+      if (inits->Get(i).name() == name) inits->DeleteSubrange(i, 1);
+    *g.add_initializer() = std::move(t);
+  }
+}
+
 Module import_model(onnx::ModelProto& model, const std::string& source, const OnnxImportOptions& options,
                     const std::string& base_dir) {
   if (!model.has_graph()) throw Error(ErrorCode::kInvalidArgument, "the model has no graph", {.file = source});
+  apply_bindings(*model.mutable_graph(), options.bindings, source);
   Importer imp(model, source, options, base_dir);
   return imp.run();
 }

@@ -171,6 +171,9 @@ class Importer {
   std::optional<std::vector<TVal>> fold(Node n, const std::vector<TVal>& inputs, const std::vector<DType>& out_dtypes);
   // Appended to "must be known at compile time" errors once folding stopped at the budget.
   std::string budget_note() const;
+  // Input i of the current node is not known at compile time but must be: an error naming it, and
+  // for a graph input how to bind it (--bind); the Location's operand is the input's name.
+  [[noreturn]] void fail_not_constant(int i, const std::string& what, const std::string& must) const;
   OVal make_const_oval(const onnx::TensorProto& t, const std::string& what);
 
   const onnx::ModelProto& model_;

@@ -20,7 +20,8 @@ class NodeProto;
   X(Sigmoid) X(Sign) X(Sin) X(Size) X(Slice) X(Softmax) X(Softplus) X(Softsign) X(SpaceToDepth) X(Split)   \
   X(Sqrt) X(Squeeze) X(Sub) X(Sum) X(Tanh) X(Tile) X(Transpose) X(Unsqueeze) X(Upsample) X(Where) X(Xor)       \
   X(CastLike) X(Celu) X(Cosh) X(EyeLike) X(GatherElements) X(IsInf) X(IsNaN) X(MeanVarianceNormalization)   \
-  X(Mod) X(Sinh) X(Tan) X(ThresholdedRelu) X(Trilu)
+  X(Mod) X(Sinh) X(Tan) X(ThresholdedRelu) X(Trilu) X(Hardmax)    \
+  X(NegativeLogLikelihoodLoss) X(SoftmaxCrossEntropyLoss)
 
 namespace weft::onnxfe {
 class Importer;

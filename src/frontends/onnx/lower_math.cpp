@@ -494,6 +494,32 @@ void arg_reduce(Importer& imp, bool min) {
 }  // namespace
 
 void lower_ArgMax(Importer& imp, const onnx::NodeProto&) { arg_reduce(imp, false); }
+
+// Hardmax: 1 at the first maximum along `axis`, 0 elsewhere (opset 13): ARGMAX, then EQUAL of
+// the index with a constant 0..n-1 along the axis (both broadcast), SELECT of 1 and 0.
+void lower_Hardmax(Importer& imp, const onnx::NodeProto&) {
+  if (imp.opset() < 13)
+    imp.fail("Hardmax before opset 13 (the input coerced to 2-D around `axis`) is not supported; re-export with opset 13 or later");
+  const OVal& x = imp.in(0);
+  if (!is_float(x.v.dtype())) imp.fail("Hardmax needs a floating-point input", ErrorCode::kInvalidArgument);
+  const int64_t r = static_cast<int64_t>(x.shape.size());
+  const int64_t axis = norm_axis(imp, imp.attr_int("axis", -1), r);
+  const int64_t ta = tosa_axis(x.perm, axis);
+  TVal idx = imp.emit(Op::ARGMAX, {x.v}, {{"axis", ta}});
+  Shape kept = x.v.shape();
+  const int64_t n = kept[static_cast<size_t>(ta)];
+  kept[static_cast<size_t>(ta)] = 1;
+  idx = imp.reshape(idx, kept);
+  Shape along(kept.size(), 1);
+  along[static_cast<size_t>(ta)] = n;
+  std::vector<int64_t> iota(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) iota[static_cast<size_t>(i)] = i;
+  TVal positions = imp.const_tensor(Tensor::from_ints({DType::kInt32, along}, iota));
+  TVal hit = imp.emit(Op::EQUAL, {idx, positions});
+  const int rank = static_cast<int>(kept.size());
+  TVal y = imp.emit(Op::SELECT, {hit, imp.scalar(x.v.dtype(), 1, rank), imp.scalar(x.v.dtype(), 0, rank)});
+  imp.set_out(0, y, x.perm, x.onnx_type);
+}
 void lower_ArgMin(Importer& imp, const onnx::NodeProto&) { arg_reduce(imp, true); }
 
 void lower_BatchNormalization(Importer& imp, const onnx::NodeProto&) {
@@ -715,6 +741,98 @@ void lower_DequantizeLinear(Importer& imp, const onnx::NodeProto&) {
   if (imp.has_input(2)) v = imp.sub(v, quant_param(imp, x, 2, axis, DType::kFp32));
   v = imp.mul(v, quant_param(imp, x, 1, axis, DType::kFp32));
   imp.set_out(0, v, x.perm, kOFloat);
+}
+
+
+// ---- Losses of inference graphs ------------------------------------------------------------------
+//
+// NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss (opset 12/13) over input [N, C, d1, ...]
+// and integer targets [N, d1, ...]: the value at each target class is picked with a one-hot mask
+// (EQUAL of the target with 0..C-1 along the class axis, SELECT, REDUCE_SUM over it), weighted by
+// weight[target] (0 where target == ignore_index), negated, then reduced as `reduction` says:
+// "none" keeps [N, d1, ...], "sum" sums, "mean" divides the sum by the sum of the weights used.
+namespace {
+
+TVal nll_loss(Importer& imp, const TVal& x, const OVal& target, const OVal* weight) {
+  const Shape xs = x.shape();
+  if (xs.size() < 2) imp.fail("the input must be [N, C, d1, ...] (rank >= 2)", ErrorCode::kInvalidArgument);
+  const int rank = static_cast<int>(xs.size());
+  const int64_t classes = xs[1];
+  Shape ts = xs;
+  ts.erase(ts.begin() + 1);
+  if (target.shape != ts)
+    imp.fail("target has shape " + shape_str(target.shape) + ", expected " + shape_str(ts) + " for input " + shape_str(xs),
+             ErrorCode::kInvalidArgument);
+  TVal t = imp.plain(target);
+  if (is_float(t.dtype())) imp.fail("target must hold integer class indices", ErrorCode::kInvalidArgument);
+  if (t.dtype() != DType::kInt32) t = imp.cast(t, DType::kInt32);
+  Shape kept = xs;
+  kept[1] = 1;
+  t = imp.reshape(t, kept);
+  Shape along(static_cast<size_t>(rank), 1);
+  along[1] = classes;
+  std::vector<int64_t> iota(static_cast<size_t>(classes));
+  for (int64_t i = 0; i < classes; ++i) iota[static_cast<size_t>(i)] = i;
+  TVal onehot = imp.emit(Op::EQUAL, {t, imp.const_tensor(Tensor::from_ints({DType::kInt32, along}, iota))});
+  TVal zero = imp.scalar(x.dtype(), 0, rank);
+  TVal picked = imp.reduce(Op::REDUCE_SUM, imp.emit(Op::SELECT, {onehot, x, zero}), 1);  // [N, 1, d...]
+  TVal w;  // weight of each element: weight[target], 0 where ignored
+  if (weight) {
+    if (weight->shape != Shape{classes}) imp.fail("weight must have C = " + std::to_string(classes) + " values", ErrorCode::kInvalidArgument);
+    TVal wc = imp.reshape(imp.plain(*weight), along);
+    w = imp.reduce(Op::REDUCE_SUM, imp.emit(Op::SELECT, {onehot, wc, zero}), 1);
+  } else {
+    w = imp.scalar(x.dtype(), 1, rank);
+  }
+  if (const auto* a = imp.attr("ignore_index")) {
+    (void)a;
+    const int64_t ignore = imp.attr_int("ignore_index", 0);
+    TVal keep = imp.emit(Op::LOGICAL_NOT, {imp.emit(Op::EQUAL, {t, imp.scalar(DType::kInt32, static_cast<double>(ignore), rank)})});
+    if (!weight) w = imp.emit(Op::SELECT, {keep, imp.scalar(x.dtype(), 1, rank), zero});
+    else w = imp.emit(Op::SELECT, {keep, w, zero});
+  }
+  TVal neg = imp.emit(Op::NEGATE, {picked, imp.scalar(x.dtype(), 0, 1), imp.scalar(x.dtype(), 0, 1)});
+  TVal loss = imp.mul(neg, w);  // [N, 1, d...]
+  const std::string reduction = imp.attr_str("reduction", "mean");
+  if (reduction == "none") return imp.reshape(loss, ts);
+  if (reduction != "sum" && reduction != "mean")
+    imp.fail("reduction '" + reduction + "' is not one of none, sum, mean", ErrorCode::kInvalidArgument);
+  const int64_t count = shape_elements(kept);
+  auto total = [&](const TVal& v) {
+    TVal flat = v.shape() == kept ? imp.reshape(v, {1, count}) : imp.reshape(v, {1, 1});
+    return imp.reduce(Op::REDUCE_SUM, flat, 1);  // [1, 1]
+  };
+  TVal sum = total(loss);
+  if (reduction == "mean") {
+    // The sum of the weights used; with neither weights nor ignore_index, the element count.
+    TVal denom = w.shape() == kept ? total(w) : imp.scalar(x.dtype(), static_cast<double>(count), 2);
+    sum = imp.mul(sum, imp.emit(Op::RECIPROCAL, {denom}));
+  }
+  return imp.reshape(sum, {});
+}
+
+// log(softmax(x)) along axis 1: x - max - log(sum(exp(x - max))).
+TVal log_softmax_axis1(Importer& imp, const TVal& x) {
+  TVal s = imp.sub(x, imp.reduce(Op::REDUCE_MAX, x, 1));
+  return imp.sub(s, imp.emit(Op::LOG, {imp.reduce(Op::REDUCE_SUM, imp.emit(Op::EXP, {s}), 1)}));
+}
+
+}  // namespace
+
+void lower_NegativeLogLikelihoodLoss(Importer& imp, const onnx::NodeProto&) {
+  const OVal& x = imp.in(0);
+  if (!is_float(x.v.dtype())) imp.fail("the input must be floating point", ErrorCode::kInvalidArgument);
+  TVal loss = nll_loss(imp, imp.plain(x), imp.in(1), imp.has_input(2) ? &imp.in(2) : nullptr);
+  imp.set_out(0, loss, {}, x.onnx_type);
+}
+
+void lower_SoftmaxCrossEntropyLoss(Importer& imp, const onnx::NodeProto&) {
+  const OVal& x = imp.in(0);
+  if (!is_float(x.v.dtype())) imp.fail("the scores must be floating point", ErrorCode::kInvalidArgument);
+  TVal logp = log_softmax_axis1(imp, imp.plain(x));
+  TVal loss = nll_loss(imp, logp, imp.in(1), imp.has_input(2) ? &imp.in(2) : nullptr);
+  imp.set_out(0, loss, {}, x.onnx_type);
+  if (imp.wants_output(1)) imp.set_out(1, logp, {}, x.onnx_type);
 }
 
 }  // namespace weft::onnxfe

@@ -361,8 +361,10 @@ void lower_ConvTranspose(Importer& imp, const onnx::NodeProto&) {
     for (int d = 0; d < 2; ++d) {
       const int64_t in = d ? iw : ih, k = d ? kw : kh;
       const int64_t total = strides[static_cast<size_t>(d)] * (in - 1) + opad[static_cast<size_t>(d)] + k - os.at(off + static_cast<size_t>(d));
-      // As the ONNX specification splits it: SAME_UPPER puts the odd unit at the end.
-      const int64_t half = total / 2;
+      // As the ONNX specification splits it: SAME_UPPER puts the odd unit at the end. The split
+      // rounds down (Python's //, as in ONNX's reference): an output_shape one larger than the
+      // natural output (total -1) adds the row at the end, not the start.
+      const int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
       pads[static_cast<size_t>(d)] = auto_pad == "SAME_UPPER" ? half : total - half;
       pads[static_cast<size_t>(d) + 2] = total - pads[static_cast<size_t>(d)];
     }
@@ -468,7 +470,13 @@ void resize(Importer& imp, const std::vector<double>& scales_in, const std::vect
     const int64_t in = x.shape[static_cast<size_t>(d)], o = out[static_cast<size_t>(d)];
     if (o < 1) imp.fail("the output would be empty", ErrorCode::kInvalidArgument);
     int64_t n, q;
-    if (coord == "align_corners") {
+    if (coord == "align_corners" && sizes_in.empty() && o > 1 && in > 1) {
+      // With scales, ONNX's length_resized is length_original * scale, not the (floored) output
+      // length: x_original = x_resized * (in - 1) / (in * scale - 1).
+      auto [p, qq] = rational((static_cast<double>(in) * scale[static_cast<size_t>(d)] - 1.0) / static_cast<double>(in - 1), 1024);
+      n = p;
+      q = qq;
+    } else if (coord == "align_corners") {
       n = std::max<int64_t>(o - 1, 1);
       q = std::max<int64_t>(in - 1, o == 1 ? 1 : 0);
       if (q == 0) q = 1;

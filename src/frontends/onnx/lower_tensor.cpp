@@ -50,12 +50,23 @@ void set_reshaped(Importer& imp, int out, const OVal& x, const Shape& shape) {
 void lower_Identity(Importer& imp, const onnx::NodeProto&) { imp.alias_out(0, imp.in(0)); }
 
 void lower_Dropout(Importer& imp, const onnx::NodeProto&) {
-  // Inference: the input passes through; the mask, if wanted, is all true.
-  if (imp.opset() >= 12 && imp.has_input(2) && imp.is_const(2)) {
+  // Inference: the input passes through; the mask, if wanted, is all true. Exporters also write
+  // training_mode = true with a ratio of 0 (torchvision's swin_t), which is the same identity.
+  bool training = false;
+  if (imp.opset() >= 12 && imp.has_input(2)) {
     auto t = imp.const_ints(2, "training_mode");
-    if (!t.empty() && t[0] != 0) imp.fail("training_mode = true is not supported (Weft compiles for inference)");
-  } else if (imp.opset() >= 12 && imp.has_input(2)) {
-    imp.fail("training_mode must be a constant (false) for inference");
+    training = !t.empty() && t[0] != 0;
+  }
+  if (training) {
+    double ratio = 0.5;  // ONNX's default
+    if (imp.has_input(1)) {
+      auto r = imp.const_doubles(1, "ratio");
+      if (r.size() != 1) imp.fail("ratio must be a scalar", ErrorCode::kInvalidArgument);
+      ratio = r[0];
+    }
+    if (ratio != 0)
+      imp.fail("training_mode = true with ratio " + std::to_string(ratio) +
+               " zeroes random elements; Weft compiles for inference (export the model in eval mode, or give ratio 0)");
   }
   imp.alias_out(0, imp.in(0));
   if (imp.wants_output(1)) {

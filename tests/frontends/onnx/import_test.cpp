@@ -527,5 +527,56 @@ TEST(OnnxImportHostile, FuzzerReproducersAreErrors) {
   }
 }
 
+TEST(OnnxImport, InputsFeedingShapesCanBeBoundAtCompileTime) {
+  // Reshape's shape given as a graph input: the import says how to bind it, and with the input
+  // bound (--bind shape=FILE.npy) the model compiles with one input left.
+  ModelBuilder mb(17);
+  mb.input("x", kFloat, {2, 6}).input("shape", kInt64, {2}).output("y", kFloat);
+  mb.node("Reshape", {"x", "shape"}, {"y"}, "reshape");
+  try {
+    mb.import();
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.location().operand, "shape");
+    EXPECT_HAS(std::string(e.what()), "--bind shape=FILE.npy");
+  }
+  OnnxImportOptions o;
+  o.bindings["shape"] = Tensor::from_ints({DType::kInt48, {2}}, std::vector<int64_t>{3, 4});
+  Module m = mb.import(o);
+  ASSERT_EQ(m.main().inputs().size(), 1u);
+  EXPECT_EQ(m.main().value(m.main().outputs()[0]).type.shape, (Shape{3, 4}));
+  std::vector<double> xs(12);
+  for (size_t i = 0; i < xs.size(); ++i) xs[i] = static_cast<double>(i);
+  auto out = run_module(m, {Tensor::from_doubles({DType::kFp32, {2, 6}}, xs)});
+  EXPECT_EQ(out[0].to_doubles(), xs);
+
+  // Wrong shape, wrong kind of value, unknown name: errors that say which.
+  OnnxImportOptions bad;
+  bad.bindings["shape"] = Tensor::from_ints({DType::kInt48, {3}}, std::vector<int64_t>{3, 2, 2});
+  EXPECT_HAS(error_of([&] { mb.import(bad); }, ErrorCode::kInvalidArgument), "the value has shape [3]");
+  bad.bindings["shape"] = Tensor::from_doubles({DType::kFp32, {2}}, std::vector<double>{3, 4});
+  EXPECT_HAS(error_of([&] { mb.import(bad); }, ErrorCode::kInvalidArgument), "a f32 value cannot be bound to an ONNX int64 input");
+  OnnxImportOptions unknown;
+  unknown.bindings["shap"] = Tensor::from_ints({DType::kInt48, {2}}, std::vector<int64_t>{3, 4});
+  EXPECT_HAS(error_of([&] { mb.import(unknown); }, ErrorCode::kNotFound), "its inputs are: x, shape");
+}
+
+TEST(OnnxImport, DropoutInTrainingModeWithRatioZeroIsTheIdentity) {
+  ModelBuilder mb(13);
+  mb.input("x", kFloat, {4}).output("y", kFloat);
+  mb.init_f("ratio", {}, {0.0f});
+  auto* t = mb.graph()->add_initializer();  // training_mode = true, as torchvision's swin_t exports it
+  t->set_name("training");
+  t->set_data_type(kBool);
+  t->add_int32_data(1);
+  mb.node("Dropout", {"x", "ratio", "training"}, {"y"}, "drop");
+  Module m = mb.import();
+  auto out = run_module(m, {Tensor::from_doubles({DType::kFp32, {4}}, std::vector<double>{1, -2, 3, -4})});
+  EXPECT_EQ(out[0].to_doubles(), (std::vector<double>{1, -2, 3, -4}));
+  // Any other ratio drops random elements: a clear error.
+  mb.graph()->mutable_initializer(0)->set_float_data(0, 0.5f);
+  EXPECT_HAS(error_of([&] { mb.import(); }, ErrorCode::kUnsupported), "training_mode = true with ratio 0.5");
+}
+
 }  // namespace
 }  // namespace weft
