@@ -1,0 +1,44 @@
+"""torch.nn modules through torch's ONNX exporter into Weft, against torch itself: the recurrent
+layers (LSTM, GRU, RNN; one layer, and two bidirectional batch-first layers) and a Transformer
+encoder layer. Skips where torch is missing."""
+import pytest
+
+torch = pytest.importorskip("torch")
+import weft.torch as wt  # noqa: E402
+
+
+class Recurrent(torch.nn.Module):
+    def __init__(self, kind, **kw):
+        super().__init__()
+        self.r = getattr(torch.nn, kind)(8, 16, **kw)
+
+    def forward(self, x):
+        y, h = self.r(x)
+        return (y,) + (tuple(h) if isinstance(h, tuple) else (h,))
+
+
+@pytest.mark.parametrize("kind", ["LSTM", "GRU", "RNN"])
+@pytest.mark.parametrize("options", [{}, {"num_layers": 2, "bidirectional": True, "batch_first": True}],
+                         ids=["one_layer", "two_bidirectional_batch_first"])
+def test_recurrent_layers_match_torch(kind, options):
+    torch.manual_seed(0)
+    m = Recurrent(kind, **options).eval()
+    x = torch.randn(3, 5, 8)
+    compiled = wt.compile(m, x)
+    got = compiled(x)
+    with torch.no_grad():
+        want = m(x)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w, atol=1e-5, rtol=1e-5)
+
+
+def test_transformer_encoder_layer_matches_torch():
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(d_model=32, nhead=4, dim_feedforward=64, dropout=0.0, batch_first=True)
+    m = torch.nn.TransformerEncoder(layer, num_layers=2).eval()
+    x = torch.randn(2, 10, 32)
+    with torch.no_grad():
+        want = m(x)
+    compiled = wt.compile(m, x)
+    torch.testing.assert_close(compiled(x), want, atol=1e-4, rtol=1e-4)
