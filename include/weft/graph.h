@@ -120,10 +120,16 @@ class Module {
   ProfileSet profiles() const { return profiles_; }
   void set_profiles(ProfileSet p) { profiles_ = p; }
 
+  // What a frontend changed in the model's meaning that a user must know (e.g. float64 narrowed
+  // to float32); Model::explain prints them. Not written to model files.
+  const std::vector<std::string>& notes() const { return notes_; }
+  void add_note(std::string note) { notes_.push_back(std::move(note)); }
+
  private:
   std::vector<Graph> graphs_;
   std::string entry_ = "main";
   ProfileSet profiles_ = kAllProfiles;
+  std::vector<std::string> notes_;
 };
 
 // Named attributes for the builder; unspecified attributes take their defaults

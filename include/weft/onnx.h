@@ -42,6 +42,12 @@ struct OnnxImportOptions {
   // integer tensor, e.g. an <i8 .npy) convert exactly, floats to float inputs. An unknown name is
   // an error listing the graph inputs.
   std::map<std::string, Tensor> bindings;
+  // TOSA has no float64. With this set, float64 inputs, outputs, constants and casts are carried
+  // as float32 (values rounded to nearest): the model then computes in float32, so its results
+  // differ from a float64 run by float32 rounding. Off by default: a float64 model is an error
+  // that names this option. The compiled module says so in its notes (weft run --explain).
+  // `weft import|check|run|compile --narrow-float64` sets it.
+  bool narrow_float64 = false;
 };
 
 // Imports `path`. Errors carry the file and, for a node, its name, op type, domain and opset.

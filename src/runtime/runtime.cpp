@@ -171,7 +171,11 @@ const std::vector<IoInfo>& Model::outputs() const { return impl_->outputs; }
 size_t Model::input_index(std::string_view name) const { return index_of(impl_->inputs, name, "input", *impl_); }
 size_t Model::output_index(std::string_view name) const { return index_of(impl_->outputs, name, "output", *impl_); }
 const MemoryStats& Model::memory_stats() const { return impl_->stats; }
-std::string Model::explain() const { return compiler::explain(impl_->graph(), impl_->partition); }
+std::string Model::explain() const {
+  std::string out;
+  for (const std::string& n : impl_->module.notes()) out += "note: " + n + "\n";
+  return out + compiler::explain(impl_->graph(), impl_->partition);
+}
 
 std::vector<KernelPlacement> Model::placement() const {
   const Graph& g = impl_->graph();

@@ -27,6 +27,8 @@ Options:
                           --shape input=1x3x224x224 (repeatable)
   --bind NAME=FILE.npy    Bind graph input NAME to a value at compile time: it becomes a constant,
                           so that an input feeding shapes, axes, pads, scales or k folds (repeatable)
+  --narrow-float64        Carry float64 tensors as float32 (TOSA has no float64; the model then
+                          computes in float32, and --explain says so)
   --max-fold-bytes N      Constant-folding budget per folded result (default 268435456); larger
                           results stay run-time nodes, or are refused where TOSA needs them constant
   --list-ops              Print the ONNX operators the frontend lowers and exit
@@ -98,6 +100,9 @@ int cmd_import(Args& args) {
       add_shape_option(load, args.value(flag, v));
     } else if (flag == "--bind") {
       add_bind_option(load, args.value(flag, v));
+    } else if (flag == "--narrow-float64") {
+      no_inline_value(args, flag, v);
+      load.onnx.narrow_float64 = true;
     } else if (flag == "--max-fold-bytes") {
       add_max_fold_option(load, args.value(flag, v));
     } else if (flag == "--list-ops") {

@@ -296,6 +296,9 @@ int cmd_iospec(Args& args) {
       add_shape_option(load, args.value(flag, v));
     } else if (flag == "--bind") {
       add_bind_option(load, args.value(flag, v));
+    } else if (flag == "--narrow-float64") {
+      no_inline_value(args, flag, v);
+      load.onnx.narrow_float64 = true;
     } else if (flag == "-h" || flag == "--help") {
       std::cout << kIospecHelp;
       return kExitOk;
@@ -358,6 +361,9 @@ int cmd_stream(Args& args) {
       add_shape_option(load, args.value(flag, v));
     } else if (flag == "--bind") {
       add_bind_option(load, args.value(flag, v));
+    } else if (flag == "--narrow-float64") {
+      no_inline_value(args, flag, v);
+      load.onnx.narrow_float64 = true;
     } else if (flag == "--verbose" || flag == "-v") {
       no_inline_value(args, flag, v);
       verbose = true;

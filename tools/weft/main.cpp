@@ -111,6 +111,7 @@ Options:
                                --shape input=1x3x224x224 (repeatable)
   --bind NAME=FILE.npy         Bind ONNX graph input NAME to a value at compile time (a constant, so
                                that inputs feeding shapes, axes, pads or scales fold; repeatable)
+  --narrow-float64             Carry ONNX float64 tensors as float32 (named in --explain)
   --max-fold-bytes N           ONNX constant-folding budget per folded result (default 256 MiB)
   --backend LIST               Backends in priority order, e.g. onednn,reference (default: every
                                available backend, fastest first; reference is always the last resort)
@@ -494,6 +495,9 @@ int cmd_run(Args& args) {
       add_shape_option(load, args.value(flag, inline_value));
     } else if (flag == "--bind") {
       add_bind_option(load, args.value(flag, inline_value));
+    } else if (flag == "--narrow-float64") {
+      no_inline_value(args, flag, inline_value);
+      load.onnx.narrow_float64 = true;
     } else if (flag == "--max-fold-bytes") {
       add_max_fold_option(load, args.value(flag, inline_value));
     } else if (flag == "--backend") {
@@ -665,6 +669,9 @@ int cmd_check(Args& args) {
       add_shape_option(load, args.value(flag, inline_value));
     } else if (flag == "--bind") {
       add_bind_option(load, args.value(flag, inline_value));
+    } else if (flag == "--narrow-float64") {
+      no_inline_value(args, flag, inline_value);
+      load.onnx.narrow_float64 = true;
     } else if (flag == "--max-fold-bytes") {
       add_max_fold_option(load, args.value(flag, inline_value));
     } else if (flag == "--custom-ops") {

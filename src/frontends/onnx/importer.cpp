@@ -43,8 +43,14 @@ const char* onnx_type_name(int t) {
   }
 }
 
+// Set while a model is imported with OnnxImportOptions::narrow_float64 (this thread only).
+thread_local bool g_narrow_float64 = false;
+
 std::optional<DType> tosa_dtype(int t) {
   switch (t) {
+    case kODouble:
+      if (g_narrow_float64) return DType::kFp32;
+      return std::nullopt;
     case kOFloat: return DType::kFp32;
     case kOFloat16: return DType::kFp16;
     case kOBfloat16: return DType::kBf16;
@@ -74,7 +80,7 @@ int onnx_type_of(DType t) {
 
 std::string unsupported_type_message(int t) {
   std::string s = std::string("ONNX type ") + onnx_type_name(t) + " has no TOSA 1.0 equivalent";
-  if (t == kODouble) s += " (TOSA has no float64; export the model in float32)";
+  if (t == kODouble) s += " (TOSA has no float64; export the model in float32, or narrow it to float32 when it is compiled with --narrow-float64)";
   if (t == kOUint8) s += " (TOSA 1.0 carries 8-bit data as signed int8; quantize to int8)";
   return s;
 }
@@ -117,7 +123,7 @@ Tensor tensor_from_proto(const onnx::TensorProto& t, const std::string& what, co
                                                    " elements (2^31 - 1, TOSA level 8K): no tensor of it can exist");
     n *= d;
   }
-  const size_t elem_bytes = et == kOInt64 ? 8 : storage_size(*dt);
+  const size_t elem_bytes = et == kOInt64 || et == kODouble ? 8 : storage_size(*dt);
   const uint64_t want_bytes = static_cast<uint64_t>(n) * elem_bytes;
 
   // The little-endian bytes of the data, from raw_data, external data or the typed fields.
@@ -186,6 +192,8 @@ Tensor tensor_from_proto(const onnx::TensorProto& t, const std::string& what, co
       have = static_cast<uint64_t>(t.int64_data_size()) * 8;
     } else if (et == kOFloat) {
       have = static_cast<uint64_t>(t.float_data_size()) * 4;
+    } else if (et == kODouble) {
+      have = static_cast<uint64_t>(t.double_data_size()) * 8;
     } else {
       have = static_cast<uint64_t>(t.int32_data_size()) * elem_bytes;
     }
@@ -214,6 +222,18 @@ Tensor tensor_from_proto(const onnx::TensorProto& t, const std::string& what, co
     for (int64_t i = 0; i < n; ++i)
       p[i] = static_cast<int32_t>(std::clamp<int64_t>(v[static_cast<size_t>(i)], INT32_MIN, INT32_MAX));
     if (exact_ints) *exact_ints = std::make_shared<const std::vector<int64_t>>(std::move(v));
+    return out;
+  }
+  if (et == kODouble) {
+    // Narrowed to float32 (OnnxImportOptions::narrow_float64), each value rounded to nearest.
+    Tensor out = Tensor::zeros(type);
+    float* p = out.mutable_data<float>();
+    for (int64_t i = 0; i < n; ++i) {
+      double v;
+      if (raw) std::memcpy(&v, raw->data() + i * 8, 8);
+      else v = t.double_data(static_cast<int>(i));
+      p[i] = static_cast<float>(v);
+    }
     return out;
   }
   Tensor out = Tensor::zeros(type);
@@ -1099,8 +1119,39 @@ Module import_model(onnx::ModelProto& model, const std::string& source, const On
                     const std::string& base_dir) {
   if (!model.has_graph()) throw Error(ErrorCode::kInvalidArgument, "the model has no graph", {.file = source});
   apply_bindings(*model.mutable_graph(), options.bindings, source);
+  struct Narrow {
+    bool was = g_narrow_float64;
+    explicit Narrow(bool on) { g_narrow_float64 = on; }
+    ~Narrow() { g_narrow_float64 = was; }
+  } narrow(options.narrow_float64);
   Importer imp(model, source, options, base_dir);
-  return imp.run();
+  Module m = imp.run();
+  if (options.narrow_float64) {
+    // Say what was narrowed: the interface first, then how many constants and casts.
+    const onnx::GraphProto& g = model.graph();
+    std::set<std::string> initialized;
+    for (const auto& t : g.initializer()) initialized.insert(t.name());
+    std::string ins, outs;
+    auto is_double = [](const onnx::ValueInfoProto& vi) {
+      return vi.type().has_tensor_type() && vi.type().tensor_type().elem_type() == kODouble;
+    };
+    for (const auto& vi : g.input())
+      if (is_double(vi) && !initialized.count(vi.name())) ins += (ins.empty() ? "" : ", ") + vi.name();
+    for (const auto& vi : g.output())
+      if (is_double(vi)) outs += (outs.empty() ? "" : ", ") + vi.name();
+    int inner = 0;
+    for (const auto& t : g.initializer()) inner += t.data_type() == kODouble;
+    for (const auto& n : g.node())
+      for (const auto& a : n.attribute()) {
+        inner += n.op_type() == "Cast" && a.name() == "to" && a.i() == kODouble;
+        inner += a.type() == onnx::AttributeProto::TENSOR && a.t().data_type() == kODouble;
+      }
+    if (!ins.empty() || !outs.empty() || inner > 0)
+      m.add_note("float64 narrowed to float32 (--narrow-float64): computed in float32" +
+                 (ins.empty() ? std::string() : "; inputs " + ins) + (outs.empty() ? std::string() : "; outputs " + outs) +
+                 (inner ? "; " + std::to_string(inner) + " float64 constants and casts" : std::string()));
+  }
+  return m;
 }
 
 }  // namespace

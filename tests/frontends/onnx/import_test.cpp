@@ -561,6 +561,30 @@ TEST(OnnxImport, InputsFeedingShapesCanBeBoundAtCompileTime) {
   EXPECT_HAS(error_of([&] { mb.import(unknown); }, ErrorCode::kNotFound), "its inputs are: x, shape");
 }
 
+TEST(OnnxImport, Float64IsNarrowedOnlyWhenAsked) {
+  ModelBuilder mb(17);
+  mb.input("x", kDouble, {3}).output("y", kDouble);
+  auto* c = mb.graph()->add_initializer();
+  c->set_name("c");
+  c->set_data_type(kDouble);
+  c->add_dims(3);
+  for (double v : {0.5, 1.0 / 3.0, -2.0}) c->add_double_data(v);
+  mb.node("Add", {"x", "c"}, {"y"}, "add");
+  EXPECT_HAS(error_of([&] { mb.import(); }, ErrorCode::kUnsupported), "--narrow-float64");
+  OnnxImportOptions o;
+  o.narrow_float64 = true;
+  Module m = mb.import(o);
+  EXPECT_EQ(m.main().value(m.main().inputs()[0]).type, (TensorType{DType::kFp32, {3}}));
+  ASSERT_EQ(m.notes().size(), 1u);
+  EXPECT_HAS(m.notes()[0], "float64 narrowed to float32");
+  EXPECT_HAS(m.notes()[0], "inputs x; outputs y; 1 float64 constants and casts");
+  auto model = Model::from_module(m);
+  EXPECT_HAS(model->explain(), "note: float64 narrowed to float32");
+  Context ctx(model);
+  auto out = ctx.run({Tensor::from_doubles({DType::kFp32, {3}}, std::vector<double>{1, 2, 3})});
+  EXPECT_EQ(out[0].to_doubles(), (std::vector<double>{1.5, static_cast<double>(2.0f + static_cast<float>(1.0 / 3.0)), 1}));
+}
+
 TEST(OnnxImport, DropoutInTrainingModeWithRatioZeroIsTheIdentity) {
   ModelBuilder mb(13);
   mb.input("x", kFloat, {4}).output("y", kFloat);
