@@ -57,6 +57,20 @@ Module import_onnx(const std::string& path, const OnnxImportOptions& options = {
 Module import_onnx_bytes(std::string_view bytes, const std::string& source, const OnnxImportOptions& options = {},
                          const std::string& base_dir = "");
 
+// The graph inputs (initializers left out) and outputs of an ONNX model as declared: element type
+// as Weft carries it, dimensions with -1 where the model gives a symbolic or no size (shape
+// empty when the model declares no shape). Errors name the file.
+struct OnnxInterface {
+  struct Value {
+    std::string name;
+    DType dtype = DType::kFp32;
+    Shape shape;
+    bool has_shape = false;
+  };
+  std::vector<Value> inputs, outputs;
+};
+OnnxInterface onnx_interface(const std::string& path);
+
 // The ONNX operators (domain "" / "ai.onnx") the frontend lowers, sorted by name.
 std::vector<std::string> onnx_supported_ops();
 

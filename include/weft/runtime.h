@@ -132,6 +132,12 @@ class Model {
   // left out), and the backends in priority order.
   std::vector<KernelPlacement> placement() const;
   std::vector<std::string> backend_priority() const;
+  // An ONNX model loaded with input dimensions left open (symbolic in the file, not given with
+  // --shape): its inputs() and outputs() show them as -1 ("?"), and each run with a new input
+  // shape signature imports, plans and prepares the model for those shapes once, then reuses it.
+  // module() is then an error (there is one module per signature).
+  bool is_dynamic() const;
+  size_t specializations() const;  // signatures prepared so far (1 for a static model)
 
   struct Impl;
   const Impl& impl() const { return *impl_; }
@@ -201,6 +207,8 @@ class Context {
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
+  struct Dyn;  // a dynamic model's context (Model::is_dynamic)
+  std::unique_ptr<Dyn> dyn_;
 };
 
 }  // namespace weft

@@ -81,14 +81,17 @@ Tensor from_numpy(const py::array& a, const IoInfo& info) {
     fail("got an array of dtype " + std::string(py::str(py::object(a.dtype()))) + ", expected " +
          std::string(py::str(py::object(dt))));
   Shape shape(a.shape(), a.shape() + a.ndim());
-  if (shape != want.shape) {
+  bool fits = shape.size() == want.shape.size();
+  for (size_t d = 0; fits && d < shape.size(); ++d) fits = want.shape[d] < 0 || want.shape[d] == shape[d];
+  if (!fits) {
     std::string got = "[";
     for (size_t i = 0; i < shape.size(); ++i) got += (i ? "," : "") + std::to_string(shape[i]);
     fail("got shape " + got + "]");
   }
   if (!(a.flags() & py::array::c_style))
     fail("the array is not C-contiguous (use numpy.ascontiguousarray)");
-  return Tensor(want, Buffer::wrap(nullptr, a.data(), want.byte_size()));
+  const TensorType type{want.dtype, shape};  // a dynamic model's open dimensions take the array's
+  return Tensor(type, Buffer::wrap(nullptr, a.data(), type.byte_size()));
 }
 
 class Session {
@@ -118,9 +121,21 @@ class Session {
     for (size_t i = 0; i < ins.size(); ++i)
       if (!given[i]) missing += (missing.empty() ? "" : ", ") + ins[i].name + " " + ins[i].type.str();
     if (!missing.empty()) throw Error(ErrorCode::kInvalidArgument, "inputs not given: " + missing);
+    const std::vector<IoInfo>& outs = model_->outputs();
+    if (model_->is_dynamic()) {
+      // Output shapes are known once the run has picked its specialization: copied out.
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        py::gil_scoped_release release;
+        for (size_t i = 0; i < ins.size(); ++i) ctx_.set_input(i, tensors[i]);
+        ctx_.run();
+      }
+      py::dict result;
+      for (size_t j = 0; j < outs.size(); ++j) result[py::str(outs[j].name)] = to_numpy(ctx_.output(j).clone());
+      return result;
+    }
     // The outputs are written straight into new numpy arrays (bound as the outputs' memory for
     // this run), so the results reach Python without a copy.
-    const std::vector<IoInfo>& outs = model_->outputs();
     std::vector<py::array> results;
     std::vector<void*> out_data;
     results.reserve(outs.size());
@@ -267,6 +282,8 @@ PYBIND11_MODULE(_weft, m) {
              return l;
            })
       .def("backend_priority", &Model::backend_priority)
+      .def_property_readonly("is_dynamic", &Model::is_dynamic)
+      .def_property_readonly("specializations", &Model::specializations)
       .def("memory_stats", [](const Model& model) {
         const MemoryStats& s = model.memory_stats();
         py::dict d;

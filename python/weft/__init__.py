@@ -154,6 +154,17 @@ class Model:
         """One run in a fresh session."""
         return self.session(threads).run(feeds)
 
+    @property
+    def is_dynamic(self) -> bool:
+        """Whether input dimensions are left open (-1 in `inputs`): each new input shape signature
+        is imported and prepared on its first run, then reused."""
+        return self._model.is_dynamic
+
+    @property
+    def specializations(self) -> int:
+        """Input shape signatures prepared so far (1 for a static model)."""
+        return self._model.specializations
+
     def explain(self) -> Explanation:
         """Which backend runs each kernel, and why the preferred ones did not (weft run --explain),
         as data; str() of it is the text."""

@@ -17,7 +17,7 @@ std::string shape_str(const Shape& s) {
   std::string r = "[";
   for (size_t i = 0; i < s.size(); ++i) {
     if (i) r += ",";
-    r += std::to_string(s[i]);
+    r += s[i] < 0 ? std::string("?") : std::to_string(s[i]);  // ? : a dimension known per run (dynamic models)
   }
   return r + "]";
 }

@@ -16,6 +16,7 @@
 #include "backends/reference/parallel.h"
 #include "compiler/partition.h"
 #include "runtime/memory_plan.h"
+#include "weft/onnx.h"
 #include "weft/text.h"
 #include "weft/tosa_file.h"
 #include "weft/verify.h"
@@ -44,6 +45,22 @@ struct Model::Impl {
   std::shared_ptr<const Prepared> prepare(int threads) const;
 
   const Graph& graph() const { return module.main(); }
+
+  // An ONNX model whose inputs have dimensions known only when it runs: each input shape
+  // signature is imported, verified, partitioned and prepared once, then cached.
+  struct Dynamic {
+    std::string path;
+    LoadOptions options;
+    mutable std::mutex mu;
+    mutable std::map<std::vector<Shape>, std::shared_ptr<const Model>> specialized;
+  };
+  std::unique_ptr<Dynamic> dynamic;
+  // The model specialized to input shapes `shapes` (one per input), imported on first use.
+  std::shared_ptr<const Model> specialize(const std::vector<Shape>& shapes) const;
+  const std::string& graph_name() const {
+    static const std::string kMain = "main";
+    return dynamic ? kMain : graph().name();
+  }
 };
 
 namespace {
@@ -60,7 +77,7 @@ size_t index_of(const std::vector<IoInfo>& infos, std::string_view name, const c
   throw Error(ErrorCode::kNotFound,
               std::string("the model has no ") + what + " named '" + std::string(name) + "'; its " + what +
                   "s are: " + names_of(infos),
-              {.file = m.source, .graph = m.graph().name()});
+              {.file = m.source, .graph = m.graph_name()});
 }
 
 }  // namespace
@@ -152,7 +169,54 @@ Module read_model(const std::string& path, const LoadOptions& options) {
               "unknown model file type '" + ext + "' (Weft reads .weft, .vgf, .tosa and .onnx models)", {.file = path});
 }
 
+std::shared_ptr<const Model> Model::Impl::specialize(const std::vector<Shape>& shapes) const {
+  std::lock_guard<std::mutex> lock(dynamic->mu);
+  auto it = dynamic->specialized.find(shapes);
+  if (it != dynamic->specialized.end()) return it->second;
+  LoadOptions o = dynamic->options;
+  for (size_t i = 0; i < inputs.size(); ++i) o.onnx.input_shapes[inputs[i].name] = shapes[i];
+  Module module = read_model(dynamic->path, o);
+  std::shared_ptr<const Model> model;
+  try {
+    model = Model::from_module(std::move(module), o.backend);
+  } catch (const Error& e) {
+    throw e.with_context({.file = dynamic->path});
+  }
+  const_cast<Impl&>(*model->impl_).source = dynamic->path;
+  dynamic->specialized.emplace(shapes, model);
+  return model;
+}
+
 std::shared_ptr<const Model> Model::load(const std::string& path, const LoadOptions& options) {
+  if (std::filesystem::path(path).extension() == ".onnx") {
+    // Dimensions the model leaves open and --shape does not give: a dynamic model, specialized
+    // per input shape signature when it runs.
+    OnnxInterface io = onnx_interface(path);
+    bool open = false;
+    for (const auto& in : io.inputs) {
+      if (options.onnx.bindings.count(in.name)) continue;
+      auto given = options.onnx.input_shapes.find(in.name);
+      if (given != options.onnx.input_shapes.end()) continue;
+      if (!in.has_shape) open = true;
+      for (int64_t d : in.shape) open |= d < 0;
+    }
+    if (open) {
+      auto impl = std::make_unique<Impl>();
+      impl->source = path;
+      impl->backend_options = options.backend;
+      impl->dynamic = std::make_unique<Impl::Dynamic>();
+      impl->dynamic->path = path;
+      impl->dynamic->options = options;
+      for (const auto& in : io.inputs) {
+        if (options.onnx.bindings.count(in.name)) continue;
+        auto given = options.onnx.input_shapes.find(in.name);
+        Shape shape = given != options.onnx.input_shapes.end() ? given->second : in.shape;
+        impl->inputs.push_back({in.name, TensorType{in.dtype, shape}});
+      }
+      for (const auto& out : io.outputs) impl->outputs.push_back({out.name, TensorType{out.dtype, out.shape}});
+      return std::shared_ptr<const Model>(new Model(std::move(impl)));
+    }
+  }
   Module module = read_model(path, options);
   try {
     auto model = from_module(std::move(module), options.backend);
@@ -165,19 +229,52 @@ std::shared_ptr<const Model> Model::load(const std::string& path, const LoadOpti
 
 Model::Model(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Model::~Model() = default;
-const Module& Model::module() const { return impl_->module; }
+const Module& Model::module() const {
+  if (impl_->dynamic)
+    throw Error(ErrorCode::kInvalidArgument,
+                "the model has input dimensions known only when it runs: it has one module per input shape (give "
+                "static shapes with --shape / LoadOptions::onnx.input_shapes for a single module)",
+                {.file = impl_->source});
+  return impl_->module;
+}
+bool Model::is_dynamic() const { return impl_->dynamic != nullptr; }
+size_t Model::specializations() const {
+  if (!impl_->dynamic) return 1;
+  std::lock_guard<std::mutex> lock(impl_->dynamic->mu);
+  return impl_->dynamic->specialized.size();
+}
 const std::vector<IoInfo>& Model::inputs() const { return impl_->inputs; }
 const std::vector<IoInfo>& Model::outputs() const { return impl_->outputs; }
 size_t Model::input_index(std::string_view name) const { return index_of(impl_->inputs, name, "input", *impl_); }
 size_t Model::output_index(std::string_view name) const { return index_of(impl_->outputs, name, "output", *impl_); }
 const MemoryStats& Model::memory_stats() const { return impl_->stats; }
 std::string Model::explain() const {
+  if (impl_->dynamic) {
+    std::lock_guard<std::mutex> lock(impl_->dynamic->mu);
+    std::string out = "dynamic model '" + impl_->source + "': inputs ";
+    for (size_t i = 0; i < impl_->inputs.size(); ++i)
+      out += (i ? ", " : "") + impl_->inputs[i].name + " " + impl_->inputs[i].type.str();
+    out += "; specialized per input shape signature on first use (" + std::to_string(impl_->dynamic->specialized.size()) +
+           " so far)\n";
+    for (const auto& [shapes, model] : impl_->dynamic->specialized) {
+      out += "specialization for";
+      for (const Shape& sh : shapes) out += " " + shape_str(sh);
+      out += ":\n" + model->explain();
+    }
+    return out;
+  }
   std::string out;
   for (const std::string& n : impl_->module.notes()) out += "note: " + n + "\n";
   return out + compiler::explain(impl_->graph(), impl_->partition);
 }
 
 std::vector<KernelPlacement> Model::placement() const {
+  if (impl_->dynamic) {
+    // The latest specialization's (none before the first run).
+    std::lock_guard<std::mutex> lock(impl_->dynamic->mu);
+    return impl_->dynamic->specialized.empty() ? std::vector<KernelPlacement>{}
+                                               : impl_->dynamic->specialized.rbegin()->second->placement();
+  }
   const Graph& g = impl_->graph();
   std::vector<KernelPlacement> out;
   for (const compiler::Unit& u : impl_->partition.units) {
@@ -192,6 +289,11 @@ std::vector<KernelPlacement> Model::placement() const {
 }
 
 std::vector<std::string> Model::backend_priority() const {
+  if (impl_->dynamic) {
+    std::lock_guard<std::mutex> lock(impl_->dynamic->mu);
+    return impl_->dynamic->specialized.empty() ? impl_->backend_options.backends
+                                               : impl_->dynamic->specialized.begin()->second->backend_priority();
+  }
   std::vector<std::string> out;
   for (const backend::Backend* b : impl_->partition.priority) out.emplace_back(b->name());
   return out;
@@ -364,6 +466,72 @@ struct Context::Impl {
   }
 };
 
+// A context of a dynamic model: inputs are held until run(), which picks (or prepares) the
+// specialized model and a context of it for the bound inputs' shapes; contexts are kept per
+// signature, so a repeated shape reuses its arena and prepared kernels.
+struct Context::Dyn {
+  std::shared_ptr<const Model> model;
+  ContextOptions options;
+  std::vector<Tensor> inputs;
+  std::vector<bool> bound;
+  std::map<std::string, std::pair<void*, size_t>> output_bindings;
+  bool profiling = false;
+  std::map<std::vector<Shape>, std::unique_ptr<Context>> contexts;
+  uint64_t bindings_generation = 1;            // bumped by bind_output
+  std::map<const Context*, uint64_t> c_generation;  // the generation each context's bindings have
+  Context* current = nullptr;
+
+  void check(size_t i, const Tensor& t) const {
+    const IoInfo& info = model->inputs().at(i);
+    bool ok = t.dtype() == info.type.dtype && t.rank() == info.type.rank();
+    for (size_t d = 0; ok && d < info.type.shape.size(); ++d)
+      ok = info.type.shape[d] < 0 || info.type.shape[d] == t.shape()[d];
+    if (!ok)
+      throw Error(ErrorCode::kInvalidArgument,
+                  "input '" + info.name + "' expects " + info.type.str() + " (? = any size), got " + t.type().str(),
+                  {.file = model->impl().source, .operand = info.name});
+    if (!t.valid())
+      throw Error(ErrorCode::kInvalidArgument, "input '" + info.name + "' has no data",
+                  {.file = model->impl().source, .operand = info.name});
+  }
+  void run() {
+    std::string missing;
+    std::vector<Shape> sig;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (!bound[i]) missing += (missing.empty() ? "" : ", ") + model->inputs()[i].name + " " + model->inputs()[i].type.str();
+      else sig.push_back(inputs[i].shape());
+    }
+    if (!missing.empty())
+      throw Error(ErrorCode::kInvalidArgument, "inputs not bound: " + missing, {.file = model->impl().source});
+    auto it = contexts.find(sig);
+    if (it == contexts.end()) {
+      auto ctx = std::make_unique<Context>(model->impl().specialize(sig), options);
+      ctx->set_profiling(profiling);
+      it = contexts.emplace(sig, std::move(ctx)).first;
+    }
+    Context& c = *it->second;
+    for (size_t i = 0; i < inputs.size(); ++i) c.set_input(i, inputs[i]);
+    // Output bindings go to the specialization that runs (again only when they changed since
+    // it last ran: a repeated shape then costs what a static model's run does).
+    if (bindings_generation != c_generation[&c]) {
+      for (const IoInfo& o : c.model().outputs()) {
+        auto b = output_bindings.find(o.name);
+        c.bind_output(o.name, b == output_bindings.end() ? nullptr : b->second.first,
+                      b == output_bindings.end() ? 0 : b->second.second);
+      }
+      c_generation[&c] = bindings_generation;
+    }
+    current = &c;
+    c.run();
+  }
+  const Context& last(const char* what) const {
+    if (!current)
+      throw Error(ErrorCode::kInvalidArgument, std::string("no run yet: the dynamic model's ") + what +
+                                                   " are known once it has run with inputs of some shape");
+    return *current;
+  }
+};
+
 Context::Context(std::shared_ptr<const Model> model, ContextOptions options) {
   if (!model) throw Error(ErrorCode::kInvalidArgument, "Context needs a model (got a null pointer)");
   // Thread pools (Weft's and oneDNN's OpenMP one) are sized by this: a count far beyond the
@@ -375,12 +543,30 @@ Context::Context(std::shared_ptr<const Model> model, ContextOptions options) {
                 "threads = " + std::to_string(options.threads) + " is outside [0, " + std::to_string(kMaxContextThreads) +
                     "] (0: every hardware thread; this machine has " +
                     std::to_string(std::max(1u, std::thread::hardware_concurrency())) + ")");
+  if (model->impl().dynamic) {
+    dyn_ = std::make_unique<Dyn>();
+    dyn_->model = std::move(model);
+    dyn_->options = options;
+    dyn_->inputs.resize(dyn_->model->inputs().size());
+    dyn_->bound.assign(dyn_->model->inputs().size(), false);
+    return;
+  }
   impl_ = std::make_unique<Impl>(std::move(model), options);
 }
+
 Context::~Context() = default;
-const Model& Context::model() const { return *impl_->model; }
+const Model& Context::model() const { return dyn_ ? *dyn_->model : *impl_->model; }
 
 void Context::set_input(size_t index, const Tensor& value) {
+  if (dyn_) {
+    if (index >= dyn_->inputs.size())
+      throw Error(ErrorCode::kInvalidArgument, "input index " + std::to_string(index) + " out of range (the model has " +
+                                                   std::to_string(dyn_->inputs.size()) + " inputs)");
+    dyn_->check(index, value);
+    dyn_->inputs[index] = value;
+    dyn_->bound[index] = true;
+    return;
+  }
   if (index >= impl_->input_values.size())
     throw Error(ErrorCode::kInvalidArgument, "input index " + std::to_string(index) + " out of range (the model has " +
                                                  std::to_string(impl_->input_values.size()) + " inputs)");
@@ -392,6 +578,14 @@ void Context::set_input(size_t index, const Tensor& value) {
 void Context::set_input(std::string_view name, const Tensor& value) { set_input(model().input_index(name), value); }
 
 void Context::bind_output(std::string_view name, void* data, size_t bytes) {
+  if (dyn_) {
+    // Checked against the output's size when a run of some shape uses it.
+    const std::string n(model().outputs()[model().output_index(name)].name);
+    if (data == nullptr && bytes == 0) dyn_->output_bindings.erase(n);
+    else dyn_->output_bindings[n] = {data, bytes};
+    ++dyn_->bindings_generation;
+    return;
+  }
   const size_t j = model().output_index(name);
   const IoInfo& info = model().outputs()[j];
   Tensor storage;
@@ -413,9 +607,23 @@ void Context::bind_output(std::string_view name, void* data, size_t bytes) {
     im.views[v] = storage;
 }
 
-void Context::run() { impl_->run(); }
+void Context::run() {
+  if (dyn_) return dyn_->run();
+  impl_->run();
+}
 
 std::vector<Tensor> Context::run(const std::vector<Tensor>& inputs) {
+  if (dyn_) {
+    if (inputs.size() != dyn_->inputs.size())
+      throw Error(ErrorCode::kInvalidArgument, "the model takes " + std::to_string(dyn_->inputs.size()) +
+                                                   " inputs, got " + std::to_string(inputs.size()));
+    for (size_t i = 0; i < inputs.size(); ++i) dyn_->check(i, inputs[i]);
+    for (size_t i = 0; i < inputs.size(); ++i) set_input(i, inputs[i]);
+    run();
+    std::vector<Tensor> out;
+    for (size_t j = 0; j < model().outputs().size(); ++j) out.push_back(dyn_->current->output(j).clone());
+    return out;
+  }
   if (inputs.size() != impl_->input_values.size())
     throw Error(ErrorCode::kInvalidArgument, "the model takes " + std::to_string(impl_->input_values.size()) +
                                                  " inputs, got " + std::to_string(inputs.size()));
@@ -428,6 +636,7 @@ std::vector<Tensor> Context::run(const std::vector<Tensor>& inputs) {
 }
 
 const Tensor& Context::output(size_t index) const {
+  if (dyn_) return dyn_->last("outputs").output(index);
   if (index >= impl_->output_storage.size())
     throw Error(ErrorCode::kInvalidArgument, "output index " + std::to_string(index) + " out of range (the model has " +
                                                  std::to_string(impl_->output_storage.size()) + " outputs)");
@@ -436,12 +645,29 @@ const Tensor& Context::output(size_t index) const {
 
 const Tensor& Context::output(std::string_view name) const { return output(model().output_index(name)); }
 
-void Context::reset_variables() { impl_->exec.reset_variables(); }
+void Context::reset_variables() {
+  if (dyn_) {
+    for (auto& [sig, c] : dyn_->contexts) c->reset_variables();
+    return;
+  }
+  impl_->exec.reset_variables();
+}
 
 void Context::set_profiling(bool on) {
+  if (dyn_) {
+    dyn_->profiling = on;
+    for (auto& [sig, c] : dyn_->contexts) c->set_profiling(on);
+    return;
+  }
   impl_->profiling = on;
   impl_->profile.clear();
 }
-const std::vector<KernelProfile>& Context::profile() const { return impl_->profile; }
+const std::vector<KernelProfile>& Context::profile() const {
+  if (dyn_) {
+    static const std::vector<KernelProfile> kNone;
+    return dyn_->current ? dyn_->current->profile() : kNone;
+  }
+  return impl_->profile;
+}
 
 }  // namespace weft

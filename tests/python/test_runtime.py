@@ -236,3 +236,23 @@ def test_torch_modules_compiled_through_onnx(tmp_path):
     torch.testing.assert_close(q, torch.tanh(a - b), atol=1e-6, rtol=1e-6)
     with pytest.raises(TypeError, match="expected 2 inputs"):
         two(a)
+
+
+def test_dynamic_batch_is_specialized_per_shape(tmp_path):
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+    b = numpy_helper.from_array(np.array([1, 2, 3], np.float32), "b")
+    graph = helper.make_graph([helper.make_node("Add", ["x", "b"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 3])], initializer=[b])
+    path = tmp_path / "dyn.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    m = weft.load(str(path))
+    assert m.is_dynamic and m.inputs[0].shape == (-1, 3) and m.specializations == 0
+    s = m.session()
+    for n in (2, 7, 2):
+        x = np.arange(n * 3, dtype=np.float32).reshape(n, 3)
+        np.testing.assert_array_equal(s.run({"x": x})["y"], x + np.array([1, 2, 3], np.float32))
+    assert m.specializations == 2
+    with pytest.raises(weft.Error, match=r"got shape \[2,4\]"):
+        s.run({"x": np.zeros((2, 4), np.float32)})

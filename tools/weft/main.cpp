@@ -536,6 +536,25 @@ int cmd_run(Args& args) {
   }
 
   std::shared_ptr<const Model> model = Model::load(model_path, load);
+  if (model->is_dynamic()) {
+    // Dimensions the model leaves open take the sizes of the given arrays (as --shape would).
+    for (const IoInfo& in : model->inputs()) {
+      auto it = std::find_if(inputs.begin(), inputs.end(), [&](const auto& p) { return p.first == in.name; });
+      if (it == inputs.end()) continue;  // reported as missing below
+      try {
+        load.onnx.input_shapes[in.name] = read_npy(it->second).shape();
+      } catch (const Error& e) {
+        throw e.with_context({.operand = in.name});
+      }
+    }
+    model = Model::load(model_path, load);
+    if (model->is_dynamic()) {
+      std::string list;
+      for (const IoInfo& in : model->inputs()) list += (list.empty() ? "" : ", ") + in.name + " " + in.type.str();
+      model_error(model_path + ": missing inputs with dimensions open in the model; it expects: " + list +
+                  "\ngive each as --input NAME=FILE.npy");
+    }
+  }
   const Graph& g = model->module().main();
   if (explain) std::cout << model->explain();
 

@@ -1167,6 +1167,35 @@ Module import_onnx_bytes(std::string_view bytes, const std::string& source, cons
   return onnxfe::import_model(model, source, options, base_dir);
 }
 
+OnnxInterface onnx_interface(const std::string& path) {
+  std::string bytes = read_file_bytes(path, kMaxOnnxBytes, "an ONNX model");
+  onnx::ModelProto model;
+  if (bytes.size() > static_cast<size_t>(INT32_MAX) || !model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
+    throw Error(ErrorCode::kParse, "not a valid ONNX model (the protobuf ModelProto does not parse)", {.file = path});
+  const onnx::GraphProto& g = model.graph();
+  std::set<std::string> initialized;
+  for (const auto& t : g.initializer()) initialized.insert(t.name());
+  auto value = [&](const onnx::ValueInfoProto& vi) {
+    OnnxInterface::Value v{.name = vi.name()};
+    if (!vi.type().has_tensor_type())
+      throw Error(ErrorCode::kUnsupported, "'" + vi.name() + "' is not a tensor (sequences, maps and optionals are not supported)",
+                  {.file = path, .operand = vi.name()});
+    const auto& tt = vi.type().tensor_type();
+    auto dt = onnxfe::tosa_dtype(tt.elem_type());
+    if (!dt) throw Error(ErrorCode::kUnsupported, "'" + vi.name() + "': " + onnxfe::unsupported_type_message(tt.elem_type()),
+                         {.file = path, .operand = vi.name()});
+    v.dtype = *dt;
+    v.has_shape = tt.has_shape();
+    for (const auto& d : tt.shape().dim()) v.shape.push_back(d.has_dim_value() && d.dim_value() > 0 ? d.dim_value() : -1);
+    return v;
+  };
+  OnnxInterface out;
+  for (const auto& vi : g.input())
+    if (!initialized.count(vi.name())) out.inputs.push_back(value(vi));
+  for (const auto& vi : g.output()) out.outputs.push_back(value(vi));
+  return out;
+}
+
 Module import_onnx(const std::string& path, const OnnxImportOptions& options) {
   std::string bytes = read_file_bytes(path, kMaxOnnxBytes, "an ONNX model");
   std::string dir = std::filesystem::path(path).parent_path().string();

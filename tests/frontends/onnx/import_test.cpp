@@ -585,6 +585,50 @@ TEST(OnnxImport, Float64IsNarrowedOnlyWhenAsked) {
   EXPECT_EQ(out[0].to_doubles(), (std::vector<double>{1.5, static_cast<double>(2.0f + static_cast<float>(1.0 / 3.0)), 1}));
 }
 
+TEST(OnnxImport, SymbolicDimensionsMakeADynamicModelSpecializedPerShape) {
+  ModelBuilder mb(17);
+  mb.input_dims("x", kFloat, {std::string("batch"), int64_t{3}}).output("y", kFloat);
+  mb.init_f("b", {3}, {1.0f, 2.0f, 3.0f});
+  mb.node("Add", {"x", "b"}, {"y"}, "add");
+  const std::string path = (std::filesystem::temp_directory_path() / "weft_dynamic_test.onnx").string();
+  mb.save(path);
+  auto model = Model::load(path);
+  ASSERT_TRUE(model->is_dynamic());
+  EXPECT_EQ(model->inputs()[0].type.shape, (Shape{-1, 3}));
+  EXPECT_EQ(model->inputs()[0].type.str(), "f32[?,3]");
+  EXPECT_EQ(model->specializations(), 0u);
+  Context ctx(model);
+  auto rows = [](int64_t n) {
+    std::vector<double> v(static_cast<size_t>(n * 3));
+    for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>(i);
+    return Tensor::from_doubles({DType::kFp32, {n, 3}}, v);
+  };
+  for (int64_t n : {2, 5, 2}) {
+    SCOPED_TRACE(n);
+    auto out = ctx.run({rows(n)});
+    ASSERT_EQ(out[0].shape(), (Shape{n, 3}));
+    for (int64_t i = 0; i < n * 3; ++i) EXPECT_EQ(out[0].at_double(i), static_cast<double>(i + 1 + i % 3));
+  }
+  EXPECT_EQ(model->specializations(), 2u);  // batch 2 again reused its specialization
+  EXPECT_HAS(model->explain(), "specialized per input shape signature on first use (2 so far)");
+  // Caller memory for the output, a run of the size it fits.
+  std::vector<float> mem(6, -1.0f);
+  ctx.bind_output("y", mem.data(), mem.size() * sizeof(float));
+  ctx.set_input("x", rows(2));
+  ctx.run();
+  EXPECT_EQ(mem[5], 5.0f + 1.0f + 2.0f);
+  // A fixed dimension that differs, or another rank: errors naming the input.
+  EXPECT_HAS(error_of([&] { ctx.set_input("x", Tensor::zeros({DType::kFp32, {2, 4}})); }, ErrorCode::kInvalidArgument),
+             "input 'x' expects f32[?,3] (? = any size), got f32[2,4]");
+  EXPECT_HAS(error_of([&] { ctx.set_input("x", Tensor::zeros({DType::kFp32, {6}})); }, ErrorCode::kInvalidArgument),
+             "got f32[6]");
+  // Given shapes make a static model, as before.
+  LoadOptions fixed;
+  fixed.onnx.input_shapes["x"] = {4, 3};
+  EXPECT_FALSE(Model::load(path, fixed)->is_dynamic());
+  std::filesystem::remove(path);
+}
+
 TEST(OnnxImport, DropoutInTrainingModeWithRatioZeroIsTheIdentity) {
   ModelBuilder mb(13);
   mb.input("x", kFloat, {4}).output("y", kFloat);
