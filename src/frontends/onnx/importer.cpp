@@ -443,6 +443,9 @@ TVal Importer::shape_const(const std::vector<int64_t>& dims) const {
 
 ValueId Importer::materialize(const TVal& v) {
   if (!v.is_const()) return v.id;
+  if (v.dtype() != DType::kShape && shape_elements(v.shape()) == 0)
+    fail("an empty tensor " + v.type.str() + " reaches an operator that runs when the model runs; TOSA has no empty "
+         "tensors (empty values are folded away only where they contribute nothing, such as a Concat piece)");
   auto it = materialized_.find(v.c.get());
   if (it != materialized_.end()) return it->second.second;
   Node n;

@@ -21,7 +21,8 @@ class NodeProto;
   X(Sqrt) X(Squeeze) X(Sub) X(Sum) X(Tanh) X(Tile) X(Transpose) X(Unsqueeze) X(Upsample) X(Where) X(Xor)       \
   X(CastLike) X(Celu) X(Cosh) X(EyeLike) X(GatherElements) X(IsInf) X(IsNaN) X(MeanVarianceNormalization)   \
   X(Mod) X(Sinh) X(Tan) X(ThresholdedRelu) X(Trilu) X(Hardmax)    \
-  X(NegativeLogLikelihoodLoss) X(SoftmaxCrossEntropyLoss) X(RNN) X(GRU) X(LSTM)
+  X(NegativeLogLikelihoodLoss) X(SoftmaxCrossEntropyLoss) X(RNN) X(GRU) X(LSTM)    \
+  X(GatherND) X(ScatterND) X(ScatterElements) X(Scatter)
 
 namespace weft::onnxfe {
 class Importer;

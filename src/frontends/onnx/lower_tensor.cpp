@@ -387,7 +387,16 @@ void lower_Slice(Importer& imp, const onnx::NodeProto&) {
       count = b > e ? (b - e + (-st) - 1) / (-st) : 0;
       first = b - (count - 1) * (-st);  // lowest index taken
     }
-    if (count <= 0) imp.fail("the slice of axis " + std::to_string(a) + " is empty; empty tensors have no TOSA form");
+    if (count <= 0) {
+      // An empty result (a shape vector sliced past its end, as exporters write in shape
+      // arithmetic): a constant with no elements, which a Concat drops; anywhere it would have
+      // to exist at run time it is an error (Importer::materialize).
+      Shape tosa_empty = x.v.shape();
+      tosa_empty[static_cast<size_t>(tosa_axis(x.perm, a))] = 0;
+      imp.set_out(0, imp.const_tensor(Tensor::zeros({x.v.dtype(), tosa_empty})), x.perm, x.onnx_type);
+      if (x.ints && r == 1) imp.set_exact_ints(0, std::make_shared<const std::vector<int64_t>>());
+      return;
+    }
     const int64_t ta = tosa_axis(x.perm, a);
     const int64_t step = st > 0 ? st : -st;
     start[static_cast<size_t>(ta)] = first;
@@ -742,5 +751,117 @@ void lower_GatherElements(Importer& imp, const onnx::NodeProto&) {
   TVal vals = imp.reshape(imp.plain(x), {1, shape_elements(x.shape), 1});
   imp.set_out(0, imp.reshape(imp.emit(Op::GATHER, {vals, flat}), idx.shape), {}, x.onnx_type);
 }
+
+// ---- GatherND, ScatterND, ScatterElements ----------------------------------------------------------
+//
+// Through TOSA's GATHER / SCATTER on flat positions: the data seen as [1, outer, C] (C the slice
+// each index addresses), the indices turned into flat row numbers (with negative indices counting
+// from the end), the updates as [1, W, C]. Constant operands fold at import time (the shape
+// arithmetic of swin_t's shifted windows is 45 ScatterNDs on constants).
+namespace {
+
+// Row numbers of the k-tuples in the last dimension of `idx` (int32 [.., k]) over data dims [0, k).
+TVal flat_rows(Importer& imp, const OVal& idx, const Shape& data, int64_t k) {
+  const int64_t w = shape_elements(idx.shape) / std::max<int64_t>(k, 1);
+  TVal i = imp.reshape(imp.plain(idx), {w, k});
+  if (i.dtype() != DType::kInt32) imp.fail("indices must be int32 or int64", ErrorCode::kInvalidArgument);
+  TVal rows;
+  int64_t stride = 1;
+  for (int64_t d = k - 1; d >= 0; --d) {
+    TVal c = imp.slice(i, {0, d}, {w, 1});
+    const int64_t dim = data[static_cast<size_t>(d)];
+    c = imp.emit(Op::SELECT, {imp.emit(Op::GREATER, {imp.scalar(DType::kInt32, 0, 2), c}),
+                              imp.add(c, imp.scalar(DType::kInt32, static_cast<double>(dim), 2)), c});
+    TVal term = stride == 1 ? c : imp.mul(c, imp.scalar(DType::kInt32, static_cast<double>(stride), 2));
+    rows = d == k - 1 ? term : imp.add(rows, term);
+    stride *= dim;
+  }
+  return imp.reshape(rows, {1, w});
+}
+
+}  // namespace
+
+void lower_GatherND(Importer& imp, const onnx::NodeProto&) {
+  if (imp.attr_int("batch_dims", 0) != 0) imp.fail("batch_dims other than 0 is not supported");
+  const OVal& x = imp.in(0);
+  const OVal& idx = imp.in(1);
+  if (idx.shape.empty()) imp.fail("indices must have rank >= 1", ErrorCode::kInvalidArgument);
+  const int64_t k = idx.shape.back();
+  const int64_t r = static_cast<int64_t>(x.shape.size());
+  if (k < 1 || k > r) imp.fail("the last dimension of indices (" + std::to_string(k) + ") must be in [1, rank of data]", ErrorCode::kInvalidArgument);
+  const int64_t outer = product(x.shape, 0, static_cast<size_t>(k));
+  const int64_t c = product(x.shape, static_cast<size_t>(k), x.shape.size());
+  Shape out_shape(idx.shape.begin(), idx.shape.end() - 1);
+  out_shape.insert(out_shape.end(), x.shape.begin() + k, x.shape.end());
+  TVal rows = flat_rows(imp, idx, x.shape, k);
+  TVal vals = imp.reshape(imp.plain(x), {1, outer, c});
+  imp.set_out(0, imp.reshape(imp.emit(Op::GATHER, {vals, rows}), out_shape), {}, x.onnx_type);
+}
+
+void lower_ScatterND(Importer& imp, const onnx::NodeProto&) {
+  if (imp.attr_str("reduction", "none") != "none")
+    imp.fail("reduction '" + imp.attr_str("reduction", "none") + "' is not supported (TOSA's SCATTER replaces values)");
+  const OVal& x = imp.in(0);
+  const OVal& idx = imp.in(1);
+  const OVal& upd = imp.in(2);
+  if (idx.shape.empty()) imp.fail("indices must have rank >= 1", ErrorCode::kInvalidArgument);
+  const int64_t k = idx.shape.back();
+  const int64_t r = static_cast<int64_t>(x.shape.size());
+  if (k < 1 || k > r) imp.fail("the last dimension of indices (" + std::to_string(k) + ") must be in [1, rank of data]", ErrorCode::kInvalidArgument);
+  const int64_t outer = product(x.shape, 0, static_cast<size_t>(k));
+  const int64_t c = product(x.shape, static_cast<size_t>(k), x.shape.size());
+  const int64_t w = shape_elements(idx.shape) / k;
+  if (shape_elements(upd.shape) != w * c) imp.fail("updates have shape " + shape_str(upd.shape) + ", which does not match the indices and data", ErrorCode::kInvalidArgument);
+  TVal rows = flat_rows(imp, idx, x.shape, k);
+  TVal vals = imp.reshape(imp.plain(x), {1, outer, c});
+  TVal u = imp.reshape(imp.plain(upd), {1, w, c});
+  TVal out = imp.reshape(imp.emit(Op::SCATTER, {vals, rows, u}), x.shape);
+  imp.set_out(0, out, {}, x.onnx_type);
+  if (out.is_const() && x.shape.size() == 1 && (x.onnx_type == kOInt64 || x.onnx_type == kOInt32) && imp.wants_output(0))
+    imp.set_exact_ints(0, std::make_shared<const std::vector<int64_t>>(out.c->to_ints()));
+}
+
+void lower_ScatterElements(Importer& imp, const onnx::NodeProto&) {
+  if (imp.attr_str("reduction", "none") != "none")
+    imp.fail("reduction '" + imp.attr_str("reduction", "none") + "' is not supported (TOSA's SCATTER replaces values)");
+  const OVal& x = imp.in(0);
+  const OVal& idx = imp.in(1);
+  const OVal& upd = imp.in(2);
+  const int64_t r = static_cast<int64_t>(x.shape.size());
+  const int64_t axis = norm_axis(imp, imp.attr_int("axis", 0), r);
+  if (idx.shape != upd.shape || static_cast<int64_t>(idx.shape.size()) != r)
+    imp.fail("indices and updates must have the same shape and the data's rank", ErrorCode::kInvalidArgument);
+  // Flat element positions: each index element's own coordinates with the axis coordinate
+  // replaced by the index value.
+  std::vector<int64_t> stride(static_cast<size_t>(r), 1);
+  for (int64_t d = r - 2; d >= 0; --d) stride[static_cast<size_t>(d)] = stride[static_cast<size_t>(d + 1)] * x.shape[static_cast<size_t>(d + 1)];
+  const int64_t n = shape_elements(idx.shape);
+  std::vector<int64_t> base(static_cast<size_t>(n));
+  for (int64_t f = 0; f < n; ++f) {
+    int64_t rem = f, off = 0;
+    for (int64_t d = r - 1; d >= 0; --d) {
+      const int64_t cc = rem % idx.shape[static_cast<size_t>(d)];
+      rem /= idx.shape[static_cast<size_t>(d)];
+      if (d != axis) {
+        if (cc >= x.shape[static_cast<size_t>(d)]) imp.fail("indices shape " + shape_str(idx.shape) + " exceeds the data shape " + shape_str(x.shape) + " outside the axis", ErrorCode::kInvalidArgument);
+        off += cc * stride[static_cast<size_t>(d)];
+      }
+    }
+    base[static_cast<size_t>(f)] = off;
+  }
+  const int64_t k = x.shape[static_cast<size_t>(axis)];
+  TVal i = imp.reshape(imp.plain(idx), {1, n});
+  if (i.dtype() != DType::kInt32) imp.fail("indices must be int32 or int64", ErrorCode::kInvalidArgument);
+  TVal zero = imp.scalar(DType::kInt32, 0, 2);
+  i = imp.emit(Op::SELECT, {imp.emit(Op::GREATER, {zero, i}), imp.add(i, imp.scalar(DType::kInt32, static_cast<double>(k), 2)), i});
+  TVal flat = imp.add(imp.const_tensor(Tensor::from_ints({DType::kInt32, {1, n}}, base)),
+                      imp.mul(i, imp.scalar(DType::kInt32, static_cast<double>(stride[static_cast<size_t>(axis)]), 2)));
+  TVal vals = imp.reshape(imp.plain(x), {1, shape_elements(x.shape), 1});
+  TVal u = imp.reshape(imp.plain(upd), {1, n, 1});
+  imp.set_out(0, imp.reshape(imp.emit(Op::SCATTER, {vals, flat, u}), x.shape), {}, x.onnx_type);
+}
+
+// Scatter (opsets 9-10) is ScatterElements under its former name.
+void lower_Scatter(Importer& imp, const onnx::NodeProto& n) { lower_ScatterElements(imp, n); }
 
 }  // namespace weft::onnxfe
