@@ -805,7 +805,12 @@ void Importer::import_inputs() {
       }
     }
     for (int64_t d : shape)
-      if (d <= 0) throw Error(ErrorCode::kInvalidArgument, "graph input '" + name + "' has shape " + shape_str(shape) + " with a dimension < 1", loc);
+      if (d <= 0)
+        throw Error(ErrorCode::kInvalidArgument,
+                    "graph input '" + name + "' has shape " + shape_str(shape) +
+                        " with a dimension < 1: TOSA has no empty tensors (an empty list of axes or sizes can be "
+                        "bound at compile time with --bind " + name + "=FILE.npy)",
+                    loc);
     OVal o;
     o.onnx_type = tt.elem_type();
     o.shape = shape;

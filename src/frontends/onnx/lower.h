@@ -22,7 +22,8 @@ class NodeProto;
   X(CastLike) X(Celu) X(Cosh) X(EyeLike) X(GatherElements) X(IsInf) X(IsNaN) X(MeanVarianceNormalization)   \
   X(Mod) X(Sinh) X(Tan) X(ThresholdedRelu) X(Trilu) X(Hardmax)    \
   X(NegativeLogLikelihoodLoss) X(SoftmaxCrossEntropyLoss) X(RNN) X(GRU) X(LSTM)    \
-  X(GatherND) X(ScatterND) X(ScatterElements) X(Scatter)
+  X(GatherND) X(ScatterND) X(ScatterElements) X(Scatter)    \
+  X(Selu) X(Shrink) X(Round) X(CumSum) X(OneHot) X(LRN) X(TopK)
 
 namespace weft::onnxfe {
 class Importer;

@@ -835,4 +835,185 @@ void lower_SoftmaxCrossEntropyLoss(Importer& imp, const onnx::NodeProto&) {
   if (imp.wants_output(1)) imp.set_out(1, logp, {}, x.onnx_type);
 }
 
+// ---- Selu, Shrink, Round, CumSum, OneHot, LRN, TopK -----------------------------------------------
+
+void lower_Selu(Importer& imp, const onnx::NodeProto&) {
+  const double alpha = imp.attr_float("alpha", 1.67326319217681884765625f);
+  const double gamma = imp.attr_float("gamma", 1.05070102214813232421875f);
+  unary(imp, [&](TVal v) {
+    require_float(imp, v);
+    TVal neg = imp.mul(imp.sub(imp.emit(Op::EXP, {v}), full_like(imp, v, 1)), full_like(imp, v, alpha));
+    TVal y = imp.emit(Op::SELECT, {imp.emit(Op::GREATER, {v, full_like(imp, v, 0)}), v, neg});
+    return imp.mul(y, full_like(imp, v, gamma));
+  });
+}
+
+void lower_Shrink(Importer& imp, const onnx::NodeProto&) {
+  const double lambd = imp.attr_float("lambd", 0.5f), bias = imp.attr_float("bias", 0.0f);
+  unary(imp, [&](TVal v) {
+    require_float(imp, v);
+    TVal low = imp.emit(Op::GREATER, {full_like(imp, v, -lambd), v});
+    TVal high = imp.emit(Op::GREATER, {v, full_like(imp, v, lambd)});
+    return imp.emit(Op::SELECT, {low, imp.add(v, full_like(imp, v, bias)),
+                                 imp.emit(Op::SELECT, {high, imp.sub(v, full_like(imp, v, bias)), full_like(imp, v, 0)})});
+  });
+}
+
+// Round half to even: floor, then up where the fraction is above one half, or exactly one half
+// with an odd floor.
+void lower_Round(Importer& imp, const onnx::NodeProto&) {
+  unary(imp, [&](TVal v) {
+    require_float(imp, v);
+    TVal f = imp.emit(Op::FLOOR, {v});
+    TVal d = imp.sub(v, f);
+    TVal half = full_like(imp, v, 0.5);
+    TVal odd = imp.emit(Op::EQUAL, {imp.sub(f, imp.mul(imp.emit(Op::FLOOR, {imp.mul(f, half)}), full_like(imp, v, 2))),
+                                    full_like(imp, v, 1)});
+    TVal up = imp.emit(Op::LOGICAL_OR, {imp.emit(Op::GREATER, {d, half}),
+                                        imp.emit(Op::LOGICAL_AND, {imp.emit(Op::EQUAL, {d, half}), odd})});
+    return imp.emit(Op::SELECT, {up, imp.add(f, full_like(imp, v, 1)), f});
+  });
+}
+
+// Running sums along an axis of static length, in the order ONNX adds (each prefix is the previous
+// one plus the next slice), so integer and float results are those of the sequential sum.
+void lower_CumSum(Importer& imp, const onnx::NodeProto&) {
+  const OVal& x = imp.in(0);
+  const int64_t r = static_cast<int64_t>(x.shape.size());
+  auto ax = imp.const_ints(1, "axis");
+  if (ax.size() != 1) imp.fail("axis must hold one value", ErrorCode::kInvalidArgument);
+  const int64_t axis = norm_axis(imp, ax[0], r);
+  const bool exclusive = imp.attr_int("exclusive", 0) != 0, reverse = imp.attr_int("reverse", 0) != 0;
+  const int64_t ta = tosa_axis(x.perm, axis);
+  const Shape vs = x.v.shape();
+  const int64_t n = vs[static_cast<size_t>(ta)];
+  constexpr int64_t kMaxUnrolled = 256;
+  if (n > kMaxUnrolled)
+    imp.fail("CumSum along an axis of " + std::to_string(n) + " elements: at most " + std::to_string(kMaxUnrolled) +
+             " are unrolled (TOSA has no scan operator)");
+  auto piece = [&](int64_t k) {
+    std::vector<int64_t> start(vs.size(), 0), size(vs.begin(), vs.end());
+    start[static_cast<size_t>(ta)] = k;
+    size[static_cast<size_t>(ta)] = 1;
+    return imp.slice(x.v, start, size);
+  };
+  std::vector<TVal> out(static_cast<size_t>(n));
+  TVal acc;
+  for (int64_t step = 0; step < n; ++step) {
+    const int64_t k = reverse ? n - 1 - step : step;
+    TVal p = piece(k);
+    if (exclusive) out[static_cast<size_t>(k)] = step == 0 ? imp.sub(p, p) : acc;
+    acc = step == 0 ? p : imp.add(acc, p);
+    if (!exclusive) out[static_cast<size_t>(k)] = acc;
+  }
+  TVal y = n == 1 ? out[0] : imp.emit(Op::CONCAT, out, {{"axis", ta}});
+  imp.set_out(0, y, x.perm, x.onnx_type);
+}
+
+void lower_OneHot(Importer& imp, const onnx::NodeProto&) {
+  const OVal& idx = imp.in(0);
+  auto depth_v = imp.const_doubles(1, "depth");
+  if (depth_v.size() != 1 || depth_v[0] < 1) imp.fail("depth must be one positive value", ErrorCode::kInvalidArgument);
+  const int64_t depth = static_cast<int64_t>(depth_v[0]);
+  const OVal& vals = imp.in(2);
+  if (shape_elements(vals.shape) != 2) imp.fail("values must hold [off_value, on_value]", ErrorCode::kInvalidArgument);
+  const int64_t r = static_cast<int64_t>(idx.shape.size()) + 1;
+  int64_t axis = imp.attr_int("axis", -1);
+  if (axis < -r || axis >= r) imp.fail("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(r), ErrorCode::kInvalidArgument);
+  if (axis < 0) axis += r;
+  TVal i = imp.plain(idx);
+  if (is_float(i.dtype())) i = imp.emit_as(Op::CAST, DType::kInt32, {imp.emit(Op::FLOOR, {i})});
+  else if (i.dtype() != DType::kInt32) i = imp.cast(i, DType::kInt32);
+  Shape kept = idx.shape;
+  kept.insert(kept.begin() + axis, 1);
+  i = imp.reshape(i, kept);
+  // Negative indices count from the end of the depth.
+  const int rank = static_cast<int>(r);
+  i = imp.emit(Op::SELECT, {imp.emit(Op::GREATER, {imp.scalar(DType::kInt32, 0, rank), i}),
+                            imp.add(i, imp.scalar(DType::kInt32, static_cast<double>(depth), rank)), i});
+  Shape along(static_cast<size_t>(r), 1);
+  along[static_cast<size_t>(axis)] = depth;
+  std::vector<int64_t> iota(static_cast<size_t>(depth));
+  for (int64_t k = 0; k < depth; ++k) iota[static_cast<size_t>(k)] = k;
+  TVal hit = imp.emit(Op::EQUAL, {i, imp.const_tensor(Tensor::from_ints({DType::kInt32, along}, iota))});
+  const Shape one(static_cast<size_t>(r), 1);
+  TVal vv = imp.reshape(imp.plain(vals), {2});
+  TVal off = imp.reshape(imp.slice(vv, {0}, {1}), one), on = imp.reshape(imp.slice(vv, {1}, {1}), one);
+  imp.set_out(0, imp.emit(Op::SELECT, {hit, on, off}), {}, vals.onnx_type);
+}
+
+// Local response normalization across channels (axis 1):
+// y = x / (bias + alpha / size * sum of x^2 over the channel window) ^ beta, the window sum as a
+// MATMUL of the squares by a constant band matrix.
+void lower_LRN(Importer& imp, const onnx::NodeProto&) {
+  const OVal& x = imp.in(0);
+  require_float(imp, x.v);
+  const double alpha = imp.attr_float("alpha", 1e-4f), beta = imp.attr_float("beta", 0.75f), bias = imp.attr_float("bias", 1.0f);
+  const int64_t size = imp.attr_int("size", 0);
+  if (size < 1) imp.fail("size must be >= 1", ErrorCode::kInvalidArgument);
+  const int64_t r = static_cast<int64_t>(x.shape.size());
+  if (r < 2) imp.fail("the input must be [N, C, ...]", ErrorCode::kInvalidArgument);
+  std::vector<int64_t> to_last;  // ONNX layout -> channels last
+  to_last.push_back(0);
+  for (int64_t d = 2; d < r; ++d) to_last.push_back(d);
+  to_last.push_back(1);
+  TVal t = imp.transpose(imp.plain(x), to_last);
+  const Shape ts = t.shape();
+  const int64_t c = x.shape[1], rows = shape_elements(ts) / c;
+  const int64_t before = (size - 1) / 2, after = size - 1 - before;
+  std::vector<double> band(static_cast<size_t>(c * c), 0.0);  // [c', c]: c' in c's window
+  for (int64_t o = 0; o < c; ++o)
+    for (int64_t k = std::max<int64_t>(0, o - before); k <= std::min<int64_t>(c - 1, o + after); ++k)
+      band[static_cast<size_t>(k * c + o)] = 1.0;
+  TVal sq = imp.reshape(imp.mul(t, t), {1, rows, c});
+  TVal zp = imp.scalar(t.dtype(), 0, 1);
+  TVal sum = imp.emit(Op::MATMUL, {sq, imp.const_tensor(Tensor::from_doubles({t.dtype(), {1, c, c}}, band)), zp, zp});
+  TVal base = imp.add(imp.mul(sum, imp.scalar(t.dtype(), alpha / static_cast<double>(size), 3)), imp.scalar(t.dtype(), bias, 3));
+  TVal scale = imp.emit(Op::POW, {base, imp.scalar(t.dtype(), -beta, 3)});
+  TVal y = imp.mul(imp.reshape(t, {1, rows, c}), scale);
+  std::vector<int64_t> back(static_cast<size_t>(r));
+  for (size_t i = 0; i < to_last.size(); ++i) back[static_cast<size_t>(to_last[i])] = static_cast<int64_t>(i);
+  imp.set_out(0, imp.transpose(imp.reshape(y, ts), back), {}, x.onnx_type);
+}
+
+// The k largest (or smallest) values along an axis and their indices, by k rounds of ARGMAX with
+// the chosen element masked out (ties: the lower index first, as ONNX sorts them).
+void lower_TopK(Importer& imp, const onnx::NodeProto&) {
+  const OVal& x = imp.in(0);
+  require_float(imp, x.v);
+  auto kv = imp.const_ints(1, "K");
+  if (kv.size() != 1) imp.fail("K must hold one value", ErrorCode::kInvalidArgument);
+  const int64_t k = kv[0];
+  const int64_t r = static_cast<int64_t>(x.shape.size());
+  const int64_t axis = norm_axis(imp, imp.attr_int("axis", -1), r);
+  const bool largest = imp.attr_int("largest", 1) != 0;
+  const int64_t n = x.shape[static_cast<size_t>(axis)];
+  if (k < 1 || k > n) imp.fail("K = " + std::to_string(k) + " is outside [1, " + std::to_string(n) + "]", ErrorCode::kInvalidArgument);
+  constexpr int64_t kMaxRounds = 64;
+  if (k > kMaxRounds) imp.fail("K = " + std::to_string(k) + ": at most " + std::to_string(kMaxRounds) + " values are selected (TOSA has no sort)");
+  TVal cur = imp.plain(x);
+  const int rank = static_cast<int>(r);
+  TVal zero = imp.scalar(cur.dtype(), 0, 1);
+  if (!largest) cur = imp.emit(Op::NEGATE, {cur, zero, zero});
+  Shape kept = x.shape;
+  kept[static_cast<size_t>(axis)] = 1;
+  Shape along(static_cast<size_t>(r), 1);
+  along[static_cast<size_t>(axis)] = n;
+  std::vector<int64_t> iota(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) iota[static_cast<size_t>(i)] = i;
+  TVal positions = imp.const_tensor(Tensor::from_ints({DType::kInt32, along}, iota));
+  std::vector<TVal> values, indices;
+  for (int64_t round = 0; round < k; ++round) {
+    TVal idx = imp.reshape(imp.emit(Op::ARGMAX, {cur}, {{"axis", axis}}), kept);
+    TVal hit = imp.emit(Op::EQUAL, {idx, positions});
+    TVal val = imp.reduce(Op::REDUCE_SUM, imp.emit(Op::SELECT, {hit, cur, imp.scalar(cur.dtype(), 0, rank)}), axis);
+    values.push_back(largest ? val : imp.emit(Op::NEGATE, {val, zero, zero}));
+    indices.push_back(idx);
+    if (round + 1 < k) cur = imp.emit(Op::SELECT, {hit, imp.scalar(cur.dtype(), -INFINITY, rank), cur});
+  }
+  auto joined = [&](const std::vector<TVal>& v) { return v.size() == 1 ? v[0] : imp.emit(Op::CONCAT, v, {{"axis", axis}}); };
+  imp.set_out(0, joined(values), {}, x.onnx_type);
+  if (imp.wants_output(1)) imp.set_out(1, joined(indices), {}, kOInt64);
+}
+
 }  // namespace weft::onnxfe
