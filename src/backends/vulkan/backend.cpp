@@ -60,6 +60,7 @@ Caps caps_of(const vk::Device& d) {
   c.device = info.name;
   c.cpu_device = info.type == "CPU";
   for (int i = 0; i < 3; ++i) c.max_groups[i] = info.max_workgroup_count[i];
+  c.max_invocations = info.max_workgroup_invocations;
   c.max_shared_bytes = f.max_shared_memory;
   c.max_buffer_bytes = info.max_storage_buffer_range;
   c.subgroup_size = f.subgroup_size;
@@ -360,8 +361,6 @@ class VulkanBackend final : public Backend {
       return Support::yes();
     }
     if (c.post_reshape >= 0) return Support::no("post-ops behind the RESHAPE of a MATMUL's result are not fused on Vulkan");
-    if (c.region == Composite::Region::kGroupedConv)
-      return Support::no("a grouped convolution runs as one convolution per group on Vulkan");
     if (!is_alias_op(op) && !vkb::ops_table().count(op))
       return Support::no("no Vulkan kernel for " + std::string(op_name(op)));
     std::string why = unavailable_reason();

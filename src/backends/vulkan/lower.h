@@ -49,6 +49,7 @@ struct Caps {
   std::string device;                 // the device's name, for messages
   bool cpu_device = false;            // a CPU implementation (lavapipe)
   uint32_t max_groups[3] = {65535, 65535, 65535};
+  uint32_t max_invocations = 128;     // maxComputeWorkGroupInvocations (Vulkan's minimum: 128)
   uint32_t max_shared_bytes = 16384;  // maxComputeSharedMemorySize
   uint64_t max_buffer_bytes = 134217728;  // maxStorageBufferRange: the largest tensor a shader binds
   uint32_t subgroup_size = 0;         // 0: unknown

@@ -3,7 +3,8 @@
 // type (PRO-FP fp32 / fp16 with fp16 or fp32 accumulation, PRO-INT int8 x int8 -> int32, EXT-INT16
 // int16 x int8 / int16 -> int48), with the partitioner's composites: a PAD (or a SLICE cropping the
 // end of H / W) folded in front, and after convolutions and MATMUL up to four fused post-ops (bias,
-// residual add, CLAMP, SIGMOID, TANH, swish, GELU).
+// residual add, CLAMP, SIGMOID, TANH, swish, GELU); and grouped convolutions (Region::kGroupedConv:
+// the SLICEs, per-group CONV2Ds and CONCAT TOSA has to write one as) as a single convolution.
 //
 // Kernels (shaders/tc_*):
 //   tc_gemm_f2 / f4 / f8   tiled fp32 / fp16 GEMM (32, 64 or 128 square output tiles, chosen per shape):
@@ -12,9 +13,10 @@
 //   tc_gemm_i32 / i64      the same for integers (int32 / int48 accumulators);
 //   tc_matmul_coop         fp16 MATMUL and convolutions with cooperative matrices (Caps::coop_matrix_f16);
 //   tc_splitk              the second pass of a float GEMM split over K (grids too small for the GPU);
-//   tc_conv                direct convolution (one output per invocation): DEPTHWISE_CONV2D, and the
-//                          convolutions the tiled kernel does not fit (few output channels, padded taps
-//                          with weights that are not known to be finite);
+//   tc_conv                direct convolution (one output per invocation): DEPTHWISE_CONV2D, grouped
+//                          convolutions (one dispatch for every group), and the convolutions the tiled
+//                          kernel does not fit (few output channels, padded taps with weights that are
+//                          not known to be finite);
 //   tc_pool                MAX_POOL2D / AVG_POOL2D.
 //
 // Exactness: integer results are bit-exact: an int32 accumulation is used only when a bound computed
@@ -107,13 +109,16 @@ std::optional<double> scalar_operand(const Graph& g, const Node& n) {
   return std::nullopt;
 }
 
-std::string plan_epilogue(const Graph& g, const Composite& c, Epilogue& ep) {
+// `base`: the value the post-ops apply to (kNoValue: the anchor's result; a grouped convolution's is
+// its CONCAT's).
+std::string plan_epilogue(const Graph& g, const Composite& c, Epilogue& ep, ValueId base = kNoValue) {
   const Node& a = g.node(c.anchor);
-  ep.result = a.outputs[0];
+  if (base == kNoValue) base = a.outputs[0];
+  ep.result = base;
   if (!c.a_view.empty() || !c.b_view.empty() || !c.out_view.empty())
     return "MATMUL through strided operand views (RESHAPE / TRANSPOSE / SLICE chains) is not lowered";
   if (c.post_ops.empty()) return {};
-  const TensorType& rt = type_of(g, a.outputs[0]);
+  const TensorType& rt = type_of(g, base);
   if (!is_float(rt.dtype)) return "integer results take no fused operations (the reference rounds and checks each one)";
   if (c.post_ops.size() > 4) return "more than 4 fused operations after " + std::string(op_name(a.op));
   for (size_t i = 0; i < c.post_ops.size(); ++i) {
@@ -371,13 +376,113 @@ struct ConvPlan {
   int64_t izp = 0, wzp = 0;
   bool bias_bcast = false;
   bool gemm = false;
+  int64_t groups = 1;  // a grouped convolution (Region::kGroupedConv): IC and OC are the whole tensors'
   Tile tile{};
   int64_t taps() const { return KD * KH * KW; }
-  int64_t K() const { return taps() * (depthwise ? 1 : IC); }
+  int64_t K() const { return taps() * (depthwise ? 1 : IC / groups); }
   int64_t pixels() const { return N * OD * OH * OW; }
 };
 
+// Whether the integer accumulation of a convolution is exact: |partial sums| <= K * max|x - zp| *
+// max|w - zp| and |acc + bias| below that plus max|bias| must fit acc_t, or the reference's REQUIREs
+// could fire. `weights` / `biases`: the constant operands (a null weight: any value of its type).
+std::string check_int_accumulation(const ConvPlan& p, const std::vector<const Tensor*>& weights,
+                                   const std::vector<const Tensor*>& biases) {
+  int64_t max_w = 0;
+  for (const Tensor* wc : weights) {
+    if (!wc) {
+      max_w = int_span(p.w_t, p.wzp);
+      break;
+    }
+    for (int64_t i = 0; i < wc->num_elements(); ++i) max_w = std::max(max_w, std::abs(wc->at_int(i) - p.wzp));
+  }
+  int64_t max_b = 0;
+  for (const Tensor* bc : biases) {
+    if (!bc) return "an integer convolution's bias is not a constant (its addition could overflow)";
+    for (int64_t i = 0; i < bc->num_elements(); ++i) max_b = std::max(max_b, std::abs(bc->at_int(i)));
+  }
+  const double bound =
+      static_cast<double>(p.K()) * static_cast<double>(int_span(p.in_t, p.izp)) * static_cast<double>(max_w) +
+      static_cast<double>(max_b);
+  const int64_t limit = p.acc == 2 ? std::numeric_limits<int32_t>::max() : (int64_t{1} << 47) - 1;
+  if (bound > static_cast<double>(limit))
+    return "the accumulator could reach " + str(static_cast<int64_t>(bound)) + ", beyond " + dtype_name(p.out_t) +
+           " (the reference checks every addition)";
+  return {};
+}
+
+// A grouped convolution (Region::kGroupedConv: G SLICEs of the source's channels, a CONV2D per group,
+// the CONCAT of their results, post-ops on the concatenation) as one dispatch of the direct kernel
+// over the whole source (tc_conv with GROUPS = G; weights and biases stacked at prepare).
+std::string plan_grouped_conv(const Graph& g, const Composite& c, const Caps& caps, ConvPlan& p) {
+  const Node& n = g.node(c.anchor);
+  const int64_t G = static_cast<int64_t>(c.group_convs.size());
+  if (n.op != Op::CONV2D || G < 2 || c.group_concat < 0 || c.source == kNoValue || c.pad >= 0)
+    return "unexpected grouped convolution composite";
+  const ValueId cat = g.node(c.group_concat).outputs[0];
+  const TensorType& st = type_of(g, c.source);
+  const TensorType& wt = type_of(g, n.inputs[1]);
+  const TensorType& ct = type_of(g, cat);
+  if (st.rank() != 4 || wt.rank() != 4 || ct.rank() != 4) return "unexpected grouped convolution shapes";
+  p.groups = G;
+  p.in_t = st.dtype;
+  p.w_t = wt.dtype;
+  p.out_t = ct.dtype;
+  p.acc = acc_code(acc_of(n));
+  p.N = st.shape[0], p.VH = st.shape[1], p.VW = st.shape[2], p.IC = st.shape[3];
+  p.KH = wt.shape[1], p.KW = wt.shape[2];
+  const int64_t OCg = wt.shape[0], ICg = wt.shape[3];
+  p.OC = G * OCg, p.OH = ct.shape[1], p.OW = ct.shape[2];
+  if (p.IC != G * ICg || ct.shape[3] != p.OC || ct.shape[0] != p.N)
+    return "the groups' channels do not add up to the source's and the CONCAT's";
+  const auto& pad = n.attr_ints("pad");
+  const auto& stride = n.attr_ints("stride");
+  const auto& dl = n.attr_ints("dilation");
+  p.pad_y = pad[0], p.pad_x = pad[2], p.sy = stride[0], p.sx = stride[1], p.dy = dl[0], p.dx = dl[1];
+  p.win.src = c.source;
+  p.win.SH = p.VH;
+  p.win.SW = p.VW;
+  std::vector<const Tensor*> weights, biases;
+  for (int64_t k = 0; k < G; ++k) {
+    const Node& cn = g.node(c.group_convs[static_cast<size_t>(k)]);
+    const std::string group = "group " + str(k);
+    if (cn.op != Op::CONV2D || type_of(g, cn.inputs[1]) != wt || type_of(g, cn.outputs[0]).dtype != p.out_t)
+      return "the CONV2Ds of the groups differ";
+    // The group reads channels [k * ICg, (k + 1) * ICg) of the source, whole in N, H and W.
+    const int sl = g.value(cn.inputs[0]).producer;
+    const auto start = sl >= 0 && g.node(sl).op == Op::SLICE ? const_shape(g, g.node(sl).inputs[1]) : std::nullopt;
+    const auto size = sl >= 0 && g.node(sl).op == Op::SLICE ? const_shape(g, g.node(sl).inputs[2]) : std::nullopt;
+    if (!start || !size || g.node(sl).inputs[0] != c.source ||
+        *start != std::vector<int64_t>{0, 0, 0, k * ICg} ||
+        *size != std::vector<int64_t>{p.N, p.VH, p.VW, ICg})
+      return "the input of " + group + " is not the SLICE of its channels of the source";
+    weights.push_back(const_tensor(g, cn.inputs[1]));
+    biases.push_back(const_tensor(g, cn.inputs[2]));
+    if (!weights.back()) return "the weights of " + group + " are not a constant";
+    if (!biases.back()) return "the bias of " + group + " is not a constant";
+    const TensorType& bt = biases.back()->type();
+    if (bt.rank() != 1 || (bt.shape[0] != OCg && bt.shape[0] != 1) || bt.dtype != p.out_t)
+      return "the bias of " + group + " has neither 1 nor " + str(OCg) + " elements of the output type";
+    int64_t izp = 0, wzp = 0;
+    if (std::string r = zero_point(g, cn.inputs[3], p.in_t, "input_zp", izp); !r.empty()) return r;
+    if (std::string r = zero_point(g, cn.inputs[4], p.w_t, "weight_zp", wzp); !r.empty()) return r;
+    if (izp != 0 || wzp != 0)
+      return "the zero points of a grouped convolution must be 0 (" + group + ": input_zp " + str(izp) +
+             ", weight_zp " + str(wzp) + ")";
+  }
+  if (std::string r = plan_epilogue(g, c, p.ep, cat); !r.empty()) return r;
+  if (!is_float(p.in_t))
+    if (std::string r = check_int_accumulation(p, weights, biases); !r.empty()) return r;
+  if (p.taps() * (ICg + 1) > kLoopLimit)
+    return "direct convolution of " + str(p.taps()) + " taps x " + str(ICg) + " channels per output is too long";
+  if (caps.max_invocations < 64)
+    return "the direct kernel's 64 invocations per workgroup exceed maxComputeWorkGroupInvocations = " +
+           str(caps.max_invocations) + " of Vulkan device '" + caps.device + "'";
+  return check_flat(p.pixels() * p.OC, caps);
+}
+
 std::string plan_conv(const Graph& g, const Composite& c, const Caps& caps, ConvPlan& p) {
+  if (c.region == Composite::Region::kGroupedConv) return plan_grouped_conv(g, c, caps, p);
   const Node& n = g.node(c.anchor);
   const Shape& in = type_of(g, n.inputs[0]).shape;
   const Shape& w = type_of(g, n.inputs[1]).shape;
@@ -427,26 +532,8 @@ std::string plan_conv(const Graph& g, const Composite& c, const Caps& caps, Conv
   if (std::string r = plan_epilogue(g, c, p.ep); !r.empty()) return r;
 
   const Tensor* wc = const_tensor(g, n.inputs[1]);
-  if (!is_float(p.in_t)) {
-    // Exactness of the integer accumulation: |partial sums| <= K * max|x - zp| * max|w - zp| and
-    // |acc + bias| below that plus max|bias| must fit acc_t, or the reference's REQUIREs could fire.
-    int64_t max_w = int_span(p.w_t, p.wzp);
-    if (wc) {
-      max_w = 0;
-      for (int64_t i = 0; i < wc->num_elements(); ++i) max_w = std::max(max_w, std::abs(wc->at_int(i) - p.wzp));
-    }
-    const Tensor* bc = const_tensor(g, n.inputs[2]);
-    if (!bc) return "an integer convolution's bias is not a constant (its addition could overflow)";
-    int64_t max_b = 0;
-    for (int64_t i = 0; i < bc->num_elements(); ++i) max_b = std::max(max_b, std::abs(bc->at_int(i)));
-    const double bound =
-        static_cast<double>(p.K()) * static_cast<double>(int_span(p.in_t, p.izp)) * static_cast<double>(max_w) +
-        static_cast<double>(max_b);
-    const int64_t limit = p.acc == 2 ? std::numeric_limits<int32_t>::max() : (int64_t{1} << 47) - 1;
-    if (bound > static_cast<double>(limit))
-      return "the accumulator could reach " + str(static_cast<int64_t>(bound)) + ", beyond " + dtype_name(p.out_t) +
-             " (the reference checks every addition)";
-  }
+  if (!is_float(p.in_t))
+    if (std::string r = check_int_accumulation(p, {wc}, {const_tensor(g, n.inputs[2])}); !r.empty()) return r;
 
   // The tiled kernel adds 0 * w for taps outside the input, the reference skips them: equal unless
   // a weight is inf / NaN. Taps can fall outside with the convolution's own padding and in every
@@ -496,12 +583,44 @@ std::vector<uint8_t> weights_k_oc(const Tensor& w, int64_t OC, int64_t K, int64_
   return out;
 }
 
+// A grouped convolution's weights for tc_conv: the groups' [OCg][KH][KW][ICg] stacked along the
+// output channels and reordered to [KH][KW][ICg][G * OCg]; and their biases stacked to [G * OCg] (a
+// group's single broadcast bias repeated). Element bytes are copied as stored.
+void grouped_operands(const Graph& g, const Composite& c, const ConvPlan& p, std::vector<uint8_t>& w,
+                      std::vector<uint8_t>& b) {
+  const int64_t G = p.groups, OCg = p.OC / G, ICg = p.IC / G, taps = p.taps();
+  const size_t wes = storage_size(p.w_t), bes = storage_size(p.out_t);
+  w.assign(static_cast<size_t>(taps * ICg * p.OC) * wes, 0);
+  b.assign(static_cast<size_t>(p.OC) * bes, 0);
+  for (int64_t k = 0; k < G; ++k) {
+    const Node& cn = g.node(c.group_convs[static_cast<size_t>(k)]);
+    const Tensor& wk = *const_tensor(g, cn.inputs[1]);
+    const Tensor& bk = *const_tensor(g, cn.inputs[2]);
+    for (int64_t o = 0; o < OCg; ++o) {
+      const int64_t oc = k * OCg + o;
+      for (int64_t t = 0; t < taps; ++t)
+        for (int64_t ci = 0; ci < ICg; ++ci)
+          std::memcpy(w.data() + static_cast<size_t>((t * ICg + ci) * p.OC + oc) * wes,
+                      wk.bytes() + static_cast<size_t>((o * taps + t) * ICg + ci) * wes, wes);
+      std::memcpy(b.data() + static_cast<size_t>(oc) * bes,
+                  bk.bytes() + static_cast<size_t>(bk.num_elements() == 1 ? 0 : o) * bes, bes);
+    }
+  }
+}
+
 void lower_conv(Lowering& l, const Composite& c) {
   ConvPlan p;
   if (std::string r = plan_conv(l.graph, c, l.caps, p); !r.empty()) l.fail(r);
   const Node& n = l.n();
   if (p.pixels() == 0 || p.OC == 0) return;
   const ValueId x = p.win.src, w = n.inputs[1], bias = n.inputs[2];
+  Arg w_arg = l.in(w), bias_arg = l.in(bias);
+  if (p.groups > 1) {
+    std::vector<uint8_t> wb, bb;
+    grouped_operands(l.graph, c, p, wb, bb);
+    w_arg = l.data(std::move(wb));
+    bias_arg = l.data(std::move(bb));
+  }
   const Arg residual = l.in(p.ep.residual != kNoValue ? p.ep.residual : x);
   const bool integer = !is_float(p.in_t);
   Spec s;
@@ -602,7 +721,8 @@ void lower_conv(Lowering& l, const Composite& c) {
   s.set(34, p.wzp);
   s.set(35, p.bias_bcast);
   s.set(36, p.pixels() * p.OC);
-  l.dispatch("tc_conv", std::move(s.v), {l.in(x), l.in(w), l.in(bias), residual, l.out(p.ep.result)},
+  s.set(37, p.groups);
+  l.dispatch("tc_conv", std::move(s.v), {l.in(x), w_arg, bias_arg, residual, l.out(p.ep.result)},
              l.grid(static_cast<uint64_t>(p.pixels() * p.OC)));
 }
 

@@ -14,6 +14,7 @@
 //         sum can round to the neighbouring fp16 value);
 //   4e-3  fp16 results with fused post-ops (the reference rounds to fp16 after each operator, the
 //         fused kernel once at the end).
+#include <algorithm>
 #include <cstdlib>
 #include <limits>
 #include <random>
@@ -684,6 +685,159 @@ TEST(VulkanTensor, CooperativeMatrixShapes) {
     ValueId z = net.clamp(net.add(y, net.input(net.type(y))), -1.0, 1.5);
     const std::string ex = check_vs_reference(net.finish({z}), net.feeds, kF16Fused);
     expect_pattern(ex, "CONV2D+ADD+CLAMP");
+  }
+}
+
+// ---- Grouped convolutions (Region::kGroupedConv) ---------------------------------------------------
+
+// A grouped convolution as the ONNX importer writes one (TOSA has no group attribute): `groups`
+// SLICEs of x's channels, a CONV2D per group (ocg output channels, k x k), the CONCAT of their
+// results along the channels.
+ValueId grouped_conv(Net& net, ValueId x, const ConvRow& row, int64_t groups, int64_t ocg, int64_t k,
+                     std::vector<int64_t> pad, std::vector<int64_t> stride, int64_t izp = 0) {
+  const Shape in = net.type(x).shape;  // a copy: adding constants below may move the graph's values
+  const int64_t cg = in[3] / groups;
+  std::vector<ValueId> parts;
+  for (int64_t g = 0; g < groups; ++g) {
+    ValueId sl = net.slice(x, {0, 0, 0, g * cg}, {in[0], in[1], in[2], cg});
+    ValueId w = net.weight({row.w, {ocg, k, k, cg}}, lo_of(row.w), hi_of(row.w));
+    ValueId bias = net.weight({row.out, {ocg}}, is_float(row.out) ? -1 : -1000, is_float(row.out) ? 1 : 1000);
+    parts.push_back(net.conv(Op::CONV2D, sl, w, bias, pad, stride, {1, 1}, row.acc, izp));
+  }
+  return net.b.op(Op::CONCAT, parts, {{"axis", int64_t{3}}});
+}
+
+// Runs `m` on Vulkan and on the reference backend and compares the outputs; the whole graph must be
+// one Vulkan unit named `pattern` that records a single dispatch.
+void expect_one_dispatch(const Module& m, const std::vector<Tensor>& feeds, double tol, const std::string& pattern) {
+  auto a = Model::from_module(m, vulkan_first());
+  auto b = Model::from_module(m, reference_only());
+  const std::string ex = a->explain();
+  const std::vector<KernelPlacement> units = a->placement();
+  ASSERT_EQ(units.size(), 1u) << ex;
+  EXPECT_EQ(units[0].backend, "vulkan") << ex;
+  EXPECT_EQ(units[0].pattern, pattern) << ex;
+  Context ca(a), cb(b);
+  ca.set_profiling(true);
+  auto oa = ca.run(feeds);
+  auto ob = cb.run(feeds);
+  ASSERT_EQ(oa.size(), ob.size());
+  for (size_t i = 0; i < oa.size(); ++i) EXPECT_TRUE(close(oa[i], ob[i], tol)) << "output " << i << "\n" << ex;
+  int dispatches = 0;
+  for (const KernelProfile& k : ca.profile()) {
+    if (!k.device) continue;
+    ++dispatches;
+    EXPECT_EQ(k.pattern, pattern);
+  }
+  EXPECT_EQ(dispatches, 1) << ex;
+}
+
+// ResNeXt's 32 groups of 4 channels, RegNet's groups of 8, strided, 1x1, 5x5 with odd channel
+// counts, batch 2, with and without a fused CLAMP (ReLU, ReLU6), a residual ADD: one dispatch each.
+TEST(VulkanTensor, GroupedConv2dRunsAsOneDispatch) {
+  struct Case {
+    Shape in;
+    int64_t groups, ocg, k;
+    std::vector<int64_t> pad, stride;
+    double clamp_hi;  // 0: no CLAMP
+    bool residual;
+  };
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::vector<Case> cases = {
+      {{1, 14, 14, 128}, 32, 4, 3, {1, 1, 1, 1}, {1, 1}, inf, false},  // ResNeXt-50's first stage, ReLU
+      {{1, 14, 14, 128}, 32, 4, 3, {1, 1, 1, 1}, {1, 1}, 0, false},
+      {{1, 14, 14, 128}, 32, 4, 3, {1, 0, 1, 0}, {2, 2}, inf, false},  // strided: 7x7
+      {{1, 7, 7, 12}, 3, 5, 1, {0, 0, 0, 0}, {1, 1}, 0, false},        // 1x1
+      {{1, 7, 7, 12}, 3, 5, 1, {0, 0, 0, 0}, {1, 1}, 6, false},        // 1x1, ReLU6
+      {{2, 9, 11, 48}, 6, 8, 3, {1, 1, 1, 1}, {2, 2}, 6, false},       // RegNet's groups of 8, batch 2
+      {{2, 6, 5, 16}, 4, 4, 3, {1, 1, 1, 1}, {1, 1}, 0, false},        // batch 2
+      {{1, 8, 8, 6}, 2, 3, 5, {2, 1, 2, 1}, {2, 2}, inf, false},       // 5x5, odd channel counts
+      {{1, 8, 8, 16}, 4, 4, 3, {1, 1, 1, 1}, {1, 1}, inf, true},       // + residual + ReLU
+  };
+  uint32_t seed = 900;
+  for (const Case& cc : cases) {
+    SCOPED_TRACE("case " + std::to_string(seed));
+    Net net(seed++);
+    ValueId x = net.input({DType::kFp32, cc.in});
+    ValueId y = grouped_conv(net, x, kConvRows[0], cc.groups, cc.ocg, cc.k, cc.pad, cc.stride);
+    std::string pattern = "GROUPED_CONV2D";
+    if (cc.residual) {
+      y = net.add(y, net.input(net.type(y)));
+      pattern += "+ADD";
+    }
+    if (cc.clamp_hi != 0) {
+      y = net.clamp(y, 0.0, cc.clamp_hi);
+      pattern += "+CLAMP";
+    }
+    expect_one_dispatch(net.finish({y}), net.feeds, kF32, pattern);
+  }
+}
+
+// The type rows of the direct kernel, grouped (zero points 0): fp32, fp16 with fp32 and with fp16
+// accumulation, int8 (bit-exact). Not int16 x int8: CONCAT has no int48 row.
+TEST(VulkanTensor, GroupedConv2dEveryRow) {
+  uint32_t seed = 950;
+  for (const ConvRow& row : kConvRows) {
+    if (row.out == DType::kInt48) continue;
+    SCOPED_TRACE(row.name);
+    Net net(seed++);
+    ValueId x = net.input({row.in, {2, 6, 7, 16}}, lo_of(row.in), hi_of(row.in));
+    ValueId y = grouped_conv(net, x, row, 4, 3, 3, {1, 1, 1, 1}, {1, 1});
+    expect_one_dispatch(net.finish({y}), net.feeds, tol_of(row), "GROUPED_CONV2D");
+  }
+}
+
+// What the Vulkan backend declines as one grouped convolution, with its reason: an int8 input zero
+// point other than 0 (each group then runs as its own CONV2D, on Vulkan too), and a fused operation
+// it does not fuse (a hard-swish: the grouped convolution runs alone, the hard-swish as operators).
+TEST(VulkanTensor, GroupedConv2dDeclines) {
+  {
+    Net net(980);
+    ValueId x = net.input({DType::kInt8, {1, 5, 5, 8}}, -128, 127);
+    ValueId y = grouped_conv(net, x, kConvRows[3], 2, 4, 3, {1, 1, 1, 1}, {1, 1}, -7);
+    const Module m = net.finish({y});
+    const std::string ex = check_vs_reference(m, net.feeds, 0);
+    EXPECT_EQ(ex.find("GROUPED"), std::string::npos) << ex;
+    // The composite as the partitioner offers it.
+    const Graph& g = m.main();
+    backend::Composite c;
+    c.region = backend::Composite::Region::kGroupedConv;
+    c.group_concat = g.value(y).producer;
+    for (ValueId part : g.node(c.group_concat).inputs) {
+      const int conv = g.value(part).producer;
+      const int sl = g.value(g.node(conv).inputs[0]).producer;
+      c.group_convs.push_back(conv);
+      c.region_nodes.push_back(sl);
+      c.region_nodes.push_back(conv);
+      c.source = g.node(sl).inputs[0];
+    }
+    c.region_nodes.push_back(c.group_concat);
+    c.anchor = c.group_convs[0];
+    c.nodes = c.region_nodes;
+    std::sort(c.nodes.begin(), c.nodes.end());
+    for (int ni : c.nodes)
+      for (ValueId v : g.node(ni).inputs) {
+        const int p = g.value(v).producer;
+        if ((p < 0 || std::find(c.nodes.begin(), c.nodes.end(), p) == c.nodes.end()) &&
+            std::find(c.inputs.begin(), c.inputs.end(), v) == c.inputs.end())
+          c.inputs.push_back(v);
+      }
+    c.outputs = {y};
+    c.pattern = "GROUPED_CONV2D";
+    const backend::Support s = backend::vulkan_backend().supports(m, g, c);
+    EXPECT_FALSE(s.ok);
+    EXPECT_NE(s.reason.find("zero points of a grouped convolution must be 0"), std::string::npos) << s.reason;
+  }
+  {
+    Net net(981);
+    ValueId x = net.input({DType::kFp32, {1, 6, 6, 16}});
+    ValueId y = grouped_conv(net, x, kConvRows[0], 4, 4, 3, {1, 1, 1, 1}, {1, 1});
+    // x * clamp(x * 1/6 + 1/2, 0, 1), as the ONNX frontend lowers HardSwish
+    ValueId h = net.clamp(net.add(net.mul(y, net.scalar(DType::kFp32, 1.0 / 6.0, 4)), net.scalar(DType::kFp32, 0.5, 4)),
+                          0.0, 1.0);
+    const std::string ex = check_vs_reference(net.finish({net.mul(y, h)}), net.feeds, kF32);
+    expect_pattern(ex, "1 x GROUPED_CONV2D");
+    EXPECT_EQ(ex.find("GROUPED_CONV2D+"), std::string::npos) << ex;
   }
 }
 

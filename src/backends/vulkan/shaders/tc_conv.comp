@@ -8,6 +8,13 @@
 // The output is out = round(round(acc) + bias) (integers: acc + bias), then the fused post-ops
 // (tc_epilogue.glsl, float results only). A PAD folded in front reads its fill value where the
 // virtual input (VD, VH, VW) lies outside the source tensor (SH, SW at offset PT, PL).
+//
+// GROUPS > 1 (MODE 0, CONV2D): a grouped convolution, the partitioner's Region::kGroupedConv (TOSA
+// has no group attribute: SLICEs of the channels, a CONV2D per group, a CONCAT). Output channel oc
+// belongs to group g = oc / (OC / GROUPS) and sums input channels [g * ICG, (g + 1) * ICG) of the
+// whole source (IC = GROUPS * ICG channels). The groups' weights come stacked and reordered to
+// [KD][KH][KW][ICG][OC] (neighbouring invocations, neighbouring output channels, read neighbouring
+// weights), the biases stacked [OC].
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 
@@ -50,6 +57,7 @@ layout(constant_id = 33) const int IZP = 0;
 layout(constant_id = 34) const int WZP = 0;
 layout(constant_id = 35) const int BIAS_BCAST = 0;
 layout(constant_id = 36) const int TOTAL = 0;  // output elements
+layout(constant_id = 37) const int GROUPS = 1;  // MODE 0: groups of a grouped convolution
 
 TENSOR(0, x, T_IN)
 TENSOR(1, w, T_W)
@@ -76,11 +84,13 @@ void main() {
   int64_t lacc = 0;
 
   // Input channels summed and where this output's weights start.
-  const int channels = MODE == 2 ? 1 : IC;
-  const int c0 = MODE == 2 ? oc / MULT : 0;
-  const int wbase = MODE == 2 ? oc : oc * KD * KH * KW * IC;
-  const int wtap = MODE == 2 ? OC : IC;  // weight elements per tap
-  const int wch = MODE == 2 ? 0 : 1;     // weight elements per input channel
+  const bool grouped = MODE == 0 && GROUPS > 1;
+  const int ICG = IC / GROUPS, OCG = OC / GROUPS;  // channels per group (IC, OC when not grouped)
+  const int channels = MODE == 2 ? 1 : ICG;
+  const int c0 = MODE == 2 ? oc / MULT : grouped ? (oc / OCG) * ICG : 0;
+  const int wbase = MODE == 2 || grouped ? oc : oc * KD * KH * KW * IC;
+  const int wtap = MODE == 2 ? OC : grouped ? ICG * OC : IC;  // weight elements per tap
+  const int wch = MODE == 2 ? 0 : grouped ? OC : 1;           // weight elements per input channel
 
   for (int kd = 0; kd < KD; ++kd) {
     for (int ky = 0; ky < KH; ++ky) {
