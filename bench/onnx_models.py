@@ -99,7 +99,11 @@ def main(argv=None):
                 if not args.no_library_scratch:
                     weft_lib.append(median_ms(weft_cmd + ["--scratchpad", "library"], "Weft (library scratchpad)")[0])
                 if args.baseline:
-                    base.append(median_ms([args.baseline] + weft_cmd[1:], "Weft (baseline)")[0])
+                    try:
+                        base.append(median_ms([args.baseline] + weft_cmd[1:], "Weft (baseline)")[0])
+                    except SystemExit as e:  # the baseline may not run the model at all
+                        print("baseline: %s" % str(e).splitlines()[-1][:200], flush=True)
+                        base.append(float("nan"))
             nan = float("nan")
             row = {"model": name, "threads": t, "ort_ms": min(ort), "weft_ms": min(weft),
                    "weft_library_scratch_ms": min(weft_lib) if weft_lib else nan,
