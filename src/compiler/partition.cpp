@@ -87,6 +87,7 @@ class Matcher {
       out.push_back(single(a));
       return out;
     }
+    if (n.op == Op::MUL || n.op == Op::ADD || n.op == Op::SUB) return elementwise_chain(a);
     std::vector<Composite> out;
     if (n.op == Op::CONV2D) out = grouped_conv(a);
     Composite full;
@@ -311,6 +312,32 @@ class Matcher {
       return p;
     }
     return std::nullopt;
+  }
+
+  // A binary element-wise operator whose second operand is a constant broadcast along the last
+  // dimension (a batch-norm scale or shift, DenseNet's pre-activation BN) followed by post-ops
+  // (bias, residual, activations): one pass instead of one per operator. Largest first; the last
+  // variant is the operator alone.
+  std::vector<Composite> elementwise_chain(int a) const {
+    const Node& n = g_.node(a);
+    std::vector<Composite> out;
+    const TensorType& rt = g_.value(n.outputs[0]).type;
+    const ValueId c = n.inputs[1];
+    const TensorType& ct = g_.value(c).type;
+    const bool per_channel = is_const(c) && rt.rank() >= 2 && ct.rank() == rt.rank() && ct.shape.back() == rt.shape.back() &&
+                             shape_elements(ct.shape) == ct.shape.back() && g_.value(n.inputs[0]).type == rt;
+    if (per_channel && rt.dtype == DType::kFp32) {
+      const std::vector<PostOp> all = post_ops(n.outputs[0], true);
+      for (size_t k = all.size(); k >= 1; --k) {
+        Composite v;
+        v.anchor = a;
+        v.post_ops.assign(all.begin(), all.begin() + static_cast<long>(k));
+        finish(v);
+        out.push_back(std::move(v));
+      }
+    }
+    out.push_back(single(a));
+    return out;
   }
 
   // The values of a CONST_SHAPE (empty when `v` is not one).
@@ -565,7 +592,8 @@ class Matcher {
 
 // Composite anchors: the window and matmul operators, and the first node of the regions.
 bool is_anchor(Op op) {
-  return backend::is_fusion_anchor(op) || op == Op::REDUCE_MAX /* softmax */ || op == Op::REDUCE_SUM /* layer norm */;
+  return backend::is_fusion_anchor(op) || op == Op::REDUCE_MAX /* softmax */ || op == Op::REDUCE_SUM /* layer norm */ ||
+         op == Op::MUL || op == Op::ADD || op == Op::SUB /* element-wise chains */;
 }
 
 }  // namespace

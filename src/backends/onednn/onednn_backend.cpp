@@ -901,6 +901,60 @@ std::unique_ptr<Kernel> prepare_single(const Graph& g, const Composite& c, const
               {.node = g.node_label(c.anchor)});
 }
 
+// ---- Element-wise chains: a binary operator by a per-channel constant, then post-ops --------------
+//
+// One binary primitive with binary and eltwise post-ops: DenseNet's pre-activation BN + ReLU (MUL
+// by scale, ADD shift, CLAMP) is one pass over the concatenated features instead of three.
+
+Support binary_chain_supported(const Graph& g, const Composite& c) {
+  Composite alone = c;
+  alone.post_ops.clear();
+  alone.nodes = {c.anchor};
+  Support s = single_supported(g, alone);
+  if (!s.ok) return s;
+  return post_ops_supported(g, c);
+}
+
+std::unique_ptr<Kernel> prepare_binary_chain(const Graph& g, const Composite& c, const PrepareOptions& o) {
+  const Node& n = g.node(c.anchor);
+  const TensorType& t0 = type_of(g, n.inputs[0]);
+  const TensorType& t1 = type_of(g, n.inputs[1]);
+  const TensorType& out = type_of(g, c.outputs[0]);
+  // 4-D NHWC tensors as oneDNN's logical NCHW with nhwc strides: a per-channel operand is then
+  // its fast broadcast; other ranks plain (the operand varies along the last dimension).
+  const bool nhwc = t0.rank() == 4;
+  auto md = [&](const TensorType& t) { return nhwc ? nhwc_md(t) : plain_md(t); };
+  dn::memory::desc m0 = md(t0), m1 = md(t1), dst_md = md(out);
+  dn::primitive_attr attr = base_attr(o);
+  dn::post_ops ops;
+  std::vector<Arg> args;
+  int residual = -1;
+  for (const PostOp& p : c.post_ops) {
+    if (p.kind == PostOp::Kind::kBias) {
+      const dn::memory::desc bmd = md(type_of(g, p.operand));
+      ops.append_binary(dn::algorithm::binary_add, bmd);
+      args.push_back({DNNL_ARG_ATTR_MULTIPLE_POST_OP(ops.len() - 1) | DNNL_ARG_SRC_1, bmd, c.input_index(p.operand)});
+      continue;
+    }
+    if (p.kind == PostOp::Kind::kResidual) {
+      ops.append_sum(1.f);
+      residual = c.input_index(p.operand);
+      continue;
+    }
+    Composite one = c;
+    one.post_ops = {p};
+    std::vector<Arg> none;
+    int unused = -1;
+    append_post_ops(g, one, ops, none, dst_md, nhwc, &unused);
+  }
+  attr.set_post_ops(ops);
+  dn::binary::desc d(*binary_of(n.op), m0, m1, dst_md);
+  auto pd = dn::binary::primitive_desc(d, attr, engine());
+  args.insert(args.begin(), {{DNNL_ARG_SRC_0, m0, c.input_index(n.inputs[0])}, {DNNL_ARG_SRC_1, m1, c.input_index(n.inputs[1])}});
+  args.push_back({DNNL_ARG_DST, dst_md, -1, true});
+  return finish(build<dn::binary>(pd), pd, std::move(args), o, residual < 0, residual);
+}
+
 // ---- Regions: softmax and layer normalization -----------------------------------------------------
 
 Support region_supported(const Graph& g, const Composite& c) {
@@ -990,7 +1044,10 @@ class OneDnnBackend final : public Backend {
       case Op::MAX_POOL2D:
       case Op::AVG_POOL2D: s = pool_supported(g, c); break;
       case Op::MATMUL: s = matmul_supported(g, c); break;
-      default: s = c.single() ? single_supported(g, c) : Support::no("no fused form for " + c.pattern);
+      default:
+        if (c.single()) s = single_supported(g, c);
+        else if (binary_of(n.op) && !c.post_ops.empty()) s = binary_chain_supported(g, c);
+        else s = Support::no("no fused form for " + c.pattern);
     }
     if (!s.ok) return s;
     // Last word: oneDNN itself must accept the primitive on this machine.
@@ -1057,7 +1114,9 @@ class OneDnnBackend final : public Backend {
       case Op::MAX_POOL2D:
       case Op::AVG_POOL2D: return prepare_pool(g, c, o);
       case Op::MATMUL: return prepare_matmul(g, c, o);
-      default: return prepare_single(g, c, o);
+      default:
+        if (!c.single()) return prepare_binary_chain(g, c, o);
+        return prepare_single(g, c, o);
     }
   }
 };

@@ -111,6 +111,38 @@ TEST(OneDnnVsReference, RankOneAndRankFiveOperators) {
   }
 }
 
+TEST(OneDnnVsReference, ElementwiseChainsByPerChannelConstantsFuse) {
+  // DenseNet's pre-activation batch norm + ReLU: MUL by a per-channel scale, ADD a shift, CLAMP:
+  // one oneDNN binary with post-ops, on NHWC (4-D) and plain (3-D) tensors, and with a residual.
+  struct Case {
+    Shape shape;
+    bool residual;
+    std::string pattern;
+  };
+  // (On plain 3-D tensors oneDNN 2.6 has only its reference kernel for the fused chain, which is
+  // declined: the pieces still run on oneDNN, and still match.)
+  const std::vector<Case> cases = {{{1, 7, 9, 16}, false, "MUL+BIAS+CLAMP"},
+                                   {{2, 5, 24}, false, ""},
+                                   {{1, 6, 6, 8}, true, "MUL+BIAS+ADD"}};
+  uint32_t seed = 2260;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(shape_str(c.shape));
+    Net net(seed++);
+    ValueId x = net.input(c.shape);
+    Shape ch(c.shape.size(), 1);
+    ch.back() = c.shape.back();
+    ValueId y = net.add(net.mul(x, net.weight(ch)), net.weight(ch));
+    if (c.residual) y = net.add(y, net.input(c.shape));
+    else y = net.clamp(y, 0, std::numeric_limits<double>::infinity());
+    if (c.pattern.empty()) {
+      check_vs_reference(net.finish({y}), net.feeds, {}, kTolElementwise);
+      continue;
+    }
+    auto dnn = check_vs_reference(net.finish({y}), net.feeds, {c.pattern}, kTolElementwise);
+    EXPECT_EQ(dnn->placement().size(), 1u) << dnn->explain();
+  }
+}
+
 TEST(OneDnnVsReference, BinaryBothOperandsTheSameValue) {
   // x * x, x + x, max(x, x): one value bound to both primitive arguments.
   uint32_t seed = 2300;
