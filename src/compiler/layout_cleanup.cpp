@@ -83,4 +83,122 @@ LayoutCleanupStats cancel_layout_pairs(Graph& g) {
   return stats;
 }
 
+namespace {
+
+std::vector<int64_t> shape_values(const Graph& g, ValueId v) {
+  const int p = g.value(v).producer;
+  if (p < 0 || g.node(p).op != Op::CONST_SHAPE) return {};
+  return g.node(p).attr_ints("values");
+}
+
+// The node producing `v` in `g` if it is of op `op`; else -1.
+int producer_of(const Graph& g, ValueId v, Op op) {
+  const int p = g.value(v).producer;
+  return p >= 0 && g.node(p).op == op ? p : -1;
+}
+
+}  // namespace
+
+int sink_layout_transposes(Graph& g) {
+  Graph out(g.name());
+  std::vector<ValueId> map(g.values().size(), kNoValue);
+  for (ValueId in : g.inputs()) map[static_cast<size_t>(in)] = out.add_input(g.value(in).name, g.value(in).type);
+  int rewrites = 0;
+  // Names of new values: unused in the old graph and in the new one so far.
+  auto fresh = [&](const std::string& base) {
+    std::string name = base;
+    for (int k = 1; g.find_value(name) || out.find_value(name); ++k) name = base + "_" + std::to_string(k);
+    return name;
+  };
+  auto shape_const = [&](const std::vector<int64_t>& v) {
+    Node c;
+    c.op = Op::CONST_SHAPE;
+    c.attrs = make_attrs(Op::CONST_SHAPE, {{"values", v}});
+    ValueId id = out.add_value(fresh("sunk_shape"), {DType::kShape, {static_cast<int64_t>(v.size())}});
+    c.outputs = {id};
+    out.add_node(std::move(c));
+    return id;
+  };
+  auto emit = [&](Op op, std::vector<ValueId> inputs, Attrs attrs, const TensorType& t, const std::string& name) {
+    Node n;
+    n.op = op;
+    n.inputs = std::move(inputs);
+    n.attrs = make_attrs(op, attrs);
+    ValueId id = out.add_value(name, t);
+    n.outputs = {id};
+    out.add_node(std::move(n));
+    return id;
+  };
+  for (size_t i = 0; i < g.nodes().size(); ++i) {
+    Node n = g.nodes()[i];
+    for (ValueId& v : n.inputs) v = map[static_cast<size_t>(v)];
+    const bool single_out = n.outputs.size() == 1;
+    // Rule A, a channel shuffle written through NCHW (the ONNX importer's layout):
+    //   TRANSPOSE(x NHWC, [0,3,1,2]) -> RESHAPE [N,a,b,H,W] -> TRANSPOSE [0,2,1,3,4] -> RESHAPE [N,C,H,W]
+    // is the shuffle in NHWC, then one TRANSPOSE to NCHW (which rule B below and the pair
+    // cancellation then usually remove):
+    //   RESHAPE(x, [N,H,W,a,b]) -> TRANSPOSE [0,1,2,4,3] -> RESHAPE [N,H,W,C] -> TRANSPOSE [0,3,1,2]
+    if (n.op == Op::RESHAPE && single_out && g.value(n.outputs[0]).type.rank() == 4) {
+      const int t2 = producer_of(out, n.inputs[0], Op::TRANSPOSE);
+      const int r1 = t2 >= 0 ? producer_of(out, out.node(t2).inputs[0], Op::RESHAPE) : -1;
+      const int t1 = r1 >= 0 ? producer_of(out, out.node(r1).inputs[0], Op::TRANSPOSE) : -1;
+      if (t1 >= 0 && out.node(t2).attr_ints("perms") == std::vector<int64_t>{0, 2, 1, 3, 4} &&
+          out.node(t1).attr_ints("perms") == std::vector<int64_t>{0, 3, 1, 2}) {
+        const ValueId x = out.node(t1).inputs[0];
+        const TensorType& xt = out.value(x).type;
+        const Shape& split = out.value(out.node(r1).outputs[0]).type.shape;  // [N, a, b, H, W]
+        const TensorType& rt = g.value(n.outputs[0]).type;                    // [N, C, H, W]
+        if (xt.rank() == 4 && split.size() == 5 && split[0] == xt.shape[0] && split[3] == xt.shape[1] &&
+            split[4] == xt.shape[2] && split[1] * split[2] == xt.shape[3] && rt.shape == Shape{xt.shape[0], xt.shape[3], xt.shape[1], xt.shape[2]}) {
+          const int64_t N = xt.shape[0], H = xt.shape[1], W = xt.shape[2], C = xt.shape[3], a = split[1], b = split[2];
+          const std::string base = g.value(n.outputs[0]).name;
+          ValueId r1n = emit(Op::RESHAPE, {x, shape_const({N, H, W, a, b})}, {}, {xt.dtype, {N, H, W, a, b}}, fresh(base + "_nhwc_split"));
+          ValueId t2n = emit(Op::TRANSPOSE, {r1n}, {{"perms", std::vector<int64_t>{0, 1, 2, 4, 3}}}, {xt.dtype, {N, H, W, b, a}},
+                             fresh(base + "_nhwc_shuffled"));
+          ValueId r2n = emit(Op::RESHAPE, {t2n, shape_const({N, H, W, C})}, {}, {xt.dtype, {N, H, W, C}}, fresh(base + "_nhwc"));
+          map[static_cast<size_t>(n.outputs[0])] =
+              emit(Op::TRANSPOSE, {r2n}, {{"perms", std::vector<int64_t>{0, 3, 1, 2}}}, rt, base);
+          ++rewrites;
+          continue;
+        }
+      }
+    }
+    // Rule B: TRANSPOSE(p) -> SLICE -> TRANSPOSE(p^-1) is a SLICE of the first TRANSPOSE's input
+    // with the window permuted.
+    if (n.op == Op::TRANSPOSE && single_out) {
+      const int sl = producer_of(out, n.inputs[0], Op::SLICE);
+      const int ta = sl >= 0 ? producer_of(out, out.node(sl).inputs[0], Op::TRANSPOSE) : -1;
+      if (ta >= 0 && transposes_cancel(out.node(ta), n)) {
+        const std::vector<int64_t>& p = out.node(ta).attr_ints("perms");
+        const std::vector<int64_t> start = shape_values(out, out.node(sl).inputs[1]);
+        const std::vector<int64_t> size = shape_values(out, out.node(sl).inputs[2]);
+        if (start.size() == p.size() && size.size() == p.size()) {
+          std::vector<int64_t> st(p.size()), sz(p.size());
+          for (size_t k = 0; k < p.size(); ++k) {
+            st[static_cast<size_t>(p[k])] = start[k];
+            sz[static_cast<size_t>(p[k])] = size[k];
+          }
+          const ValueId x = out.node(ta).inputs[0];
+          map[static_cast<size_t>(n.outputs[0])] = emit(Op::SLICE, {x, shape_const(st), shape_const(sz)}, {},
+                                                        g.value(n.outputs[0]).type, g.value(n.outputs[0]).name);
+          ++rewrites;
+          continue;
+        }
+      }
+    }
+    for (ValueId& v : n.outputs) {
+      ValueId nv = out.add_value(g.value(v).name, g.value(v).type);
+      map[static_cast<size_t>(v)] = nv;
+      v = nv;
+    }
+    out.add_node(std::move(n));
+  }
+  if (rewrites == 0) return 0;
+  std::vector<ValueId> outs;
+  for (ValueId o : g.outputs()) outs.push_back(map[static_cast<size_t>(o)]);
+  out.set_outputs(outs);
+  g = prune_graph(out);
+  return rewrites;
+}
+
 }  // namespace weft::compiler

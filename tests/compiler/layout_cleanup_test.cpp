@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "compiler/layout_cleanup.h"
+#include "weft/interpreter.h"
 #include "weft/verify.h"
 
 namespace weft::compiler {
@@ -82,4 +83,37 @@ TEST(LayoutCleanup, ReshapeRoundTripCancels) {
 }
 
 }  // namespace
+// ShuffleNet's channel shuffle as the ONNX importer writes it: NHWC features transposed to NCHW,
+// reshaped [N, 2, C/2, H, W], the two halves swapped, merged back, then each half sliced off and
+// transposed back to NHWC for the next convolution.
+TEST(LayoutCleanup, ChannelShuffleThroughNchwBecomesOneTransposeInNhwc) {
+  GraphBuilder b;
+  const int64_t N = 1, H = 3, W = 2, C = 8;
+  ValueId x = b.input("x", {DType::kFp32, {N, H, W, C}});
+  ValueId t1 = b.op(Op::TRANSPOSE, {x}, {{"perms", std::vector<int64_t>{0, 3, 1, 2}}}, "t1");
+  ValueId r1 = b.op(Op::RESHAPE, {t1, b.constant_shape("s1", {N, 2, C / 2, H, W})}, {}, "r1");
+  ValueId t2 = b.op(Op::TRANSPOSE, {r1}, {{"perms", std::vector<int64_t>{0, 2, 1, 3, 4}}}, "t2");
+  ValueId r2 = b.op(Op::RESHAPE, {t2, b.constant_shape("s2", {N, C, H, W})}, {}, "r2");
+  for (int half = 0; half < 2; ++half) {
+    ValueId sl = b.op(Op::SLICE, {r2, b.constant_shape("st" + std::to_string(half), {0, half * C / 2, 0, 0}),
+                                  b.constant_shape("sz" + std::to_string(half), {N, C / 2, H, W})},
+                      {}, "slice" + std::to_string(half));
+    b.output(b.op(Op::TRANSPOSE, {sl}, {{"perms", std::vector<int64_t>{0, 2, 3, 1}}}, "half" + std::to_string(half)));
+  }
+  Graph g = b.finish();
+  std::vector<double> xs(static_cast<size_t>(N * H * W * C));
+  for (size_t i = 0; i < xs.size(); ++i) xs[i] = static_cast<double>(i);
+  const Tensor input = Tensor::from_doubles({DType::kFp32, {N, H, W, C}}, xs);
+  const std::vector<Tensor> before = Interpreter(Module(g)).run({input});
+  EXPECT_EQ(count(g, Op::TRANSPOSE), 4);
+  EXPECT_EQ(sink_layout_transposes(g), 3);  // the shuffle, and each half's slice sandwich
+  cancel_layout_pairs(g);
+  EXPECT_EQ(count(g, Op::TRANSPOSE), 1);  // the shuffle itself, in NHWC
+  EXPECT_TRUE(verify_module(Module(g)).empty());
+  const std::vector<Tensor> after = Interpreter(Module(g)).run({input});
+  ASSERT_EQ(after.size(), 2u);
+  for (size_t k = 0; k < 2; ++k) EXPECT_EQ(after[k].to_doubles(), before[k].to_doubles()) << k;
+  EXPECT_EQ(g.value(g.outputs()[0]).name, "half0");  // outputs keep their names
+}
+
 }  // namespace weft::compiler

@@ -1017,7 +1017,10 @@ Module Importer::run() {
   Graph lowered = compiler::prune_graph(graph_);
   // Custom shader nodes come with explicit NCHW<->NHWC permutes around them; pairs that cancel
   // between adjacent shader nodes (or a shader node and an NHWC operator) go here.
-  if (options_.cancel_layout_pairs) compiler::cancel_layout_pairs(lowered);
+  if (options_.cancel_layout_pairs) {
+    compiler::sink_layout_transposes(lowered);
+    compiler::cancel_layout_pairs(lowered);
+  }
   Module m(std::move(lowered));
   if (options_.verify) {
     auto errors = verify_module(m);
