@@ -613,25 +613,19 @@ void Context::run() {
 }
 
 std::vector<Tensor> Context::run(const std::vector<Tensor>& inputs) {
-  if (dyn_) {
-    if (inputs.size() != dyn_->inputs.size())
-      throw Error(ErrorCode::kInvalidArgument, "the model takes " + std::to_string(dyn_->inputs.size()) +
-                                                   " inputs, got " + std::to_string(inputs.size()));
-    for (size_t i = 0; i < inputs.size(); ++i) dyn_->check(i, inputs[i]);
-    for (size_t i = 0; i < inputs.size(); ++i) set_input(i, inputs[i]);
-    run();
-    std::vector<Tensor> out;
-    for (size_t j = 0; j < model().outputs().size(); ++j) out.push_back(dyn_->current->output(j).clone());
-    return out;
+  const size_t want = model().inputs().size();
+  if (inputs.size() != want)
+    throw Error(ErrorCode::kInvalidArgument,
+                "the model takes " + std::to_string(want) + " inputs, got " + std::to_string(inputs.size()));
+  // Every input checked before any is bound: a failed call leaves the bindings as they were.
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (dyn_) dyn_->check(i, inputs[i]);
+    else impl_->check_input(i, inputs[i]);
   }
-  if (inputs.size() != impl_->input_values.size())
-    throw Error(ErrorCode::kInvalidArgument, "the model takes " + std::to_string(impl_->input_values.size()) +
-                                                 " inputs, got " + std::to_string(inputs.size()));
-  for (size_t i = 0; i < inputs.size(); ++i) impl_->check_input(i, inputs[i]);
   for (size_t i = 0; i < inputs.size(); ++i) set_input(i, inputs[i]);
   run();
   std::vector<Tensor> out;
-  for (const Tensor& t : impl_->output_storage) out.push_back(t.clone());
+  for (size_t j = 0; j < model().outputs().size(); ++j) out.push_back(output(j).clone());
   return out;
 }
 

@@ -718,15 +718,13 @@ void lower_EyeLike(Importer& imp, const onnx::NodeProto&) {
   imp.set_out(0, imp.const_tensor(Tensor::from_doubles({*dt, x.shape}, vals)), {}, ot);
 }
 
-void lower_GatherElements(Importer& imp, const onnx::NodeProto&) {
-  const OVal& x = imp.in(0);
-  const OVal& idx = imp.in(1);
+namespace {
+
+// GatherElements / ScatterElements: the flat position in the data of every element of `idx`: its
+// own coordinates (known) with the axis coordinate replaced by the index value (run time, negative
+// counting from the end): base + index * stride(axis). Returns [1, elements of idx] int32.
+TVal element_positions(Importer& imp, const OVal& x, const OVal& idx, int64_t axis) {
   const int64_t r = static_cast<int64_t>(x.shape.size());
-  if (static_cast<int64_t>(idx.shape.size()) != r) imp.fail("indices must have the rank of the data", ErrorCode::kInvalidArgument);
-  const int64_t axis = norm_axis(imp, imp.attr_int("axis", 0), r);
-  const int64_t k = x.shape[static_cast<size_t>(axis)];
-  // Flat positions into the data: the index's own coordinates (known) with the axis coordinate
-  // replaced by the index value (run time): base + index * stride(axis).
   std::vector<int64_t> stride(static_cast<size_t>(r), 1);
   for (int64_t d = r - 2; d >= 0; --d) stride[static_cast<size_t>(d)] = stride[static_cast<size_t>(d + 1)] * x.shape[static_cast<size_t>(d + 1)];
   const int64_t n = shape_elements(idx.shape);
@@ -743,11 +741,24 @@ void lower_GatherElements(Importer& imp, const onnx::NodeProto&) {
     }
     base[static_cast<size_t>(f)] = off;
   }
+  const int64_t k = x.shape[static_cast<size_t>(axis)];
   TVal i = imp.reshape(imp.plain(idx), {1, n});
+  if (i.dtype() != DType::kInt32) imp.fail("indices must be int32 or int64", ErrorCode::kInvalidArgument);
   TVal zero = imp.scalar(DType::kInt32, 0, 2);
   i = imp.emit(Op::SELECT, {imp.emit(Op::GREATER, {zero, i}), imp.add(i, imp.scalar(DType::kInt32, static_cast<double>(k), 2)), i});
-  TVal flat = imp.add(imp.const_tensor(Tensor::from_ints({DType::kInt32, {1, n}}, base)),
-                      imp.mul(i, imp.scalar(DType::kInt32, static_cast<double>(stride[static_cast<size_t>(axis)]), 2)));
+  return imp.add(imp.const_tensor(Tensor::from_ints({DType::kInt32, {1, n}}, base)),
+                 imp.mul(i, imp.scalar(DType::kInt32, static_cast<double>(stride[static_cast<size_t>(axis)]), 2)));
+}
+
+}  // namespace
+
+void lower_GatherElements(Importer& imp, const onnx::NodeProto&) {
+  const OVal& x = imp.in(0);
+  const OVal& idx = imp.in(1);
+  const int64_t r = static_cast<int64_t>(x.shape.size());
+  if (static_cast<int64_t>(idx.shape.size()) != r) imp.fail("indices must have the rank of the data", ErrorCode::kInvalidArgument);
+  const int64_t axis = norm_axis(imp, imp.attr_int("axis", 0), r);
+  TVal flat = element_positions(imp, x, idx, axis);
   TVal vals = imp.reshape(imp.plain(x), {1, shape_elements(x.shape), 1});
   imp.set_out(0, imp.reshape(imp.emit(Op::GATHER, {vals, flat}), idx.shape), {}, x.onnx_type);
 }
@@ -779,23 +790,32 @@ TVal flat_rows(Importer& imp, const OVal& idx, const Shape& data, int64_t k) {
   return imp.reshape(rows, {1, w});
 }
 
-}  // namespace
-
-void lower_GatherND(Importer& imp, const onnx::NodeProto&) {
-  if (imp.attr_int("batch_dims", 0) != 0) imp.fail("batch_dims other than 0 is not supported");
-  const OVal& x = imp.in(0);
-  const OVal& idx = imp.in(1);
+// GatherND / ScatterND over data `x` and index tuples `idx` [..., k]: the data as [1, outer, c] rows
+// (outer = the first k dimensions, c = the rest) and the row number of each tuple.
+struct NdRows {
+  int64_t k, outer, c;
+  TVal rows, vals;
+};
+NdRows nd_rows(Importer& imp, const OVal& x, const OVal& idx) {
   if (idx.shape.empty()) imp.fail("indices must have rank >= 1", ErrorCode::kInvalidArgument);
   const int64_t k = idx.shape.back();
   const int64_t r = static_cast<int64_t>(x.shape.size());
   if (k < 1 || k > r) imp.fail("the last dimension of indices (" + std::to_string(k) + ") must be in [1, rank of data]", ErrorCode::kInvalidArgument);
   const int64_t outer = product(x.shape, 0, static_cast<size_t>(k));
   const int64_t c = product(x.shape, static_cast<size_t>(k), x.shape.size());
+  return {k, outer, c, flat_rows(imp, idx, x.shape, k), imp.reshape(imp.plain(x), {1, outer, c})};
+}
+
+}  // namespace
+
+void lower_GatherND(Importer& imp, const onnx::NodeProto&) {
+  if (imp.attr_int("batch_dims", 0) != 0) imp.fail("batch_dims other than 0 is not supported");
+  const OVal& x = imp.in(0);
+  const OVal& idx = imp.in(1);
+  const NdRows nd = nd_rows(imp, x, idx);
   Shape out_shape(idx.shape.begin(), idx.shape.end() - 1);
-  out_shape.insert(out_shape.end(), x.shape.begin() + k, x.shape.end());
-  TVal rows = flat_rows(imp, idx, x.shape, k);
-  TVal vals = imp.reshape(imp.plain(x), {1, outer, c});
-  imp.set_out(0, imp.reshape(imp.emit(Op::GATHER, {vals, rows}), out_shape), {}, x.onnx_type);
+  out_shape.insert(out_shape.end(), x.shape.begin() + nd.k, x.shape.end());
+  imp.set_out(0, imp.reshape(imp.emit(Op::GATHER, {nd.vals, nd.rows}), out_shape), {}, x.onnx_type);
 }
 
 void lower_ScatterND(Importer& imp, const onnx::NodeProto&) {
@@ -804,18 +824,11 @@ void lower_ScatterND(Importer& imp, const onnx::NodeProto&) {
   const OVal& x = imp.in(0);
   const OVal& idx = imp.in(1);
   const OVal& upd = imp.in(2);
-  if (idx.shape.empty()) imp.fail("indices must have rank >= 1", ErrorCode::kInvalidArgument);
-  const int64_t k = idx.shape.back();
-  const int64_t r = static_cast<int64_t>(x.shape.size());
-  if (k < 1 || k > r) imp.fail("the last dimension of indices (" + std::to_string(k) + ") must be in [1, rank of data]", ErrorCode::kInvalidArgument);
-  const int64_t outer = product(x.shape, 0, static_cast<size_t>(k));
-  const int64_t c = product(x.shape, static_cast<size_t>(k), x.shape.size());
-  const int64_t w = shape_elements(idx.shape) / k;
-  if (shape_elements(upd.shape) != w * c) imp.fail("updates have shape " + shape_str(upd.shape) + ", which does not match the indices and data", ErrorCode::kInvalidArgument);
-  TVal rows = flat_rows(imp, idx, x.shape, k);
-  TVal vals = imp.reshape(imp.plain(x), {1, outer, c});
-  TVal u = imp.reshape(imp.plain(upd), {1, w, c});
-  TVal out = imp.reshape(imp.emit(Op::SCATTER, {vals, rows, u}), x.shape);
+  const NdRows nd = nd_rows(imp, x, idx);
+  const int64_t w = shape_elements(idx.shape) / nd.k;
+  if (shape_elements(upd.shape) != w * nd.c) imp.fail("updates have shape " + shape_str(upd.shape) + ", which does not match the indices and data", ErrorCode::kInvalidArgument);
+  TVal u = imp.reshape(imp.plain(upd), {1, w, nd.c});
+  TVal out = imp.reshape(imp.emit(Op::SCATTER, {nd.vals, nd.rows, u}), x.shape);
   imp.set_out(0, out, {}, x.onnx_type);
   if (out.is_const() && x.shape.size() == 1 && (x.onnx_type == kOInt64 || x.onnx_type == kOInt32) && imp.wants_output(0))
     imp.set_exact_ints(0, std::make_shared<const std::vector<int64_t>>(out.c->to_ints()));
@@ -831,31 +844,8 @@ void lower_ScatterElements(Importer& imp, const onnx::NodeProto&) {
   const int64_t axis = norm_axis(imp, imp.attr_int("axis", 0), r);
   if (idx.shape != upd.shape || static_cast<int64_t>(idx.shape.size()) != r)
     imp.fail("indices and updates must have the same shape and the data's rank", ErrorCode::kInvalidArgument);
-  // Flat element positions: each index element's own coordinates with the axis coordinate
-  // replaced by the index value.
-  std::vector<int64_t> stride(static_cast<size_t>(r), 1);
-  for (int64_t d = r - 2; d >= 0; --d) stride[static_cast<size_t>(d)] = stride[static_cast<size_t>(d + 1)] * x.shape[static_cast<size_t>(d + 1)];
+  TVal flat = element_positions(imp, x, idx, axis);
   const int64_t n = shape_elements(idx.shape);
-  std::vector<int64_t> base(static_cast<size_t>(n));
-  for (int64_t f = 0; f < n; ++f) {
-    int64_t rem = f, off = 0;
-    for (int64_t d = r - 1; d >= 0; --d) {
-      const int64_t cc = rem % idx.shape[static_cast<size_t>(d)];
-      rem /= idx.shape[static_cast<size_t>(d)];
-      if (d != axis) {
-        if (cc >= x.shape[static_cast<size_t>(d)]) imp.fail("indices shape " + shape_str(idx.shape) + " exceeds the data shape " + shape_str(x.shape) + " outside the axis", ErrorCode::kInvalidArgument);
-        off += cc * stride[static_cast<size_t>(d)];
-      }
-    }
-    base[static_cast<size_t>(f)] = off;
-  }
-  const int64_t k = x.shape[static_cast<size_t>(axis)];
-  TVal i = imp.reshape(imp.plain(idx), {1, n});
-  if (i.dtype() != DType::kInt32) imp.fail("indices must be int32 or int64", ErrorCode::kInvalidArgument);
-  TVal zero = imp.scalar(DType::kInt32, 0, 2);
-  i = imp.emit(Op::SELECT, {imp.emit(Op::GREATER, {zero, i}), imp.add(i, imp.scalar(DType::kInt32, static_cast<double>(k), 2)), i});
-  TVal flat = imp.add(imp.const_tensor(Tensor::from_ints({DType::kInt32, {1, n}}, base)),
-                      imp.mul(i, imp.scalar(DType::kInt32, static_cast<double>(stride[static_cast<size_t>(axis)]), 2)));
   TVal vals = imp.reshape(imp.plain(x), {1, shape_elements(x.shape), 1});
   TVal u = imp.reshape(imp.plain(upd), {1, n, 1});
   imp.set_out(0, imp.reshape(imp.emit(Op::SCATTER, {vals, flat, u}), x.shape), {}, x.onnx_type);
