@@ -145,8 +145,9 @@ int sink_layout_transposes(Graph& g) {
       if (t1 >= 0 && out.node(t2).attr_ints("perms") == std::vector<int64_t>{0, 2, 1, 3, 4} &&
           out.node(t1).attr_ints("perms") == std::vector<int64_t>{0, 3, 1, 2}) {
         const ValueId x = out.node(t1).inputs[0];
-        const TensorType& xt = out.value(x).type;
-        const Shape& split = out.value(out.node(r1).outputs[0]).type.shape;  // [N, a, b, H, W]
+        // Copies: `out` grows below (its value and node vectors reallocate).
+        const TensorType xt = out.value(x).type;
+        const Shape split = out.value(out.node(r1).outputs[0]).type.shape;  // [N, a, b, H, W]
         const TensorType& rt = g.value(n.outputs[0]).type;                    // [N, C, H, W]
         if (xt.rank() == 4 && split.size() == 5 && split[0] == xt.shape[0] && split[3] == xt.shape[1] &&
             split[4] == xt.shape[2] && split[1] * split[2] == xt.shape[3] && rt.shape == Shape{xt.shape[0], xt.shape[3], xt.shape[1], xt.shape[2]}) {
@@ -169,7 +170,7 @@ int sink_layout_transposes(Graph& g) {
       const int sl = producer_of(out, n.inputs[0], Op::SLICE);
       const int ta = sl >= 0 ? producer_of(out, out.node(sl).inputs[0], Op::TRANSPOSE) : -1;
       if (ta >= 0 && transposes_cancel(out.node(ta), n)) {
-        const std::vector<int64_t>& p = out.node(ta).attr_ints("perms");
+        const std::vector<int64_t> p = out.node(ta).attr_ints("perms");  // a copy: `out` grows below
         const std::vector<int64_t> start = shape_values(out, out.node(sl).inputs[1]);
         const std::vector<int64_t> size = shape_values(out, out.node(sl).inputs[2]);
         if (start.size() == p.size() && size.size() == p.size()) {
