@@ -46,6 +46,41 @@ void broadcast_for_range(const Shape& out, const std::array<const Shape*, N>& in
     f(0, idx);
     return;
   }
+  {
+    // Neighbouring output dimensions that every input treats alike (present in both, or broadcast
+    // in both; a dimension of size 1 goes with anything) merge into one: the same flat indices,
+    // a longer innermost run and fewer odometer turns (a [1,3,49,49] bias added to
+    // [64,3,49,49] attention scores runs as [1,7203] onto [64,7203]).
+    enum : char { kAny, kFull, kBroadcast };
+    Shape merged_out;
+    std::array<Shape, N> merged_in;
+    std::array<char, N> state{};
+    for (size_t d = 0; d < out.size(); ++d) {
+      bool fits = !merged_out.empty();
+      std::array<char, N> now{};
+      for (size_t k = 0; k < N; ++k) {
+        now[k] = out[d] == 1 ? kAny : ((*ins[k])[d] == 1 ? kBroadcast : kFull);
+        if (now[k] != kAny && state[k] != kAny && now[k] != state[k]) fits = false;
+      }
+      if (fits) {
+        merged_out.back() *= out[d];
+        for (size_t k = 0; k < N; ++k) {
+          merged_in[k].back() *= (*ins[k])[d];
+          if (now[k] != kAny) state[k] = now[k];
+        }
+      } else {
+        merged_out.push_back(out[d]);
+        for (size_t k = 0; k < N; ++k) merged_in[k].push_back((*ins[k])[d]);
+        state = now;
+      }
+    }
+    if (merged_out.size() < out.size()) {
+      std::array<const Shape*, N> merged_ptrs;
+      for (size_t k = 0; k < N; ++k) merged_ptrs[k] = &merged_in[k];
+      broadcast_for_range<N>(merged_out, merged_ptrs, begin, end, f);
+      return;
+    }
+  }
   // strides[k][d]: how far input k's flat index moves when output dimension d advances by one.
   std::array<std::vector<int64_t>, N> strides;
   for (size_t k = 0; k < N; ++k) {
