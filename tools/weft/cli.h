@@ -100,6 +100,9 @@ void add_shape_option(LoadOptions& options, const std::string& value);
 void add_max_fold_option(LoadOptions& options, const std::string& value);
 // --bind NAME=FILE.npy: a graph input bound to a value at compile time (OnnxImportOptions::bindings).
 void add_bind_option(LoadOptions& options, const std::string& value);
+// The ONNX import options every command that reads models takes: --shape, --bind and
+// --narrow-float64. Returns false when `flag` is none of them.
+bool onnx_import_option(Args& args, const std::string& flag, const std::optional<std::string>& v, LoadOptions& options);
 constexpr const char* kShapeHelp =
     "  --shape NAME=DIMS            Static shape of an ONNX input with dynamic dimensions, e.g.\n"
     "                               --shape input=1x3x224x224 (repeatable)\n";

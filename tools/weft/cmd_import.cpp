@@ -64,6 +64,20 @@ void add_bind_option(LoadOptions& options, const std::string& value) {
   options.onnx.bindings[name] = read_npy(value.substr(eq + 1));
 }
 
+bool onnx_import_option(Args& args, const std::string& flag, const std::optional<std::string>& v, LoadOptions& options) {
+  if (flag == "--shape") {
+    add_shape_option(options, args.value(flag, v));
+  } else if (flag == "--bind") {
+    add_bind_option(options, args.value(flag, v));
+  } else if (flag == "--narrow-float64") {
+    no_inline_value(args, flag, v);
+    options.onnx.narrow_float64 = true;
+  } else {
+    return false;
+  }
+  return true;
+}
+
 void add_max_fold_option(LoadOptions& options, const std::string& value) {
   if (value.empty() || value.size() > 18 || value.find_first_not_of("0123456789") != std::string::npos)
     usage_error("--max-fold-bytes expects a number of bytes, got '" + value + "'");
@@ -96,13 +110,7 @@ int cmd_import(Args& args) {
       model = positional;
     } else if (flag == "-o" || flag == "--output") {
       out = args.value(flag, v);
-    } else if (flag == "--shape") {
-      add_shape_option(load, args.value(flag, v));
-    } else if (flag == "--bind") {
-      add_bind_option(load, args.value(flag, v));
-    } else if (flag == "--narrow-float64") {
-      no_inline_value(args, flag, v);
-      load.onnx.narrow_float64 = true;
+    } else if (onnx_import_option(args, flag, v, load)) {
     } else if (flag == "--max-fold-bytes") {
       add_max_fold_option(load, args.value(flag, v));
     } else if (flag == "--list-ops") {

@@ -292,13 +292,7 @@ int cmd_iospec(Args& args) {
       check = args.value(flag, v);
     } else if (flag == "--custom-ops") {
       add_custom_ops_option(args.value(flag, v));
-    } else if (flag == "--shape") {
-      add_shape_option(load, args.value(flag, v));
-    } else if (flag == "--bind") {
-      add_bind_option(load, args.value(flag, v));
-    } else if (flag == "--narrow-float64") {
-      no_inline_value(args, flag, v);
-      load.onnx.narrow_float64 = true;
+    } else if (onnx_import_option(args, flag, v, load)) {
     } else if (flag == "-h" || flag == "--help") {
       std::cout << kIospecHelp;
       return kExitOk;
@@ -357,13 +351,7 @@ int cmd_stream(Args& args) {
       add_backend_option(load, args.value(flag, v));
     } else if (flag == "--custom-ops") {
       add_custom_ops_option(args.value(flag, v));
-    } else if (flag == "--shape") {
-      add_shape_option(load, args.value(flag, v));
-    } else if (flag == "--bind") {
-      add_bind_option(load, args.value(flag, v));
-    } else if (flag == "--narrow-float64") {
-      no_inline_value(args, flag, v);
-      load.onnx.narrow_float64 = true;
+    } else if (onnx_import_option(args, flag, v, load)) {
     } else if (flag == "--verbose" || flag == "-v") {
       no_inline_value(args, flag, v);
       verbose = true;

@@ -245,13 +245,7 @@ int cmd_compile(Args& args) {
       out = args.value(flag, v);
     } else if (flag == "--emit") {
       emit = args.value(flag, v);
-    } else if (flag == "--shape") {
-      add_shape_option(load, args.value(flag, v));
-    } else if (flag == "--bind") {
-      add_bind_option(load, args.value(flag, v));
-    } else if (flag == "--narrow-float64") {
-      no_inline_value(args, flag, v);
-      load.onnx.narrow_float64 = true;
+    } else if (onnx_import_option(args, flag, v, load)) {
     } else if (flag == "--backend") {
       add_backend_option(load, args.value(flag, v));
     } else if (flag == "--explain") {

@@ -491,13 +491,7 @@ int cmd_run(Args& args) {
         usage_error("--deadline-ms expects a positive number of milliseconds, got '" + v + "'");
     } else if (flag == "--max-memory") {
       max_memory = parse_bytes("--max-memory", args.value(flag, inline_value));
-    } else if (flag == "--shape") {
-      add_shape_option(load, args.value(flag, inline_value));
-    } else if (flag == "--bind") {
-      add_bind_option(load, args.value(flag, inline_value));
-    } else if (flag == "--narrow-float64") {
-      no_inline_value(args, flag, inline_value);
-      load.onnx.narrow_float64 = true;
+    } else if (onnx_import_option(args, flag, inline_value, load)) {
     } else if (flag == "--max-fold-bytes") {
       add_max_fold_option(load, args.value(flag, inline_value));
     } else if (flag == "--backend") {
@@ -684,13 +678,7 @@ int cmd_check(Args& args) {
     } else if (flag == "-h" || flag == "--help") {
       std::cout << kCheckHelp;
       return kExitOk;
-    } else if (flag == "--shape") {
-      add_shape_option(load, args.value(flag, inline_value));
-    } else if (flag == "--bind") {
-      add_bind_option(load, args.value(flag, inline_value));
-    } else if (flag == "--narrow-float64") {
-      no_inline_value(args, flag, inline_value);
-      load.onnx.narrow_float64 = true;
+    } else if (onnx_import_option(args, flag, inline_value, load)) {
     } else if (flag == "--max-fold-bytes") {
       add_max_fold_option(load, args.value(flag, inline_value));
     } else if (flag == "--custom-ops") {
