@@ -28,6 +28,13 @@ Tensor read_npy(const std::string& path, std::optional<DType> expected = std::nu
 Tensor parse_npy(const Buffer& bytes, const std::string& source,
                  std::optional<DType> expected = std::nullopt);
 
+// Unsigned integer arrays for values a model carries in signed types (IoInfo::is_unsigned: an
+// ONNX model's uint8 in int8 bits, uint16 in int16 bits, uint32/uint64 in int32). Reading gives a
+// tensor of `carrier`: '|u1' -> int8 bits, '<u2' -> int16 bits, '<u4'/'<u8' -> int32 with every
+// value checked below 2^31. Writing stores int8/int16/int32 bits as '|u1'/'<u2'/'<u4'.
+Tensor read_npy_unsigned(const std::string& path, DType carrier);
+void write_npy_unsigned(const std::string& path, const Tensor& t);
+
 std::vector<uint8_t> encode_npy(const Tensor& t);
 void write_npy(const std::string& path, const Tensor& t);  // throws Error(kIo)
 

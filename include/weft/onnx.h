@@ -66,6 +66,10 @@ struct OnnxInterface {
     DType dtype = DType::kFp32;
     Shape shape;
     bool has_shape = false;
+    // The ONNX element type ("float", "uint8", "int64", ...). uint8 and uint16 values travel as
+    // the bits of int8 / int16 (dtype); uint32, uint64 and int64 as int32, values up to 2^31 - 1.
+    std::string onnx_type;
+    bool is_unsigned = false;
   };
   std::vector<Value> inputs, outputs;
 };

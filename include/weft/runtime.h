@@ -96,6 +96,10 @@ struct KernelPlacement {
 struct IoInfo {
   std::string name;
   TensorType type;
+  // The values are unsigned integers carried in the bits of `type` (an ONNX model's uint8 in i8,
+  // uint16 in i16, uint32/uint64 in i32 with values up to 2^31 - 1). Readers and writers of
+  // arrays (the CLI's .npy files, Python) use the unsigned types for them.
+  bool is_unsigned = false;
 };
 
 // What the memory planner decided for the entry graph.

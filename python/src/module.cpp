@@ -4,6 +4,7 @@
 // Arrays: inputs are numpy arrays of the model's dtype and shape, C-contiguous; they are borrowed,
 // not copied, for the duration of the call. Outputs are numpy arrays over the runtime's own
 // buffers (no copy): each array keeps its tensor's storage alive. Runs release the GIL.
+#include <optional>
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -57,7 +58,21 @@ py::tuple shape_tuple(const Shape& s) {
 }
 
 // An output tensor as a numpy array over its buffer; the capsule keeps the buffer alive.
-py::array to_numpy(const Tensor& t) {
+// The numpy type of a model input or output: its carrier's, or for unsigned values
+// (IoInfo::is_unsigned) the unsigned type of the same size.
+py::dtype io_dtype(const IoInfo& io) {
+  if (io.is_unsigned) {
+    switch (io.type.dtype) {
+      case DType::kInt8: return py::dtype("uint8");
+      case DType::kInt16: return py::dtype("uint16");
+      case DType::kInt32: return py::dtype("uint32");
+      default: break;
+    }
+  }
+  return numpy_dtype(io.type.dtype);
+}
+
+py::array to_numpy(const Tensor& t, std::optional<py::dtype> as = std::nullopt) {
   auto* keep = new Tensor(t);
   py::capsule owner(keep, [](void* p) { delete static_cast<Tensor*>(p); });
   std::vector<py::ssize_t> shape(t.shape().begin(), t.shape().end()), strides(shape.size());
@@ -66,13 +81,13 @@ py::array to_numpy(const Tensor& t) {
     strides[i] = stride;
     stride *= shape[i];
   }
-  return py::array(numpy_dtype(t.dtype()), shape, strides, t.buffer().data(), owner);
+  return py::array(as ? *as : numpy_dtype(t.dtype()), shape, strides, t.buffer().data(), owner);
 }
 
 // A numpy array as the model's input `info`, borrowed (the array must stay alive during the run).
 Tensor from_numpy(const py::array& a, const IoInfo& info) {
   const TensorType& want = info.type;
-  const py::dtype dt = numpy_dtype(want.dtype);
+  const py::dtype dt = io_dtype(info);
   auto fail = [&](const std::string& why) -> Tensor {
     throw Error(ErrorCode::kInvalidArgument, "input '" + info.name + "' (" + want.str() + "): " + why,
                 {.operand = info.name});
@@ -90,6 +105,14 @@ Tensor from_numpy(const py::array& a, const IoInfo& info) {
   }
   if (!(a.flags() & py::array::c_style))
     fail("the array is not C-contiguous (use numpy.ascontiguousarray)");
+  if (info.is_unsigned && want.dtype == DType::kInt32) {
+    // uint32 values are carried as int32: each must be below 2^31.
+    const auto* p = static_cast<const uint32_t*>(a.data());
+    for (py::ssize_t i = 0; i < a.size(); ++i)
+      if (p[i] > static_cast<uint32_t>(INT32_MAX))
+        fail("value " + std::to_string(p[i]) + " at flat index " + std::to_string(i) +
+             " does not fit int32, which carries the model's unsigned values (up to 2^31 - 1)");
+  }
   const TensorType type{want.dtype, shape};  // a dynamic model's open dimensions take the array's
   return Tensor(type, Buffer::wrap(nullptr, a.data(), type.byte_size()));
 }
@@ -131,7 +154,7 @@ class Session {
         ctx_.run();
       }
       py::dict result;
-      for (size_t j = 0; j < outs.size(); ++j) result[py::str(outs[j].name)] = to_numpy(ctx_.output(j).clone());
+      for (size_t j = 0; j < outs.size(); ++j) result[py::str(outs[j].name)] = to_numpy(ctx_.output(j).clone(), io_dtype(outs[j]));
       return result;
     }
     // The outputs are written straight into new numpy arrays (bound as the outputs' memory for
@@ -141,7 +164,7 @@ class Session {
     results.reserve(outs.size());
     for (const IoInfo& o : outs) {
       std::vector<py::ssize_t> shape(o.type.shape.begin(), o.type.shape.end());
-      results.emplace_back(numpy_dtype(o.type.dtype), shape);
+      results.emplace_back(io_dtype(o), shape);
       out_data.push_back(results.back().mutable_data());
     }
     {
@@ -242,7 +265,7 @@ class Stream {
 py::list io_list(const std::vector<IoInfo>& io) {
   py::list l;
   for (const IoInfo& i : io)
-    l.append(py::make_tuple(i.name, dtype_name(i.type.dtype), numpy_dtype(i.type.dtype), shape_tuple(i.type.shape)));
+    l.append(py::make_tuple(i.name, dtype_name(i.type.dtype), io_dtype(i), shape_tuple(i.type.shape)));
   return l;
 }
 

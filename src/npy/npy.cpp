@@ -14,7 +14,10 @@
 #include <bit>
 #include <cctype>
 #include <cerrno>
+#include <algorithm>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <limits>
 #include <string_view>
 
@@ -205,7 +208,7 @@ struct FileType {
 };
 
 // What a descr string like "<f4" means, or an error for the ones Weft cannot hold.
-FileType parse_descr(const std::string& descr, const std::string& source) {
+FileType parse_descr(const std::string& descr, const std::string& source, bool wide_unsigned = false) {
   FileType ft;
   std::string_view d = descr;
   if (!d.empty() && (d[0] == '<' || d[0] == '>' || d[0] == '|' || d[0] == '=')) {
@@ -249,7 +252,8 @@ FileType parse_descr(const std::string& descr, const std::string& source) {
       break;
     case 'u':
       if (size == 1 || size == 2) return ft;
-      if (size == 4 || size == 8) return unsupported("unsigned integers other than raw fp8/bf16 bits");
+      if ((size == 4 || size == 8) && wide_unsigned) return ft;
+      if (size == 4 || size == 8) return unsupported("unsigned integers other than raw fp8/bf16 bits, except for a model's unsigned inputs");
       break;
     case 'f':
       if (size == 2 || size == 4) return ft;
@@ -327,6 +331,7 @@ const char* expected_descr_hint(DType t) {
 
 struct Header {
   DType dtype = DType::kFp32;
+  bool as_unsigned = false;  // unsigned integers held in the signed type's bits
   FileType file;
   Shape shape;
   size_t data_offset = 0;
@@ -358,7 +363,7 @@ size_t preamble_header_end(const uint8_t* p, size_t avail, const std::string& so
 }
 
 Header parse_header(const uint8_t* p, size_t header_end, size_t total, const std::string& source,
-                    std::optional<DType> expected, int major) {
+                    std::optional<DType> expected, int major, bool as_unsigned = false) {
   size_t start = kMagicLen + 2 + (major == 1 ? 2 : 4);
   if (header_end > total) {
     fail(ErrorCode::kParse, source,
@@ -373,9 +378,18 @@ Header parse_header(const uint8_t* p, size_t header_end, size_t total, const std
   }
   RawHeader raw = HeaderParser(text, source).parse();
   Header h;
-  h.file = parse_descr(raw.descr, source);
+  h.file = parse_descr(raw.descr, source, as_unsigned);
   h.shape = raw.shape;
   h.data_offset = header_end;
+  if (as_unsigned) {
+    // Unsigned integers, kept as the bits of the signed type of their size (read_npy_unsigned).
+    if (h.file.kind != 'u')
+      fail(ErrorCode::kInvalidArgument, source,
+           "type mismatch: the file holds '" + raw.descr + "', expected unsigned integers ('|u1', '<u2', '<u4' or '<u8')");
+    expected = h.file.size == 1 ? DType::kInt8 : h.file.size == 2 ? DType::kInt16 : h.file.size == 4 ? DType::kInt32 : DType::kInt48;
+    h.file.kind = 'i';  // the same bits, read as the signed type
+    h.as_unsigned = true;
+  }
 
   if (raw.fortran_order && h.shape.size() > 1) {
     // Layouts only differ for rank >= 2. numpy writes Fortran order only for arrays that are
@@ -486,7 +500,7 @@ Tensor finish(const Header& h, Buffer data, const std::string& source) {
   }
   if (convert) convert_in_place(data.mutable_data(), h);
   Tensor t(type, std::move(data));
-  check_ranges(t, source);
+  if (!h.as_unsigned) check_ranges(t, source);
   return t;
 }
 
@@ -634,10 +648,8 @@ std::vector<uint8_t> encode_npy(const Tensor& t) {
   return out;
 }
 
-void write_npy(const std::string& path, const Tensor& t) {
-  if (!t.valid()) fail(ErrorCode::kInvalidArgument, path, "cannot write an empty (default) tensor");
-  std::vector<uint8_t> header = encode_header(t.type());
-
+namespace {
+void write_atomically(const std::string& path, const std::vector<uint8_t>& header, const Tensor& t) {
   // Write a temporary file beside the target and rename it over the target, so readers never see
   // a half-written file and a failure leaves any previous file intact. O_EXCL with a unique name
   // (pid + counter) instead of mkstemp so the file gets the usual umask-derived permissions.
@@ -667,6 +679,60 @@ void write_npy(const std::string& path, const Tensor& t) {
     ::unlink(tmp.c_str());
     fail(ErrorCode::kIo, path, "cannot write .npy file: " + errno_str(err));
   }
+}
+}  // namespace
+
+void write_npy(const std::string& path, const Tensor& t) {
+  if (!t.valid()) fail(ErrorCode::kInvalidArgument, path, "cannot write an empty (default) tensor");
+  write_atomically(path, encode_header(t.type()), t);
+}
+
+Tensor read_npy_unsigned(const std::string& path, DType carrier) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) fail(ErrorCode::kIo, path, "cannot open .npy file: " + errno_str(errno));
+  std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  if (f.bad()) fail(ErrorCode::kIo, path, "cannot read .npy file");
+  Buffer buf = Buffer::allocate(bytes.size());
+  if (!bytes.empty()) std::memcpy(buf.mutable_data(), bytes.data(), bytes.size());
+  int major = 0;
+  size_t header_end = preamble_header_end(buf.data(), buf.size(), path, &major);
+  Header h = parse_header(buf.data(), header_end, buf.size(), path, std::nullopt, major, true);
+  Tensor t = finish(h, Buffer::wrap(std::make_shared<Buffer>(buf), buf.data() + h.data_offset, h.data_bytes), path);
+  const char* names[] = {"uint8 ('|u1')", "uint16 ('<u2')", "uint32 ('<u4')", "uint64 ('<u8')"};
+  const char* got = names[h.file.size == 1 ? 0 : h.file.size == 2 ? 1 : h.file.size == 4 ? 2 : 3];
+  if (carrier == DType::kInt32 && (t.dtype() == DType::kInt32 || t.dtype() == DType::kInt48)) {
+    // uint32 / uint64 values are carried as int32: each must be below 2^31.
+    Tensor out = Tensor::zeros({DType::kInt32, t.shape()});
+    for (int64_t i = 0; i < t.num_elements(); ++i) {
+      uint64_t v = 0;
+      std::memcpy(&v, t.bytes() + i * static_cast<int64_t>(h.file.size), h.file.size);
+      if (v > static_cast<uint64_t>(std::numeric_limits<int32_t>::max()))
+        fail(ErrorCode::kInvalidArgument, path,
+             std::string("value ") + std::to_string(v) + " at flat index " + std::to_string(i) +
+                 " does not fit int32, which carries the model's unsigned values (up to 2^31 - 1)");
+      out.mutable_data<int32_t>()[i] = static_cast<int32_t>(v);
+    }
+    return out;
+  }
+  if (t.dtype() != carrier)
+    fail(ErrorCode::kInvalidArgument, path,
+         std::string("type mismatch: the file holds ") + got + ", the model's unsigned value is carried as " +
+             dtype_name(carrier) + " (give " + (carrier == DType::kInt8 ? "uint8" : carrier == DType::kInt16 ? "uint16" : "uint32") +
+             " data)");
+  return t;
+}
+
+void write_npy_unsigned(const std::string& path, const Tensor& t) {
+  if (t.dtype() != DType::kInt8 && t.dtype() != DType::kInt16 && t.dtype() != DType::kInt32)
+    fail(ErrorCode::kInvalidArgument, path, std::string("unsigned values carried as ") + dtype_name(t.dtype()) + " cannot be written");
+  // The same bytes under the unsigned descr of their size.
+  std::vector<uint8_t> bytes = encode_header(t.type());
+  const char* from = t.dtype() == DType::kInt8 ? "|i1" : t.dtype() == DType::kInt16 ? "<i2" : "<i4";
+  const char* to = t.dtype() == DType::kInt8 ? "|u1" : t.dtype() == DType::kInt16 ? "<u2" : "<u4";
+  auto it = std::search(bytes.begin(), bytes.end(), from, from + 3);
+  if (it == bytes.end()) fail(ErrorCode::kInternal, path, "npy header without its descr");
+  std::copy(to, to + 3, it);
+  write_atomically(path, bytes, t);
 }
 
 }  // namespace weft

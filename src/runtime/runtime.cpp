@@ -28,6 +28,16 @@ struct Model::Impl {
   Module module;
   std::string source;  // file the model came from ("" for in-memory modules)
   std::vector<IoInfo> inputs, outputs;
+  // Copies is_unsigned from the declared interface onto the inputs and outputs, by name.
+  void mark_unsigned(const std::vector<IoInfo>& ins, const std::vector<IoInfo>& outs) {
+    auto mark = [](std::vector<IoInfo>& list, const std::vector<IoInfo>& from) {
+      for (IoInfo& io : list)
+        for (const IoInfo& f : from)
+          if (f.name == io.name) io.is_unsigned = f.is_unsigned;
+    };
+    mark(inputs, ins);
+    mark(outputs, outs);
+  }
   compiler::Partition partition;
   BackendOptions backend_options;
   // Kernels depend on the thread count (oneDNN fixes a primitive's decomposition when it is
@@ -169,6 +179,7 @@ Module read_model(const std::string& path, const LoadOptions& options) {
               "unknown model file type '" + ext + "' (Weft reads .weft, .vgf, .tosa and .onnx models)", {.file = path});
 }
 
+
 std::shared_ptr<const Model> Model::Impl::specialize(const std::vector<Shape>& shapes) const {
   std::lock_guard<std::mutex> lock(dynamic->mu);
   auto it = dynamic->specialized.find(shapes);
@@ -183,6 +194,7 @@ std::shared_ptr<const Model> Model::Impl::specialize(const std::vector<Shape>& s
     throw e.with_context({.file = dynamic->path});
   }
   const_cast<Impl&>(*model->impl_).source = dynamic->path;
+  const_cast<Impl&>(*model->impl_).mark_unsigned(inputs, outputs);
   dynamic->specialized.emplace(shapes, model);
   return model;
 }
@@ -211,9 +223,9 @@ std::shared_ptr<const Model> Model::load(const std::string& path, const LoadOpti
         if (options.onnx.bindings.count(in.name)) continue;
         auto given = options.onnx.input_shapes.find(in.name);
         Shape shape = given != options.onnx.input_shapes.end() ? given->second : in.shape;
-        impl->inputs.push_back({in.name, TensorType{in.dtype, shape}});
+        impl->inputs.push_back({in.name, TensorType{in.dtype, shape}, in.is_unsigned});
       }
-      for (const auto& out : io.outputs) impl->outputs.push_back({out.name, TensorType{out.dtype, out.shape}});
+      for (const auto& out : io.outputs) impl->outputs.push_back({out.name, TensorType{out.dtype, out.shape}, out.is_unsigned});
       return std::shared_ptr<const Model>(new Model(std::move(impl)));
     }
   }
@@ -221,6 +233,13 @@ std::shared_ptr<const Model> Model::load(const std::string& path, const LoadOpti
   try {
     auto model = from_module(std::move(module), options.backend);
     const_cast<Impl&>(*model->impl_).source = path;
+    if (std::filesystem::path(path).extension() == ".onnx") {
+      OnnxInterface io = onnx_interface(path);
+      std::vector<IoInfo> ins, outs;
+      for (const auto& v : io.inputs) ins.push_back({v.name, {v.dtype, v.shape}, v.is_unsigned});
+      for (const auto& v : io.outputs) outs.push_back({v.name, {v.dtype, v.shape}, v.is_unsigned});
+      const_cast<Impl&>(*model->impl_).mark_unsigned(ins, outs);
+    }
     return model;
   } catch (const Error& e) {
     throw e.with_context({.file = path});

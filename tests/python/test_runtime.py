@@ -204,6 +204,27 @@ def test_import_onnx_returns_the_text_form(tmp_path):
     np.testing.assert_array_equal(y, [[0, 2, 0], [4, 0, 6]])
 
 
+def test_unsigned_onnx_inputs_and_outputs_are_numpy_unsigned(tmp_path):
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+    nodes = [helper.make_node("DequantizeLinear", ["x", "s", "z"], ["f"]),
+             helper.make_node("Relu", ["f"], ["r"]),
+             helper.make_node("QuantizeLinear", ["r", "s", "z"], ["y"])]
+    inits = [helper.make_tensor("s", TensorProto.FLOAT, [], [0.5]),
+             helper.make_tensor("z", TensorProto.UINT8, [], [128])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.UINT8, [5])],
+                              [helper.make_tensor_value_info("y", TensorProto.UINT8, [5])], inits)
+    path = tmp_path / "qdq.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(path))
+    model = weft.load(str(path))
+    x = np.array([0, 127, 128, 200, 255], np.uint8)
+    y = model.run({"x": x})["y"]
+    assert y.dtype == np.uint8
+    np.testing.assert_array_equal(y, np.maximum(x, 128))  # values below the zero point clip to it
+    with pytest.raises(weft.Error, match="expected uint8"):
+        model.run({"x": x.astype(np.int8)})
+
+
 @pytest.mark.parametrize("script", ["run_model.py", "stream.py"])
 def test_examples_run(script):
     import sys

@@ -294,6 +294,11 @@ std::optional<weft::DType> weft_dtype_for(int32_t onnx_type) {
     case T::INT8: return weft::DType::kInt8;
     case T::INT16: return weft::DType::kInt16;
     case T::INT32: case T::INT64: return weft::DType::kInt32;
+    // The frontend's boundary types of unsigned integers: uint8/uint16 as int8/int16 bits,
+    // uint32/uint64 as int32 (values up to 2^31 - 1).
+    case T::UINT8: return weft::DType::kInt8;
+    case T::UINT16: return weft::DType::kInt16;
+    case T::UINT32: case T::UINT64: return weft::DType::kInt32;
     case T::BOOL: return weft::DType::kBool;
     default: return std::nullopt;
   }
@@ -316,6 +321,8 @@ void narrow_doubles(OnnxArray& a) {
 weft::Tensor to_weft_input(const OnnxArray& a, const std::string& name, const weft::TensorType& want) {
   const std::string where = "input '" + name + "'";
   auto mapped = weft_dtype_for(a.dtype);
+  // onnx 1.12's test data stores bfloat16 tensors as UINT16 bit patterns.
+  if (a.dtype == onnx::TensorProto::UINT16 && want.dtype == weft::DType::kBf16) mapped = weft::DType::kBf16;
   if (!mapped || *mapped != want.dtype)
     throw HarnessError(where + ": ONNX " + onnx_type_name(a.dtype) + " data cannot be bound to the imported input " +
                        want.str());
@@ -329,6 +336,15 @@ weft::Tensor to_weft_input(const OnnxArray& a, const std::string& name, const we
       int64_t v = a.load<int64_t>(i);
       if (v < std::numeric_limits<int32_t>::min() || v > std::numeric_limits<int32_t>::max())
         throw HarnessError(where + ": int64 value " + std::to_string(v) + " at " + index_str(i, a.dims) +
+                           " does not fit the imported int32 input");
+      out[i] = static_cast<int32_t>(v);
+    }
+  } else if (a.dtype == onnx::TensorProto::UINT32 || a.dtype == onnx::TensorProto::UINT64) {
+    int32_t* out = t.mutable_data<int32_t>();
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t v = a.as_int(i);
+      if (v < 0 || v > std::numeric_limits<int32_t>::max())
+        throw HarnessError(where + ": " + onnx_type_name(a.dtype) + " value at " + index_str(i, a.dims) +
                            " does not fit the imported int32 input");
       out[i] = static_cast<int32_t>(v);
     }
@@ -368,8 +384,19 @@ struct Mismatch {
   std::string detail;  // may span lines
 };
 
-std::optional<Mismatch> compare_output(const std::string& name, const weft::Tensor& actual, const OnnxArray& expected) {
+std::optional<Mismatch> compare_output(const std::string& name, const weft::Tensor& actual, const OnnxArray& expected_in) {
   const std::string out = "output '" + name + "'";
+  // onnx 1.12's test data stores bfloat16 tensors as UINT16 bit patterns.
+  OnnxArray bf16_copy;
+  const bool bf16_bits = expected_in.dtype == onnx::TensorProto::UINT16 && actual.dtype() == weft::DType::kBf16;
+  if (bf16_bits) {
+    bf16_copy = expected_in;
+    bf16_copy.dtype = onnx::TensorProto::BFLOAT16;
+  }
+  const OnnxArray& expected = bf16_bits ? bf16_copy : expected_in;
+  // uint8/uint16 outputs arrive as int8/int16 bits.
+  const int64_t umask = expected.dtype == onnx::TensorProto::UINT8 ? 0xFF : expected.dtype == onnx::TensorProto::UINT16 ? 0xFFFF : 0;
+  auto actual_int = [&](int64_t i) { return umask ? (actual.at_int(i) & umask) : actual.at_int(i); };
   auto mapped = weft_dtype_for(expected.dtype);
   if (!mapped || *mapped != actual.dtype()) {
     std::string m = "wrong type: " + out + " is " + actual.type().str() + ", expected ONNX " +
@@ -400,7 +427,7 @@ std::optional<Mismatch> compare_output(const std::string& name, const weft::Tens
         ok = err <= kAtol + kRtol * std::fabs(b);
       }
     } else {
-      const int64_t a = actual.at_int(i), b = expected.as_int(i);
+      const int64_t a = actual_int(i), b = expected.as_int(i);
       ok = a == b;
       err = std::fabs(static_cast<double>(a) - static_cast<double>(b));
     }
@@ -416,7 +443,7 @@ std::optional<Mismatch> compare_output(const std::string& name, const weft::Tens
   if (bad == 0) return std::nullopt;
   auto val = [&](bool act, int64_t i) {
     if (is_float) return fmt_double(act ? actual.at_double(i) : expected.as_double(i));
-    return std::to_string(act ? actual.at_int(i) : expected.as_int(i));
+    return std::to_string(act ? actual_int(i) : expected.as_int(i));
   };
   Mismatch m;
   m.reason = "wrong result: max abs err " + fmt_double(max_err) + " at " + index_str(worst, expected.dims) + " of " +

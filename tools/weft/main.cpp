@@ -536,7 +536,8 @@ int cmd_run(Args& args) {
       auto it = std::find_if(inputs.begin(), inputs.end(), [&](const auto& p) { return p.first == in.name; });
       if (it == inputs.end()) continue;  // reported as missing below
       try {
-        load.onnx.input_shapes[in.name] = read_npy(it->second).shape();
+        load.onnx.input_shapes[in.name] =
+            (in.is_unsigned ? read_npy_unsigned(it->second, in.type.dtype) : read_npy(it->second)).shape();
       } catch (const Error& e) {
         throw e.with_context({.operand = in.name});
       }
@@ -586,9 +587,11 @@ int cmd_run(Args& args) {
     const Value& v = g.value(id);
     const std::string& file = input_files.at(v.name);
     Tensor t;
+    const IoInfo& info = model->inputs()[model->input_index(v.name)];
     try {
-      t = read_npy(file);
-      if (t.dtype() == DType::kInt48 && v.type.dtype == DType::kInt32) {
+      if (info.is_unsigned) {
+        t = read_npy_unsigned(file, v.type.dtype);  // uint8/uint16/uint32 data in the carrier's bits
+      } else if (t = read_npy(file); t.dtype() == DType::kInt48 && v.type.dtype == DType::kInt32) {
         // int64 data for an input carried as int32 (ONNX int64): converted when every value fits.
         Tensor n = Tensor::zeros({DType::kInt32, t.shape()});
         for (int64_t i = 0; i < t.num_elements(); ++i) {
@@ -643,7 +646,11 @@ int cmd_run(Args& args) {
 
   std::map<std::string, const Tensor*> by_name;
   for (size_t i = 0; i < results.size(); ++i) by_name[g.value(g.outputs()[i]).name] = &results[i];
-  for (const auto& [name, file] : outputs) write_npy(file, *by_name.at(name));
+  auto out_info = [&](const std::string& name) -> const IoInfo& { return model->outputs()[model->output_index(name)]; };
+  for (const auto& [name, file] : outputs) {
+    if (out_info(name).is_unsigned) write_npy_unsigned(file, *by_name.at(name));
+    else write_npy(file, *by_name.at(name));
+  }
   if (stats) {
     const MemoryStats& st = model->memory_stats();
     std::cout << "memory plan: arena " << st.arena_bytes << " bytes peak for " << st.intermediates
@@ -656,7 +663,16 @@ int cmd_run(Args& args) {
   if (print || outputs.empty()) {
     for (size_t i = 0; i < results.size(); ++i) {
       if (i) std::cout << "\n";
-      print_tensor(std::cout, g.value(g.outputs()[i]).name, results[i]);
+      const std::string& name = g.value(g.outputs()[i]).name;
+      if (out_info(name).is_unsigned && results[i].dtype() != DType::kInt32) {
+        // uint8/uint16 bits printed as their unsigned values
+        const int64_t mask = results[i].dtype() == DType::kInt8 ? 0xFF : 0xFFFF;
+        std::vector<int64_t> vals(static_cast<size_t>(results[i].num_elements()));
+        for (size_t k = 0; k < vals.size(); ++k) vals[k] = results[i].at_int(static_cast<int64_t>(k)) & mask;
+        print_tensor(std::cout, name, Tensor::from_ints({DType::kInt32, results[i].shape()}, vals));
+      } else {
+        print_tensor(std::cout, name, results[i]);
+      }
     }
   }
   return kExitOk;

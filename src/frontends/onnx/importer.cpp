@@ -58,10 +58,21 @@ std::optional<DType> tosa_dtype(int t) {
     case kOInt16: return DType::kInt16;
     case kOInt32: return DType::kInt32;
     case kOInt64: return DType::kInt32;
+    // Unsigned integers are computed as int32 inside the graph (TOSA 1.0 has no unsigned
+    // arithmetic); at the graph's boundary uint8/uint16 travel in int8/int16 bits (boundary_dtype).
+    case kOUint8: case kOUint16: case kOUint32: case kOUint64: return DType::kInt32;
     case kOBool: return DType::kBool;
     default: return std::nullopt;
   }
 }
+
+std::optional<DType> boundary_dtype(int t) {
+  if (t == kOUint8) return DType::kInt8;
+  if (t == kOUint16) return DType::kInt16;
+  return tosa_dtype(t);
+}
+
+bool is_unsigned_onnx(int t) { return t == kOUint8 || t == kOUint16 || t == kOUint32 || t == kOUint64; }
 
 namespace {
 
@@ -81,7 +92,6 @@ int onnx_type_of(DType t) {
 std::string unsupported_type_message(int t) {
   std::string s = std::string("ONNX type ") + onnx_type_name(t) + " has no TOSA 1.0 equivalent";
   if (t == kODouble) s += " (TOSA has no float64; export the model in float32, or narrow it to float32 when it is compiled with --narrow-float64)";
-  if (t == kOUint8) s += " (TOSA 1.0 carries 8-bit data as signed int8; quantize to int8)";
   return s;
 }
 
@@ -123,7 +133,10 @@ Tensor tensor_from_proto(const onnx::TensorProto& t, const std::string& what, co
                                                    " elements (2^31 - 1, TOSA level 8K): no tensor of it can exist");
     n *= d;
   }
-  const size_t elem_bytes = et == kOInt64 || et == kODouble ? 8 : storage_size(*dt);
+  const size_t elem_bytes = et == kOInt64 || et == kODouble || et == kOUint64 ? 8
+                            : et == kOUint8                                  ? 1
+                            : et == kOUint16                                 ? 2
+                                                                             : storage_size(*dt);
   const uint64_t want_bytes = static_cast<uint64_t>(n) * elem_bytes;
 
   // The little-endian bytes of the data, from raw_data, external data or the typed fields.
@@ -194,6 +207,8 @@ Tensor tensor_from_proto(const onnx::TensorProto& t, const std::string& what, co
       have = static_cast<uint64_t>(t.float_data_size()) * 4;
     } else if (et == kODouble) {
       have = static_cast<uint64_t>(t.double_data_size()) * 8;
+    } else if (et == kOUint32 || et == kOUint64) {
+      have = static_cast<uint64_t>(t.uint64_data_size()) * elem_bytes;
     } else {
       have = static_cast<uint64_t>(t.int32_data_size()) * elem_bytes;
     }
@@ -208,6 +223,28 @@ Tensor tensor_from_proto(const onnx::TensorProto& t, const std::string& what, co
                                                   shape_str(shape) + " needs " + std::to_string(n));
   };
   TensorType type{*dt, shape};
+  if (is_unsigned_onnx(et)) {
+    // Carried as int32 (tosa_dtype): every value must fit, uint32/uint64 ones are checked.
+    std::vector<int64_t> v(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+      uint64_t x = 0;
+      if (raw) {
+        std::memcpy(&x, raw->data() + i * static_cast<int64_t>(elem_bytes), elem_bytes);
+      } else if (et == kOUint32 || et == kOUint64) {
+        x = t.uint64_data(static_cast<int>(i));
+      } else {
+        x = static_cast<uint32_t>(t.int32_data(static_cast<int>(i))) & (et == kOUint8 ? 0xFFu : 0xFFFFu);
+      }
+      if (x > static_cast<uint64_t>(INT32_MAX))
+        throw Error(ErrorCode::kUnsupported, what + ": " + onnx_type_name(et) + " value " + std::to_string(x) + " at index " +
+                                                 std::to_string(i) + " does not fit int32, which carries " +
+                                                 onnx_type_name(et) + " values in TOSA 1.0 (values up to 2^31 - 1 are supported)");
+      v[static_cast<size_t>(i)] = static_cast<int64_t>(x);
+    }
+    Tensor out = Tensor::from_ints(type, v);
+    if (exact_ints) *exact_ints = std::make_shared<const std::vector<int64_t>>(std::move(v));
+    return out;
+  }
   if (et == kOInt64) {
     std::vector<int64_t> v(static_cast<size_t>(n));
     if (raw) {
@@ -308,7 +345,10 @@ void Importer::set_out(int i, TVal v, std::vector<int64_t> perm, int onnx_type) 
   if (onnx_type < 0) {
     onnx_type = onnx_type_of(v.dtype());
     // int64 flows stay int64 (ONNX semantics of later Cast/Shape users), carried as int32.
-    if (v.dtype() == DType::kInt32 && num_inputs() > 0 && has_input(0) && in(0).onnx_type == kOInt64) onnx_type = kOInt64;
+    // Likewise unsigned flows, computed as int32.
+    if (v.dtype() == DType::kInt32 && num_inputs() > 0 && has_input(0) &&
+        (in(0).onnx_type == kOInt64 || is_unsigned_onnx(in(0).onnx_type)))
+      onnx_type = in(0).onnx_type;
   }
   o.onnx_type = onnx_type;
   o.shape.resize(v.shape().size());
@@ -620,6 +660,36 @@ TVal Importer::cast(const TVal& v, DType to) {
   return emit_as(Op::CAST, to, {v});
 }
 
+// TOSA 1.0's RESCALE reads unsigned 8/16-bit values (input_unsigned) into a signed type of at
+// most 16 bits and writes them (output_unsigned) from one; never to or from int32. So:
+//   uint8:  RESCALE u8 -> i16 (scale 1), CAST i16 -> i32.
+//   uint16: RESCALE u16 (zero point 32768) -> i16, CAST -> i32, ADD 32768.
+// and the reverse for outputs, after the int32 value is wrapped into the type's range.
+TVal Importer::widen_unsigned(const TVal& bits, int onnx_type) {
+  const bool u8 = onnx_type == kOUint8;
+  const DType in = u8 ? DType::kInt8 : DType::kInt16;
+  TVal b = cast(bits, in);  // bits are already of this type; a no-op
+  auto ints = [&](DType d, int64_t v) { return const_tensor(Tensor::from_ints({d, {1}}, std::vector<int64_t>{v})); };
+  TVal r = emit_as(Op::RESCALE, DType::kInt16,
+                   {b, ints(DType::kInt16, 1 << 14), ints(DType::kInt8, 14), ints(in, u8 ? 0 : -32768), ints(DType::kInt16, 0)},
+                   {{"scale32", false}, {"input_unsigned", true}});
+  TVal w = cast(r, DType::kInt32);
+  return u8 ? w : add(w, scalar(DType::kInt32, 32768, w.rank()));
+}
+
+TVal Importer::narrow_unsigned(const TVal& v, int onnx_type) {
+  const bool u8 = onnx_type == kOUint8;
+  const DType out = u8 ? DType::kInt8 : DType::kInt16;
+  TVal w = cast(v, DType::kInt32);
+  w = emit(Op::BITWISE_AND, {w, scalar(DType::kInt32, u8 ? 0xFF : 0xFFFF, w.rank())});
+  if (!u8) w = sub(w, scalar(DType::kInt32, 32768, w.rank()));
+  TVal h = cast(w, DType::kInt16);
+  auto ints = [&](DType d, int64_t x) { return const_tensor(Tensor::from_ints({d, {1}}, std::vector<int64_t>{x})); };
+  return emit_as(Op::RESCALE, out,
+                 {h, ints(DType::kInt16, 1 << 14), ints(DType::kInt8, 14), ints(DType::kInt16, 0), ints(out, u8 ? 0 : -32768)},
+                 {{"scale32", false}, {"output_unsigned", true}});
+}
+
 TVal Importer::mul(const TVal& a, const TVal& b) { return emit(Op::MUL, {a, b, scalar(DType::kInt8, 0, 1)}); }
 
 TVal Importer::slice(const TVal& v, const std::vector<int64_t>& start, const std::vector<int64_t>& size) {
@@ -763,7 +833,7 @@ void Importer::import_inputs() {
     if (!vi.type().has_tensor_type())
       throw Error(ErrorCode::kUnsupported, "graph input '" + name + "' is not a tensor (sequences, maps and optionals are not supported)", loc);
     const auto& tt = vi.type().tensor_type();
-    auto dt = tosa_dtype(tt.elem_type());
+    auto dt = boundary_dtype(tt.elem_type());
     if (!dt) throw Error(ErrorCode::kUnsupported, "graph input '" + name + "': " + unsupported_type_message(tt.elem_type()), loc);
     Shape shape;
     auto given = options_.input_shapes.find(name);
@@ -815,6 +885,7 @@ void Importer::import_inputs() {
     o.onnx_type = tt.elem_type();
     o.shape = shape;
     o.v = TVal{graph_.add_input(name, {*dt, shape}), nullptr, {*dt, shape}};
+    if (tt.elem_type() == kOUint8 || tt.elem_type() == kOUint16) o.v = widen_unsigned(o.v, tt.elem_type());
     values_[name] = o;
   }
   for (const auto& [name, shape] : options_.input_shapes)
@@ -906,6 +977,11 @@ void Importer::finish_outputs() {
     if (it == values_.end())
       throw Error(ErrorCode::kInvalidArgument, "graph output '" + name + "' is not produced by any node", {.file = source_, .operand = name});
     TVal t = plain(it->second);
+    // The declared element type decides the boundary type (an unsigned value the graph computed
+    // in int32 goes back to its uint8/uint16 bits); without a declaration, the computed one.
+    int et = vi.type().has_tensor_type() ? vi.type().tensor_type().elem_type() : kOUndefined;
+    if (et == kOUndefined) et = it->second.onnx_type;
+    if ((et == kOUint8 || et == kOUint16) && t.dtype() == DType::kInt32) t = narrow_unsigned(t, et);
     ValueId id = materialize(t);
     const Value& val = graph_.value(id);
     const bool is_input = std::find(graph_.inputs().begin(), graph_.inputs().end(), id) != graph_.inputs().end();
@@ -1097,7 +1173,10 @@ void apply_bindings(onnx::GraphProto& g, const std::map<std::string, Tensor>& bi
         else t.add_float_data(static_cast<float>(value.at_double(i)));
         continue;
       }
-      const int64_t v = value.at_int(i);
+      int64_t v = value.at_int(i);
+      // uint8 / uint16 data given as the bits of int8 / int16 (how Weft carries them).
+      if (et == kOUint8 && value.dtype() == DType::kInt8) v &= 0xFF;
+      if (et == kOUint16 && value.dtype() == DType::kInt16) v &= 0xFFFF;
       const auto range = [&]() -> std::pair<int64_t, int64_t> {
         switch (et) {
           case kOBool: return {0, 1};
@@ -1192,10 +1271,12 @@ OnnxInterface onnx_interface(const std::string& path) {
       throw Error(ErrorCode::kUnsupported, "'" + vi.name() + "' is not a tensor (sequences, maps and optionals are not supported)",
                   {.file = path, .operand = vi.name()});
     const auto& tt = vi.type().tensor_type();
-    auto dt = onnxfe::tosa_dtype(tt.elem_type());
+    auto dt = onnxfe::boundary_dtype(tt.elem_type());
     if (!dt) throw Error(ErrorCode::kUnsupported, "'" + vi.name() + "': " + onnxfe::unsupported_type_message(tt.elem_type()),
                          {.file = path, .operand = vi.name()});
     v.dtype = *dt;
+    v.onnx_type = onnxfe::onnx_type_name(tt.elem_type());
+    v.is_unsigned = onnxfe::is_unsigned_onnx(tt.elem_type());
     v.has_shape = tt.has_shape();
     for (const auto& d : tt.shape().dim()) v.shape.push_back(d.has_dim_value() && d.dim_value() > 0 ? d.dim_value() : -1);
     return v;

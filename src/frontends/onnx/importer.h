@@ -33,6 +33,10 @@ enum OnnxType : int {
 const char* onnx_type_name(int t);
 // The TOSA type an ONNX element type is carried as; nullopt when there is none.
 std::optional<DType> tosa_dtype(int onnx_type);
+// The TOSA type a graph input or output of this ONNX type has: as tosa_dtype, except that uint8
+// and uint16 travel as the bits of int8 and int16 (RESCALE's unsigned flags convert them).
+std::optional<DType> boundary_dtype(int onnx_type);
+bool is_unsigned_onnx(int onnx_type);
 
 // A TOSA-side value: a value of the graph being built, or a constant that is not (yet) in the
 // graph. Constants are folded through operators and only become CONST nodes where an operator
@@ -143,6 +147,10 @@ class Importer {
   TVal slice(const TVal& v, const std::vector<int64_t>& start, const std::vector<int64_t>& size);
   TVal clamp(const TVal& v, double lo, double hi);
   TVal reduce(Op op, const TVal& v, int64_t axis);
+  // Unsigned values: `bits` (uint8 in int8 bits, uint16 in int16 bits) as the int32 the graph
+  // computes with, and back (wrapped modulo 2^8 / 2^16 as ONNX's unsigned arithmetic does).
+  TVal widen_unsigned(const TVal& bits, int onnx_type);
+  TVal narrow_unsigned(const TVal& v, int onnx_type);
   // Brings a and b (TOSA values) to the same rank by inserting leading 1s.
   TVal to_rank(const TVal& v, int rank);
 

@@ -23,7 +23,9 @@ class NodeProto;
   X(Mod) X(Sinh) X(Tan) X(ThresholdedRelu) X(Trilu) X(Hardmax)    \
   X(NegativeLogLikelihoodLoss) X(SoftmaxCrossEntropyLoss) X(RNN) X(GRU) X(LSTM)    \
   X(GatherND) X(ScatterND) X(ScatterElements) X(Scatter)    \
-  X(Selu) X(Shrink) X(Round) X(CumSum) X(OneHot) X(LRN) X(TopK)
+  X(Selu) X(Shrink) X(Round) X(CumSum) X(OneHot) X(LRN) X(TopK)    \
+  X(Atan) X(Asin) X(Acos) X(Asinh) X(Acosh) X(Atanh) X(BitShift) X(ConvInteger) X(MatMulInteger)    \
+  X(DynamicQuantizeLinear)
 
 namespace weft::onnxfe {
 class Importer;

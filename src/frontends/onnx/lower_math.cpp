@@ -269,7 +269,21 @@ void lower_Pow(Importer& imp, const onnx::NodeProto&) {
   std::vector<int64_t> perm;
   Shape shape;
   auto ops = imp.elementwise_operands({0, 1}, &perm, &shape);
-  require_float(imp, ops[0]);
+  if (!is_float(ops[0].dtype())) {
+    // An integer base: |x|^y in float32, rounded back, negated for a negative base and an odd
+    // exponent. Exact while the result is below 2^24 (ONNX Runtime computes it in integers).
+    if (ops[0].dtype() == DType::kBool) imp.fail("Pow of bool values is not defined", ErrorCode::kInvalidArgument);
+    TVal x = imp.cast(ops[0], DType::kInt32);
+    TVal y = ops[1];
+    TVal yi = is_float(y.dtype()) ? imp.cast(imp.emit(Op::FLOOR, {imp.cast(y, DType::kFp32)}), DType::kInt32) : imp.cast(y, DType::kInt32);
+    TVal ax = imp.cast(imp.emit(Op::ABS, {x}), DType::kFp32);
+    TVal p = imp.cast(imp.emit(Op::POW, {ax, imp.cast(y, DType::kFp32)}), DType::kInt32);
+    TVal odd = imp.emit(Op::EQUAL, {imp.emit(Op::BITWISE_AND, {yi, imp.scalar(DType::kInt32, 1, yi.rank())}), imp.scalar(DType::kInt32, 1, yi.rank())});
+    TVal neg = imp.emit(Op::LOGICAL_AND, {imp.emit(Op::GREATER, {imp.scalar(DType::kInt32, 0, x.rank()), x}), odd});
+    TVal r = imp.emit(Op::SELECT, {neg, imp.emit(Op::NEGATE, {p, imp.scalar(DType::kInt32, 0, 1), imp.scalar(DType::kInt32, 0, 1)}), p});
+    imp.set_out(0, imp.cast(r, ops[0].dtype()), perm, imp.in(0).onnx_type);
+    return;
+  }
   if (ops[1].dtype() != ops[0].dtype()) ops[1] = imp.cast(ops[1], ops[0].dtype());
   imp.set_out(0, imp.emit(Op::POW, ops), perm, imp.in(0).onnx_type);
 }
@@ -628,6 +642,92 @@ void lower_Tan(Importer& imp, const onnx::NodeProto&) {
   unary(imp, [&](TVal v) { require_float(imp, v); return imp.mul(imp.emit(Op::SIN, {v}), imp.emit(Op::RECIPROCAL, {imp.emit(Op::COS, {v})})); });
 }
 
+// ---- Inverse trigonometric and hyperbolic functions -------------------------------------------------
+//
+// TOSA 1.0 has SIN and COS but no inverses, so they are built from arithmetic:
+//   atan: reduced to |t| <= tan(pi/8) (t = |x|; above tan(3pi/8) use pi/2 + atan(-1/t), above tan(pi/8)
+//         pi/4 + atan((t-1)/(t+1))), then an odd polynomial of degree 9 (Cephes's atanf coefficients,
+//         relative error about 1e-7 in float32), the sign restored last;
+//   asin(x) = 2 atan(x / (1 + sqrt(1 - x^2))),  acos(x) = 2 atan(sqrt(1 - x^2) / (1 + x)),
+//   asinh(x) = sign(x) log(|x| + sqrt(x^2 + 1)),  acosh(x) = log(x + sqrt(x^2 - 1)),
+//   atanh(x) = log((1 + x) / (1 - x)) / 2.
+// Out-of-domain inputs give NaN as ONNX Runtime's do (POW of a negative base, LOG of a negative).
+namespace {
+TVal atan_of(Importer& imp, const TVal& x) {
+  auto c = [&](double v) { return full_like(imp, x, v); };
+  TVal t = imp.emit(Op::ABS, {x});
+  TVal big = imp.emit(Op::GREATER, {t, c(2.414213562373095)});
+  TVal mid = imp.emit(Op::GREATER, {t, c(0.4142135623730950)});
+  TVal r_big = imp.emit(Op::NEGATE, {imp.emit(Op::RECIPROCAL, {t}), imp.scalar(x.dtype(), 0, 1), imp.scalar(x.dtype(), 0, 1)});
+  TVal r_mid = imp.mul(imp.sub(t, c(1)), imp.emit(Op::RECIPROCAL, {imp.add(t, c(1))}));
+  TVal r = imp.emit(Op::SELECT, {big, r_big, imp.emit(Op::SELECT, {mid, r_mid, t})});
+  TVal base = imp.emit(Op::SELECT, {big, c(1.5707963267948966), imp.emit(Op::SELECT, {mid, c(0.7853981633974483), c(0)})});
+  TVal z = imp.mul(r, r);
+  TVal p = c(8.05374449538e-2);
+  p = imp.add(imp.mul(p, z), c(-1.38776856032e-1));
+  p = imp.add(imp.mul(p, z), c(1.99777106478e-1));
+  p = imp.add(imp.mul(p, z), c(-3.33329491539e-1));
+  TVal y = imp.add(base, imp.add(imp.mul(imp.mul(p, z), r), r));
+  TVal neg = imp.emit(Op::GREATER, {c(0), x});
+  return imp.emit(Op::SELECT, {neg, imp.emit(Op::NEGATE, {y, imp.scalar(x.dtype(), 0, 1), imp.scalar(x.dtype(), 0, 1)}), y});
+}
+TVal div_of(Importer& imp, const TVal& a, const TVal& b) { return imp.mul(a, imp.emit(Op::RECIPROCAL, {b})); }
+}  // namespace
+
+void lower_Atan(Importer& imp, const onnx::NodeProto&) {
+  unary(imp, [&](TVal v) { require_float(imp, v); return atan_of(imp, v); });
+}
+void lower_Asin(Importer& imp, const onnx::NodeProto&) {
+  unary(imp, [&](TVal v) {
+    require_float(imp, v);
+    TVal s = sqrt_of(imp, imp.sub(full_like(imp, v, 1), imp.mul(v, v)));
+    return imp.mul(full_like(imp, v, 2), atan_of(imp, div_of(imp, v, imp.add(full_like(imp, v, 1), s))));
+  });
+}
+void lower_Acos(Importer& imp, const onnx::NodeProto&) {
+  unary(imp, [&](TVal v) {
+    require_float(imp, v);
+    TVal s = sqrt_of(imp, imp.sub(full_like(imp, v, 1), imp.mul(v, v)));
+    return imp.mul(full_like(imp, v, 2), atan_of(imp, div_of(imp, s, imp.add(full_like(imp, v, 1), v))));
+  });
+}
+void lower_Asinh(Importer& imp, const onnx::NodeProto&) {
+  unary(imp, [&](TVal v) {
+    require_float(imp, v);
+    TVal a = imp.emit(Op::ABS, {v});
+    TVal y = imp.emit(Op::LOG, {imp.add(a, sqrt_of(imp, imp.add(imp.mul(a, a), full_like(imp, v, 1))))});
+    TVal neg = imp.emit(Op::GREATER, {full_like(imp, v, 0), v});
+    return imp.emit(Op::SELECT, {neg, imp.emit(Op::NEGATE, {y, imp.scalar(v.dtype(), 0, 1), imp.scalar(v.dtype(), 0, 1)}), y});
+  });
+}
+void lower_Acosh(Importer& imp, const onnx::NodeProto&) {
+  unary(imp, [&](TVal v) {
+    require_float(imp, v);
+    return imp.emit(Op::LOG, {imp.add(v, sqrt_of(imp, imp.sub(imp.mul(v, v), full_like(imp, v, 1))))});
+  });
+}
+void lower_Atanh(Importer& imp, const onnx::NodeProto&) {
+  unary(imp, [&](TVal v) {
+    require_float(imp, v);
+    TVal one = full_like(imp, v, 1);
+    return imp.mul(full_like(imp, v, 0.5), imp.emit(Op::LOG, {div_of(imp, imp.add(one, v), imp.sub(one, v))}));
+  });
+}
+
+// BitShift on unsigned integers (computed in int32): LOGICAL_LEFT_SHIFT / LOGICAL_RIGHT_SHIFT;
+// a left shift out of an 8/16-bit type wraps where the value leaves the graph or is cast.
+void lower_BitShift(Importer& imp, const onnx::NodeProto&) {
+  const std::string dir = imp.attr_str("direction", "");
+  if (dir != "LEFT" && dir != "RIGHT") imp.fail("direction must be \"LEFT\" or \"RIGHT\", got \"" + dir + "\"", ErrorCode::kInvalidArgument);
+  if (!is_unsigned_onnx(imp.in(0).onnx_type))
+    imp.fail(std::string("BitShift is defined on unsigned integers, got ") + onnx_type_name(imp.in(0).onnx_type), ErrorCode::kInvalidArgument);
+  std::vector<int64_t> perm;
+  Shape shape;
+  auto ops = imp.elementwise_operands({0, 1}, &perm, &shape);
+  TVal a = imp.cast(ops[0], DType::kInt32), b = imp.cast(ops[1], DType::kInt32);
+  imp.set_out(0, imp.emit(dir == "LEFT" ? Op::LOGICAL_LEFT_SHIFT : Op::LOGICAL_RIGHT_SHIFT, {a, b}), perm, imp.in(0).onnx_type);
+}
+
 namespace {
 TVal exp_neg(Importer& imp, const TVal& v) {
   return imp.emit(Op::EXP, {imp.emit(Op::NEGATE, {v, imp.scalar(v.dtype(), 0, 1), imp.scalar(v.dtype(), 0, 1)})});
@@ -717,25 +817,31 @@ TVal quant_param(Importer& imp, const OVal& x, int i, int64_t axis, DType dt) {
 void lower_QuantizeLinear(Importer& imp, const onnx::NodeProto&) {
   const OVal& x = imp.in(0);
   require_float(imp, x.v);
-  int zp_type = kOUint8;
+  int zp_type = kOUint8;  // ONNX's default without a zero point
   if (imp.has_input(2)) zp_type = imp.in(2).onnx_type;
-  if (zp_type != kOInt8 && zp_type != kOInt16)
-    imp.fail(std::string("quantization to ") + onnx_type_name(zp_type) + " is not supported: TOSA 1.0 quantizes to signed int8 (or int16); export with int8 (QuantType.QInt8)");
-  const DType out = zp_type == kOInt8 ? DType::kInt8 : DType::kInt16;
+  if (zp_type != kOInt8 && zp_type != kOInt16 && zp_type != kOUint8 && zp_type != kOUint16)
+    imp.fail(std::string("quantization to ") + onnx_type_name(zp_type) + " is not supported (int8, uint8, int16, uint16 are)");
+  // Signed results are int8/int16 values; unsigned ones are computed in int32 (0..255 / 0..65535)
+  // and leave the graph as uint8/uint16 bits (RESCALE's output_unsigned).
+  const bool is_u = zp_type == kOUint8 || zp_type == kOUint16;
+  const int64_t lo = is_u ? 0 : (zp_type == kOInt8 ? -128 : -32768);
+  const int64_t hi = zp_type == kOInt8 ? 127 : zp_type == kOUint8 ? 255 : zp_type == kOInt16 ? 32767 : 65535;
   const int64_t axis = quant_axis(imp, x);
   TVal scale = quant_param(imp, x, 1, axis, x.v.dtype());
   // y = saturate(round_half_even(x / scale) + zero_point): CAST rounds half to even (and
   // saturates at int32), the zero point is added in int32, then the result is clamped.
   TVal v = imp.cast(imp.mul(x.v, imp.emit(Op::RECIPROCAL, {scale})), DType::kInt32);
   if (imp.has_input(2)) v = imp.add(v, quant_param(imp, x, 2, axis, DType::kInt32));
-  v = imp.clamp(v, static_cast<double>(int_min(out)), static_cast<double>(int_max(out)));
-  imp.set_out(0, imp.cast(v, out), x.perm, zp_type);
+  v = imp.clamp(v, static_cast<double>(lo), static_cast<double>(hi));
+  if (!is_u) v = imp.cast(v, zp_type == kOInt8 ? DType::kInt8 : DType::kInt16);
+  imp.set_out(0, v, x.perm, zp_type);
 }
 
 void lower_DequantizeLinear(Importer& imp, const onnx::NodeProto&) {
   const OVal& x = imp.in(0);
-  if (x.onnx_type != kOInt8 && x.onnx_type != kOInt16 && x.onnx_type != kOInt32)
-    imp.fail(std::string("dequantization of ") + onnx_type_name(x.onnx_type) + " is not supported (int8, int16, int32 are)");
+  if (x.onnx_type != kOInt8 && x.onnx_type != kOInt16 && x.onnx_type != kOInt32 && x.onnx_type != kOUint8 &&
+      x.onnx_type != kOUint16)
+    imp.fail(std::string("dequantization of ") + onnx_type_name(x.onnx_type) + " is not supported (int8, uint8, int16, uint16, int32 are)");
   const int64_t axis = quant_axis(imp, x);
   TVal v = imp.cast(x.v, DType::kFp32);
   if (imp.has_input(2)) v = imp.sub(v, quant_param(imp, x, 2, axis, DType::kFp32));
@@ -743,6 +849,27 @@ void lower_DequantizeLinear(Importer& imp, const onnx::NodeProto&) {
   imp.set_out(0, v, x.perm, kOFloat);
 }
 
+// DynamicQuantizeLinear: uint8 quantization of x with the scale and zero point of its range
+// (extended to include 0): scale = (max - min) / 255, zero_point = saturate(round(-min / scale)),
+// y = saturate(round(x / scale) + zero_point), rounding half to even.
+void lower_DynamicQuantizeLinear(Importer& imp, const onnx::NodeProto&) {
+  const OVal& x = imp.in(0);
+  require_float(imp, x.v);
+  if (x.v.dtype() != DType::kFp32) imp.fail("the input must be float32", ErrorCode::kInvalidArgument);
+  const int64_t n = shape_elements(x.shape);
+  TVal flat = imp.reshape(x.v, {n});
+  TVal mn = imp.emit(Op::MINIMUM, {imp.reduce(Op::REDUCE_MIN, flat, 0), imp.scalar(DType::kFp32, 0, 1)});
+  TVal mx = imp.emit(Op::MAXIMUM, {imp.reduce(Op::REDUCE_MAX, flat, 0), imp.scalar(DType::kFp32, 0, 1)});
+  TVal scale = imp.mul(imp.sub(mx, mn), imp.scalar(DType::kFp32, 1.0 / 255.0, 1));
+  TVal inv = imp.emit(Op::RECIPROCAL, {scale});
+  TVal neg_min = imp.emit(Op::NEGATE, {mn, imp.scalar(DType::kFp32, 0, 1), imp.scalar(DType::kFp32, 0, 1)});
+  TVal zp = imp.clamp(imp.cast(imp.mul(neg_min, inv), DType::kInt32), 0, 255);
+  TVal y = imp.cast(imp.mul(x.v, imp.reshape(inv, Shape(x.v.shape().size(), 1))), DType::kInt32);
+  y = imp.clamp(imp.add(y, imp.reshape(zp, Shape(x.v.shape().size(), 1))), 0, 255);
+  imp.set_out(0, y, x.perm, kOUint8);
+  imp.set_out(1, imp.reshape(scale, {}), {}, kOFloat);
+  imp.set_out(2, imp.reshape(zp, {}), {}, kOUint8);
+}
 
 // ---- Losses of inference graphs ------------------------------------------------------------------
 //

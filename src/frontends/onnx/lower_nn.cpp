@@ -128,8 +128,21 @@ std::vector<int64_t> pad_attr(const Window& w) { return {w.h.pb, w.h.pe, w.w.pb,
 // Conv and QLinearConv share everything but the operand positions and the epilogue.
 struct ConvOperands {
   int x, w, b;
-  bool quant;
+  bool quant;            // QLinearConv: zero points at 2 and 5, scales, a requantized output
+  bool integer = false;  // ConvInteger: zero points at 2 and 3, the int32 accumulator is the output
 };
+
+// An 8-bit quantized operand in int8: uint8 values (computed as int32 0..255) move down by 128,
+// and so does their zero point, which leaves (value - zero point) unchanged.
+TVal signed8(Importer& imp, const TVal& v, int onnx_type, int64_t* zp) {
+  if (onnx_type == kOUint8) {
+    *zp -= 128;
+    return imp.cast(imp.sub(imp.cast(v, DType::kInt32), imp.scalar(DType::kInt32, 128, v.rank())), DType::kInt8);
+  }
+  if (v.dtype() != DType::kInt8)
+    imp.fail(std::string("8-bit quantized operands must be int8 or uint8, got ") + onnx_type_name(onnx_type));
+  return v;
+}
 
 void conv(Importer& imp, const ConvOperands& ops) {
   const OVal& x = imp.in(ops.x);
@@ -145,21 +158,30 @@ void conv(Importer& imp, const ConvOperands& ops) {
     imp.fail("kernel_shape " + shape_str(*ks) + " disagrees with the weights " + shape_str(w.shape), ErrorCode::kInvalidArgument);
   Window win = window_attrs(imp, x.shape, kernel, false);
   TVal in = nhwc_input(imp, x, win);
-  const DType dt = in.dtype();
-  if (ops.quant && dt != DType::kInt8) imp.fail("QLinearConv supports int8 input (uint8 has no TOSA type)");
   TVal wt = imp.plain(w);  // [OC, C/g, (KH,) KW]
+  int64_t in_zp = 0, w_zp = 0;
+  if (ops.quant || ops.integer) {
+    const int xz = 2, wz_at = ops.quant ? 5 : 3;
+    if (imp.has_input(xz)) {
+      auto z = imp.const_ints(xz, "x_zero_point");
+      if (z.size() != 1) imp.fail("x_zero_point must be one value (per-tensor)");
+      in_zp = z[0];
+    }
+    if (imp.has_input(wz_at)) {
+      auto wz = imp.const_ints(wz_at, "w_zero_point");
+      for (int64_t z : wz)
+        if (z != wz[0]) imp.fail("per-channel weight zero points that differ are not supported (TOSA has one weight_zp)");
+      w_zp = wz.at(0);
+    }
+    in = signed8(imp, in, x.onnx_type, &in_zp);
+    wt = signed8(imp, wt, w.onnx_type, &w_zp);
+  }
+  const DType dt = in.dtype();
   if (win.one_d) wt = imp.reshape(wt, {oc, w.shape[1], 1, w.shape[2]});
   const int64_t kh = wt.shape()[2], kw = wt.shape()[3];
-  TVal bias = imp.has_input(ops.b) ? imp.plain(imp.in(ops.b)) : imp.scalar(ops.quant ? DType::kInt32 : dt, 0, 1);
-  if (!imp.has_input(ops.b)) bias = imp.const_tensor(Tensor::zeros({bias.dtype(), {oc}}));
-  int64_t in_zp = 0, w_zp = 0;
-  if (ops.quant) {
-    in_zp = imp.const_ints(2, "x_zero_point").at(0);
-    auto wz = imp.const_ints(5, "w_zero_point");
-    for (int64_t z : wz)
-      if (z != wz[0]) imp.fail("per-channel weight zero points that differ are not supported (TOSA has one weight_zp)");
-    w_zp = wz.at(0);
-  }
+  const bool has_bias = ops.b >= 0 && imp.has_input(ops.b);
+  TVal bias = has_bias ? imp.plain(imp.in(ops.b)) : imp.scalar(ops.quant || ops.integer ? DType::kInt32 : dt, 0, 1);
+  if (!has_bias) bias = imp.const_tensor(Tensor::zeros({bias.dtype(), {oc}}));
   const DType wdt = wt.dtype();
   TVal izp = imp.scalar(dt, static_cast<double>(in_zp), 1), wzp = imp.scalar(wdt, static_cast<double>(w_zp), 1);
   Attrs attrs{{"pad", pad_attr(win)}, {"stride", std::vector<int64_t>{win.h.stride, win.w.stride}},
@@ -187,10 +209,17 @@ void conv(Importer& imp, const ConvOperands& ops) {
     auto xs = imp.const_doubles(1, "x_scale"), ws = imp.const_doubles(4, "w_scale"), ys = imp.const_doubles(6, "y_scale");
     std::vector<double> scales;
     for (double s : ws) scales.push_back(xs.at(0) * s / ys.at(0));
-    const int64_t yzp = imp.has_input(7) ? imp.const_ints(7, "y_zero_point").at(0) : 0;
-    if (imp.has_input(7) && imp.in(7).onnx_type != kOInt8) imp.fail("y_zero_point must be int8 (uint8 has no TOSA type)");
+    int64_t yzp = imp.has_input(7) ? imp.const_ints(7, "y_zero_point").at(0) : 0;
+    const int yt = imp.has_input(7) ? imp.in(7).onnx_type : kOUint8;
+    if (yt != kOInt8 && yt != kOUint8) imp.fail("y_zero_point must be int8 or uint8");
+    if (yt == kOUint8) yzp -= 128;
     y = rescale_to(imp, y, scales, yzp, DType::kInt8, 0);
-    set_nhwc_out(imp, y, win, kOInt8);
+    if (yt == kOUint8) y = imp.add(imp.cast(y, DType::kInt32), imp.scalar(DType::kInt32, 128, y.rank()));
+    set_nhwc_out(imp, y, win, yt);
+    return;
+  }
+  if (ops.integer) {
+    set_nhwc_out(imp, y, win, kOInt32);
     return;
   }
   set_nhwc_out(imp, y, win, x.onnx_type);
@@ -219,6 +248,9 @@ void pool(Importer& imp, bool max, bool global) {
     if (win.h.dil != 1 || win.w.dil != 1) imp.fail("pooling with dilations other than 1 is not supported (TOSA pools have no dilation)");
   }
   TVal in = nhwc_input(imp, x, win);
+  // uint8 values (computed in int32) pool in int16, which TOSA's pools take.
+  const bool u8 = in.dtype() == DType::kInt32 && x.onnx_type == kOUint8;
+  if (u8) in = imp.cast(in, DType::kInt16);
   const DType dt = in.dtype();
   const bool count_pad = !max && imp.attr_int("count_include_pad", 0) != 0;
   // Padding TOSA cannot express inside the pool (counted in the average, or not smaller than the
@@ -256,6 +288,7 @@ void pool(Importer& imp, bool max, bool global) {
     attrs.emplace_back("acc_type", acc_for(dt));
     y = imp.emit(Op::AVG_POOL2D, {in, imp.scalar(dt, 0, 1), imp.scalar(dt, 0, 1)}, attrs);
   }
+  if (u8) y = imp.cast(y, DType::kInt32);
   set_nhwc_out(imp, y, win, x.onnx_type);
 }
 
@@ -329,6 +362,7 @@ std::pair<int64_t, int64_t> rational(double x, int64_t max_q) {
 
 void lower_Conv(Importer& imp, const onnx::NodeProto&) { conv(imp, {0, 1, 2, false}); }
 void lower_QLinearConv(Importer& imp, const onnx::NodeProto&) { conv(imp, {0, 3, 8, true}); }
+void lower_ConvInteger(Importer& imp, const onnx::NodeProto&) { conv(imp, {0, 1, -1, false, true}); }
 
 void lower_ConvTranspose(Importer& imp, const onnx::NodeProto&) {
   const OVal& x = imp.in(0);
@@ -428,16 +462,38 @@ void lower_MatMul(Importer& imp, const onnx::NodeProto&) {
 }
 
 void lower_QLinearMatMul(Importer& imp, const onnx::NodeProto&) {
-  if (imp.in(0).onnx_type != kOInt8 || imp.in(3).onnx_type != kOInt8)
-    imp.fail("QLinearMatMul supports int8 operands (uint8 has no TOSA type)");
-  const int64_t azp = imp.const_ints(2, "a_zero_point").at(0), bzp = imp.const_ints(5, "b_zero_point").at(0);
+  int64_t azp = imp.const_ints(2, "a_zero_point").at(0), bzp = imp.const_ints(5, "b_zero_point").at(0);
   auto as = imp.const_doubles(1, "a_scale"), bs = imp.const_doubles(4, "b_scale"), ys = imp.const_doubles(6, "y_scale");
   if (as.size() != 1 || bs.size() != 1 || ys.size() != 1) imp.fail("per-axis scales are not supported in QLinearMatMul");
-  const int64_t yzp = imp.const_ints(7, "y_zero_point").at(0);
+  int64_t yzp = imp.const_ints(7, "y_zero_point").at(0);
+  const int yt = imp.in(7).onnx_type;
+  if (yt != kOInt8 && yt != kOUint8) imp.fail("y_zero_point must be int8 or uint8");
+  TVal a = signed8(imp, imp.plain(imp.in(0)), imp.in(0).onnx_type, &azp);
+  TVal b = signed8(imp, imp.plain(imp.in(3)), imp.in(3).onnx_type, &bzp);
+  if (yt == kOUint8) yzp -= 128;
   Shape os;
-  TVal acc = matmul(imp, imp.plain(imp.in(0)), imp.plain(imp.in(3)), azp, bzp, &os);
+  TVal acc = matmul(imp, a, b, azp, bzp, &os);
   TVal y = rescale_to(imp, acc, {as[0] * bs[0] / ys[0]}, yzp, DType::kInt8, 0);
-  imp.set_out(0, imp.reshape(y, os), {}, kOInt8);
+  if (yt == kOUint8) y = imp.add(imp.cast(y, DType::kInt32), imp.scalar(DType::kInt32, 128, y.rank()));
+  imp.set_out(0, imp.reshape(y, os), {}, yt);
+}
+
+// MatMulInteger: (A - a_zero_point) x (B - b_zero_point) accumulated in int32. Per-row / per-column
+// zero points that differ have no TOSA form (MATMUL takes one zero point per operand).
+void lower_MatMulInteger(Importer& imp, const onnx::NodeProto&) {
+  auto zp = [&](int i, const char* what) -> int64_t {
+    if (!imp.has_input(i)) return 0;
+    auto z = imp.const_ints(i, what);
+    for (int64_t v : z)
+      if (v != z.at(0)) imp.fail(std::string(what) + " values that differ are not supported (TOSA's MATMUL has one zero point per operand)");
+    return z.at(0);
+  };
+  int64_t azp = zp(2, "a_zero_point"), bzp = zp(3, "b_zero_point");
+  TVal a = signed8(imp, imp.plain(imp.in(0)), imp.in(0).onnx_type, &azp);
+  TVal b = signed8(imp, imp.plain(imp.in(1)), imp.in(1).onnx_type, &bzp);
+  Shape os;
+  TVal acc = matmul(imp, a, b, azp, bzp, &os);
+  imp.set_out(0, imp.reshape(acc, os), {}, kOInt32);
 }
 
 namespace {

@@ -642,7 +642,10 @@ void cast_to(Importer& imp, const OVal& x, int to) {
     v = imp.emit(Op::SELECT, {pos, imp.emit(Op::FLOOR, {v}), imp.emit(Op::CEIL, {v})});
   }
   if (from == DType::kBool && is_float(*dt)) v = imp.cast(v, DType::kInt32);
-  imp.set_out(0, imp.cast(v, *dt), x.perm, to);
+  v = imp.cast(v, *dt);
+  // uint8 / uint16 are computed in int32: wrap into the type's range as a C cast does.
+  if (to == kOUint8 || to == kOUint16) v = imp.emit(Op::BITWISE_AND, {v, imp.scalar(DType::kInt32, to == kOUint8 ? 0xFF : 0xFFFF, v.rank())});
+  imp.set_out(0, v, x.perm, to);
 }
 }  // namespace
 

@@ -123,6 +123,42 @@ TEST(OnnxCli, Int64InputIsConvertedAndRangeChecked) {
   EXPECT_HAS(r.err, "int32 range");
 }
 
+// uint8 in and out: '|u1' files, carried as int8 bits inside; a signed file is refused by name.
+TEST(OnnxCli, Uint8FilesInAndOut) {
+  test::TempDir dir("weft_onnx_cli_test");
+  {
+    ModelBuilder mb(13);
+    mb.input("x", kUint8, {4}).output("y", kUint8);
+    mb.node("Add", {"x", "x"}, {"y"});
+    mb.save(dir.file("u8.onnx"));
+  }
+  std::string header = "{'descr': '|u1', 'fortran_order': False, 'shape': (4,), }";
+  while ((10 + header.size() + 1) % 64) header += ' ';
+  header += '\n';
+  std::string bytes("\x93NUMPY\x01\x00", 8);
+  bytes += static_cast<char>(header.size());
+  bytes += '\0';
+  bytes += header;
+  for (int v : {1, 100, 200, 255}) bytes += static_cast<char>(v);
+  std::ofstream(dir.file("x.npy"), std::ios::binary) << bytes;
+
+  Result r = weft_cli(dir, "run u8.onnx --input x=x.npy --output y=y.npy");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  Tensor y = read_npy_unsigned(dir.file("y.npy"), DType::kInt8);
+  std::vector<int64_t> got;
+  for (int64_t i = 0; i < 4; ++i) got.push_back(y.at_int(i) & 0xFF);
+  EXPECT_EQ(got, (std::vector<int64_t>{2, 200, 144, 254}));  // modulo 256, as ONNX's uint8 Add
+  std::ifstream f(dir.file("y.npy"), std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  EXPECT_HAS(text, "'descr': '|u1'");
+
+  write_int64_npy(dir.file("wrong.npy"), {4}, {1, 2, 3, 4});
+  r = weft_cli(dir, "run u8.onnx --input x=wrong.npy --output y=y2.npy");
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_HAS(r.err, "x");
+  EXPECT_HAS(r.err, "unsigned");
+}
+
 TEST(OnnxCli, ShapeOption) {
   test::TempDir dir("weft_onnx_cli_test");
   ModelBuilder mb(13);

@@ -810,5 +810,128 @@ TEST(OnnxNumerics, PerTensorQuantizationOfRank1Tensors) {
   expect_near(out[1], {4}, {1.0f, -0.5f, 63.5f, 1.0f});
 }
 
+
+// ---- Unsigned integers ----------------------------------------------------------------------------
+
+// ORT's default QDQ form: uint8 in, DequantizeLinear, Relu, QuantizeLinear, uint8 out. The graph's
+// boundary carries uint8 as int8 bits (RESCALE's unsigned flags), values 128..255 included.
+TEST(OnnxNumerics, Uint8QdqBoundaryKeepsUnsignedValues) {
+  ModelBuilder mb(13);
+  mb.input("x", kUint8, {2, 3}).init_f("sc", {}, {0.5f}).init_f("sc2", {}, {0.25f}).output("y", kUint8).output("s", kUint8);
+  auto zp = [&](const char* name, int32_t v) {
+    auto* t = mb.graph()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(kUint8);
+    t->add_int32_data(v);
+  };
+  zp("zp", 128);
+  zp("zp2", 10);
+  mb.node("DequantizeLinear", {"x", "sc", "zp"}, {"f"});
+  mb.node("Relu", {"f"}, {"r"});
+  mb.node("QuantizeLinear", {"r", "sc2", "zp2"}, {"y"});
+  mb.node("Add", {"x", "x"}, {"s"});  // wraps modulo 256
+  Module m = mb.import();
+  ASSERT_EQ(m.main().value(m.main().inputs()[0]).type.dtype, DType::kInt8);
+  EXPECT_GE(count_ops(m, Op::RESCALE), 3);  // one widening, one narrowing per output
+  const std::vector<int64_t> x = {0, 100, 128, 130, 200, 255};
+  std::vector<int64_t> bits;
+  for (int64_t v : x) bits.push_back(static_cast<int8_t>(static_cast<uint8_t>(v)));
+  auto out = run_module(std::move(m), {Tensor::from_ints({DType::kInt8, {2, 3}}, bits)});
+  ASSERT_EQ(out.size(), 2u);
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double r = std::max(0.0, (static_cast<double>(x[i]) - 128) * 0.5);
+    const int64_t want_y = std::clamp<int64_t>(static_cast<int64_t>(std::nearbyint(r / 0.25)) + 10, 0, 255);
+    EXPECT_EQ(out[0].at_int(static_cast<int64_t>(i)) & 0xFF, want_y) << i;
+    EXPECT_EQ(out[1].at_int(static_cast<int64_t>(i)) & 0xFF, (2 * x[i]) % 256) << i;
+  }
+}
+
+TEST(OnnxNumerics, Uint16InputsWidenAndNarrowExactly) {
+  ModelBuilder mb(13);
+  mb.input("a", kUint16, {4}).input("b", kUint16, {4}).output("y", kUint16).output("m", kUint16);
+  mb.node("Sub", {"a", "b"}, {"y"});  // wraps modulo 65536
+  mb.node("Max", {"a", "b"}, {"m"});
+  const std::vector<int64_t> a = {0, 40000, 65535, 7}, b = {1, 30000, 65535, 9};
+  auto bits = [](const std::vector<int64_t>& v) {
+    std::vector<int64_t> r;
+    for (int64_t x : v) r.push_back(static_cast<int16_t>(static_cast<uint16_t>(x)));
+    return Tensor::from_ints({DType::kInt16, {4}}, r);
+  };
+  auto out = run_module(mb.import(), {bits(a), bits(b)});
+  for (int64_t i = 0; i < 4; ++i) {
+    const size_t k = static_cast<size_t>(i);
+    EXPECT_EQ(out[0].at_int(i) & 0xFFFF, (a[k] - b[k] + 65536) % 65536) << i;
+    EXPECT_EQ(out[1].at_int(i) & 0xFFFF, std::max(a[k], b[k])) << i;
+  }
+}
+
+TEST(OnnxNumerics, Uint32InitializerPastInt32IsRefusedByName) {
+  ModelBuilder mb(13);
+  mb.input("a", kUint32, {1}).output("y", kUint32);
+  auto* t = mb.graph()->add_initializer();
+  t->set_name("big");
+  t->set_data_type(kUint32);
+  t->add_dims(1);
+  t->add_uint64_data(3000000000u);
+  mb.node("Add", {"a", "big"}, {"y"});
+  try {
+    mb.import();
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("big"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("does not fit int32"), std::string::npos) << e.what();
+  }
+}
+
+TEST(OnnxNumerics, BitShiftOnUint8) {
+  ModelBuilder mb(13);
+  mb.input("x", kUint8, {3}).input("s", kUint8, {3}).output("l", kUint8).output("r", kUint8);
+  attr_s(mb.node("BitShift", {"x", "s"}, {"l"}), "direction", "LEFT");
+  attr_s(mb.node("BitShift", {"x", "s"}, {"r"}), "direction", "RIGHT");
+  auto u8 = [](std::vector<int64_t> v) {
+    for (auto& x : v) x = static_cast<int8_t>(static_cast<uint8_t>(x));
+    return Tensor::from_ints({DType::kInt8, {3}}, v);
+  };
+  auto out = run_module(mb.import(), {u8({16, 200, 255}), u8({1, 2, 7})});
+  const int64_t l[] = {32, (200 << 2) & 0xFF, (255 << 7) & 0xFF}, r[] = {8, 50, 1};
+  for (int64_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(out[0].at_int(i) & 0xFF, l[i]) << i;
+    EXPECT_EQ(out[1].at_int(i) & 0xFF, r[i]) << i;
+  }
+}
+
+// ---- Inverse trigonometric functions (built from arithmetic; TOSA has none) ------------------------
+
+TEST(OnnxNumerics, InverseTrigonometryMatchesLibm) {
+  struct Fn {
+    const char* op;
+    double (*ref)(double);
+    double lo, hi;
+  };
+  const Fn fns[] = {{"Atan", [](double v) { return std::atan(v); }, -50, 50},
+                    {"Asin", [](double v) { return std::asin(v); }, -1, 1},
+                    {"Acos", [](double v) { return std::acos(v); }, -1, 1},
+                    {"Asinh", [](double v) { return std::asinh(v); }, -100, 100},
+                    {"Acosh", [](double v) { return std::acosh(v); }, 1, 100},
+                    {"Atanh", [](double v) { return std::atanh(v); }, -0.999, 0.999}};
+  for (const Fn& f : fns) {
+    SCOPED_TRACE(f.op);
+    const int64_t n = 401;
+    std::vector<float> x(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) x[static_cast<size_t>(i)] = static_cast<float>(f.lo + (f.hi - f.lo) * static_cast<double>(i) / (n - 1));
+    ModelBuilder mb;
+    mb.input("x", kFloat, {n}).output("y");
+    mb.node(f.op, {"x"}, {"y"});
+    auto out = run_module(mb.import(), {f32({n}, x)});
+    double worst = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const double want = f.ref(static_cast<double>(x[static_cast<size_t>(i)]));
+      const double err = std::fabs(out[0].at_double(i) - want) / std::max(1.0, std::fabs(want));
+      worst = std::max(worst, err);
+    }
+    EXPECT_LT(worst, 2e-6);
+  }
+}
+
 }  // namespace
 }  // namespace weft

@@ -23,7 +23,7 @@
 namespace weft::test::onnxb {
 
 // ONNX TensorProto.DataType values.
-enum : int { kFloat = 1, kInt8 = 3, kInt32 = 6, kInt64 = 7, kBool = 9, kDouble = 11 };
+enum : int { kFloat = 1, kUint8 = 2, kInt8 = 3, kUint16 = 4, kInt32 = 6, kInt64 = 7, kBool = 9, kDouble = 11, kUint32 = 12 };
 
 // A dimension of a graph input: a number or a symbolic name.
 using Dim = std::variant<int64_t, std::string>;
