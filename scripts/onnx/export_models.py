@@ -44,9 +44,19 @@ MODELS = {
 # tests never see, for bench/onnx_models.py: exported only when asked for by name or as "broad".
 BROAD = ["resnext50_32x4d", "regnet_y_400mf", "shufflenet_v2_x1_0", "mobilenet_v3_large", "mnasnet1_0",
          "convnext_tiny", "densenet121", "googlenet", "wide_resnet50_2", "vgg11_bn", "alexnet", "swin_t"]
+# Video models (input [1, 3, 16, 112, 112], 3-D convolutions) and torch.nn sequence models
+# (input [1, 32, 64] float): exported when asked for by name, as "video" or as "seq".
+VIDEO = ["r3d_18", "mc3_18", "r2plus1d_18"]
+SEQ = ["lstm", "gru", "transformer_encoder"]
+VIDEO_SHAPE = (1, 3, 16, 112, 112)
+SEQ_SHAPE = (1, 32, 64)
 TEST_MODELS = list(MODELS)
 for _name in BROAD:
     MODELS[_name] = ("input", "image")
+for _name in VIDEO:
+    MODELS[_name] = ("input", "video")
+for _name in SEQ:
+    MODELS[_name] = ("input", "seq")
 OUTPUT_NAME = "output"
 
 # bert_encoder's configuration.
@@ -73,6 +83,8 @@ def parse_model_list(text):
     for n in (n.strip() for n in text.split(",")):
         if n == "broad":
             names += [m for m in TEST_MODELS + BROAD if m not in ("vit_b_16",) and m not in names]
+        elif n in ("video", "seq"):
+            names += [m for m in (VIDEO if n == "video" else SEQ) if m not in names]
         elif n and n not in names:
             names.append(n)
     unknown = [n for n in names if n not in MODELS]
@@ -156,7 +168,40 @@ def build_bert():
     return BertEncoder()
 
 
-def calibrate_batchnorm(model, batches=2, batch_size=8):
+def build_seq(name):
+    """torch.nn sequence models over [1, 32, 64]: a 2-layer bidirectional LSTM, a 2-layer GRU, and
+    a 2-layer Transformer encoder (4 heads, GELU), each followed by a Linear head."""
+    from torch import nn
+
+    class Seq(nn.Module):
+        def __init__(self):
+            super().__init__()
+            if name == "lstm":
+                self.body = nn.LSTM(64, 48, num_layers=2, batch_first=True, bidirectional=True)
+                width = 96
+            elif name == "gru":
+                self.body = nn.GRU(64, 64, num_layers=2, batch_first=True)
+                width = 64
+            else:
+                layer = nn.TransformerEncoderLayer(64, 4, dim_feedforward=128, dropout=0.0, activation="gelu",
+                                                   batch_first=True)
+                self.body = nn.TransformerEncoder(layer, num_layers=2)
+                width = 64
+            self.head = nn.Linear(width, 10)
+
+        def forward(self, x):
+            y = self.body(x)
+            return self.head(y[0] if isinstance(y, tuple) else y)
+
+    return Seq()
+
+
+def input_shape(name):
+    kind = MODELS[name][1]
+    return VIDEO_SHAPE if kind == "video" else SEQ_SHAPE if kind == "seq" else IMAGE_SHAPE
+
+
+def calibrate_batchnorm(model, batches=2, batch_size=8, shape=IMAGE_SHAPE):
     """Sets every BatchNorm's running mean/var to the statistics of seeded N(0,1) images.
 
     torchvision's initialisation leaves eval-mode BatchNorm as the identity (mean 0, var 1).
@@ -183,7 +228,7 @@ def calibrate_batchnorm(model, batches=2, batch_size=8):
         m.train()
     with torch.no_grad():
         for _ in range(batches):
-            model(torch.randn((batch_size,) + IMAGE_SHAPE[1:], generator=gen))
+            model(torch.randn((batch_size,) + shape[1:], generator=gen))
     for m, momentum in zip(bns, saved):
         m.momentum = momentum
     model.eval()
@@ -197,13 +242,17 @@ def build_model(name):
     torch.manual_seed(0)
     if name == "bert_encoder":
         model = build_bert()
+    elif name in SEQ:
+        model = build_seq(name)
+    elif name in VIDEO:
+        model = getattr(torchvision.models.video, name)(weights=None)
     else:
         model = getattr(torchvision.models, name)(weights=None)
     if name == "vit_b_16":
         # torchvision zero-initialises the classification head, which makes the random model's
         # output identically 0; give it N(0, 0.02) weights (the rest is torchvision's init).
         nn.init.normal_(model.heads.head.weight, std=0.02)
-    calibrate_batchnorm(model)
+    calibrate_batchnorm(model, batch_size=2 if name in VIDEO else 8, shape=input_shape(name))
     model.eval()
     return model
 
@@ -212,7 +261,7 @@ def make_input(name, batch=1):
     rng = np.random.default_rng(0)
     if MODELS[name][1] == "tokens":
         return rng.integers(0, BERT_VOCAB, size=(batch, BERT_SEQ), dtype=np.int64)
-    return rng.standard_normal((batch,) + IMAGE_SHAPE[1:], dtype=np.float32)
+    return rng.standard_normal((batch,) + input_shape(name)[1:], dtype=np.float32)
 
 
 def export_one(name, out_dir, force=False, batch=1):

@@ -2,6 +2,7 @@
 // operators run on NHWC values; their weights are transposed once (folded at import time).
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 #include <onnx/onnx_pb.h>
@@ -125,6 +126,113 @@ AttrValue acc_for(DType in) {
 
 std::vector<int64_t> pad_attr(const Window& w) { return {w.h.pb, w.h.pe, w.w.pb, w.w.pe}; }
 
+// ---- 3-D windows (Conv, MaxPool, AveragePool over [N, C, D, H, W]) ----------------------------------
+//
+// Convolutions become TOSA CONV3D over NDHWC; pools are decomposed into two 2-D pools (TOSA has no
+// 3-D pool): first over (H, W) with N*D as the batch, then over D with (H'*W') as the width. A
+// window is a box, so the maximum of maxima is the maximum, and an average of averages over valid
+// elements is the average over the valid box (each stage divides by its own valid count).
+const std::vector<int64_t> kNdhwc = {0, 2, 3, 4, 1};
+
+struct Window3 {
+  Axis d, h, w;
+};
+
+Window3 window3_attrs(Importer& imp, const Shape& ncdhw, const std::vector<int64_t>& kernel, bool ceil_mode) {
+  auto strides = imp.attr_ints("strides").value_or(std::vector<int64_t>(3, 1));
+  auto dil = imp.attr_ints("dilations").value_or(std::vector<int64_t>(3, 1));
+  auto pads = imp.attr_ints("pads").value_or(std::vector<int64_t>(6, 0));
+  const std::string auto_pad = imp.attr_str("auto_pad", "NOTSET");
+  if (strides.size() != 3 || dil.size() != 3 || pads.size() != 6 || kernel.size() != 3)
+    imp.fail("kernel_shape, strides, dilations and pads must have one (pads: two) value per spatial dimension (3)", ErrorCode::kInvalidArgument);
+  Window3 w;
+  w.d = fit_axis(imp, ncdhw[2], kernel[0], strides[0], dil[0], pads[0], pads[3], auto_pad, ceil_mode, "D");
+  w.h = fit_axis(imp, ncdhw[3], kernel[1], strides[1], dil[1], pads[1], pads[4], auto_pad, ceil_mode, "H");
+  w.w = fit_axis(imp, ncdhw[4], kernel[2], strides[2], dil[2], pads[2], pads[5], auto_pad, ceil_mode, "W");
+  return w;
+}
+
+TVal ndhwc_input(Importer& imp, const OVal& x, const Window3& win) {
+  TVal v = imp.in_layout(x, kNdhwc);
+  if (win.d.crop || win.h.crop || win.w.crop) {
+    const Shape s = v.shape();
+    v = imp.slice(v, {0, 0, 0, 0, 0}, {s[0], s[1] - win.d.crop, s[2] - win.h.crop, s[3] - win.w.crop, s[4]});
+  }
+  return v;
+}
+
+void conv3d(Importer& imp, const OVal& x, const OVal& w, int bias_at) {
+  const int64_t group = imp.attr_int("group", 1);
+  const int64_t c = x.shape[1], oc = w.shape[0];
+  if (group < 1 || c % group || oc % group || w.shape[1] * group != c)
+    imp.fail("group " + std::to_string(group) + " does not fit input channels " + std::to_string(c) + " and weights " + shape_str(w.shape), ErrorCode::kInvalidArgument);
+  std::vector<int64_t> kernel(w.shape.begin() + 2, w.shape.end());
+  if (auto ks = imp.attr_ints("kernel_shape"); ks && *ks != kernel)
+    imp.fail("kernel_shape " + shape_str(*ks) + " disagrees with the weights " + shape_str(w.shape), ErrorCode::kInvalidArgument);
+  const Window3 win = window3_attrs(imp, x.shape, kernel, false);
+  TVal in = ndhwc_input(imp, x, win);
+  const DType dt = in.dtype();
+  if (!is_float(dt)) imp.fail("3-D convolution of integer data is not supported (floating point only)");
+  TVal wt = imp.transpose(imp.plain(w), {0, 2, 3, 4, 1});  // [OC, KD, KH, KW, C/g]
+  TVal bias = bias_at >= 0 && imp.has_input(bias_at) ? imp.plain(imp.in(bias_at)) : imp.const_tensor(Tensor::zeros({dt, {oc}}));
+  Attrs attrs{{"pad", std::vector<int64_t>{win.d.pb, win.d.pe, win.h.pb, win.h.pe, win.w.pb, win.w.pe}},
+              {"stride", std::vector<int64_t>{win.d.stride, win.h.stride, win.w.stride}},
+              {"dilation", std::vector<int64_t>{win.d.dil, win.h.dil, win.w.dil}},
+              {"acc_type", acc_for(dt)}};
+  TVal zp = imp.scalar(dt, 0, 1);
+  TVal y;
+  if (group == 1) {
+    y = imp.emit(Op::CONV3D, {in, wt, bias, zp, zp}, attrs);
+  } else {
+    // One CONV3D per group (TOSA has no grouped or depthwise 3-D convolution).
+    const int64_t cg = c / group, ocg = oc / group;
+    const Shape is = in.shape(), ws = wt.shape();
+    std::vector<TVal> parts;
+    for (int64_t g = 0; g < group; ++g) {
+      TVal xi = imp.slice(in, {0, 0, 0, 0, g * cg}, {is[0], is[1], is[2], is[3], cg});
+      TVal wi = imp.slice(wt, {g * ocg, 0, 0, 0, 0}, {ocg, ws[1], ws[2], ws[3], ws[4]});
+      parts.push_back(imp.emit(Op::CONV3D, {xi, wi, imp.slice(bias, {g * ocg}, {ocg}), zp, zp}, attrs));
+    }
+    y = imp.emit(Op::CONCAT, parts, {{"axis", int64_t{4}}});
+  }
+  imp.set_out(0, y, kNdhwc, x.onnx_type);
+}
+
+// One 2-D pooling stage over NHWC `in` with explicit window geometry; padding TOSA cannot express
+// inside the pool (counted in the average, or not smaller than the kernel) is added explicitly.
+TVal pool2d_stage(Importer& imp, TVal in, bool max, bool count_pad, Axis h, Axis w) {
+  const DType dt = in.dtype();
+  if (count_pad || h.pb >= h.k || h.pe >= h.k || w.pb >= w.k || w.pe >= w.k) {
+    const double fill = max ? (is_float(dt) ? -std::numeric_limits<double>::infinity() : static_cast<double>(int_min(dt))) : 0.0;
+    in = imp.emit(Op::PAD, {in, imp.shape_const({0, 0, h.pb, h.pe, w.pb, w.pe, 0, 0}), imp.scalar(dt, fill, 1)});
+    h.pb = h.pe = w.pb = w.pe = 0;
+  }
+  Attrs attrs{{"kernel", std::vector<int64_t>{h.k, w.k}}, {"stride", std::vector<int64_t>{h.stride, w.stride}},
+              {"pad", std::vector<int64_t>{h.pb, h.pe, w.pb, w.pe}}};
+  if (max) return imp.emit(Op::MAX_POOL2D, {in}, attrs);
+  attrs.emplace_back("acc_type", acc_for(dt));
+  return imp.emit(Op::AVG_POOL2D, {in, imp.scalar(dt, 0, 1), imp.scalar(dt, 0, 1)}, attrs);
+}
+
+void pool3d(Importer& imp, bool max) {
+  const OVal& x = imp.in(0);
+  std::vector<int64_t> kernel = imp.attr_ints("kernel_shape").value_or(std::vector<int64_t>{});
+  const bool ceil_mode = imp.attr_int("ceil_mode", 0) != 0;
+  const Window3 win = window3_attrs(imp, x.shape, kernel, ceil_mode);
+  if (win.d.dil != 1 || win.h.dil != 1 || win.w.dil != 1)
+    imp.fail("pooling with dilations other than 1 is not supported (TOSA pools have no dilation)");
+  const bool count_pad = !max && imp.attr_int("count_include_pad", 0) != 0;
+  if (count_pad && ceil_mode) imp.fail("AveragePool with count_include_pad = 1 and ceil_mode = 1 over 3 spatial dimensions is not supported");
+  TVal in = ndhwc_input(imp, x, win);
+  const Shape s = in.shape();  // [N, D, H, W, C]
+  TVal hw = pool2d_stage(imp, imp.reshape(in, {s[0] * s[1], s[2], s[3], s[4]}), max, count_pad, win.h, win.w);
+  const int64_t ho = hw.shape()[1], wo = hw.shape()[2];
+  Axis one;
+  one.in = one.out = ho * wo;
+  TVal dd = pool2d_stage(imp, imp.reshape(hw, {s[0], s[1], ho * wo, s[4]}), max, count_pad, win.d, one);
+  imp.set_out(0, imp.reshape(dd, {s[0], dd.shape()[1], ho, wo, s[4]}), kNdhwc, x.onnx_type);
+}
+
 // Conv and QLinearConv share everything but the operand positions and the epilogue.
 struct ConvOperands {
   int x, w, b;
@@ -149,6 +257,11 @@ void conv(Importer& imp, const ConvOperands& ops) {
   const OVal& w = imp.in(ops.w);
   if (x.shape.size() != w.shape.size()) imp.fail("the input " + shape_str(x.shape) + " and the weights " + shape_str(w.shape) + " differ in rank", ErrorCode::kInvalidArgument);
   if (x.shape.size() < 3) imp.fail("the input must have a channel and at least one spatial dimension", ErrorCode::kInvalidArgument);
+  if (x.shape.size() == 5) {
+    if (ops.quant || ops.integer) imp.fail("quantized 3-D convolution is not supported");
+    conv3d(imp, x, w, ops.b);
+    return;
+  }
   const int64_t group = imp.attr_int("group", 1);
   const int64_t c = x.shape[1], oc = w.shape[0];
   if (group < 1 || c % group || oc % group || w.shape[1] * group != c)
@@ -230,8 +343,29 @@ void pool(Importer& imp, bool max, bool global) {
   const OVal& x = imp.in(0);
   if (x.shape.size() < 3) imp.fail("the input must have a channel and at least one spatial dimension", ErrorCode::kInvalidArgument);
   if (imp.wants_output(1)) imp.fail("the Indices output of MaxPool is not supported");
-  if (global && x.shape.size() != 4 && x.shape.size() != 3) {
-    imp.fail("global pooling supports 1-D and 2-D inputs");
+  if (global && x.shape.size() > 4) {
+    // Any number of spatial dimensions: a reduction over them, channels last.
+    const size_t r = x.shape.size();
+    std::vector<int64_t> perm{0};
+    for (size_t k = 2; k < r; ++k) perm.push_back(static_cast<int64_t>(k));
+    perm.push_back(1);
+    TVal v = imp.in_layout(x, perm);
+    const int64_t n = shape_elements(x.shape) / (x.shape[0] * x.shape[1]);
+    v = imp.reshape(v, {x.shape[0], n, x.shape[1]});
+    TVal y = imp.reduce(max ? Op::REDUCE_MAX : Op::REDUCE_SUM, v, 1);
+    if (!max) {
+      if (!is_float(y.dtype())) imp.fail("GlobalAveragePool of integer data is not supported");
+      y = imp.mul(y, imp.scalar(y.dtype(), 1.0 / static_cast<double>(n), 3));
+    }
+    Shape os{x.shape[0]};
+    for (size_t k = 2; k < r; ++k) os.push_back(1);
+    os.push_back(x.shape[1]);
+    imp.set_out(0, imp.reshape(y, os), perm, x.onnx_type);
+    return;
+  }
+  if (!global && x.shape.size() == 5) {
+    pool3d(imp, max);
+    return;
   }
   std::vector<int64_t> kernel;
   bool ceil_mode = false;

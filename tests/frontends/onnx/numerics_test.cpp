@@ -933,5 +933,150 @@ TEST(OnnxNumerics, InverseTrigonometryMatchesLibm) {
   }
 }
 
+
+// ---- 3-D windows ------------------------------------------------------------------------------------
+
+// Plain-loop references over NCDHW: a grouped, dilated, strided, padded 3-D convolution, and
+// 3-D pools (max, or average counting the padding or not; ceil_mode).
+std::vector<float> ref_conv3d(const std::vector<float>& x, const Shape& xs, const std::vector<float>& w, const Shape& ws,
+                              const std::vector<int64_t>& pads, const std::vector<int64_t>& st, const std::vector<int64_t>& dl,
+                              int64_t group, Shape* ys) {
+  const int64_t n = xs[0], c = xs[1], oc = ws[0], cg = c / group, ocg = oc / group;
+  int64_t o[3];
+  for (int k = 0; k < 3; ++k) o[k] = (xs[2 + k] + pads[k] + pads[3 + k] - ((ws[2 + k] - 1) * dl[k] + 1)) / st[k] + 1;
+  *ys = {n, oc, o[0], o[1], o[2]};
+  std::vector<float> y(static_cast<size_t>(n * oc * o[0] * o[1] * o[2]), 0.f);
+  auto X = [&](int64_t a, int64_t b, int64_t d, int64_t h, int64_t ww) {
+    return x[static_cast<size_t>((((a * c + b) * xs[2] + d) * xs[3] + h) * xs[4] + ww)];
+  };
+  for (int64_t a = 0; a < n; ++a)
+    for (int64_t m = 0; m < oc; ++m)
+      for (int64_t d = 0; d < o[0]; ++d)
+        for (int64_t h = 0; h < o[1]; ++h)
+          for (int64_t q = 0; q < o[2]; ++q) {
+            double acc = 0;
+            const int64_t g = m / ocg;
+            for (int64_t ci = 0; ci < cg; ++ci)
+              for (int64_t kd = 0; kd < ws[2]; ++kd)
+                for (int64_t kh = 0; kh < ws[3]; ++kh)
+                  for (int64_t kw = 0; kw < ws[4]; ++kw) {
+                    const int64_t id = d * st[0] - pads[0] + kd * dl[0], ih = h * st[1] - pads[1] + kh * dl[1],
+                                  iw = q * st[2] - pads[2] + kw * dl[2];
+                    if (id < 0 || id >= xs[2] || ih < 0 || ih >= xs[3] || iw < 0 || iw >= xs[4]) continue;
+                    acc += static_cast<double>(X(a, g * cg + ci, id, ih, iw)) *
+                           w[static_cast<size_t>((((m * cg + ci) * ws[2] + kd) * ws[3] + kh) * ws[4] + kw)];
+                  }
+            y[static_cast<size_t>((((a * oc + m) * o[0] + d) * o[1] + h) * o[2] + q)] = static_cast<float>(acc);
+          }
+  return y;
+}
+
+TEST(OnnxNumerics, Conv3DPadsStridesDilationsGroups) {
+  const Shape xs{1, 4, 6, 7, 5}, ws{6, 2, 3, 2, 3};
+  const std::vector<int64_t> pads{1, 0, 2, 0, 1, 1}, st{2, 1, 2}, dl{1, 2, 1};
+  const auto x = ramp(shape_elements(xs), 31), w = ramp(shape_elements(ws), 32);
+  ModelBuilder mb;
+  mb.input("x", kFloat, xs).init_f("w", ws, w).output("y");
+  auto& n = mb.node("Conv", {"x", "w"}, {"y"});
+  attr_ints(n, "pads", pads);
+  attr_ints(n, "strides", st);
+  attr_ints(n, "dilations", dl);
+  attr_i(n, "group", 2);
+  Module m = mb.import();
+  EXPECT_EQ(count_ops(m, Op::CONV3D), 2);
+  Shape ys;
+  const auto want = ref_conv3d(x, xs, w, ws, pads, st, dl, 2, &ys);
+  auto out = run_module(std::move(m), {f32(xs, x)});
+  expect_near(out[0], ys, want, 1e-4);
+}
+
+struct Pool3Case {
+  bool max, count_pad, ceil;
+  std::vector<int64_t> k, st, pads;
+};
+
+std::vector<float> ref_pool3d(const std::vector<float>& x, const Shape& xs, const Pool3Case& pc, Shape* ys) {
+  int64_t o[3];
+  for (int a = 0; a < 3; ++a) {
+    const int64_t span = xs[2 + a] + pc.pads[a] + pc.pads[3 + a] - pc.k[a];
+    o[a] = (pc.ceil ? (span + pc.st[a] - 1) / pc.st[a] : span / pc.st[a]) + 1;
+    if (pc.ceil && (o[a] - 1) * pc.st[a] >= xs[2 + a] + pc.pads[a]) --o[a];
+  }
+  *ys = {xs[0], xs[1], o[0], o[1], o[2]};
+  std::vector<float> y;
+  for (int64_t nc = 0; nc < xs[0] * xs[1]; ++nc)
+    for (int64_t d = 0; d < o[0]; ++d)
+      for (int64_t h = 0; h < o[1]; ++h)
+        for (int64_t q = 0; q < o[2]; ++q) {
+          double best = -INFINITY, sum = 0;
+          int64_t valid = 0, counted = 0;
+          for (int64_t kd = 0; kd < pc.k[0]; ++kd)
+            for (int64_t kh = 0; kh < pc.k[1]; ++kh)
+              for (int64_t kw = 0; kw < pc.k[2]; ++kw) {
+                const int64_t id = d * pc.st[0] - pc.pads[0] + kd, ih = h * pc.st[1] - pc.pads[1] + kh,
+                              iw = q * pc.st[2] - pc.pads[2] + kw;
+                const bool in_pads = id < xs[2] + pc.pads[3] && ih < xs[3] + pc.pads[4] && iw < xs[4] + pc.pads[5];
+                if (in_pads) ++counted;
+                if (id < 0 || id >= xs[2] || ih < 0 || ih >= xs[3] || iw < 0 || iw >= xs[4]) continue;
+                const double v = x[static_cast<size_t>(((nc * xs[2] + id) * xs[3] + ih) * xs[4] + iw)];
+                best = std::max(best, v);
+                sum += v;
+                ++valid;
+              }
+          y.push_back(static_cast<float>(pc.max ? best : sum / static_cast<double>(pc.count_pad ? counted : valid)));
+        }
+  return y;
+}
+
+TEST(OnnxNumerics, Pool3DMaxAndAverageWithPadsStridesCeil) {
+  const Shape xs{2, 3, 5, 6, 7};
+  const auto x = ramp(shape_elements(xs), 41);
+  const Pool3Case cases[] = {
+      {true, false, false, {2, 3, 3}, {2, 2, 1}, {1, 1, 0, 0, 1, 2}},
+      {false, false, false, {3, 2, 3}, {1, 2, 2}, {1, 0, 1, 1, 1, 1}},
+      {false, true, false, {3, 3, 2}, {2, 1, 2}, {1, 1, 1, 1, 0, 1}},
+      {true, false, true, {2, 2, 3}, {2, 2, 2}, {0, 0, 0, 0, 0, 0}},
+      {false, false, true, {3, 2, 2}, {2, 2, 2}, {1, 0, 0, 1, 0, 0}},
+  };
+  for (const Pool3Case& pc : cases) {
+    SCOPED_TRACE(std::string(pc.max ? "MaxPool" : "AveragePool") + (pc.count_pad ? " count_include_pad" : "") +
+                 (pc.ceil ? " ceil_mode" : ""));
+    ModelBuilder mb;
+    mb.input("x", kFloat, xs).output("y");
+    auto& n = mb.node(pc.max ? "MaxPool" : "AveragePool", {"x"}, {"y"});
+    attr_ints(n, "kernel_shape", pc.k);
+    attr_ints(n, "strides", pc.st);
+    attr_ints(n, "pads", pc.pads);
+    if (pc.ceil) attr_i(n, "ceil_mode", 1);
+    if (pc.count_pad) attr_i(n, "count_include_pad", 1);
+    Shape ys;
+    const auto want = ref_pool3d(x, xs, pc, &ys);
+    auto out = run_module(mb.import(), {f32(xs, x)});
+    expect_near(out[0], ys, want, 1e-5);
+  }
+}
+
+TEST(OnnxNumerics, GlobalPoolsOver3SpatialDimensions) {
+  const Shape xs{1, 3, 2, 3, 4};
+  const auto x = ramp(shape_elements(xs), 43);
+  for (const char* op : {"GlobalAveragePool", "GlobalMaxPool"}) {
+    SCOPED_TRACE(op);
+    ModelBuilder mb;
+    mb.input("x", kFloat, xs).output("y");
+    mb.node(op, {"x"}, {"y"});
+    std::vector<float> want;
+    for (int64_t c = 0; c < 3; ++c) {
+      double sum = 0, best = -INFINITY;
+      for (int64_t i = 0; i < 24; ++i) {
+        sum += x[static_cast<size_t>(c * 24 + i)];
+        best = std::max<double>(best, x[static_cast<size_t>(c * 24 + i)]);
+      }
+      want.push_back(static_cast<float>(std::string(op) == "GlobalMaxPool" ? best : sum / 24));
+    }
+    auto out = run_module(mb.import(), {f32(xs, x)});
+    expect_near(out[0], {1, 3, 1, 1, 1}, want, 1e-5);
+  }
+}
+
 }  // namespace
 }  // namespace weft
