@@ -632,29 +632,216 @@ void lower_MatMulInteger(Importer& imp, const onnx::NodeProto&) {
 
 namespace {
 
-void resize(Importer& imp, const std::vector<double>& scales_in, const std::vector<int64_t>& sizes_in, std::string mode,
-            std::string coord, std::string nearest) {
+// ---- Resize as a product with interpolation matrices ------------------------------------------------
+//
+// What TOSA RESIZE cannot express (cubic interpolation, antialiasing, tf_crop_and_resize, axes other
+// than H and W) is separable: along each resized axis the output is a fixed linear combination of
+// input samples, so the axis is resized by a MATMUL with a constant [in, out] matrix whose columns
+// hold ONNX's interpolation coefficients, computed here as ONNX's reference implementation does
+// (neighbours of the sampling point in the edge-padded input, exclude_outside renormalising).
+// tf_crop_and_resize's samples outside the input take extrapolation_value (a SELECT at the end).
+struct ResizeAxis {
+  std::vector<double> weights;  // [out][in]
+  std::vector<bool> outside;    // per output sample (tf_crop_and_resize)
+};
+
+double cubic_kernel(double x, double a) {
+  x = std::fabs(x);
+  if (x <= 1) return ((a + 2) * x - (a + 3)) * x * x + 1;
+  if (x < 2) return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a;
+  return 0;
+}
+
+ResizeAxis resize_axis(Importer& imp, int64_t in, int64_t out, double scale, const std::string& mode,
+                       const std::string& coord, const std::string& nearest, bool antialias, double cubic_a,
+                       bool exclude_outside, double roi_start, double roi_end) {
+  ResizeAxis r;
+  r.weights.assign(static_cast<size_t>(out * in), 0.0);
+  r.outside.assign(static_cast<size_t>(out), false);
+  const double out_width = scale * static_cast<double>(in);
+  for (int64_t x = 0; x < out; ++x) {
+    const double xd = static_cast<double>(x);
+    double xo;
+    if (coord == "align_corners") {
+      xo = out_width == 1 ? 0.0 : xd * static_cast<double>(in - 1) / (out_width - 1);
+    } else if (coord == "asymmetric") {
+      xo = xd / scale;
+    } else if (coord == "tf_crop_and_resize") {
+      xo = out == 1 ? (roi_end - roi_start) * static_cast<double>(in - 1) / 2
+                    : xd * (roi_end - roi_start) * static_cast<double>(in - 1) / static_cast<double>(out - 1);
+      xo += roi_start * static_cast<double>(in - 1);
+      if (xo < 0 || xo > static_cast<double>(in - 1)) {
+        r.outside[static_cast<size_t>(x)] = true;
+        continue;
+      }
+    } else if (coord == "pytorch_half_pixel") {
+      xo = out_width == 1 ? -0.5 : (xd + 0.5) / scale - 0.5;
+    } else if (coord == "half_pixel") {
+      xo = (xd + 0.5) / scale - 0.5;
+    } else if (coord == "half_pixel_symmetric") {
+      const double adjustment = static_cast<double>(out) / out_width, center = static_cast<double>(in) / 2;
+      xo = center * (1 - adjustment) + (xd + 0.5) / scale - 0.5;
+    } else if (coord == "tf_half_pixel_for_nn") {
+      xo = (xd + 0.5) / scale;
+    } else {
+      imp.fail("coordinate_transformation_mode '" + coord + "' is not supported", ErrorCode::kInvalidArgument);
+    }
+    const double fl = std::floor(xo);
+    const double ratio = xo == fl ? 1.0 : xo - fl;
+    std::vector<double> c;
+    if (mode == "nearest") {
+      if (xo == fl) c = {0, 1};
+      else if (nearest == "round_prefer_floor") c = {ratio <= 0.5 ? 1.0 : 0.0, ratio > 0.5 ? 1.0 : 0.0};
+      else if (nearest == "round_prefer_ceil") c = {ratio < 0.5 ? 1.0 : 0.0, ratio >= 0.5 ? 1.0 : 0.0};
+      else if (nearest == "floor") c = {1, 0};
+      else if (nearest == "ceil") c = {0, 1};
+      else imp.fail("nearest_mode '" + nearest + "' is not one of round_prefer_floor, round_prefer_ceil, floor, ceil", ErrorCode::kInvalidArgument);
+    } else if (mode == "linear") {
+      if (antialias) {
+        const double sc = std::min(scale, 1.0);
+        const int64_t start = static_cast<int64_t>(std::floor(-1 / sc) + 1), footprint = 2 - 2 * start;
+        double sum = 0;
+        for (int64_t i = start; i < start + footprint; ++i) {
+          c.push_back(std::clamp(1 - std::fabs((static_cast<double>(i) - ratio) * sc), 0.0, 1.0));
+          sum += c.back();
+        }
+        for (double& v : c) v /= sum;
+      } else {
+        c = {1 - ratio, ratio};
+      }
+    } else {  // cubic
+      if (antialias) {
+        const double sc = std::min(scale, 1.0);
+        const int64_t start = static_cast<int64_t>(std::floor(-2 / sc) + 1), end = 2 - start;
+        double sum = 0;
+        for (int64_t i = start; i < end; ++i) {
+          c.push_back(cubic_kernel(sc * (static_cast<double>(i) - ratio), cubic_a));
+          sum += c.back();
+        }
+        for (double& v : c) v /= sum;
+      } else {
+        c = {cubic_kernel(ratio + 1, cubic_a), cubic_kernel(ratio, cubic_a), cubic_kernel(1 - ratio, cubic_a),
+             cubic_kernel(2 - ratio, cubic_a)};
+      }
+    }
+    // The n nearest indices of the edge-padded input (ties to the smaller index), in order.
+    const int64_t n = static_cast<int64_t>(c.size()), pad = (n + 1) / 2, limit = in + 2 * pad;
+    const double xp = xo + static_cast<double>(pad);
+    std::vector<int64_t> cand;
+    for (int64_t i = static_cast<int64_t>(std::floor(xp)) - n - 1; i <= static_cast<int64_t>(std::floor(xp)) + n + 1; ++i)
+      if (i >= 0 && i < limit) cand.push_back(i);
+    std::stable_sort(cand.begin(), cand.end(), [&](int64_t a, int64_t b) {
+      const double da = std::fabs(xp - static_cast<double>(a)), db = std::fabs(xp - static_cast<double>(b));
+      return da != db ? da < db : a < b;
+    });
+    if (static_cast<int64_t>(cand.size()) < n) imp.fail("the input is too small for this interpolation", ErrorCode::kInvalidArgument);
+    cand.resize(static_cast<size_t>(n));
+    std::sort(cand.begin(), cand.end());
+    if (exclude_outside) {
+      double sum = 0;
+      for (int64_t k = 0; k < n; ++k) {
+        const int64_t idx = cand[static_cast<size_t>(k)] - pad;
+        if (idx < 0 || idx >= in) c[static_cast<size_t>(k)] = 0;
+        sum += c[static_cast<size_t>(k)];
+      }
+      if (sum != 0)
+        for (double& v : c) v /= sum;
+    }
+    for (int64_t k = 0; k < n; ++k) {
+      const int64_t idx = std::clamp<int64_t>(cand[static_cast<size_t>(k)] - pad, 0, in - 1);
+      r.weights[static_cast<size_t>(x * in + idx)] += c[static_cast<size_t>(k)];
+    }
+  }
+  return r;
+}
+
+void resize_by_matrices(Importer& imp, const Shape& out, const std::vector<double>& scale, const std::string& mode,
+                        const std::string& coord, const std::string& nearest, const std::vector<double>& roi) {
   const OVal& x = imp.in(0);
-  if (x.shape.size() != 4) imp.fail("only 4-D [N,C,H,W] inputs can be resized (TOSA RESIZE is 2-D)");
+  const bool antialias = imp.attr_int("antialias", 0) != 0;
+  const double cubic_a = imp.attr_float("cubic_coeff_a", -0.75f);
+  const bool exclude_outside = imp.attr_int("exclude_outside", 0) != 0;
+  const double extrapolation = imp.attr_float("extrapolation_value", 0.f);
+  TVal v = imp.plain(x);
+  if (!is_float(v.dtype())) imp.fail("this Resize (interpolation matrices) needs floating-point data");
+  const int rank = static_cast<int>(x.shape.size());
+  TVal mask;
+  bool any_outside = false;
+  for (int a = 0; a < rank; ++a) {
+    const int64_t in = x.shape[static_cast<size_t>(a)], o = out[static_cast<size_t>(a)];
+    const size_t ua = static_cast<size_t>(a);
+    const bool crop = coord == "tf_crop_and_resize";
+    if (o == in && scale[ua] == 1.0 && !crop) continue;
+    ResizeAxis ax = resize_axis(imp, in, o, scale[ua], mode, coord, nearest, antialias, cubic_a, exclude_outside,
+                                crop ? roi.at(ua) : 0.0, crop ? roi.at(ua + static_cast<size_t>(rank)) : 1.0);
+    // Identity matrices (an axis whose samples land exactly on the input's) need no MATMUL.
+    bool identity = o == in && !crop;
+    for (int64_t i = 0; identity && i < o; ++i)
+      for (int64_t j = 0; j < in; ++j)
+        if (ax.weights[static_cast<size_t>(i * in + j)] != (i == j ? 1.0 : 0.0)) identity = false;
+    if (!identity) {
+      const Shape cur = v.shape();
+      std::vector<int64_t> perm;
+      for (int k = 0; k < rank; ++k)
+        if (k != a) perm.push_back(k);
+      perm.push_back(a);
+      TVal t = imp.transpose(v, perm);
+      const int64_t rows = shape_elements(cur) / in;
+      std::vector<double> wt(static_cast<size_t>(in * o));  // [in, out]
+      for (int64_t i = 0; i < o; ++i)
+        for (int64_t j = 0; j < in; ++j) wt[static_cast<size_t>(j * o + i)] = ax.weights[static_cast<size_t>(i * in + j)];
+      TVal w = imp.const_tensor(Tensor::from_doubles({v.dtype(), {1, in, o}}, wt));
+      TVal zp = imp.scalar(v.dtype(), 0, 1);
+      TVal y = imp.emit(Op::MATMUL, {imp.reshape(t, {1, rows, in}), w, zp, zp});
+      Shape ts = t.shape();
+      ts.back() = o;
+      v = imp.transpose(imp.reshape(y, ts), inverse_perm(perm));
+    }
+    if (std::find(ax.outside.begin(), ax.outside.end(), true) != ax.outside.end()) {
+      Shape ms(static_cast<size_t>(rank), 1);
+      ms[ua] = o;
+      std::vector<int64_t> bits(ax.outside.begin(), ax.outside.end());
+      TVal m = imp.const_tensor(Tensor::from_ints({DType::kBool, ms}, bits));
+      mask = any_outside ? imp.emit(Op::LOGICAL_OR, {mask, m}) : m;
+      any_outside = true;
+    }
+  }
+  if (any_outside) v = imp.emit(Op::SELECT, {mask, imp.scalar(v.dtype(), extrapolation, rank), v});
+  imp.set_out(0, v, {}, x.onnx_type);
+}
+
+void resize(Importer& imp, const std::vector<double>& scales_in, const std::vector<int64_t>& sizes_in, std::string mode,
+            std::string coord, std::string nearest, const std::vector<double>& roi = {}) {
+  const OVal& x = imp.in(0);
+  const size_t rank = x.shape.size();
   Shape out = x.shape;
-  std::vector<double> scale(4, 1.0);
+  std::vector<double> scale(rank, 1.0);
   if (!sizes_in.empty()) {
-    if (sizes_in.size() != 4) imp.fail("sizes must have 4 values", ErrorCode::kInvalidArgument);
-    for (size_t i = 0; i < 4; ++i) {
+    if (sizes_in.size() != rank) imp.fail("sizes must have " + std::to_string(rank) + " values", ErrorCode::kInvalidArgument);
+    for (size_t i = 0; i < rank; ++i) {
       out[i] = sizes_in[i];
       scale[i] = static_cast<double>(sizes_in[i]) / static_cast<double>(x.shape[i]);
     }
   } else {
-    if (scales_in.size() != 4) imp.fail("scales must have 4 values", ErrorCode::kInvalidArgument);
-    for (size_t i = 0; i < 4; ++i) {
+    if (scales_in.size() != rank) imp.fail("scales must have " + std::to_string(rank) + " values", ErrorCode::kInvalidArgument);
+    for (size_t i = 0; i < rank; ++i) {
+      if (!(scales_in[i] > 0)) imp.fail("scales must be positive", ErrorCode::kInvalidArgument);
       scale[i] = scales_in[i];
       out[i] = static_cast<int64_t>(std::floor(static_cast<double>(x.shape[i]) * scales_in[i]));
     }
   }
-  if (out[0] != x.shape[0] || out[1] != x.shape[1]) imp.fail("only H and W can be resized (N and C must keep their size)");
-  if (mode == "cubic") imp.fail("cubic interpolation is not supported (TOSA RESIZE has nearest and bilinear)");
-  if (mode != "nearest" && mode != "linear") imp.fail("mode '" + mode + "' is not one of nearest, linear, cubic", ErrorCode::kInvalidArgument);
-  if (coord == "tf_crop_and_resize") imp.fail("coordinate_transformation_mode tf_crop_and_resize is not supported");
+  for (int64_t o : out)
+    if (o < 1) imp.fail("the output would be empty", ErrorCode::kInvalidArgument);
+  if (mode != "nearest" && mode != "linear" && mode != "cubic") imp.fail("mode '" + mode + "' is not one of nearest, linear, cubic", ErrorCode::kInvalidArgument);
+  if (coord == "tf_crop_and_resize" && roi.size() != 2 * rank)
+    imp.fail("tf_crop_and_resize needs a constant roi of " + std::to_string(2 * rank) + " values", ErrorCode::kInvalidArgument);
+  // TOSA RESIZE covers nearest and bilinear over H and W of 4-D data; the rest are matrix products.
+  const bool antialias = imp.attr_int("antialias", 0) != 0 && mode != "nearest";
+  if (mode == "cubic" || antialias || coord == "tf_crop_and_resize" || coord == "half_pixel_symmetric" || rank != 4 ||
+      out[0] != x.shape[0] || out[1] != x.shape[1] || (mode != "nearest" && imp.attr_int("exclude_outside", 0) != 0)) {
+    resize_by_matrices(imp, out, scale, mode, coord, nearest, roi);
+    return;
+  }
   std::vector<int64_t> sc, off, border;
   for (int d = 2; d < 4; ++d) {
     const int64_t in = x.shape[static_cast<size_t>(d)], o = out[static_cast<size_t>(d)];
@@ -711,9 +898,7 @@ void resize(Importer& imp, const std::vector<double>& scales_in, const std::vect
 }  // namespace
 
 void lower_Resize(Importer& imp, const onnx::NodeProto&) {
-  if (imp.attr_int("antialias", 0)) imp.fail("antialias = 1 is not supported");
-  if (imp.attr("axes")) imp.fail("the axes attribute of Resize is not supported");
-  std::vector<double> scales;
+  std::vector<double> scales, roi;
   std::vector<int64_t> sizes;
   std::string coord = "half_pixel", nearest = "round_prefer_floor";
   if (imp.opset() < 11) {
@@ -729,8 +914,34 @@ void lower_Resize(Importer& imp, const onnx::NodeProto&) {
     coord = imp.attr_str("coordinate_transformation_mode", "half_pixel");
     nearest = imp.attr_str("nearest_mode", "round_prefer_floor");
     if (imp.attr_str("keep_aspect_ratio_policy", "stretch") != "stretch") imp.fail("keep_aspect_ratio_policy other than stretch is not supported");
+    if (coord == "tf_crop_and_resize" && imp.has_input(1)) roi = imp.const_doubles(1, "roi");
+    // axes (opset 18): scales / sizes / roi name only these axes; the others keep their size.
+    if (auto axes = imp.attr_ints("axes")) {
+      const int64_t rank = static_cast<int64_t>(imp.in(0).shape.size());
+      std::vector<double> fs(static_cast<size_t>(rank), 1.0), froi;
+      std::vector<int64_t> fz(imp.in(0).shape.begin(), imp.in(0).shape.end());
+      if (!roi.empty()) {
+        froi.assign(static_cast<size_t>(rank), 0.0);
+        froi.resize(static_cast<size_t>(2 * rank), 1.0);
+      }
+      const size_t na = axes->size();
+      if ((!scales.empty() && scales.size() != na) || (!sizes.empty() && sizes.size() != na) || (!roi.empty() && roi.size() != 2 * na))
+        imp.fail("scales, sizes and roi must have one value (roi: two) per entry of axes", ErrorCode::kInvalidArgument);
+      for (size_t k = 0; k < na; ++k) {
+        const size_t a = static_cast<size_t>(norm_axis(imp, (*axes)[k], rank, "axes"));
+        if (!scales.empty()) fs[a] = scales[k];
+        if (!sizes.empty()) fz[a] = sizes[k];
+        if (!roi.empty()) {
+          froi[a] = roi[k];
+          froi[a + static_cast<size_t>(rank)] = roi[k + na];
+        }
+      }
+      if (!scales.empty()) scales = fs;
+      if (!sizes.empty()) sizes = fz;
+      roi = froi;
+    }
   }
-  resize(imp, scales, sizes, imp.attr_str("mode", "nearest"), coord, imp.opset() < 11 ? "floor" : nearest);
+  resize(imp, scales, sizes, imp.attr_str("mode", "nearest"), coord, imp.opset() < 11 ? "floor" : nearest, roi);
 }
 
 void lower_Upsample(Importer& imp, const onnx::NodeProto&) {

@@ -1078,5 +1078,32 @@ TEST(OnnxNumerics, GlobalPoolsOver3SpatialDimensions) {
   }
 }
 
+
+// ---- Resize through interpolation matrices -----------------------------------------------------------
+
+// Linear antialiased downscaling by 2 (opset 18): a triangle filter stretched to 4 taps,
+// (1, 3, 3, 1) / 8 over x[2i-1 .. 2i+2] with edge replication; and axes naming only the last axis.
+TEST(OnnxNumerics, ResizeLinearAntialiasOverOneAxis) {
+  ModelBuilder mb(18);
+  mb.input("x", kFloat, {1, 2, 8}).init_f("scales", {1}, {0.5f}).output("y");
+  auto& n = mb.node("Resize", {"x", "", "scales"}, {"y"});
+  attr_s(n, "mode", "linear");
+  attr_i(n, "antialias", 1);
+  attr_ints(n, "axes", {2});
+  std::vector<float> x(16);
+  for (size_t i = 0; i < 16; ++i) x[i] = static_cast<float>((i * 7) % 11) - 3.f;
+  std::vector<float> want;
+  for (int64_t r = 0; r < 2; ++r)
+    for (int64_t i = 0; i < 4; ++i) {
+      auto at = [&](int64_t j) { return x[static_cast<size_t>(r * 8 + std::clamp<int64_t>(j, 0, 7))]; };
+      want.push_back((at(2 * i - 1) + 3 * at(2 * i) + 3 * at(2 * i + 1) + at(2 * i + 2)) / 8);
+    }
+  Module m = mb.import();
+  EXPECT_EQ(count_ops(m, Op::RESIZE), 0);
+  EXPECT_EQ(count_ops(m, Op::MATMUL), 1);
+  auto out = run_module(std::move(m), {f32({1, 2, 8}, x)});
+  expect_near(out[0], {1, 2, 4}, want, 1e-6);
+}
+
 }  // namespace
 }  // namespace weft
