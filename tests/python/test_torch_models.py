@@ -42,3 +42,26 @@ def test_transformer_encoder_layer_matches_torch():
         want = m(x)
     compiled = wt.compile(m, x)
     torch.testing.assert_close(compiled(x), want, atol=1e-4, rtol=1e-4)
+
+
+class GridSample(torch.nn.Module):
+    def __init__(self, mode, padding, align):
+        super().__init__()
+        self.args = dict(mode=mode, padding_mode=padding, align_corners=align)
+
+    def forward(self, x, grid):
+        return torch.nn.functional.grid_sample(x, grid, **self.args)
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "nearest", "bicubic"])
+@pytest.mark.parametrize("padding", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("align", [False, True])
+def test_grid_sample_matches_torch(mode, padding, align):
+    # Sampling points reach 1.5x beyond the image on every side, so each padding rule is exercised.
+    torch.manual_seed(1)
+    x = torch.randn(2, 3, 5, 7)
+    grid = torch.rand(2, 4, 6, 2) * 3 - 1.5
+    compiled = wt.compile(GridSample(mode, padding, align).eval(), (x, grid))
+    with torch.no_grad():
+        want = GridSample(mode, padding, align)(x, grid)
+    torch.testing.assert_close(compiled(x, grid), want, atol=1e-5, rtol=1e-5)

@@ -25,7 +25,7 @@ class NodeProto;
   X(GatherND) X(ScatterND) X(ScatterElements) X(Scatter)    \
   X(Selu) X(Shrink) X(Round) X(CumSum) X(OneHot) X(LRN) X(TopK)    \
   X(Atan) X(Asin) X(Acos) X(Asinh) X(Acosh) X(Atanh) X(BitShift) X(ConvInteger) X(MatMulInteger)    \
-  X(DynamicQuantizeLinear)
+  X(DynamicQuantizeLinear) X(GridSample)
 
 namespace weft::onnxfe {
 class Importer;

@@ -955,4 +955,114 @@ void lower_Upsample(Importer& imp, const onnx::NodeProto&) {
   resize(imp, scales, {}, imp.attr_str("mode", "nearest"), "asymmetric", "floor");
 }
 
+
+// ---- GridSample (opset 16, 4-D) ---------------------------------------------------------------------
+//
+// X [N, C, H, W] is read through TOSA GATHER as values [N, H*W, C]; each output point of grid
+// [N, Ho, Wo, 2] becomes a row index y * W + x per tap. The sampling point is unnormalized
+// (align_corners: (g + 1) / 2 * (size - 1), else ((g + 1) * size - 1) / 2); border and reflection
+// padding move it into the image first (for bicubic, each of the 16 taps is moved instead); taps
+// outside the image read 0 under zeros padding (a mask on the tap's weight). Bilinear takes 4 taps,
+// nearest 1 (rounded half to even), bicubic 16 with A = -0.75, as PyTorch's grid_sample.
+void lower_GridSample(Importer& imp, const onnx::NodeProto&) {
+  const OVal& x = imp.in(0);
+  const OVal& grid = imp.in(1);
+  if (x.shape.size() != 4) imp.fail("only 4-D input [N, C, H, W] is supported (GridSample of opset 16)");
+  const int64_t n = x.shape[0], c = x.shape[1], h = x.shape[2], w = x.shape[3];
+  if (grid.shape.size() != 4 || grid.shape[0] != n || grid.shape[3] != 2)
+    imp.fail("grid must be [N, H_out, W_out, 2] with N = " + std::to_string(n) + ", got " + shape_str(grid.shape), ErrorCode::kInvalidArgument);
+  const std::string mode = imp.attr_str("mode", "bilinear"), padding = imp.attr_str("padding_mode", "zeros");
+  const bool align = imp.attr_int("align_corners", 0) != 0;
+  if (mode != "bilinear" && mode != "nearest" && mode != "bicubic")
+    imp.fail("mode '" + mode + "' is not one of bilinear, nearest, bicubic", ErrorCode::kInvalidArgument);
+  if (padding != "zeros" && padding != "border" && padding != "reflection")
+    imp.fail("padding_mode '" + padding + "' is not one of zeros, border, reflection", ErrorCode::kInvalidArgument);
+  TVal vals = imp.plain(x);
+  if (!is_float(vals.dtype())) imp.fail("GridSample of integer data is not supported");
+  const DType dt = DType::kFp32;
+  vals = imp.reshape(imp.transpose(imp.cast(vals, dt), {0, 2, 3, 1}), {n, h * w, c});
+  const int64_t ho = grid.shape[1], wo = grid.shape[2], p = ho * wo;
+  TVal g = imp.cast(imp.plain(grid), dt);
+  auto k = [&](double v) { return imp.scalar(dt, v, 2); };
+  auto coord = [&](int64_t comp, int64_t size) {
+    TVal gc = imp.reshape(imp.slice(g, {0, 0, 0, comp}, {n, ho, wo, 1}), {n, p});
+    if (align) return imp.mul(imp.add(gc, k(1)), k(0.5 * static_cast<double>(size - 1)));
+    return imp.mul(imp.sub(imp.mul(imp.add(gc, k(1)), k(static_cast<double>(size))), k(1)), k(0.5));
+  };
+  auto floor_ = [&](const TVal& v) { return imp.emit(Op::FLOOR, {v}); };
+  // Reflection of a coordinate into [lo, hi] (PyTorch's reflect_coordinates), then clipped.
+  auto reflect = [&](const TVal& v, int64_t size) {
+    const double lo = align ? 0.0 : -0.5, hi = align ? static_cast<double>(size - 1) : static_cast<double>(size) - 0.5;
+    const double span = hi - lo;
+    if (span <= 0) return imp.mul(v, k(0));
+    TVal a = imp.emit(Op::ABS, {imp.sub(v, k(lo))});
+    TVal flips = floor_(imp.mul(a, k(1.0 / span)));
+    TVal extra = imp.sub(a, imp.mul(flips, k(span)));
+    TVal even = imp.emit(Op::EQUAL, {imp.sub(flips, imp.mul(floor_(imp.mul(flips, k(0.5))), k(2))), k(0)});
+    TVal r = imp.emit(Op::SELECT, {even, imp.add(extra, k(lo)), imp.add(imp.sub(k(span), extra), k(lo))});
+    return imp.clamp(r, 0, static_cast<double>(size - 1));
+  };
+  auto pad_coord = [&](const TVal& v, int64_t size) {
+    if (padding == "border") return imp.clamp(v, 0, static_cast<double>(size - 1));
+    if (padding == "reflection") return reflect(v, size);
+    return v;
+  };
+  // One tap at integral float coordinates (xi, yi) with weight wt [N, P]: [N, P, C].
+  auto tap = [&](TVal xi, TVal yi, TVal wt) {
+    if (padding == "zeros") {
+      TVal inside = imp.emit(Op::LOGICAL_AND,
+                             {imp.emit(Op::LOGICAL_AND, {imp.emit(Op::GREATER_EQUAL, {xi, k(0)}), imp.emit(Op::GREATER, {k(static_cast<double>(w)), xi})}),
+                              imp.emit(Op::LOGICAL_AND, {imp.emit(Op::GREATER_EQUAL, {yi, k(0)}), imp.emit(Op::GREATER, {k(static_cast<double>(h)), yi})})});
+      wt = imp.emit(Op::SELECT, {inside, wt, k(0)});
+    }
+    xi = imp.clamp(xi, 0, static_cast<double>(w - 1));
+    yi = imp.clamp(yi, 0, static_cast<double>(h - 1));
+    TVal idx = imp.cast(imp.add(imp.mul(yi, k(static_cast<double>(w))), xi), DType::kInt32);
+    TVal got = imp.emit(Op::GATHER, {vals, idx});
+    return imp.mul(got, imp.reshape(wt, {n, p, 1}));
+  };
+  TVal gx = coord(0, w), gy = coord(1, h);
+  TVal y;
+  if (mode == "bicubic") {
+    const double a = -0.75;
+    auto cubic = [&](const TVal& t) {  // for |t| <= 1 and 1 < |t| < 2 as two polynomials
+      TVal at = imp.emit(Op::ABS, {t});
+      TVal near = imp.add(imp.mul(imp.mul(imp.sub(imp.mul(at, k(a + 2)), k(a + 3)), at), at), k(1));
+      TVal far = imp.sub(imp.mul(imp.add(imp.mul(imp.sub(imp.mul(at, k(a)), k(5 * a)), at), k(8 * a)), at), k(4 * a));
+      return imp.emit(Op::SELECT, {imp.emit(Op::GREATER, {at, k(1)}), far, near});
+    };
+    TVal x0 = floor_(gx), y0 = floor_(gy);
+    TVal tx = imp.sub(gx, x0), ty = imp.sub(gy, y0);
+    std::vector<TVal> wx, wy, xs, ys;
+    for (int i = -1; i <= 2; ++i) {
+      wx.push_back(cubic(imp.sub(tx, k(i))));
+      wy.push_back(cubic(imp.sub(ty, k(i))));
+      xs.push_back(pad_coord(imp.add(x0, k(i)), w));
+      ys.push_back(pad_coord(imp.add(y0, k(i)), h));
+    }
+    for (size_t i = 0; i < 4; ++i)
+      for (size_t j = 0; j < 4; ++j) {
+        TVal t = tap(xs[j], ys[i], imp.mul(wy[i], wx[j]));
+        y = y.type.rank() ? imp.add(y, t) : t;
+      }
+  } else {
+    gx = pad_coord(gx, w);
+    gy = pad_coord(gy, h);
+    if (mode == "nearest") {
+      // CAST to int32 rounds half to even, as nearbyint does.
+      TVal xr = imp.cast(imp.cast(gx, DType::kInt32), dt), yr = imp.cast(imp.cast(gy, DType::kInt32), dt);
+      y = tap(xr, yr, imp.add(imp.mul(gx, k(0)), k(1)));
+    } else {
+      TVal x0 = floor_(gx), y0 = floor_(gy);
+      TVal fx = imp.sub(gx, x0), fy = imp.sub(gy, y0);
+      TVal x1 = imp.add(x0, k(1)), y1 = imp.add(y0, k(1));
+      TVal ex = imp.sub(k(1), fx), ey = imp.sub(k(1), fy);
+      y = imp.add(imp.add(tap(x0, y0, imp.mul(ey, ex)), tap(x1, y0, imp.mul(ey, fx))),
+                  imp.add(tap(x0, y1, imp.mul(fy, ex)), tap(x1, y1, imp.mul(fy, fx))));
+    }
+  }
+  y = imp.cast(imp.reshape(y, {n, ho, wo, c}), imp.plain(x).dtype());
+  imp.set_out(0, y, {0, 2, 3, 1}, x.onnx_type);
+}
+
 }  // namespace weft::onnxfe
