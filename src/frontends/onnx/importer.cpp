@@ -428,6 +428,38 @@ void Importer::fail_not_constant(int i, const std::string& what, const std::stri
                     "', given at run time: bind it to a value when the model is compiled with --bind " + name +
                     "=FILE.npy (OnnxImportOptions::bindings)",
                 {.file = source_, .node = node_label_, .operand = name});
+  // Computed at run time: from which graph inputs? Bound to values at compile time, they make it
+  // a constant (the first is named as the error's operand, so a caller can bind and retry).
+  std::vector<std::string> sources;
+  {
+    std::vector<ValueId> stack;
+    std::set<ValueId> seen;
+    if (auto it = values_.find(name); it != values_.end() && !it->second.v.is_const()) stack.push_back(it->second.v.id);
+    while (!stack.empty() && seen.size() < 100000) {
+      const ValueId v = stack.back();
+      stack.pop_back();
+      if (v == kNoValue || !seen.insert(v).second) continue;
+      const Value& val = graph_.value(v);
+      if (val.producer < 0) {
+        if (std::find(graph_.inputs().begin(), graph_.inputs().end(), v) != graph_.inputs().end()) sources.push_back(val.name);
+        continue;
+      }
+      for (ValueId u : graph_.node(val.producer).inputs) stack.push_back(u);
+    }
+    std::sort(sources.begin(), sources.end());
+  }
+  if (!sources.empty()) {
+    std::string list, binds;
+    for (const std::string& s : sources) {
+      list += (list.empty() ? "'" : ", '") + s + "'";
+      binds += (binds.empty() ? "--bind " : " --bind ") + s + "=FILE.npy";
+    }
+    throw Error(ErrorCode::kUnsupported,
+                what + " (input " + std::to_string(i) + " '" + name + "') " + must + "; it is computed at run time from graph input" +
+                    (sources.size() > 1 ? "s " : " ") + list + ": bind " + (sources.size() > 1 ? "them" : "it") +
+                    " to values when the model is compiled with " + binds + " (OnnxImportOptions::bindings)",
+                {.file = source_, .node = node_label_, .operand = sources.front()});
+  }
   fail(what + " (input " + std::to_string(i) + " '" + name + "') " + must +
        "; it is computed at run time here (give static shapes with --shape)" + budget_note());
 }

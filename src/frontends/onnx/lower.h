@@ -25,7 +25,8 @@ class NodeProto;
   X(GatherND) X(ScatterND) X(ScatterElements) X(Scatter)    \
   X(Selu) X(Shrink) X(Round) X(CumSum) X(OneHot) X(LRN) X(TopK)    \
   X(Atan) X(Asin) X(Acos) X(Asinh) X(Acosh) X(Atanh) X(BitShift) X(ConvInteger) X(MatMulInteger)    \
-  X(DynamicQuantizeLinear) X(GridSample)
+  X(DynamicQuantizeLinear) X(GridSample)    \
+  X(HannWindow) X(HammingWindow) X(BlackmanWindow) X(DFT) X(STFT) X(MelWeightMatrix)
 
 namespace weft::onnxfe {
 class Importer;

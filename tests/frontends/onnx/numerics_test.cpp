@@ -1105,5 +1105,31 @@ TEST(OnnxNumerics, ResizeLinearAntialiasOverOneAxis) {
   expect_near(out[0], {1, 2, 4}, want, 1e-6);
 }
 
+
+// ---- DFT (constant cosine / sine matrices) ----------------------------------------------------------
+
+// A real signal of 6 samples zero-padded to dft_length 10, one-sided (6 bins), along axis 1 of
+// [2, 6, 1]: against the defining sum.
+TEST(OnnxNumerics, DftRealPaddedOnesided) {
+  ModelBuilder mb(17);
+  mb.input("x", kFloat, {2, 6, 1}).init_i64("len", {}, {10}).output("y");
+  attr_i(mb.node("DFT", {"x", "len"}, {"y"}), "onesided", 1);
+  const auto x = ramp(12, 51);
+  std::vector<float> want;
+  for (int64_t b = 0; b < 2; ++b)
+    for (int64_t k = 0; k < 6; ++k) {
+      double re = 0, im = 0;
+      for (int64_t t = 0; t < 6; ++t) {
+        const double a = 2 * M_PI * static_cast<double>(t * k) / 10;
+        re += x[static_cast<size_t>(b * 6 + t)] * std::cos(a);
+        im -= x[static_cast<size_t>(b * 6 + t)] * std::sin(a);
+      }
+      want.push_back(static_cast<float>(re));
+      want.push_back(static_cast<float>(im));
+    }
+  auto out = run_module(mb.import(), {f32({2, 6, 1}, x)});
+  expect_near(out[0], {2, 6, 2}, want, 1e-5);
+}
+
 }  // namespace
 }  // namespace weft
