@@ -65,3 +65,28 @@ def test_grid_sample_matches_torch(mode, padding, align):
     with torch.no_grad():
         want = GridSample(mode, padding, align)(x, grid)
     torch.testing.assert_close(compiled(x, grid), want, atol=1e-5, rtol=1e-5)
+
+
+
+class PoolIndices(torch.nn.Module):
+    """MaxPool2d with indices (ceil_mode, padding): torch exports MaxPool with its Indices output."""
+
+    def __init__(self):
+        super().__init__()
+        self.pool = torch.nn.MaxPool2d(3, stride=2, padding=1, ceil_mode=True, return_indices=True)
+
+    def forward(self, x):
+        return self.pool(x)
+
+
+def test_max_pool_indices_match_torch():
+    # torch 1.13 cannot export MaxUnpool2d ("aten::max_unpool2d ... not supported"); MaxUnpool is
+    # checked by ONNX's node tests (test_maxunpool_*).
+    torch.manual_seed(2)
+    x = torch.randn(2, 3, 7, 9)
+    compiled = wt.compile(PoolIndices().eval(), x)
+    got = compiled(x)
+    with torch.no_grad():
+        want = PoolIndices()(x)
+    torch.testing.assert_close(got[0], want[0])
+    assert got[1].to(torch.int64).tolist() == want[1].tolist()

@@ -26,7 +26,7 @@ class NodeProto;
   X(Selu) X(Shrink) X(Round) X(CumSum) X(OneHot) X(LRN) X(TopK)    \
   X(Atan) X(Asin) X(Acos) X(Asinh) X(Acosh) X(Atanh) X(BitShift) X(ConvInteger) X(MatMulInteger)    \
   X(DynamicQuantizeLinear) X(GridSample)    \
-  X(HannWindow) X(HammingWindow) X(BlackmanWindow) X(DFT) X(STFT) X(MelWeightMatrix)
+  X(HannWindow) X(HammingWindow) X(BlackmanWindow) X(DFT) X(STFT) X(MelWeightMatrix) X(MaxUnpool)
 
 namespace weft::onnxfe {
 class Importer;

@@ -338,11 +338,63 @@ void conv(Importer& imp, const ConvOperands& ops) {
   set_nhwc_out(imp, y, win, x.onnx_type);
 }
 
+// MaxPool with its Indices output (2-D): TOSA's MAX_POOL2D gives no positions, so the window is
+// unrolled: for each kernel tap, the strided view of the (-inf padded) input it reads; the maximum
+// over taps, and the index of the first tap that holds it (ONNX Runtime's choice on ties), as the
+// flat position in the NCHW input (storage_order 0) or its column-major form (storage_order 1).
+void maxpool_with_indices(Importer& imp) {
+  const OVal& x = imp.in(0);
+  if (x.shape.size() != 4) imp.fail("the Indices output is supported for 2-D MaxPool ([N, C, H, W] input)");
+  const std::vector<int64_t> kernel = imp.attr_ints("kernel_shape").value_or(std::vector<int64_t>{});
+  const bool ceil_mode = imp.attr_int("ceil_mode", 0) != 0;
+  const Window win = window_attrs(imp, x.shape, kernel, ceil_mode);
+  if (win.h.dil != 1 || win.w.dil != 1) imp.fail("pooling with dilations other than 1 is not supported (TOSA pools have no dilation)");
+  const bool column_major = imp.attr_int("storage_order", 0) != 0;
+  TVal v = imp.plain(x);
+  const DType dt = v.dtype();
+  const int64_t n = x.shape[0], c = x.shape[1], h = x.shape[2], w = x.shape[3];
+  const int64_t ho = win.h.out, wo = win.w.out, sh = win.h.stride, sw = win.w.stride;
+  // Padded so that every tap's strided view [a, a + ho*sh) x [b, b + wo*sw) lies inside.
+  const int64_t hp = std::max(win.h.pb + h, (win.h.k - 1) + ho * sh), wp = std::max(win.w.pb + w, (win.w.k - 1) + wo * sw);
+  const double low = is_float(dt) ? -std::numeric_limits<double>::infinity() : static_cast<double>(int_min(dt));
+  TVal p = imp.emit(Op::PAD, {v, imp.shape_const({0, 0, 0, 0, win.h.pb, hp - win.h.pb - h, win.w.pb, wp - win.w.pb - w}), imp.scalar(dt, low, 1)});
+  TVal best, best_idx;
+  for (int64_t a = 0; a < win.h.k; ++a)
+    for (int64_t b = 0; b < win.w.k; ++b) {
+      TVal t = imp.slice(p, {0, 0, a, b}, {n, c, ho * sh, wo * sw});
+      t = imp.reshape(t, {n, c, ho, sh, wo, sw});
+      t = imp.reshape(imp.slice(t, {0, 0, 0, 0, 0, 0}, {n, c, ho, 1, wo, 1}), {n, c, ho, wo});
+      // The flat input position this tap reads at each output; padding taps never win (-inf).
+      std::vector<int64_t> pos(static_cast<size_t>(n * c * ho * wo));
+      for (int64_t q = 0; q < n * c; ++q)
+        for (int64_t i = 0; i < ho; ++i)
+          for (int64_t j = 0; j < wo; ++j) {
+            const int64_t r = std::clamp<int64_t>(i * sh + a - win.h.pb, 0, h - 1), cc = std::clamp<int64_t>(j * sw + b - win.w.pb, 0, w - 1);
+            pos[static_cast<size_t>((q * ho + i) * wo + j)] = q * h * w + (column_major ? cc * h + r : r * w + cc);
+          }
+      TVal idx = imp.const_tensor(Tensor::from_ints({DType::kInt32, {n, c, ho, wo}}, pos));
+      if (!best.type.rank()) {
+        best = t;
+        best_idx = idx;
+      } else {
+        TVal better = imp.emit(Op::GREATER, {t, best});  // strictly: the first maximum keeps its index
+        best_idx = imp.emit(Op::SELECT, {better, idx, best_idx});
+        best = imp.emit(Op::MAXIMUM, {best, t});
+      }
+    }
+  imp.set_out(0, best, {}, x.onnx_type);
+  imp.set_out(1, best_idx, {}, kOInt64);
+}
+
 // Pooling over the NHWC input. `global` takes the whole spatial extent.
 void pool(Importer& imp, bool max, bool global) {
   const OVal& x = imp.in(0);
   if (x.shape.size() < 3) imp.fail("the input must have a channel and at least one spatial dimension", ErrorCode::kInvalidArgument);
-  if (imp.wants_output(1)) imp.fail("the Indices output of MaxPool is not supported");
+  if (imp.wants_output(1)) {
+    if (!max || global) imp.fail("only MaxPool has an Indices output");
+    maxpool_with_indices(imp);
+    return;
+  }
   if (global && x.shape.size() > 4) {
     // Any number of spatial dimensions: a reduction over them, channels last.
     const size_t r = x.shape.size();
@@ -1063,6 +1115,57 @@ void lower_GridSample(Importer& imp, const onnx::NodeProto&) {
   }
   y = imp.cast(imp.reshape(y, {n, ho, wo, c}), imp.plain(x).dtype());
   imp.set_out(0, y, {0, 2, 3, 1}, x.onnx_type);
+}
+
+
+// MaxUnpool: zeros of the output shape with X's values written at the flat positions I holds
+// (as MaxPool's Indices give them): one TOSA SCATTER over the flattened output. TOSA requires the
+// positions to be distinct (a MaxPool whose windows do not overlap gives distinct ones).
+void lower_MaxUnpool(Importer& imp, const onnx::NodeProto&) {
+  const OVal& x = imp.in(0);
+  const OVal& ind = imp.in(1);
+  if (x.shape.size() < 3) imp.fail("the input must be [N, C, spatial...]", ErrorCode::kInvalidArgument);
+  if (ind.shape != x.shape) imp.fail("I has shape " + shape_str(ind.shape) + ", X " + shape_str(x.shape) + "; they must match", ErrorCode::kInvalidArgument);
+  const size_t sp = x.shape.size() - 2;
+  const auto kernel = imp.attr_ints("kernel_shape").value_or(std::vector<int64_t>{});
+  if (kernel.size() != sp) imp.fail("kernel_shape must have one value per spatial dimension", ErrorCode::kInvalidArgument);
+  const auto strides = imp.attr_ints("strides").value_or(std::vector<int64_t>(sp, 1));
+  const auto pads = imp.attr_ints("pads").value_or(std::vector<int64_t>(2 * sp, 0));
+  if (strides.size() != sp || pads.size() != 2 * sp) imp.fail("strides and pads must have one (pads: two) value per spatial dimension", ErrorCode::kInvalidArgument);
+  // The indices are positions in the unpooled shape the attributes give; an explicit output_shape
+  // (larger, as when the pooled input had odd sizes) keeps each value at the same coordinates.
+  Shape dflt = x.shape;
+  for (size_t d = 0; d < sp; ++d) dflt[2 + d] = (x.shape[2 + d] - 1) * strides[d] - (pads[d] + pads[sp + d]) + kernel[d];
+  Shape out = dflt;
+  if (imp.has_input(2)) {
+    auto os = imp.const_ints(2, "output_shape");
+    if (os.size() != x.shape.size() || os[0] != x.shape[0] || os[1] != x.shape[1])
+      imp.fail("output_shape " + shape_str(os) + " must keep N and C of " + shape_str(x.shape), ErrorCode::kInvalidArgument);
+    out.assign(os.begin(), os.end());
+    for (size_t d = 2; d < out.size(); ++d)
+      if (out[d] < dflt[d]) imp.fail("output_shape " + shape_str(out) + " is smaller than the unpooled shape " + shape_str(dflt), ErrorCode::kInvalidArgument);
+  }
+  for (int64_t d : out)
+    if (d < 1) imp.fail("the output shape " + shape_str(out) + " is empty", ErrorCode::kInvalidArgument);
+  const int64_t total = shape_elements(out), m = shape_elements(x.shape);
+  TVal vals = imp.const_tensor(Tensor::zeros({imp.plain(x).dtype(), {1, total, 1}}));
+  TVal idx = imp.reshape(imp.cast(imp.plain(ind), DType::kInt32), {1, m});
+  if (out != dflt) {
+    // Coordinates in the default shape (innermost first), re-flattened in the output shape.
+    TVal rest = idx, flat = imp.scalar(DType::kInt32, 0, 2);
+    int64_t step = 1;
+    for (size_t d = out.size(); d-- > 2;) {
+      TVal dd = imp.scalar(DType::kInt32, static_cast<double>(dflt[d]), 2);
+      TVal q = imp.emit(Op::INTDIV, {rest, dd});
+      TVal coord = imp.sub(rest, imp.mul(q, dd));
+      flat = imp.add(flat, imp.mul(coord, imp.scalar(DType::kInt32, static_cast<double>(step), 2)));
+      step *= out[d];
+      rest = q;
+    }
+    idx = imp.add(flat, imp.mul(rest, imp.scalar(DType::kInt32, static_cast<double>(step), 2)));
+  }
+  TVal y = imp.emit(Op::SCATTER, {vals, idx, imp.reshape(imp.plain(x), {1, m, 1})});
+  imp.set_out(0, imp.reshape(y, out), {}, x.onnx_type);
 }
 
 }  // namespace weft::onnxfe
