@@ -28,6 +28,7 @@ import numpy as np
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 OPSET = 17
+DEFAULT_OPSET = OPSET
 IMAGE_SHAPE = (1, 3, 224, 224)
 
 # name -> (input name, kind). The importer tests and compare_models.py read this table.
@@ -47,7 +48,11 @@ BROAD = ["resnext50_32x4d", "regnet_y_400mf", "shufflenet_v2_x1_0", "mobilenet_v
 # Video models (input [1, 3, 16, 112, 112], 3-D convolutions) and torch.nn sequence models
 # (input [1, 32, 64] float): exported when asked for by name, as "video" or as "seq".
 VIDEO = ["r3d_18", "mc3_18", "r2plus1d_18"]
-SEQ = ["lstm", "gru", "transformer_encoder"]
+SEQ = ["lstm", "gru", "transformer_encoder", "mha"]
+# A small torchvision VisionTransformer (64x64 input, 2 layers): ViT-B/16's graph at a size that
+# travels (e.g. exported by a newer torch elsewhere and brought back).
+SMALL_IMAGE = ["vit_tiny"]
+SMALL_IMAGE_SHAPE = (1, 3, 64, 64)
 VIDEO_SHAPE = (1, 3, 16, 112, 112)
 SEQ_SHAPE = (1, 32, 64)
 TEST_MODELS = list(MODELS)
@@ -57,6 +62,11 @@ for _name in VIDEO:
     MODELS[_name] = ("input", "video")
 for _name in SEQ:
     MODELS[_name] = ("input", "seq")
+for _name in SMALL_IMAGE:
+    MODELS[_name] = ("input", "image64")
+# Which torch.onnx exporter: "torchscript" (the only one in Debian's torch 1.13) or "dynamo" (torch
+# 2.5+, the default from 2.9). Set by --exporter.
+EXPORTER = "torchscript"
 OUTPUT_NAME = "output"
 
 # bert_encoder's configuration.
@@ -83,8 +93,8 @@ def parse_model_list(text):
     for n in (n.strip() for n in text.split(",")):
         if n == "broad":
             names += [m for m in TEST_MODELS + BROAD if m not in ("vit_b_16",) and m not in names]
-        elif n in ("video", "seq"):
-            names += [m for m in (VIDEO if n == "video" else SEQ) if m not in names]
+        elif n in ("video", "seq", "small"):
+            names += [m for m in {"video": VIDEO, "seq": SEQ, "small": SEQ + SMALL_IMAGE}[n] if m not in names]
         elif n and n not in names:
             names.append(n)
     unknown = [n for n in names if n not in MODELS]
@@ -182,6 +192,9 @@ def build_seq(name):
             elif name == "gru":
                 self.body = nn.GRU(64, 64, num_layers=2, batch_first=True)
                 width = 64
+            elif name == "mha":
+                self.body = nn.MultiheadAttention(64, 4, batch_first=True)
+                width = 64
             else:
                 layer = nn.TransformerEncoderLayer(64, 4, dim_feedforward=128, dropout=0.0, activation="gelu",
                                                    batch_first=True)
@@ -190,7 +203,7 @@ def build_seq(name):
             self.head = nn.Linear(width, 10)
 
         def forward(self, x):
-            y = self.body(x)
+            y = self.body(x, x, x, need_weights=False) if name == "mha" else self.body(x)
             return self.head(y[0] if isinstance(y, tuple) else y)
 
     return Seq()
@@ -198,7 +211,7 @@ def build_seq(name):
 
 def input_shape(name):
     kind = MODELS[name][1]
-    return VIDEO_SHAPE if kind == "video" else SEQ_SHAPE if kind == "seq" else IMAGE_SHAPE
+    return {"video": VIDEO_SHAPE, "seq": SEQ_SHAPE, "image64": SMALL_IMAGE_SHAPE}.get(kind, IMAGE_SHAPE)
 
 
 def calibrate_batchnorm(model, batches=2, batch_size=8, shape=IMAGE_SHAPE):
@@ -246,6 +259,11 @@ def build_model(name):
         model = build_seq(name)
     elif name in VIDEO:
         model = getattr(torchvision.models.video, name)(weights=None)
+    elif name == "vit_tiny":
+        from torchvision.models.vision_transformer import VisionTransformer
+        model = VisionTransformer(image_size=64, patch_size=16, num_layers=2, num_heads=4, hidden_dim=64, mlp_dim=128,
+                                  num_classes=10)
+        nn.init.normal_(model.heads.head.weight, std=0.02)
     else:
         model = getattr(torchvision.models, name)(weights=None)
     if name == "vit_b_16":
@@ -292,20 +310,29 @@ def export_one(name, out_dir, force=False, batch=1):
     # Newer torch (2.5+) also has a dynamo-based exporter, the default from 2.9; the TorchScript one
     # (what Debian's torch 1.13 has) gives the same graphs on every version, so ask for it.
     import inspect
-    extra = {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
-    with torch.enable_grad():
-        torch.onnx.export(
-            model,
-            (xt,),
-            tmp,
-            export_params=True,
-            opset_version=OPSET,
-            do_constant_folding=True,
-            input_names=[input_name],
-            output_names=[OUTPUT_NAME],
-            dynamic_axes=None,
-            **extra,
-        )
+    has_dynamo = "dynamo" in inspect.signature(torch.onnx.export).parameters
+    if EXPORTER == "dynamo":
+        if not has_dynamo:
+            raise SystemExit("--exporter dynamo needs torch 2.5 or newer (this is torch %s)" % torch.__version__)
+        # The dynamo-based exporter (torch.export + onnxscript), as newer torch uses by default.
+        opset = {"opset_version": OPSET} if OPSET else {}  # --opset 0: the exporter's own default
+        torch.onnx.export(model, (xt,), tmp, dynamo=True, input_names=[input_name], output_names=[OUTPUT_NAME],
+                          external_data=False, **opset)
+    else:
+        extra = {"dynamo": False} if has_dynamo else {}
+        with torch.enable_grad():
+            torch.onnx.export(
+                model,
+                (xt,),
+                tmp,
+                export_params=True,
+                opset_version=OPSET,
+                do_constant_folding=True,
+                input_names=[input_name],
+                output_names=[OUTPUT_NAME],
+                dynamic_axes=None,
+                **extra,
+            )
     onnx.checker.check_model(tmp)
     check_static(tmp, name)
     os.replace(tmp, files["onnx"])
@@ -358,11 +385,18 @@ def main(argv=None):
                     help="output directory (default <repo>/build/models)")
     ap.add_argument("--models", default="all", help="comma-separated subset of: " + ",".join(MODELS))
     ap.add_argument("--force", action="store_true", help="re-export models that already exist")
+    ap.add_argument("--opset", type=int, default=DEFAULT_OPSET,
+                    help="ONNX opset to export (default %d; 0 with --exporter dynamo: the exporter's default)" % DEFAULT_OPSET)
+    ap.add_argument("--exporter", choices=["torchscript", "dynamo"], default="torchscript",
+                    help="torch.onnx exporter (dynamo: torch 2.5+; the default of torch 2.9+)")
     ap.add_argument("--ops", action="store_true", help="also print each model's ONNX op types and counts")
     ap.add_argument("--threads", type=int, default=0, help="torch CPU threads (0 = torch's default)")
     ap.add_argument("--batch", type=int, default=1,
                     help="batch size of the exported input (files NAME.bB.* when not 1; default 1)")
     args = ap.parse_args(argv)
+    global EXPORTER, OPSET
+    EXPORTER = args.exporter
+    OPSET = args.opset
 
     names = parse_model_list(args.models)
     os.makedirs(args.out, exist_ok=True)

@@ -3,11 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
 #include "common/temp_dir.h"
 #include "frontends/onnx/onnx_builder.h"
+#include "weft/npy.h"
 #include "weft/runtime.h"
 
 namespace weft {
@@ -644,6 +646,31 @@ TEST(OnnxImport, DropoutInTrainingModeWithRatioZeroIsTheIdentity) {
   // Any other ratio drops random elements: a clear error.
   mb.graph()->mutable_initializer(0)->set_float_data(0, 0.5f);
   EXPECT_HAS(error_of([&] { mb.import(); }, ErrorCode::kUnsupported), "training_mode = true with ratio 0.5");
+}
+
+
+// Models written by torch 2.11's dynamo-based exporter (torch.export + onnxscript, opset 20, the
+// exporter's defaults), which Debian's torch 1.13 cannot produce: a 2-layer nn.TransformerEncoder,
+// one nn.MultiheadAttention and a small torchvision VisionTransformer (the MultiheadAttention of
+// torch 2.x exports empty slices into Concat). Files from scripts/onnx/export_models.py
+// --exporter dynamo --opset 0 --models small, with the seeded input and torch's output.
+TEST(OnnxImport, Torch211DynamoExportsMatchTorch) {
+  const std::string dir = std::string(WEFT_SOURCE_DIR) + "/tests/frontends/onnx/data/torch2_11_dynamo/";
+  for (const char* name : {"transformer_encoder", "mha", "vit_tiny"}) {
+    SCOPED_TRACE(name);
+    auto model = Model::load(dir + name + ".onnx");
+    Context ctx(model);
+    std::vector<Tensor> out = ctx.run({read_npy(dir + name + ".input.npy")});
+    const Tensor want = read_npy(dir + name + ".torch.npy");
+    ASSERT_EQ(out.size(), 1u);
+    ASSERT_EQ(out[0].shape(), want.shape());
+    double scale = 0, err = 0;
+    for (int64_t i = 0; i < want.num_elements(); ++i) {
+      scale = std::max(scale, std::fabs(want.at_double(i)));
+      err = std::max(err, std::fabs(out[0].at_double(i) - want.at_double(i)));
+    }
+    EXPECT_LT(err, 1e-5 * std::max(scale, 1e-3)) << "max abs error " << err << " at scale " << scale;
+  }
 }
 
 }  // namespace
