@@ -171,7 +171,11 @@ void check_expressible(const Module& m) {
                     std::string(d.name) + " has no TOSA.001000.1 instruction: it cannot be written to SPIR-V" +
                         (n.op == Op::CUSTOM ? " (only CUSTOM nodes of domain Arm.ExperimentalMLOperations named "
                                               "CALL_<opcode>, with one output, have a SPIR-V form: CALL)"
-                                            : ""));
+                         : n.op == Op::COND_IF || n.op == Op::WHILE_LOOP
+                             ? " (control flow decided at run time; run the model with `weft run`, or bind the inputs "
+                               "that decide an ONNX If's condition or a Loop's trip count and condition at compile "
+                               "time with --bind, so that the branch is inlined or the loop unrolled)"
+                             : ""));
       for (ValueId out : n.outputs) check_type(g, label, g.value(out).type, "output '%" + g.value(out).name + "'");
       for (size_t a = 0; a < d.attrs.size() && a < n.attrs.size(); ++a) {
         const auto* list = std::get_if<std::vector<int64_t>>(&n.attrs[a]);
