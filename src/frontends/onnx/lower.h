@@ -23,7 +23,8 @@ class NodeProto;
   X(Mod) X(Sinh) X(Tan) X(ThresholdedRelu) X(Trilu) X(Hardmax)    \
   X(NegativeLogLikelihoodLoss) X(SoftmaxCrossEntropyLoss) X(RNN) X(GRU) X(LSTM)    \
   X(GatherND) X(ScatterND) X(ScatterElements) X(Scatter)    \
-  X(Selu) X(Shrink) X(Round) X(CumSum) X(OneHot) X(LRN) X(TopK)
+  X(Selu) X(Shrink) X(Round) X(CumSum) X(OneHot) X(LRN) X(TopK)    \
+  X(If) X(Loop) X(Scan)
 
 namespace weft::onnxfe {
 class Importer;
