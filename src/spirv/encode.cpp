@@ -158,6 +158,25 @@ void check_interface(const Graph& g, const std::vector<ValueId>& values, const c
   }
 }
 
+// Operators without a SPIR-V instruction, reported before anything is rewritten (lift_rank0 would
+// otherwise trip over a WHILE_LOOP's rank-0 counter first).
+void check_instructions(const Module& m) {
+  for (const Graph& g : m.graphs())
+    for (size_t i = 0; i < g.nodes().size(); ++i) {
+      const Node& n = g.nodes()[i];
+      if (!is_rejected(n.op) || ml_call_opcode(n)) continue;
+      unsupported(g, g.node_label(static_cast<int>(i)),
+                  std::string(op_def(n.op).name) + " has no TOSA.001000.1 instruction: it cannot be written to SPIR-V" +
+                      (n.op == Op::CUSTOM ? " (only CUSTOM nodes of domain Arm.ExperimentalMLOperations named "
+                                            "CALL_<opcode>, with one output, have a SPIR-V form: CALL)"
+                       : n.op == Op::COND_IF || n.op == Op::WHILE_LOOP
+                           ? " (control flow decided at run time; run the model with `weft run`, or bind the inputs "
+                             "that decide an ONNX If's condition or a Loop's trip count and condition at compile "
+                             "time with --bind, so that the branch is inlined or the loop unrolled)"
+                           : ""));
+    }
+}
+
 void check_expressible(const Module& m) {
   for (const Graph& g : m.graphs()) {
     check_interface(g, g.inputs(), "graph input");
@@ -166,12 +185,6 @@ void check_expressible(const Module& m) {
       const Node& n = g.nodes()[i];
       const OpDef& d = op_def(n.op);
       const std::string label = g.node_label(static_cast<int>(i));
-      if (is_rejected(n.op) && !ml_call_opcode(n))
-        unsupported(g, label,
-                    std::string(d.name) + " has no TOSA.001000.1 instruction: it cannot be written to SPIR-V" +
-                        (n.op == Op::CUSTOM ? " (only CUSTOM nodes of domain Arm.ExperimentalMLOperations named "
-                                              "CALL_<opcode>, with one output, have a SPIR-V form: CALL)"
-                                            : ""));
       for (ValueId out : n.outputs) check_type(g, label, g.value(out).type, "output '%" + g.value(out).name + "'");
       for (size_t a = 0; a < d.attrs.size() && a < n.attrs.size(); ++a) {
         const auto* list = std::get_if<std::vector<int64_t>>(&n.attrs[a]);
@@ -710,6 +723,7 @@ Binary Encoder::run() {
 
 Binary encode(const Module& module, const EncodeOptions& options) {
   verify_or_throw(module);
+  check_instructions(module);
   // SPIR-V tensors have Rank > 0: rank-0 values are written as [1] (lift_rank0.h).
   std::optional<Module> lifted = lift_rank0(module);
   const Module& m = lifted ? *lifted : module;

@@ -428,40 +428,55 @@ void Importer::fail_not_constant(int i, const std::string& what, const std::stri
                     "', given at run time: bind it to a value when the model is compiled with --bind " + name +
                     "=FILE.npy (OnnxImportOptions::bindings)",
                 {.file = source_, .node = node_label_, .operand = name});
-  // Computed at run time: from which graph inputs? Bound to values at compile time, they make it
-  // a constant (the first is named as the error's operand, so a caller can bind and retry).
-  std::vector<std::string> sources;
-  {
-    std::vector<ValueId> stack;
-    std::set<ValueId> seen;
-    if (auto it = values_.find(name); it != values_.end() && !it->second.v.is_const()) stack.push_back(it->second.v.id);
-    while (!stack.empty() && seen.size() < 100000) {
-      const ValueId v = stack.back();
-      stack.pop_back();
-      if (v == kNoValue || !seen.insert(v).second) continue;
-      const Value& val = graph_.value(v);
-      if (val.producer < 0) {
-        if (std::find(graph_.inputs().begin(), graph_.inputs().end(), v) != graph_.inputs().end()) sources.push_back(val.name);
-        continue;
-      }
-      for (ValueId u : graph_.node(val.producer).inputs) stack.push_back(u);
-    }
-    std::sort(sources.begin(), sources.end());
-  }
-  if (!sources.empty()) {
-    std::string list, binds;
-    for (const std::string& s : sources) {
-      list += (list.empty() ? "'" : ", '") + s + "'";
-      binds += (binds.empty() ? "--bind " : " --bind ") + s + "=FILE.npy";
-    }
+  // A value of the main graph computed from graph inputs: name those inputs, which the user can
+  // bind (their values, not only their shapes, decide it).
+  std::vector<std::string> behind = runtime_inputs_behind(name);
+  if (!behind.empty()) {
+    std::string list;
+    for (const std::string& b : behind) list += (list.empty() ? "'" : ", '") + b + "'";
     throw Error(ErrorCode::kUnsupported,
-                what + " (input " + std::to_string(i) + " '" + name + "') " + must + "; it is computed at run time from graph input" +
-                    (sources.size() > 1 ? "s " : " ") + list + ": bind " + (sources.size() > 1 ? "them" : "it") +
-                    " to values when the model is compiled with " + binds + " (OnnxImportOptions::bindings)",
-                {.file = source_, .node = node_label_, .operand = sources.front()});
+                what + " (input " + std::to_string(i) + " '" + name + "') " + must +
+                    "; it is computed at run time from the graph input" + (behind.size() > 1 ? "s " : " ") + list +
+                    ": bind " + (behind.size() > 1 ? "them" : "it") + " to values when the model is compiled with --bind " +
+                    behind[0] + "=FILE.npy (OnnxImportOptions::bindings)" + budget_note(),
+                {.file = source_, .node = node_label_, .operand = behind[0]});
   }
   fail(what + " (input " + std::to_string(i) + " '" + name + "') " + must +
        "; it is computed at run time here (give static shapes with --shape)" + budget_note());
+}
+
+std::vector<std::string> Importer::runtime_inputs_behind(const std::string& name) const {
+  std::map<std::string, int> producer;
+  for (int k = 0; k < g_.node_size(); ++k)
+    for (const std::string& o : g_.node(k).output())
+      if (!o.empty()) producer[o] = k;
+  std::set<std::string> initialized, reached;
+  for (const auto& t : g_.initializer()) initialized.insert(t.name());
+  std::vector<std::string> work{name};
+  std::set<int> seen_nodes;
+  while (!work.empty()) {
+    const std::string v = work.back();
+    work.pop_back();
+    if (!reached.insert(v).second) continue;
+    auto p = producer.find(v);
+    if (p == producer.end() || !seen_nodes.insert(p->second).second) continue;
+    const onnx::NodeProto& n = g_.node(p->second);
+    for (const std::string& in : n.input())
+      if (!in.empty()) work.push_back(in);
+    for (const auto& a : n.attribute()) {
+      if (a.has_g())
+        for (const std::string& o : outer_names(a.g())) work.push_back(o);
+      for (const auto& sub : a.graphs())
+        for (const std::string& o : outer_names(sub)) work.push_back(o);
+    }
+  }
+  std::vector<std::string> r;
+  for (const auto& vi : g_.input()) {
+    if (!reached.count(vi.name()) || initialized.count(vi.name())) continue;
+    auto it = values_.find(vi.name());
+    if (it != values_.end() && !it->second.v.is_const()) r.push_back(vi.name());
+  }
+  return r;
 }
 
 std::vector<int64_t> Importer::const_ints(int i, const char* what) const {
@@ -929,7 +944,7 @@ void Importer::lower_node(const onnx::NodeProto& n) {
   node_ = &n;
   const std::string dom = n.domain().empty() ? "ai.onnx" : n.domain();
   node_label_ = (n.name().empty() ? (n.output_size() ? n.output(0) : std::string("?")) : n.name()) + " (" +
-                n.op_type() + ", domain " + dom + ", opset " + std::to_string(opset_) + ")";
+                n.op_type() + ", domain " + dom + ", opset " + std::to_string(opset_) + ")" + scope_note_;
   if (opset_ < 7 && attr("broadcast"))
     fail("the legacy 'broadcast' / 'axis' attributes (opsets before 7) are not supported; convert the model "
          "to opset 7 or later with onnx.version_converter");
@@ -987,7 +1002,9 @@ void Importer::lower_node(const onnx::NodeProto& n) {
     if (n.output(i).empty()) continue;
     auto v = values_.find(n.output(i));
     if (v == values_.end()) fail("output " + std::to_string(i) + " '" + n.output(i) + "' is not supported", ErrorCode::kUnsupported);
-    lowered_shapes_[n.output(i)] = {v->second.shape, node_label_};
+    // ONNX's shape inference is cross-checked for the main graph's values only: a sub-graph's
+    // names are lowered once per iteration, or into graphs of their own.
+    if (sub_depth_ == 0) lowered_shapes_[n.output(i)] = {v->second.shape, node_label_};
     // Name the TOSA value after the ONNX one where it is a fresh, same-layout result.
     TVal& t = v->second.v;
     if (!t.is_const() && v->second.perm.empty()) {
@@ -1130,6 +1147,24 @@ Module Importer::run() {
     compiler::cancel_layout_pairs(lowered);
   }
   Module m(std::move(lowered));
+  // The graphs of COND_IF and WHILE_LOOP nodes that are still used, reached from the entry graph.
+  std::map<std::string, const Graph*> built;
+  for (const Graph& sub : subgraphs_) built[sub.name()] = &sub;
+  std::vector<std::string> work;
+  auto referenced = [&](const Graph& g) {
+    for (const Node& n : g.nodes()) {
+      if (n.op == Op::COND_IF) work.insert(work.end(), {n.attr_str("then_graph"), n.attr_str("else_graph")});
+      if (n.op == Op::WHILE_LOOP) work.insert(work.end(), {n.attr_str("cond_graph"), n.attr_str("body_graph")});
+    }
+  };
+  referenced(m.main());
+  while (!work.empty()) {
+    const std::string name = work.back();
+    work.pop_back();
+    auto it = built.find(name);
+    if (it == built.end() || m.find_graph(name)) continue;
+    referenced(m.add_graph(compiler::prune_graph(*it->second)));
+  }
   if (options_.verify) {
     auto errors = verify_module(m);
     if (!errors.empty())
@@ -1365,6 +1400,216 @@ int64_t tosa_axis(const std::vector<int64_t>& perm, int64_t onnx_axis) {
   for (size_t i = 0; i < perm.size(); ++i)
     if (perm[i] == onnx_axis) return static_cast<int64_t>(i);
   return onnx_axis;
+}
+
+}  // namespace weft::onnxfe
+
+// ---- sub-graphs ---------------------------------------------------------------------------------
+
+namespace weft::onnxfe {
+
+Importer::Scope::~Scope() {
+  for (auto it = saved_.rbegin(); it != saved_.rend(); ++it) {
+    if (it->second) imp_.values_[it->first] = std::move(*it->second);
+    else imp_.values_.erase(it->first);
+  }
+}
+
+void Importer::Scope::save(const std::string& name) {
+  auto it = imp_.values_.find(name);
+  saved_.emplace_back(name, it == imp_.values_.end() ? std::nullopt : std::optional<OVal>(it->second));
+}
+
+void Importer::Scope::bind(const std::string& name, OVal v) {
+  save(name);
+  imp_.values_[name] = std::move(v);
+}
+
+const OVal* Importer::find_value(const std::string& name) const {
+  auto it = values_.find(name);
+  return it == values_.end() ? nullptr : &it->second;
+}
+
+const onnx::GraphProto& Importer::attr_graph(const char* name) const {
+  const auto* a = attr(name);
+  if (!a || a->type() != onnx::AttributeProto::GRAPH || !a->has_g())
+    fail(std::string("attribute '") + name + "' must be a graph", ErrorCode::kInvalidArgument);
+  return a->g();
+}
+
+namespace {
+
+void collect_outer(const onnx::GraphProto& g, std::set<std::string> defined, std::set<std::string>& seen,
+                   std::vector<std::string>& out) {
+  for (const auto& vi : g.input()) defined.insert(vi.name());
+  for (const auto& t : g.initializer()) defined.insert(t.name());
+  for (const auto& t : g.sparse_initializer()) defined.insert(t.values().name());
+  auto use = [&](const std::string& name) {
+    if (!name.empty() && !defined.count(name) && seen.insert(name).second) out.push_back(name);
+  };
+  for (const auto& n : g.node()) {
+    for (const std::string& i : n.input()) use(i);
+    for (const auto& a : n.attribute()) {
+      if (a.has_g()) collect_outer(a.g(), defined, seen, out);
+      for (const auto& sub : a.graphs()) collect_outer(sub, defined, seen, out);
+    }
+    for (const std::string& o : n.output())
+      if (!o.empty()) defined.insert(o);
+  }
+  for (const auto& vi : g.output()) use(vi.name());
+}
+
+std::string type_kind(const onnx::TypeProto& t) {
+  if (t.has_sequence_type()) return "a sequence";
+  if (t.has_optional_type()) return "an optional";
+  if (t.has_map_type()) return "a map";
+  if (t.has_sparse_tensor_type()) return "a sparse tensor";
+  return "not a tensor";
+}
+
+}  // namespace
+
+std::vector<std::string> Importer::outer_names(const onnx::GraphProto& body) {
+  std::set<std::string> seen;
+  std::vector<std::string> out;
+  collect_outer(body, {}, seen, out);
+  return out;
+}
+
+int64_t Importer::count_nodes(const onnx::GraphProto& body) {
+  int64_t n = body.node_size();
+  for (const auto& node : body.node())
+    for (const auto& a : node.attribute()) {
+      if (a.has_g()) n += count_nodes(a.g());
+      for (const auto& sub : a.graphs()) n += count_nodes(sub);
+    }
+  return n;
+}
+
+std::vector<OVal> Importer::inline_graph(const onnx::GraphProto& body, const std::vector<OVal>& inputs,
+                                         const std::string& where, const std::string& detail) {
+  const std::string in_what = where + " '" + body.name() + "'";
+  if (body.input_size() != static_cast<int>(inputs.size()))
+    fail(in_what + " declares " + std::to_string(body.input_size()) + " inputs; " + node_->op_type() + " passes it " +
+             std::to_string(inputs.size()),
+         ErrorCode::kInvalidArgument);
+  for (const auto& vi : body.output())
+    if (!vi.type().has_tensor_type() && vi.type().value_case() != onnx::TypeProto::VALUE_NOT_SET)
+      fail(in_what + ": output '" + vi.name() + "' is " + type_kind(vi.type()) +
+           "; Weft carries tensors only (sequences, maps and optionals are not supported)");
+  // The node being lowered and its label come back once the body is lowered, also on errors.
+  struct Restore {
+    Importer& imp;
+    const onnx::NodeProto* node;
+    std::string label, note;
+    ~Restore() {
+      imp.node_ = node;
+      imp.node_label_ = label;
+      imp.scope_note_ = note;
+      --imp.sub_depth_;
+    }
+  } restore{*this, node_, node_label_, scope_note_};
+  ++sub_depth_;
+  Scope scope(*this);
+  for (int k = 0; k < body.input_size(); ++k) {
+    const auto& vi = body.input(k);
+    if (vi.type().value_case() != onnx::TypeProto::VALUE_NOT_SET) {
+      if (!vi.type().has_tensor_type())
+        fail(in_what + ": input '" + vi.name() + "' is " + type_kind(vi.type()) +
+             "; Weft carries tensors only (sequences, maps and optionals are not supported)");
+      const int et = vi.type().tensor_type().elem_type();
+      const auto dt = tosa_dtype(et);
+      if (et != kOUndefined && dt && *dt != inputs[static_cast<size_t>(k)].v.dtype())
+        fail(in_what + ": input " + std::to_string(k) + " '" + vi.name() + "' is declared " + onnx_type_name(et) +
+                 " but receives " + inputs[static_cast<size_t>(k)].v.type.str(),
+             ErrorCode::kInvalidArgument);
+    }
+    scope.bind(vi.name(), inputs[static_cast<size_t>(k)]);
+  }
+  for (const auto& t : body.initializer())
+    scope.bind(t.name(), make_const_oval(t, in_what + ": initializer '" + t.name() + "'"));
+  for (const auto& n : body.node())
+    for (const std::string& o : n.output())
+      if (!o.empty()) scope.save(o);
+  scope_note_ = " in " + in_what + (detail.empty() ? "" : " (" + detail + ")") + " of " + node_label_;
+  for (const auto& n : body.node()) lower_node(n);
+  node_ = restore.node;
+  node_label_ = restore.label;
+  std::vector<OVal> outs;
+  for (const auto& vi : body.output()) {
+    auto it = values_.find(vi.name());
+    if (it == values_.end())
+      fail(in_what + ": output '" + vi.name() + "' is not produced by any node, input or enclosing scope",
+           ErrorCode::kInvalidArgument);
+    outs.push_back(it->second);
+  }
+  return outs;
+}
+
+std::string Importer::build_graph(const std::string& base, const std::vector<TensorType>& input_types,
+                                  const std::vector<std::string>& input_names,
+                                  const std::function<std::vector<TVal>(const std::vector<TVal>&)>& fn,
+                                  std::vector<TensorType>* output_types) {
+  // A name the text format and the .tosa writer take as they are: letters, digits, '_'.
+  std::string stem;
+  for (char c : base) stem += std::isalnum(static_cast<unsigned char>(c)) || c == '_' ? c : '_';
+  if (stem.empty() || std::isdigit(static_cast<unsigned char>(stem[0]))) stem = "g_" + stem;
+  std::string name = stem;
+  for (int k = 1; graph_names_.count(name); ++k) name = stem + "_" + std::to_string(k);
+  graph_names_.insert(name);
+
+  // Every emit goes to the new graph while `fn` runs: its own constants and type hints.
+  struct Swap {
+    Importer& imp;
+    Graph graph;
+    std::map<const Tensor*, std::pair<std::shared_ptr<const Tensor>, ValueId>> materialized;
+    std::map<DType, ValueId> hints;
+    bool inside = false;
+    void swap() {
+      std::swap(imp.graph_, graph);
+      std::swap(imp.materialized_, materialized);
+      std::swap(imp.hints_, hints);
+      inside = !inside;
+    }
+    ~Swap() {
+      if (inside) swap();
+    }
+  } sw{*this, Graph(name), {}, {}};
+  sw.swap();
+  std::vector<TVal> ins;
+  for (size_t k = 0; k < input_types.size(); ++k) {
+    const std::string nm = graph_.unique_name(k < input_names.size() && !input_names[k].empty() ? input_names[k] : "in");
+    ins.push_back(TVal{graph_.add_input(nm, input_types[k]), nullptr, input_types[k]});
+  }
+  std::vector<TVal> results = fn(ins);
+  std::vector<ValueId> outs;
+  std::set<ValueId> used;
+  for (const TVal& r : results) {
+    ValueId id = materialize(r);
+    const bool is_input = std::find(graph_.inputs().begin(), graph_.inputs().end(), id) != graph_.inputs().end();
+    if (is_input || used.count(id)) {
+      // One value per output, none of them an input: each output is a tensor of its own.
+      const TensorType t = graph_.value(id).type;
+      Node n;
+      n.op = Op::IDENTITY;
+      n.inputs = {id};
+      n.attrs = make_attrs(Op::IDENTITY, {});
+      id = graph_.add_value(graph_.unique_name(graph_.value(id).name + "_out"), t);
+      n.outputs = {id};
+      graph_.add_node(std::move(n));
+    }
+    used.insert(id);
+    outs.push_back(id);
+  }
+  graph_.set_outputs(outs);
+  if (output_types) {
+    output_types->clear();
+    for (ValueId id : outs) output_types->push_back(graph_.value(id).type);
+  }
+  // Back to the enclosing graph; the new one joins the module's graphs.
+  sw.swap();
+  subgraphs_.push_back(std::move(sw.graph));
+  return name;
 }
 
 }  // namespace weft::onnxfe

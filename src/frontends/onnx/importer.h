@@ -116,6 +116,11 @@ class Importer {
     if (!cond) fail(msg, ErrorCode::kInvalidArgument);
   }
 
+  // Input i of the current node is not known at compile time but must be: an error naming it, and
+  // how to bind the graph inputs it comes from (--bind); the Location's operand is the graph input
+  // to bind.
+  [[noreturn]] void fail_not_constant(int i, const std::string& what, const std::string& must) const;
+
   // ---- constants ----
   // The values of input i, which must be known at import time (`what` names it in the error).
   std::vector<int64_t> const_ints(int i, const char* what) const;
@@ -165,6 +170,49 @@ class Importer {
   const std::string& source() const { return source_; }
   Graph& graph() { return graph_; }
 
+  // ---- sub-graphs (If, Loop, Scan: lower_control.cpp) ----
+  // Rebinds ONNX names while it lives: each name bound or saved gets its previous value (or none)
+  // back when the scope ends, so that a sub-graph's names stay inside it.
+  class Scope {
+   public:
+    explicit Scope(Importer& imp) : imp_(imp) {}
+    ~Scope();
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+    void save(const std::string& name);  // restored when the scope ends
+    void bind(const std::string& name, OVal v);
+
+   private:
+    Importer& imp_;
+    std::vector<std::pair<std::string, std::optional<OVal>>> saved_;
+  };
+  // The value of ONNX name `name` in the scope being lowered; nullptr when there is none.
+  const OVal* find_value(const std::string& name) const;
+  // The graph attribute `name` of the current node (required).
+  const onnx::GraphProto& attr_graph(const char* name) const;
+  // The names `body` (with the sub-graphs nested in it) reads from the enclosing scopes, in the
+  // order of first use.
+  static std::vector<std::string> outer_names(const onnx::GraphProto& body);
+  // The number of nodes of `body`, those of nested sub-graphs included.
+  static int64_t count_nodes(const onnx::GraphProto& body);
+  // Lowers the nodes of sub-graph `body` into the graph being built: its inputs bound to `inputs`
+  // (one per body input, checked against the element types it declares), the values of the
+  // enclosing scopes visible, its own names visible only inside. Returns its outputs. Errors name
+  // the sub-graph by the attribute it comes from (`where`: "then_branch", "body") and `detail`
+  // ("iteration 3") after the node's label.
+  std::vector<OVal> inline_graph(const onnx::GraphProto& body, const std::vector<OVal>& inputs, const std::string& where,
+                                 const std::string& detail = "");
+  // Builds a separate TOSA graph of the module (COND_IF branches, WHILE_LOOP condition and body):
+  // `fn` runs with every emitted node going to it, gets its inputs (of `input_types`, named after
+  // `input_names`) and returns its outputs, which are then materialized. Returns the graph's name
+  // (unique in the module, from `base`); `output_types` receives the types of its outputs.
+  std::string build_graph(const std::string& base, const std::vector<TensorType>& input_types,
+                          const std::vector<std::string>& input_names,
+                          const std::function<std::vector<TVal>(const std::vector<TVal>&)>& fn,
+                          std::vector<TensorType>* output_types);
+  // Nodes lowered inside unrolled sub-graphs so far, and the limit on them (one import).
+  int64_t& unrolled_nodes() { return unrolled_nodes_; }
+
  private:
   friend struct ImporterAccess;
   void import_initializers();
@@ -179,9 +227,8 @@ class Importer {
   std::optional<std::vector<TVal>> fold(Node n, const std::vector<TVal>& inputs, const std::vector<DType>& out_dtypes);
   // Appended to "must be known at compile time" errors once folding stopped at the budget.
   std::string budget_note() const;
-  // Input i of the current node is not known at compile time but must be: an error naming it, and
-  // for a graph input how to bind it (--bind); the Location's operand is the input's name.
-  [[noreturn]] void fail_not_constant(int i, const std::string& what, const std::string& must) const;
+  // The graph inputs given at run time that the main graph's value `name` is computed from.
+  std::vector<std::string> runtime_inputs_behind(const std::string& name) const;
   OVal make_const_oval(const onnx::TensorProto& t, const std::string& what);
 
   const onnx::ModelProto& model_;
@@ -200,7 +247,17 @@ class Importer {
   std::map<std::string, std::string> unusable_;  // initializers TOSA cannot carry: why  // static shapes from ONNX's shape inference
   const onnx::NodeProto* node_ = nullptr;
   std::string node_label_;
+  // Appended to the labels of nodes lowered inside a sub-graph: " in <where> of <outer node>".
+  std::string scope_note_;
+  int sub_depth_ = 0;  // sub-graphs being lowered inside each other
+  std::vector<Graph> subgraphs_;  // COND_IF / WHILE_LOOP graphs built so far
+  std::set<std::string> graph_names_{"main"};
+  int64_t unrolled_nodes_ = 0;
 };
+
+// Nodes an import may lower by unrolling Loop and Scan bodies (iterations x body nodes, summed
+// over the model); past it a Loop without scan outputs becomes a WHILE_LOOP, anything else an error.
+inline constexpr int64_t kMaxUnrolledNodes = 65536;
 
 Tensor tensor_from_proto(const onnx::TensorProto& t, const std::string& what, const std::string& base_dir,
                          std::shared_ptr<const std::vector<int64_t>>* exact_ints, int* onnx_type);

@@ -26,7 +26,8 @@ class NodeProto;
   X(Selu) X(Shrink) X(Round) X(CumSum) X(OneHot) X(LRN) X(TopK)    \
   X(Atan) X(Asin) X(Acos) X(Asinh) X(Acosh) X(Atanh) X(BitShift) X(ConvInteger) X(MatMulInteger)    \
   X(DynamicQuantizeLinear) X(GridSample)    \
-  X(HannWindow) X(HammingWindow) X(BlackmanWindow) X(DFT) X(STFT) X(MelWeightMatrix) X(MaxUnpool)
+  X(HannWindow) X(HammingWindow) X(BlackmanWindow) X(DFT) X(STFT) X(MelWeightMatrix) X(MaxUnpool)    \
+  X(If) X(Loop) X(Scan)
 
 namespace weft::onnxfe {
 class Importer;

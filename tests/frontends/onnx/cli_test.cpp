@@ -227,5 +227,44 @@ TEST(OnnxCli, ListOpsAndUnsupportedModel) {
   EXPECT_HAS(r.err, "nz (NonZero, domain ai.onnx, opset 17)");
 }
 
+// An If on a condition given at run time: `weft run` takes either branch; a VGF cannot carry the
+// COND_IF (the error names the node and says to bind the condition), and with the condition bound
+// the taken branch is inlined and the VGF is written.
+TEST(OnnxCli, IfRunsBothWaysAndBindsForAVgf) {
+  test::TempDir dir("weft_onnx_cli_test");
+  ModelBuilder mb(13);
+  mb.input("c", kBool, {}).input("x", kFloat, {2}).output("y");
+  SubGraphBuilder then_b("then_body"), else_b("else_body");
+  then_b.node("Add", {"x", "x"}, {"t"});
+  then_b.output("t");
+  else_b.node("Neg", {"x"}, {"e"});
+  else_b.output("e");
+  auto& n = mb.node("If", {"c"}, {"y"}, "pick");
+  attr_graph(n, "then_branch", then_b.graph());
+  attr_graph(n, "else_branch", else_b.graph());
+  mb.save(dir.file("if.onnx"));
+  write_npy(dir.file("x.npy"), f32({2}, {1.5f, -2}));
+  write_npy(dir.file("yes.npy"), boolean({}, {1}));
+  write_npy(dir.file("no.npy"), boolean({}, {0}));
+
+  Result r = weft_cli(dir, "run if.onnx --input c=yes.npy --input x=x.npy --output y=a.npy");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  expect_near(read_npy(dir.file("a.npy")), {2}, {3, -4});
+  r = weft_cli(dir, "run if.onnx --input c=no.npy --input x=x.npy --output y=b.npy");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  expect_near(read_npy(dir.file("b.npy")), {2}, {-1.5f, 2});
+
+  r = weft_cli(dir, "compile if.onnx -o if.vgf");
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_HAS(r.err, "node 'pick'");
+  EXPECT_HAS(r.err, "COND_IF has no TOSA.001000.1 instruction");
+  EXPECT_HAS(r.err, "--bind");
+  r = weft_cli(dir, "compile if.onnx --bind c=no.npy -o if.vgf");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  r = weft_cli(dir, "run if.vgf --input x=x.npy --output y=v.npy");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  expect_near(read_npy(dir.file("v.npy")), {2}, {-1.5f, 2});
+}
+
 }  // namespace
 }  // namespace weft

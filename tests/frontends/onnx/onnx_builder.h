@@ -76,6 +76,14 @@ class ModelBuilder {
     for (float x : v) t->add_float_data(x);
     return *this;
   }
+  ModelBuilder& init_bool(const std::string& name, const std::vector<int64_t>& dims, const std::vector<int32_t>& v) {
+    auto* t = graph()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(kBool);
+    for (int64_t d : dims) t->add_dims(d);
+    for (int32_t x : v) t->add_int32_data(x);
+    return *this;
+  }
   ModelBuilder& init_i64(const std::string& name, const std::vector<int64_t>& dims, const std::vector<int64_t>& v) {
     auto* t = graph()->add_initializer();
     t->set_name(name);
@@ -146,6 +154,51 @@ inline void attr_ints(onnx::NodeProto& n, const std::string& name, const std::ve
   a->set_type(onnx::AttributeProto::INTS);
   for (int64_t x : v) a->add_ints(x);
 }
+
+inline void attr_graph(onnx::NodeProto& n, const std::string& name, const onnx::GraphProto& g) {
+  auto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::GRAPH);
+  *a->mutable_g() = g;
+}
+
+// A sub-graph (If branches, Loop and Scan bodies): inputs, nodes and outputs as ModelBuilder makes
+// them. Inputs and outputs may leave their shapes open, as exporters write them.
+class SubGraphBuilder {
+ public:
+  explicit SubGraphBuilder(const std::string& name) { g_.set_name(name); }
+  // An input of element type `type`; `dims` empty = no shape given.
+  SubGraphBuilder& input(const std::string& name, int type, const std::vector<int64_t>& dims = {}, bool scalar = false) {
+    auto* vi = g_.add_input();
+    vi->set_name(name);
+    auto* tt = vi->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(type);
+    if (!dims.empty() || scalar) {
+      auto* shape = tt->mutable_shape();
+      for (int64_t d : dims) shape->add_dim()->set_dim_value(d);
+    }
+    return *this;
+  }
+  SubGraphBuilder& output(const std::string& name, int type = kFloat) {
+    auto* vi = g_.add_output();
+    vi->set_name(name);
+    vi->mutable_type()->mutable_tensor_type()->set_elem_type(type);
+    return *this;
+  }
+  onnx::NodeProto& node(const std::string& op, const std::vector<std::string>& inputs,
+                        const std::vector<std::string>& outputs, const std::string& name = "") {
+    auto* n = g_.add_node();
+    n->set_op_type(op);
+    if (!name.empty()) n->set_name(name);
+    for (const auto& i : inputs) n->add_input(i);
+    for (const auto& o : outputs) n->add_output(o);
+    return *n;
+  }
+  const onnx::GraphProto& graph() const { return g_; }
+
+ private:
+  onnx::GraphProto g_;
+};
 
 // ---- running and data ---------------------------------------------------------------------------
 
