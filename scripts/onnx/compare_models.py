@@ -172,9 +172,25 @@ def main(argv=None):
             row.update(status="FAIL", error="Weft output %s" % e)
             failed = True
             continue
+        ref64_path = base + ".torch64.npy"
+        if os.path.exists(ref64_path):
+            # A float64 reference (export_models.py --float64-reference): how far each float32
+            # runtime is from it.
+            ref64 = np.load(ref64_path)
+            row["weft_vs_f64"] = errors(weft_out, ref64)
+            if ort_out is not None:
+                row["ort_vs_f64"] = errors(ort_out, ref64)
         if row["weft_vs_ort"] is not None and not row["weft_vs_ort"][1] <= args.rtol:  # NaN fails too
-            row.update(status="FAIL", error="Weft vs ORT rel %s > %g" % (fmt(row["weft_vs_ort"][1]), args.rtol))
-            failed = True
+            # Two float32 runtimes that both round may differ by more than rtol on a deep model whose
+            # float32 result itself is that far from exact. With a float64 reference, Weft passes
+            # when it is no farther from it than ORT (or within rtol of it).
+            w64, o64 = row.get("weft_vs_f64"), row.get("ort_vs_f64")
+            if w64 is not None and o64 is not None and w64[1] <= max(args.rtol, o64[1]):
+                row.update(status="ok", error="Weft vs ORT rel %s > %g, but Weft is %s from float64, ORT %s"
+                           % (fmt(row["weft_vs_ort"][1]), args.rtol, fmt(w64[1]), fmt(o64[1])))
+            else:
+                row.update(status="FAIL", error="Weft vs ORT rel %s > %g" % (fmt(row["weft_vs_ort"][1]), args.rtol))
+                failed = True
 
     # 3. Table.
     head = ("model", "MB", "weft-ort abs", "rel", "weft-torch abs", "rel", "ort-torch abs", "rel", "ort s", "weft s", "status")
@@ -189,15 +205,21 @@ def main(argv=None):
     widths = [max(len(str(l[i])) for l in lines) for i in range(len(head) - 1)]
     for l in lines:
         print("  ".join(str(c).ljust(w) for c, w in zip(l[:-1], widths)) + "  " + l[-1])
-    print("rel = max|a-b| / max|ref| over the tensor; gate: Weft vs ORT rel <= %g; threads %d"
-          % (args.rtol, args.threads))
+    print("rel = max|a-b| / max|ref| over the tensor; gate: Weft vs ORT rel <= %g (or, with a float64 reference, "
+          "Weft no farther from it than ORT); threads %d" % (args.rtol, args.threads))
+    for r in results:
+        if r.get("weft_vs_f64") is not None:
+            print("%s vs float64 reference: Weft rel %s, ORT rel %s" % (r["model"], fmt(r["weft_vs_f64"][1]),
+                  fmt(r["ort_vs_f64"][1]) if r.get("ort_vs_f64") is not None else "-"))
 
     if args.json:
         doc = {"rtol": args.rtol, "threads": args.threads, "weft": None if args.no_weft else args.weft,
                "relative_error": "max|a-b| / max|ref|", "models": []}
         for r in results:
             d = dict(r)
-            for key in ("weft_vs_ort", "weft_vs_torch", "ort_vs_torch"):
+            for key in ("weft_vs_ort", "weft_vs_torch", "ort_vs_torch", "weft_vs_f64", "ort_vs_f64"):
+                if key not in r:
+                    continue
                 # NaN (non-finite outputs) is written as null; such a row has status FAIL.
                 d[key] = None if r[key] is None else {
                     "max_abs": r[key][0] if r[key][0] == r[key][0] else None,

@@ -52,6 +52,8 @@ SEQ = ["lstm", "gru", "transformer_encoder", "mha"]
 # A small torchvision VisionTransformer (64x64 input, 2 layers): ViT-B/16's graph at a size that
 # travels (e.g. exported by a newer torch elsewhere and brought back).
 SMALL_IMAGE = ["vit_tiny"]
+# torchvision's segmentation models (input [1, 3, 224, 224]; the "out" head): as "seg".
+SEG = ["fcn_resnet50", "deeplabv3_resnet50", "deeplabv3_mobilenet_v3_large", "lraspp_mobilenet_v3_large"]
 SMALL_IMAGE_SHAPE = (1, 3, 64, 64)
 VIDEO_SHAPE = (1, 3, 16, 112, 112)
 SEQ_SHAPE = (1, 32, 64)
@@ -64,9 +66,12 @@ for _name in SEQ:
     MODELS[_name] = ("input", "seq")
 for _name in SMALL_IMAGE:
     MODELS[_name] = ("input", "image64")
+for _name in SEG:
+    MODELS[_name] = ("input", "image")
 # Which torch.onnx exporter: "torchscript" (the only one in Debian's torch 1.13) or "dynamo" (torch
 # 2.5+, the default from 2.9). Set by --exporter.
 EXPORTER = "torchscript"
+FLOAT64_REFERENCE = False  # --float64-reference
 OUTPUT_NAME = "output"
 
 # bert_encoder's configuration.
@@ -95,6 +100,8 @@ def parse_model_list(text):
             names += [m for m in TEST_MODELS + BROAD if m not in ("vit_b_16",) and m not in names]
         elif n in ("video", "seq", "small"):
             names += [m for m in {"video": VIDEO, "seq": SEQ, "small": SEQ + SMALL_IMAGE}[n] if m not in names]
+        elif n == "seg":
+            names += [m for m in SEG if m not in names]
         elif n and n not in names:
             names.append(n)
     unknown = [n for n in names if n not in MODELS]
@@ -259,6 +266,17 @@ def build_model(name):
         model = build_seq(name)
     elif name in VIDEO:
         model = getattr(torchvision.models.video, name)(weights=None)
+    elif name in SEG:
+        class Segmentation(nn.Module):
+            def __init__(self, net):
+                super().__init__()
+                self.net = net
+
+            def forward(self, x):
+                return self.net(x)["out"]
+
+        model = Segmentation(getattr(torchvision.models.segmentation, name)(weights=None, weights_backbone=None,
+                                                                            aux_loss=None))
     elif name == "vit_tiny":
         from torchvision.models.vision_transformer import VisionTransformer
         model = VisionTransformer(image_size=64, patch_size=16, num_layers=2, num_heads=4, hidden_dim=64, mlp_dim=128,
@@ -338,6 +356,12 @@ def export_one(name, out_dir, force=False, batch=1):
     os.replace(tmp, files["onnx"])
     np.save(files["input"], x)
     np.save(files["torch"], ref)
+    if FLOAT64_REFERENCE:
+        # The same weights and input in float64: a reference closer to the exact result than any
+        # float32 runtime, to tell rounding differences between two of them apart from errors.
+        with torch.no_grad():
+            ref64 = model.double()(torch.from_numpy(x).double()).numpy()
+        np.save(files["onnx"][:-len(".onnx")] + ".torch64.npy", ref64)
     dt = time.perf_counter() - t0
     size_mb = os.path.getsize(files["onnx"]) / 1e6
     scale = float(np.abs(ref).max())
@@ -387,6 +411,8 @@ def main(argv=None):
     ap.add_argument("--force", action="store_true", help="re-export models that already exist")
     ap.add_argument("--opset", type=int, default=DEFAULT_OPSET,
                     help="ONNX opset to export (default %d; 0 with --exporter dynamo: the exporter's default)" % DEFAULT_OPSET)
+    ap.add_argument("--float64-reference", action="store_true",
+                    help="also write NAME.torch64.npy, the model's output computed in float64")
     ap.add_argument("--exporter", choices=["torchscript", "dynamo"], default="torchscript",
                     help="torch.onnx exporter (dynamo: torch 2.5+; the default of torch 2.9+)")
     ap.add_argument("--ops", action="store_true", help="also print each model's ONNX op types and counts")
@@ -394,8 +420,9 @@ def main(argv=None):
     ap.add_argument("--batch", type=int, default=1,
                     help="batch size of the exported input (files NAME.bB.* when not 1; default 1)")
     args = ap.parse_args(argv)
-    global EXPORTER, OPSET
+    global EXPORTER, OPSET, FLOAT64_REFERENCE
     EXPORTER = args.exporter
+    FLOAT64_REFERENCE = args.float64_reference
     OPSET = args.opset
 
     names = parse_model_list(args.models)
