@@ -90,3 +90,45 @@ def test_max_pool_indices_match_torch():
         want = PoolIndices()(x)
     torch.testing.assert_close(got[0], want[0])
     assert got[1].to(torch.int64).tolist() == want[1].tolist()
+
+
+class Einsum(torch.nn.Module):
+    def __init__(self, eq):
+        super().__init__()
+        self.eq = eq
+
+    def forward(self, *xs):
+        return torch.einsum(self.eq, *xs)
+
+
+@pytest.mark.parametrize("eq,shapes", [
+    ("bhqd,bhkd->bhqk", [(2, 3, 5, 4), (2, 3, 6, 4)]),       # attention scores
+    ("ii->i", [(4, 4)]),                                      # diagonal
+    ("ii", [(4, 4)]),                                         # trace (implicit output)
+    ("ij,jk,kl->il", [(2, 3), (3, 4), (4, 5)]),               # a chain of three
+    ("...ij,...jk->...ik", [(2, 1, 3, 4), (5, 4, 2)]),        # broadcast ellipsis
+    ("bij,j->bi", [(3, 4, 5), (5,)]),
+    ("ijk->kj", [(2, 3, 4)]),                                 # a sum and a transpose
+])
+def test_einsum_matches_torch(eq, shapes):
+    torch.manual_seed(3)
+    xs = tuple(torch.randn(s) for s in shapes)
+    compiled = wt.compile(Einsum(eq).eval(), xs)
+    want = torch.einsum(eq, *xs)
+    torch.testing.assert_close(compiled(*xs), want, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("dims,kw", [
+    (3, dict(stride=2, padding=1, output_padding=1, groups=2)),
+    (3, dict(stride=(1, 2, 2), padding=(0, 1, 2), dilation=2)),
+    (2, dict(stride=2, padding=1, dilation=2, groups=2)),  # dilated: no TRANSPOSE_CONV2D form
+    (1, dict(stride=3, padding=1, output_padding=2)),
+])
+def test_conv_transpose_matches_torch(dims, kw):
+    torch.manual_seed(4)
+    conv = getattr(torch.nn, "ConvTranspose%dd" % dims)(4, 6, 3, **kw).eval()
+    x = torch.randn((1, 4) + (5, 6, 7)[:dims])
+    compiled = wt.compile(conv, x)
+    with torch.no_grad():
+        want = conv(x)
+    torch.testing.assert_close(compiled(x), want, atol=1e-5, rtol=1e-5)

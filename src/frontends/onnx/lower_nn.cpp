@@ -550,10 +550,138 @@ void lower_Conv(Importer& imp, const onnx::NodeProto&) { conv(imp, {0, 1, 2, fal
 void lower_QLinearConv(Importer& imp, const onnx::NodeProto&) { conv(imp, {0, 3, 8, true}); }
 void lower_ConvInteger(Importer& imp, const onnx::NodeProto&) { conv(imp, {0, 1, -1, false, true}); }
 
+namespace {
+// ConvTranspose as a convolution, for what TRANSPOSE_CONV2D cannot say (3-D, dilations): the input
+// with stride - 1 zeros between neighbours, padded by (kernel extent - 1 - pad) on each side (plus
+// output_padding at the end; a negative amount crops), convolved (CONV3D, stride 1, the same
+// dilation) with the kernel reversed in space and its channel axes swapped. A 2-D one is a 3-D one
+// of depth 1.
+void conv_transpose_as_conv(Importer& imp, const OVal& x, const OVal& w) {
+  const size_t sp = x.shape.size() - 2;
+  const int64_t group = imp.attr_int("group", 1);
+  const int64_t c = x.shape[1];
+  if (group < 1 || c % group || w.shape[0] != c)
+    imp.fail("group " + std::to_string(group) + " does not fit input channels " + std::to_string(c) + " and weights " + shape_str(w.shape), ErrorCode::kInvalidArgument);
+  const int64_t ocg = w.shape[1], oc = ocg * group, cg = c / group;
+  auto get = [&](const char* name, std::vector<int64_t> dflt, size_t n) {
+    auto v = imp.attr_ints(name).value_or(dflt);
+    if (v.size() != n)
+      imp.fail(std::string(name) + " has " + std::to_string(v.size()) + " values; this ConvTranspose needs " + std::to_string(n), ErrorCode::kInvalidArgument);
+    return v;
+  };
+  auto strides = get("strides", std::vector<int64_t>(sp, 1), sp), dil = get("dilations", std::vector<int64_t>(sp, 1), sp);
+  auto pads = get("pads", std::vector<int64_t>(2 * sp, 0), 2 * sp), opad = get("output_padding", std::vector<int64_t>(sp, 0), sp);
+  const std::string auto_pad = imp.attr_str("auto_pad", "NOTSET");
+  for (size_t d = 0; d < sp; ++d) {
+    if (strides[d] < 1 || dil[d] < 1) imp.fail("strides and dilations must be >= 1", ErrorCode::kInvalidArgument);
+    const int64_t in = x.shape[2 + d], keff = dil[d] * (w.shape[2 + d] - 1) + 1;
+    int64_t target = -1;
+    if (auto os = imp.attr_ints("output_shape")) {
+      if (os->size() != sp && os->size() != sp + 2) imp.fail("output_shape must have one value per spatial dimension", ErrorCode::kInvalidArgument);
+      target = (*os)[os->size() - sp + d];
+    } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      target = in * strides[d];
+    }
+    if (target >= 0) {
+      const int64_t total = strides[d] * (in - 1) + opad[d] + keff - target;
+      const int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
+      pads[d] = auto_pad == "SAME_UPPER" || imp.attr("output_shape") ? (auto_pad == "SAME_UPPER" ? half : total - half) : total - half;
+      pads[sp + d] = total - pads[d];
+    } else if (auto_pad == "VALID") {
+      pads[d] = pads[sp + d] = 0;
+    }
+  }
+  // As 3-D: [N, C, D, H, W] with D = 1 for a 2-D ConvTranspose.
+  auto lift = [&](std::vector<int64_t> v, int64_t one) {
+    v.insert(v.begin(), 3 - sp, one);
+    return v;
+  };
+  std::vector<int64_t> st3 = lift(strides, 1), dl3 = lift(dil, 1), pb3 = lift(std::vector<int64_t>(pads.begin(), pads.begin() + static_cast<std::ptrdiff_t>(sp)), 0),
+                       pe3 = lift(std::vector<int64_t>(pads.begin() + static_cast<std::ptrdiff_t>(sp), pads.end()), 0), op3 = lift(opad, 0);
+  TVal v = imp.plain(x);
+  TVal wt = imp.plain(w);
+  Shape xs = x.shape, ws = w.shape;
+  if (sp < 3) {
+    xs.insert(xs.begin() + 2, 3 - sp, 1);
+    ws.insert(ws.begin() + 2, 3 - sp, 1);
+    v = imp.reshape(v, xs);
+    wt = imp.reshape(wt, ws);
+  }
+  v = imp.transpose(v, {0, 2, 3, 4, 1});  // NDHWC
+  const DType dt = v.dtype();
+  if (!is_float(dt)) imp.fail("ConvTranspose of integer data is not supported here");
+  for (int a = 0; a < 3; ++a) {
+    const int64_t s = st3[static_cast<size_t>(a)];
+    const Shape cur = v.shape();
+    if (s > 1) {
+      int64_t outer = 1, inner = 1;
+      for (int k = 0; k <= a + 1; ++k) outer *= cur[static_cast<size_t>(k)];
+      for (size_t k = static_cast<size_t>(a) + 2; k < cur.size(); ++k) inner *= cur[k];
+      TVal t = imp.reshape(v, {outer, 1, inner});
+      t = imp.emit(Op::PAD, {t, imp.shape_const({0, 0, 0, s - 1, 0, 0}), imp.scalar(dt, 0, 1)});
+      Shape grown = cur;
+      grown[static_cast<size_t>(a) + 1] *= s;
+      t = imp.reshape(t, grown);
+      Shape keep = cur;
+      keep[static_cast<size_t>(a) + 1] = (cur[static_cast<size_t>(a) + 1] - 1) * s + 1;
+      v = imp.slice(t, std::vector<int64_t>(5, 0), std::vector<int64_t>(keep.begin(), keep.end()));
+    }
+    const int64_t keff = dl3[static_cast<size_t>(a)] * (ws[2 + static_cast<size_t>(a)] - 1) + 1;
+    const int64_t before = keff - 1 - pb3[static_cast<size_t>(a)], after = keff - 1 - pe3[static_cast<size_t>(a)] + op3[static_cast<size_t>(a)];
+    const Shape now = v.shape();
+    const size_t ax = static_cast<size_t>(a) + 1;
+    if (before < 0 || after < 0) {
+      std::vector<int64_t> start(5, 0), size(now.begin(), now.end());
+      start[ax] = std::max<int64_t>(0, -before);
+      size[ax] = now[ax] - start[ax] - std::max<int64_t>(0, -after);
+      if (size[ax] < 1) imp.fail("the pads leave no output", ErrorCode::kInvalidArgument);
+      v = imp.slice(v, start, size);
+    }
+    if (before > 0 || after > 0) {
+      std::vector<int64_t> pp(10, 0);
+      pp[2 * ax] = std::max<int64_t>(0, before);
+      pp[2 * ax + 1] = std::max<int64_t>(0, after);
+      v = imp.emit(Op::PAD, {v, imp.shape_const(pp), imp.scalar(dt, 0, 1)});
+    }
+  }
+  // The kernel reversed in space: [C, OC/g, KD, KH, KW].
+  for (int64_t a = 2; a < 5; ++a) wt = imp.emit(Op::REVERSE, {wt}, {{"axis", a}});
+  TVal bias = imp.has_input(2) ? imp.plain(imp.in(2)) : imp.const_tensor(Tensor::zeros({dt, {oc}}));
+  Attrs attrs{{"pad", std::vector<int64_t>(6, 0)}, {"stride", std::vector<int64_t>{1, 1, 1}}, {"dilation", dl3}, {"acc_type", acc_for(dt)}};
+  TVal zp = imp.scalar(dt, 0, 1);
+  std::vector<TVal> parts;
+  const Shape is = v.shape();
+  for (int64_t g = 0; g < group; ++g) {
+    TVal xi = group == 1 ? v : imp.slice(v, {0, 0, 0, 0, g * cg}, {is[0], is[1], is[2], is[3], cg});
+    TVal wi = group == 1 ? wt : imp.slice(wt, {g * cg, 0, 0, 0, 0}, {cg, ocg, ws[2], ws[3], ws[4]});
+    wi = imp.transpose(wi, {1, 2, 3, 4, 0});  // [OC/g, KD, KH, KW, C/g]
+    TVal bi = group == 1 ? bias : imp.slice(bias, {g * ocg}, {ocg});
+    parts.push_back(imp.emit(Op::CONV3D, {xi, wi, bi, zp, zp}, attrs));
+  }
+  TVal y = parts.size() == 1 ? parts[0] : imp.emit(Op::CONCAT, parts, {{"axis", int64_t{4}}});
+  if (sp == 2) {
+    const Shape ys = y.shape();
+    imp.set_out(0, imp.reshape(y, {ys[0], ys[2], ys[3], ys[4]}), kNhwc, x.onnx_type);
+  } else if (sp == 1) {
+    const Shape ys = y.shape();
+    imp.set_out(0, imp.reshape(y, {ys[0], ys[3], ys[4]}), kNwc, x.onnx_type);
+  } else {
+    imp.set_out(0, y, kNdhwc, x.onnx_type);
+  }
+}
+}  // namespace
+
 void lower_ConvTranspose(Importer& imp, const onnx::NodeProto&) {
   const OVal& x = imp.in(0);
   const OVal& w = imp.in(1);  // [C, OC/g, KH, KW]
-  if (x.shape.size() != 4 || w.shape.size() != 4) imp.fail("only 2-D ConvTranspose is supported");
+  if (x.shape.size() != w.shape.size()) imp.fail("the input " + shape_str(x.shape) + " and the weights " + shape_str(w.shape) + " differ in rank", ErrorCode::kInvalidArgument);
+  const auto dilations = imp.attr_ints("dilations");
+  const bool dilated = dilations && std::any_of(dilations->begin(), dilations->end(), [](int64_t d) { return d != 1; });
+  if (x.shape.size() == 5 || x.shape.size() == 3 || (x.shape.size() == 4 && dilated)) {
+    conv_transpose_as_conv(imp, x, w);
+    return;
+  }
+  if (x.shape.size() != 4) imp.fail("ConvTranspose needs 1, 2 or 3 spatial dimensions", ErrorCode::kInvalidArgument);
   const int64_t group = imp.attr_int("group", 1);
   const int64_t c = x.shape[1];
   if (group < 1 || c % group || w.shape[0] != c) imp.fail("group " + std::to_string(group) + " does not fit input channels " + std::to_string(c) + " and weights " + shape_str(w.shape), ErrorCode::kInvalidArgument);
