@@ -70,6 +70,7 @@ struct OnnxInterface {
     // the bits of int8 / int16 (dtype); uint32, uint64 and int64 as int32, values up to 2^31 - 1.
     std::string onnx_type;
     bool is_unsigned = false;
+    bool is_int64 = false;  // ONNX int64, carried as int32
   };
   std::vector<Value> inputs, outputs;
 };

@@ -100,6 +100,9 @@ struct IoInfo {
   // uint16 in i16, uint32/uint64 in i32 with values up to 2^31 - 1). Readers and writers of
   // arrays (the CLI's .npy files, Python) use the unsigned types for them.
   bool is_unsigned = false;
+  // An ONNX int64 value carried as int32 (values in the int32 range): Python takes int64 arrays
+  // for it (range-checked) and returns int64 arrays.
+  bool is_int64 = false;
 };
 
 // What the memory planner decided for the entry graph.

@@ -61,6 +61,7 @@ py::tuple shape_tuple(const Shape& s) {
 // The numpy type of a model input or output: its carrier's, or for unsigned values
 // (IoInfo::is_unsigned) the unsigned type of the same size.
 py::dtype io_dtype(const IoInfo& io) {
+  if (io.is_int64) return py::dtype("int64");
   if (io.is_unsigned) {
     switch (io.type.dtype) {
       case DType::kInt8: return py::dtype("uint8");
@@ -87,6 +88,12 @@ py::array to_numpy(const Tensor& t, std::optional<py::dtype> as = std::nullopt) 
 // A numpy array as the model's input `info`, borrowed (the array must stay alive during the run).
 Tensor from_numpy(const py::array& a, const IoInfo& info) {
   const TensorType& want = info.type;
+  if (info.is_int64 && !a.dtype().is(py::dtype("int64")) && a.dtype().is(numpy_dtype(want.dtype))) {
+    // int32 data for an ONNX int64 input: what the model carries, taken as it is.
+    IoInfo as_is = info;
+    as_is.is_int64 = false;
+    return from_numpy(a, as_is);
+  }
   const py::dtype dt = io_dtype(info);
   auto fail = [&](const std::string& why) -> Tensor {
     throw Error(ErrorCode::kInvalidArgument, "input '" + info.name + "' (" + want.str() + "): " + why,
@@ -114,6 +121,18 @@ Tensor from_numpy(const py::array& a, const IoInfo& info) {
              " does not fit int32, which carries the model's unsigned values (up to 2^31 - 1)");
   }
   const TensorType type{want.dtype, shape};  // a dynamic model's open dimensions take the array's
+  if (info.is_int64) {
+    // int64 values, carried as int32: converted (a copy), each checked to fit.
+    Tensor t = Tensor::zeros(type);
+    const auto* p = static_cast<const int64_t*>(a.data());
+    for (py::ssize_t i = 0; i < a.size(); ++i) {
+      if (p[i] < INT32_MIN || p[i] > INT32_MAX)
+        fail("int64 value " + std::to_string(p[i]) + " at flat index " + std::to_string(i) +
+             " is outside the int32 range the model carries it in");
+      t.mutable_data<int32_t>()[i] = static_cast<int32_t>(p[i]);
+    }
+    return t;
+  }
   return Tensor(type, Buffer::wrap(nullptr, a.data(), type.byte_size()));
 }
 
@@ -154,7 +173,8 @@ class Session {
         ctx_.run();
       }
       py::dict result;
-      for (size_t j = 0; j < outs.size(); ++j) result[py::str(outs[j].name)] = to_numpy(ctx_.output(j).clone(), io_dtype(outs[j]));
+      for (size_t j = 0; j < outs.size(); ++j)
+        result[py::str(outs[j].name)] = outs[j].is_int64 ? widen_int64(ctx_.output(j)) : to_numpy(ctx_.output(j).clone(), io_dtype(outs[j]));
       return result;
     }
     // The outputs are written straight into new numpy arrays (bound as the outputs' memory for
@@ -164,7 +184,8 @@ class Session {
     results.reserve(outs.size());
     for (const IoInfo& o : outs) {
       std::vector<py::ssize_t> shape(o.type.shape.begin(), o.type.shape.end());
-      results.emplace_back(io_dtype(o), shape);
+      // int64 outputs (computed as int32) are widened after the run; the others are bound.
+      results.emplace_back(o.is_int64 ? numpy_dtype(o.type.dtype) : io_dtype(o), shape);
       out_data.push_back(results.back().mutable_data());
     }
     {
@@ -181,9 +202,12 @@ class Session {
       ctx_.run();
     }
     py::dict result;
-    for (size_t j = 0; j < outs.size(); ++j) result[py::str(outs[j].name)] = results[j];
+    for (size_t j = 0; j < outs.size(); ++j)
+      result[py::str(outs[j].name)] = outs[j].is_int64 ? py::array(results[j].attr("astype")("int64")) : results[j];
     return result;
   }
+
+  static py::array widen_int64(const Tensor& t) { return py::array(to_numpy(t.clone()).attr("astype")("int64")); }
 
   // Binds every output to the session's own buffer (allocated once).
   void park_outputs() {

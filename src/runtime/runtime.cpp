@@ -28,12 +28,15 @@ struct Model::Impl {
   Module module;
   std::string source;  // file the model came from ("" for in-memory modules)
   std::vector<IoInfo> inputs, outputs;
-  // Copies is_unsigned from the declared interface onto the inputs and outputs, by name.
+  // Copies is_unsigned / is_int64 from the declared interface onto the inputs and outputs, by name.
   void mark_unsigned(const std::vector<IoInfo>& ins, const std::vector<IoInfo>& outs) {
     auto mark = [](std::vector<IoInfo>& list, const std::vector<IoInfo>& from) {
       for (IoInfo& io : list)
         for (const IoInfo& f : from)
-          if (f.name == io.name) io.is_unsigned = f.is_unsigned;
+          if (f.name == io.name) {
+            io.is_unsigned = f.is_unsigned;
+            io.is_int64 = f.is_int64;
+          }
     };
     mark(inputs, ins);
     mark(outputs, outs);
@@ -223,9 +226,10 @@ std::shared_ptr<const Model> Model::load(const std::string& path, const LoadOpti
         if (options.onnx.bindings.count(in.name)) continue;
         auto given = options.onnx.input_shapes.find(in.name);
         Shape shape = given != options.onnx.input_shapes.end() ? given->second : in.shape;
-        impl->inputs.push_back({in.name, TensorType{in.dtype, shape}, in.is_unsigned});
+        impl->inputs.push_back({in.name, TensorType{in.dtype, shape}, in.is_unsigned, in.is_int64});
       }
-      for (const auto& out : io.outputs) impl->outputs.push_back({out.name, TensorType{out.dtype, out.shape}, out.is_unsigned});
+      for (const auto& out : io.outputs)
+        impl->outputs.push_back({out.name, TensorType{out.dtype, out.shape}, out.is_unsigned, out.is_int64});
       return std::shared_ptr<const Model>(new Model(std::move(impl)));
     }
   }
@@ -236,8 +240,8 @@ std::shared_ptr<const Model> Model::load(const std::string& path, const LoadOpti
     if (std::filesystem::path(path).extension() == ".onnx") {
       OnnxInterface io = onnx_interface(path);
       std::vector<IoInfo> ins, outs;
-      for (const auto& v : io.inputs) ins.push_back({v.name, {v.dtype, v.shape}, v.is_unsigned});
-      for (const auto& v : io.outputs) outs.push_back({v.name, {v.dtype, v.shape}, v.is_unsigned});
+      for (const auto& v : io.inputs) ins.push_back({v.name, {v.dtype, v.shape}, v.is_unsigned, v.is_int64});
+      for (const auto& v : io.outputs) outs.push_back({v.name, {v.dtype, v.shape}, v.is_unsigned, v.is_int64});
       const_cast<Impl&>(*model->impl_).mark_unsigned(ins, outs);
     }
     return model;

@@ -132,3 +132,31 @@ def test_conv_transpose_matches_torch(dims, kw):
     with torch.no_grad():
         want = conv(x)
     torch.testing.assert_close(compiled(x), want, atol=1e-5, rtol=1e-5)
+
+
+class Det(torch.nn.Module):
+    def forward(self, x):
+        return torch.linalg.det(x)
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 5])
+def test_det_matches_torch(n):
+    torch.manual_seed(5)
+    x = torch.randn(3, n, n)
+    compiled = wt.compile(Det().eval(), x)
+    torch.testing.assert_close(compiled(x), torch.linalg.det(x), atol=1e-4, rtol=1e-4)
+
+
+class ScatterAdd(torch.nn.Module):
+    def forward(self, x, idx, src):
+        return x.scatter_add(1, idx, src)
+
+
+def test_scatter_add_with_repeated_indices_matches_torch():
+    # ScatterElements with reduction "add": repeated positions accumulate (TOSA SCATTER forbids them).
+    torch.manual_seed(6)
+    x = torch.randn(3, 5)
+    idx = torch.tensor([[0, 0, 4, 1], [2, 2, 2, 2], [4, 3, 4, 0]])
+    src = torch.randn(3, 4)
+    compiled = wt.compile(ScatterAdd().eval(), (x, idx, src))
+    torch.testing.assert_close(compiled(x, idx, src), ScatterAdd()(x, idx, src), atol=1e-6, rtol=1e-6)

@@ -1344,6 +1344,7 @@ OnnxInterface onnx_interface(const std::string& path) {
     v.dtype = *dt;
     v.onnx_type = onnxfe::onnx_type_name(tt.elem_type());
     v.is_unsigned = onnxfe::is_unsigned_onnx(tt.elem_type());
+    v.is_int64 = tt.elem_type() == onnxfe::kOInt64;
     v.has_shape = tt.has_shape();
     for (const auto& d : tt.shape().dim()) v.shape.push_back(d.has_dim_value() && d.dim_value() > 0 ? d.dim_value() : -1);
     return v;

@@ -2,6 +2,7 @@
 // operators. Element-wise operators keep their operands' layout (NHWC inside a CNN).
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <numeric>
 
 #include <onnx/onnx_pb.h>
@@ -538,9 +539,36 @@ void lower_ArgMin(Importer& imp, const onnx::NodeProto&) { arg_reduce(imp, true)
 
 void lower_BatchNormalization(Importer& imp, const onnx::NodeProto&) {
   const OVal& x = imp.in(0);
-  if (imp.attr_int("training_mode", 0)) imp.fail("training_mode = 1 is not supported (Weft compiles for inference)");
-  if (imp.wants_output(1) || imp.wants_output(2)) imp.fail("the running mean/variance outputs exist only in training mode");
+  const bool training = imp.attr_int("training_mode", 0) != 0;
+  if (!training && (imp.wants_output(1) || imp.wants_output(2))) imp.fail("the running mean/variance outputs exist only in training mode");
   require_float(imp, x.v);
+  if (training) {
+    // Normalized by the batch's own statistics (mean and population variance over every axis but
+    // the channel); the running statistics move towards them by (1 - momentum).
+    const double eps = imp.attr_float("epsilon", 1e-5f), momentum = imp.attr_float("momentum", 0.9f);
+    TVal v = imp.plain(x);
+    const Shape xs = x.shape;
+    std::vector<int64_t> perm{1, 0};
+    for (size_t d = 2; d < xs.size(); ++d) perm.push_back(static_cast<int64_t>(d));
+    const int64_t c = xs[1], m = shape_elements(xs) / c;
+    TVal rows = imp.reshape(imp.transpose(v, perm), {c, m});
+    const double inv = 1.0 / static_cast<double>(m);
+    TVal mean = imp.mul(imp.reduce(Op::REDUCE_SUM, rows, 1), imp.scalar(v.dtype(), inv, 2));  // [C, 1]
+    TVal d = imp.sub(rows, mean);
+    TVal var = imp.mul(imp.reduce(Op::REDUCE_SUM, imp.mul(d, d), 1), imp.scalar(v.dtype(), inv, 2));
+    TVal a = imp.mul(imp.reshape(imp.plain(imp.in(1)), {c, 1}), imp.emit(Op::RSQRT, {imp.add(var, imp.scalar(v.dtype(), eps, 2))}));
+    TVal y = imp.add(imp.mul(d, a), imp.reshape(imp.plain(imp.in(2)), {c, 1}));
+    Shape ps;
+    for (int64_t p : perm) ps.push_back(xs[static_cast<size_t>(p)]);
+    imp.set_out(0, imp.transpose(imp.reshape(y, ps), inverse_perm(perm)), {}, x.onnx_type);
+    auto running = [&](int i, const TVal& batch) {
+      TVal r = imp.reshape(imp.plain(imp.in(i)), {c, 1});
+      return imp.reshape(imp.add(imp.mul(r, imp.scalar(v.dtype(), momentum, 2)), imp.mul(batch, imp.scalar(v.dtype(), 1 - momentum, 2))), {c});
+    };
+    if (imp.wants_output(1)) imp.set_out(1, running(3, mean), {}, x.onnx_type);
+    if (imp.wants_output(2)) imp.set_out(2, running(4, var), {}, x.onnx_type);
+    return;
+  }
   const double eps = imp.attr_float("epsilon", 1e-5f);
   // y = x * a + b with a = scale / sqrt(var + eps), b = bias - mean * a (constants fold).
   TVal scale = imp.plain(imp.in(1)), bias = imp.plain(imp.in(2)), mean = imp.plain(imp.in(3)), var = imp.plain(imp.in(4));
@@ -1141,6 +1169,41 @@ void lower_TopK(Importer& imp, const onnx::NodeProto&) {
   auto joined = [&](const std::vector<TVal>& v) { return v.size() == 1 ? v[0] : imp.emit(Op::CONCAT, v, {{"axis", axis}}); };
   imp.set_out(0, joined(values), {}, x.onnx_type);
   if (imp.wants_output(1)) imp.set_out(1, joined(indices), {}, kOInt64);
+}
+
+
+// Det of [..., n, n] for n <= 5: Laplace expansion along the first row, the minors of every column
+// subset computed once (2^n of them), each a sum of products of the [...] entry tensors.
+void lower_Det(Importer& imp, const onnx::NodeProto&) {
+  const OVal& x = imp.in(0);
+  const size_t r = x.shape.size();
+  if (r < 2 || x.shape[r - 1] != x.shape[r - 2]) imp.fail("the input must be [..., n, n]", ErrorCode::kInvalidArgument);
+  const int64_t n = x.shape[r - 1];
+  if (n > 5) imp.fail("Det of " + std::to_string(n) + "x" + std::to_string(n) + " matrices is not supported (Laplace expansion up to 5x5)");
+  TVal v = imp.plain(x);
+  require_float(imp, v);
+  const int64_t batch = shape_elements(x.shape) / (n * n);
+  v = imp.reshape(v, {batch, n * n});
+  auto entry = [&](int64_t i, int64_t j) { return imp.slice(v, {0, i * n + j}, {batch, 1}); };
+  // minor[mask]: the determinant of rows n - popcount(mask) .. n - 1 and the columns in mask.
+  std::map<int64_t, TVal> minor;
+  for (int64_t mask = 1; mask < (int64_t{1} << n); ++mask) {
+    const int64_t size = __builtin_popcountll(static_cast<unsigned long long>(mask));
+    const int64_t row = n - size;
+    TVal acc;
+    int sign = 1;
+    for (int64_t j = 0; j < n; ++j) {
+      if (!(mask & (int64_t{1} << j))) continue;
+      TVal term = entry(row, j);
+      if (size > 1) term = imp.mul(term, minor.at(mask & ~(int64_t{1} << j)));
+      if (!acc.type.rank()) acc = sign > 0 ? term : imp.emit(Op::NEGATE, {term, imp.scalar(term.dtype(), 0, 1), imp.scalar(term.dtype(), 0, 1)});
+      else acc = sign > 0 ? imp.add(acc, term) : imp.sub(acc, term);
+      sign = -sign;
+    }
+    minor[mask] = acc;
+  }
+  Shape out(x.shape.begin(), x.shape.end() - 2);
+  imp.set_out(0, imp.reshape(minor.at((int64_t{1} << n) - 1), out), {}, x.onnx_type);
 }
 
 }  // namespace weft::onnxfe

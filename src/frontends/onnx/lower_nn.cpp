@@ -348,20 +348,20 @@ void maxpool_with_indices(Importer& imp) {
   const std::vector<int64_t> kernel = imp.attr_ints("kernel_shape").value_or(std::vector<int64_t>{});
   const bool ceil_mode = imp.attr_int("ceil_mode", 0) != 0;
   const Window win = window_attrs(imp, x.shape, kernel, ceil_mode);
-  if (win.h.dil != 1 || win.w.dil != 1) imp.fail("pooling with dilations other than 1 is not supported (TOSA pools have no dilation)");
   const bool column_major = imp.attr_int("storage_order", 0) != 0;
+  const int64_t dh = win.h.dil, dw = win.w.dil;
   TVal v = imp.plain(x);
   const DType dt = v.dtype();
   const int64_t n = x.shape[0], c = x.shape[1], h = x.shape[2], w = x.shape[3];
   const int64_t ho = win.h.out, wo = win.w.out, sh = win.h.stride, sw = win.w.stride;
   // Padded so that every tap's strided view [a, a + ho*sh) x [b, b + wo*sw) lies inside.
-  const int64_t hp = std::max(win.h.pb + h, (win.h.k - 1) + ho * sh), wp = std::max(win.w.pb + w, (win.w.k - 1) + wo * sw);
+  const int64_t hp = std::max(win.h.pb + h, (win.h.k - 1) * dh + ho * sh), wp = std::max(win.w.pb + w, (win.w.k - 1) * dw + wo * sw);
   const double low = is_float(dt) ? -std::numeric_limits<double>::infinity() : static_cast<double>(int_min(dt));
   TVal p = imp.emit(Op::PAD, {v, imp.shape_const({0, 0, 0, 0, win.h.pb, hp - win.h.pb - h, win.w.pb, wp - win.w.pb - w}), imp.scalar(dt, low, 1)});
   TVal best, best_idx;
   for (int64_t a = 0; a < win.h.k; ++a)
     for (int64_t b = 0; b < win.w.k; ++b) {
-      TVal t = imp.slice(p, {0, 0, a, b}, {n, c, ho * sh, wo * sw});
+      TVal t = imp.slice(p, {0, 0, a * dh, b * dw}, {n, c, ho * sh, wo * sw});
       t = imp.reshape(t, {n, c, ho, sh, wo, sw});
       t = imp.reshape(imp.slice(t, {0, 0, 0, 0, 0, 0}, {n, c, ho, 1, wo, 1}), {n, c, ho, wo});
       // The flat input position this tap reads at each output; padding taps never win (-inf).
@@ -369,7 +369,7 @@ void maxpool_with_indices(Importer& imp) {
       for (int64_t q = 0; q < n * c; ++q)
         for (int64_t i = 0; i < ho; ++i)
           for (int64_t j = 0; j < wo; ++j) {
-            const int64_t r = std::clamp<int64_t>(i * sh + a - win.h.pb, 0, h - 1), cc = std::clamp<int64_t>(j * sw + b - win.w.pb, 0, w - 1);
+            const int64_t r = std::clamp<int64_t>(i * sh + a * dh - win.h.pb, 0, h - 1), cc = std::clamp<int64_t>(j * sw + b * dw - win.w.pb, 0, w - 1);
             pos[static_cast<size_t>((q * ho + i) * wo + j)] = q * h * w + (column_major ? cc * h + r : r * w + cc);
           }
       TVal idx = imp.const_tensor(Tensor::from_ints({DType::kInt32, {n, c, ho, wo}}, pos));
@@ -431,7 +431,12 @@ void pool(Importer& imp, bool max, bool global) {
     kernel = imp.attr_ints("kernel_shape").value_or(std::vector<int64_t>{});
     ceil_mode = imp.attr_int("ceil_mode", 0) != 0;
     win = window_attrs(imp, x.shape, kernel, ceil_mode);
-    if (win.h.dil != 1 || win.w.dil != 1) imp.fail("pooling with dilations other than 1 is not supported (TOSA pools have no dilation)");
+    if ((win.h.dil != 1 || win.w.dil != 1) && max && x.shape.size() == 4) {
+      // TOSA's MAX_POOL2D has no dilation: the window unrolled per tap, as for the Indices output.
+      maxpool_with_indices(imp);
+      return;
+    }
+    if (win.h.dil != 1 || win.w.dil != 1) imp.fail("AveragePool with dilations, and 1-D MaxPool with dilations, are not supported (TOSA pools have no dilation)");
   }
   TVal in = nhwc_input(imp, x, win);
   // uint8 values (computed in int32) pool in int16, which TOSA's pools take.

@@ -812,18 +812,65 @@ NdRows nd_rows(Importer& imp, const OVal& x, const OVal& idx) {
 }  // namespace
 
 void lower_GatherND(Importer& imp, const onnx::NodeProto&) {
-  if (imp.attr_int("batch_dims", 0) != 0) imp.fail("batch_dims other than 0 is not supported");
   const OVal& x = imp.in(0);
   const OVal& idx = imp.in(1);
+  const int64_t bd = imp.attr_int("batch_dims", 0);
+  if (bd != 0) {
+    // The first batch_dims dimensions of data and indices pair up: rows are counted within each
+    // batch entry, then offset by the entry's number times its row count.
+    if (bd < 0 || bd >= static_cast<int64_t>(std::min(x.shape.size(), idx.shape.size())))
+      imp.fail("batch_dims " + std::to_string(bd) + " must be below the ranks of data and indices", ErrorCode::kInvalidArgument);
+    for (int64_t d = 0; d < bd; ++d)
+      if (x.shape[static_cast<size_t>(d)] != idx.shape[static_cast<size_t>(d)])
+        imp.fail("data and indices differ in batch dimension " + std::to_string(d), ErrorCode::kInvalidArgument);
+    const int64_t k = idx.shape.back();
+    const Shape inner(x.shape.begin() + bd, x.shape.end());
+    if (k < 1 || k > static_cast<int64_t>(inner.size())) imp.fail("the last dimension of indices must be in [1, rank of data - batch_dims]", ErrorCode::kInvalidArgument);
+    const int64_t bt = product(x.shape, 0, static_cast<size_t>(bd));
+    const int64_t rows_per = product(inner, 0, static_cast<size_t>(k)), c = product(inner, static_cast<size_t>(k), inner.size());
+    const int64_t w = shape_elements(idx.shape) / k, m = w / bt;
+    TVal rows = flat_rows(imp, idx, inner, k);
+    std::vector<int64_t> base(static_cast<size_t>(w));
+    for (int64_t e = 0; e < w; ++e) base[static_cast<size_t>(e)] = (e / m) * rows_per;
+    rows = imp.add(rows, imp.const_tensor(Tensor::from_ints({DType::kInt32, {1, w}}, base)));
+    TVal vals = imp.reshape(imp.plain(x), {1, bt * rows_per, c});
+    Shape out_shape(idx.shape.begin(), idx.shape.end() - 1);
+    out_shape.insert(out_shape.end(), inner.begin() + k, inner.end());
+    imp.set_out(0, imp.reshape(imp.emit(Op::GATHER, {vals, rows}), out_shape), {}, x.onnx_type);
+    return;
+  }
   const NdRows nd = nd_rows(imp, x, idx);
   Shape out_shape(idx.shape.begin(), idx.shape.end() - 1);
   out_shape.insert(out_shape.end(), x.shape.begin() + nd.k, x.shape.end());
   imp.set_out(0, imp.reshape(imp.emit(Op::GATHER, {nd.vals, nd.rows}), out_shape), {}, x.onnx_type);
 }
 
+// Scatter with a reduction (add, mul, max, min): TOSA's SCATTER replaces values and forbids
+// repeated positions, so the updates are applied one by one, in order: for update u, the rows
+// whose position equals its index become (row op update). [1, K, C] data, [1, U] positions.
+TVal scatter_reduce(Importer& imp, TVal data, const TVal& pos, const TVal& upd, const std::string& red) {
+  const Op op = red == "add" ? Op::ADD : red == "mul" ? Op::MUL : red == "max" ? Op::MAXIMUM : red == "min" ? Op::MINIMUM : Op::CONST;
+  if (op == Op::CONST) imp.fail("reduction '" + red + "' is not one of none, add, mul, max, min", ErrorCode::kInvalidArgument);
+  const int64_t k = data.shape()[1], c = data.shape()[2], u = pos.shape()[1];
+  constexpr int64_t kMaxUpdates = 4096;
+  if (u > kMaxUpdates)
+    imp.fail("a scatter with reduction '" + red + "' is applied update by update (TOSA's SCATTER cannot combine " +
+             "values); " + std::to_string(u) + " updates are more than " + std::to_string(kMaxUpdates));
+  std::vector<int64_t> iota(static_cast<size_t>(k));
+  for (int64_t i = 0; i < k; ++i) iota[static_cast<size_t>(i)] = i;
+  TVal rows = imp.const_tensor(Tensor::from_ints({DType::kInt32, {1, k, 1}}, iota));
+  for (int64_t i = 0; i < u; ++i) {
+    TVal p = imp.reshape(imp.slice(pos, {0, i}, {1, 1}), {1, 1, 1});
+    TVal v = imp.slice(upd, {0, i, 0}, {1, 1, c});
+    TVal hit = imp.emit(Op::EQUAL, {rows, p});
+    TVal combined = op == Op::MUL ? imp.mul(data, v) : imp.emit(op, {data, v});
+    data = imp.emit(Op::SELECT, {hit, combined, data});
+  }
+  return data;
+}
+
 void lower_ScatterND(Importer& imp, const onnx::NodeProto&) {
-  if (imp.attr_str("reduction", "none") != "none")
-    imp.fail("reduction '" + imp.attr_str("reduction", "none") + "' is not supported (TOSA's SCATTER replaces values)");
+  const std::string red = imp.attr_str("reduction", "none");
   const OVal& x = imp.in(0);
   const OVal& idx = imp.in(1);
   const OVal& upd = imp.in(2);
@@ -831,15 +878,15 @@ void lower_ScatterND(Importer& imp, const onnx::NodeProto&) {
   const int64_t w = shape_elements(idx.shape) / nd.k;
   if (shape_elements(upd.shape) != w * nd.c) imp.fail("updates have shape " + shape_str(upd.shape) + ", which does not match the indices and data", ErrorCode::kInvalidArgument);
   TVal u = imp.reshape(imp.plain(upd), {1, w, nd.c});
-  TVal out = imp.reshape(imp.emit(Op::SCATTER, {nd.vals, nd.rows, u}), x.shape);
+  TVal out = red == "none" ? imp.reshape(imp.emit(Op::SCATTER, {nd.vals, nd.rows, u}), x.shape)
+                           : imp.reshape(scatter_reduce(imp, nd.vals, nd.rows, u, red), x.shape);
   imp.set_out(0, out, {}, x.onnx_type);
   if (out.is_const() && x.shape.size() == 1 && (x.onnx_type == kOInt64 || x.onnx_type == kOInt32) && imp.wants_output(0))
     imp.set_exact_ints(0, std::make_shared<const std::vector<int64_t>>(out.c->to_ints()));
 }
 
 void lower_ScatterElements(Importer& imp, const onnx::NodeProto&) {
-  if (imp.attr_str("reduction", "none") != "none")
-    imp.fail("reduction '" + imp.attr_str("reduction", "none") + "' is not supported (TOSA's SCATTER replaces values)");
+  const std::string red = imp.attr_str("reduction", "none");
   const OVal& x = imp.in(0);
   const OVal& idx = imp.in(1);
   const OVal& upd = imp.in(2);
@@ -851,10 +898,76 @@ void lower_ScatterElements(Importer& imp, const onnx::NodeProto&) {
   const int64_t n = shape_elements(idx.shape);
   TVal vals = imp.reshape(imp.plain(x), {1, shape_elements(x.shape), 1});
   TVal u = imp.reshape(imp.plain(upd), {1, n, 1});
-  imp.set_out(0, imp.reshape(imp.emit(Op::SCATTER, {vals, flat, u}), x.shape), {}, x.onnx_type);
+  TVal out = red == "none" ? imp.emit(Op::SCATTER, {vals, flat, u}) : scatter_reduce(imp, vals, flat, u, red);
+  imp.set_out(0, imp.reshape(out, x.shape), {}, x.onnx_type);
 }
 
 // Scatter (opsets 9-10) is ScatterElements under its former name.
 void lower_Scatter(Importer& imp, const onnx::NodeProto& n) { lower_ScatterElements(imp, n); }
+
+
+// Compress with a condition known at compile time (its output's size depends on it): a GATHER of
+// the selected positions along the axis (of the flattened input without one).
+void lower_Compress(Importer& imp, const onnx::NodeProto&) {
+  const OVal& x = imp.in(0);
+  const std::vector<int64_t> cond = imp.const_ints(1, "condition");
+  TVal v = imp.plain(x);
+  int64_t outer = 1, len, inner = 1;
+  Shape out;
+  std::optional<int64_t> axis;
+  if (imp.attr("axis")) axis = norm_axis(imp, imp.attr_int("axis", 0), static_cast<int64_t>(x.shape.size()));
+  if (axis) {
+    for (int64_t d = 0; d < *axis; ++d) outer *= x.shape[static_cast<size_t>(d)];
+    for (size_t d = static_cast<size_t>(*axis) + 1; d < x.shape.size(); ++d) inner *= x.shape[d];
+    len = x.shape[static_cast<size_t>(*axis)];
+  } else {
+    len = shape_elements(x.shape);
+  }
+  if (static_cast<int64_t>(cond.size()) > len)
+    imp.fail("condition has " + std::to_string(cond.size()) + " values, more than the " + std::to_string(len) + " it selects from", ErrorCode::kInvalidArgument);
+  std::vector<int64_t> sel;
+  for (size_t i = 0; i < cond.size(); ++i)
+    if (cond[i]) sel.push_back(static_cast<int64_t>(i));
+  if (sel.empty()) imp.fail("the condition selects nothing: the output would be empty (TOSA has no empty tensors)");
+  std::vector<int64_t> idx;
+  for (int64_t o = 0; o < outer; ++o) idx.insert(idx.end(), sel.begin(), sel.end());
+  const int64_t m = static_cast<int64_t>(sel.size());
+  TVal g = imp.emit(Op::GATHER, {imp.reshape(v, {outer, len, inner}), imp.const_tensor(Tensor::from_ints({DType::kInt32, {outer, m}}, idx))});
+  if (axis) {
+    out = x.shape;
+    out[static_cast<size_t>(*axis)] = m;
+  } else {
+    out = {m};
+  }
+  imp.set_out(0, imp.reshape(g, out), {}, x.onnx_type);
+}
+
+// ReverseSequence: along the time axis, the first sequence_lens[b] entries of each batch entry b
+// reversed, the rest kept: one GATHER whose source index (len - 1 - t where t < len, else t) is
+// computed from the lengths at run time.
+void lower_ReverseSequence(Importer& imp, const onnx::NodeProto&) {
+  const OVal& x = imp.in(0);
+  const OVal& lens = imp.in(1);
+  const int64_t r = static_cast<int64_t>(x.shape.size());
+  if (r < 2) imp.fail("the input must have rank >= 2", ErrorCode::kInvalidArgument);
+  const int64_t ta = norm_axis(imp, imp.attr_int("time_axis", 0), r, "time_axis"), ba = norm_axis(imp, imp.attr_int("batch_axis", 1), r, "batch_axis");
+  if (ta == ba || ta > 1 || ba > 1) imp.fail("time_axis and batch_axis must be 0 and 1 in either order", ErrorCode::kInvalidArgument);
+  const int64_t b = x.shape[static_cast<size_t>(ba)], t = x.shape[static_cast<size_t>(ta)];
+  if (lens.shape != Shape{b}) imp.fail("sequence_lens must be [" + std::to_string(b) + "]", ErrorCode::kInvalidArgument);
+  const int64_t rest = shape_elements(x.shape) / (b * t);
+  std::vector<int64_t> perm{ba, ta};
+  for (int64_t d = 2; d < r; ++d) perm.push_back(d);
+  TVal v = imp.reshape(imp.transpose(imp.plain(x), perm), {b, t, rest});
+  std::vector<int64_t> iota(static_cast<size_t>(t));
+  for (int64_t i = 0; i < t; ++i) iota[static_cast<size_t>(i)] = i;
+  TVal ti = imp.const_tensor(Tensor::from_ints({DType::kInt32, {1, t}}, iota));
+  TVal len = imp.reshape(imp.cast(imp.plain(lens), DType::kInt32), {b, 1});
+  TVal rev = imp.sub(imp.sub(len, imp.scalar(DType::kInt32, 1, 2)), ti);
+  TVal src = imp.emit(Op::SELECT, {imp.emit(Op::GREATER, {len, ti}), rev, imp.emit(Op::TILE, {ti, imp.shape_const({b, 1})})});
+  TVal g = imp.emit(Op::GATHER, {v, src});
+  Shape ps;
+  for (int64_t d : perm) ps.push_back(x.shape[static_cast<size_t>(d)]);
+  imp.set_out(0, imp.transpose(imp.reshape(g, ps), inverse_perm(perm)), {}, x.onnx_type);
+}
 
 }  // namespace weft::onnxfe
