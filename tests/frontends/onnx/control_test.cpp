@@ -309,14 +309,14 @@ TEST(OnnxControlFlow, ErrorsInsideABodyNameTheEnclosingNode) {
   mb.init_i64("M", {}, {2});
   SubGraphBuilder body("loop_body");
   body.input("i", kInt64, {}, true).input("c_in", kBool, {}, true).input("v", kFloat);
-  body.node("Det", {"v"}, {"v1"}, "det");
+  body.node("NonZero", {"v"}, {"v1"}, "det");
   body.node("Identity", {"c_in"}, {"c_out"});
   body.output("c_out", kBool).output("v1");
   attr_graph(mb.node("Loop", {"M", "", "x"}, {"y"}, "outer"), "body", body.graph());
   Error e = error_of([&] { mb.import(); });
   EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
-  EXPECT_HAS(e.location().node, "det (Det, domain ai.onnx, opset 13) in body 'loop_body' (iteration 0) of outer (Loop");
-  EXPECT_HAS(e.what(), "operator Det is not supported");
+  EXPECT_HAS(e.location().node, "det (NonZero, domain ai.onnx, opset 13) in body 'loop_body' (iteration 0) of outer (Loop");
+  EXPECT_HAS(e.what(), "operator NonZero is not supported");
 }
 
 // A WHILE_LOOP whose body holds an If on the iteration's parity: the If, computed at run time
