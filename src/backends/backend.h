@@ -28,6 +28,7 @@ namespace weft::backend {
 inline bool is_fusion_anchor(Op op) {
   switch (op) {
     case Op::CONV2D:
+    case Op::CONV3D:
     case Op::DEPTHWISE_CONV2D:
     case Op::TRANSPOSE_CONV2D:
     case Op::MAX_POOL2D:

@@ -92,10 +92,10 @@ class Matcher {
     if (n.op == Op::CONV2D) out = grouped_conv(a);
     Composite full;
     full.anchor = a;
-    const bool conv = n.op == Op::CONV2D || n.op == Op::DEPTHWISE_CONV2D || n.op == Op::TRANSPOSE_CONV2D;
+    const bool conv = n.op == Op::CONV2D || n.op == Op::CONV3D || n.op == Op::DEPTHWISE_CONV2D || n.op == Op::TRANSPOSE_CONV2D;
     const bool pool = n.op == Op::MAX_POOL2D || n.op == Op::AVG_POOL2D;
     const bool matmul = n.op == Op::MATMUL;
-    if ((conv && n.op != Op::TRANSPOSE_CONV2D) || pool) {
+    if ((conv && n.op != Op::TRANSPOSE_CONV2D && n.op != Op::CONV3D) || pool) {
       int p = private_producer(n.inputs[0], a);
       // PAD, or a SLICE cropping the end of H/W (ONNX strided convs whose last rows no window
       // reaches: TOSA requires exact division), folds into the window's padding.

@@ -65,9 +65,10 @@ dn::memory::desc strided_md(const StridedView& v, dt type) {
 dn::memory::desc plain_md(const TensorType& t) {
   return strided_md(StridedView::contiguous(t.shape.empty() ? Shape{1} : t.shape), *dnnl_type(t.dtype));
 }
-// An NHWC tensor described to oneDNN as logical NCHW.
+// An NHWC tensor described to oneDNN as logical NCHW (NDHWC as NCDHW for 3-D windows).
 dn::memory::desc nhwc_md(const TensorType& t) {
   const Shape& s = t.shape;
+  if (s.size() == 5) return dn::memory::desc({s[0], s[4], s[1], s[2], s[3]}, *dnnl_type(t.dtype), tag::ndhwc);
   return dn::memory::desc({s[0], s[3], s[1], s[2]}, *dnnl_type(t.dtype), tag::nhwc);
 }
 
@@ -425,6 +426,7 @@ std::optional<std::array<int64_t, 2>> end_crop(const Graph& g, const Node& slice
 Support conv_supported(const Graph& g, const Composite& c) {
   const Node& n = g.node(c.anchor);
   const TensorType& in = type_of(g, n.inputs[0]);
+  if (in.dtype == DType::kInt8 && n.op == Op::CONV3D) return Support::no("int8 CONV3D is not offloaded");
   if (in.dtype == DType::kInt8) return int8_conv_supported(g, c);
   if (in.dtype != DType::kFp32) return Support::no(std::string(op_name(n.op)) + " on " + std::string(dtype_name(in.dtype)) + " input: only fp32 and int8 convolutions are offloaded");
   if (!constant(g, n.inputs[1])) return Support::no("weights are not a constant (prepared weights need one)");
@@ -434,7 +436,7 @@ Support conv_supported(const Graph& g, const Composite& c) {
       if (p > 0) return Support::no("TRANSPOSE_CONV2D with out_pad > 0 (output padding) is not offloaded");
   }
   const TensorType& bias = type_of(g, n.inputs[2]);
-  const int64_t oc = type_of(g, n.outputs[0]).shape[3];
+  const int64_t oc = type_of(g, n.outputs[0]).shape.back();
   if (bias.shape[0] != oc && !(bias.shape[0] == 1 && constant(g, n.inputs[2])))
     return Support::no("a bias of one value broadcast over the channels must be a constant");
   if (c.pad >= 0 && g.node(c.pad).op == Op::SLICE) {
@@ -453,12 +455,25 @@ std::unique_ptr<Kernel> prepare_conv(const Graph& g, const Composite& c, const P
   const TensorType& conv_out = type_of(g, n.outputs[0]);
   const Tensor& w = *constant(g, n.inputs[1]);
   const Shape& ws = w.shape();
-  const int64_t oc = conv_out.shape[3];
+  const int64_t oc = conv_out.shape.back();
 
   dn::memory::dims strides = {n.attr_ints("stride")[0], n.attr_ints("stride")[1]};
   dn::memory::dims dil = {0, 0}, pad_l, pad_r;
   dn::memory::desc w_user, w_any;
-  if (n.op == Op::TRANSPOSE_CONV2D) {
+  const bool int8 = st.dtype == DType::kInt8;
+  const dt wt = int8 ? dt::s8 : dt::f32, bt = int8 ? dt::s32 : dt::f32;
+  if (n.op == Op::CONV3D) {
+    // NDHWC input, [OC, KD, KH, KW, IC] weights ("odhwi"); pad [d0, d1, t, b, l, r].
+    const auto& st3 = n.attr_ints("stride");
+    const auto& dl3 = n.attr_ints("dilation");
+    const auto& p = n.attr_ints("pad");
+    strides = {st3[0], st3[1], st3[2]};
+    dil = {dl3[0] - 1, dl3[1] - 1, dl3[2] - 1};
+    pad_l = {p[0], p[2], p[4]};
+    pad_r = {p[1], p[3], p[5]};
+    w_user = dn::memory::desc({ws[0], ws[4], ws[1], ws[2], ws[3]}, wt, tag::odhwi);
+    w_any = dn::memory::desc({ws[0], ws[4], ws[1], ws[2], ws[3]}, wt, tag::any);
+  } else if (n.op == Op::TRANSPOSE_CONV2D) {
     const auto& op = n.attr_ints("out_pad");
     pad_l = {-op[0], -op[2]};
     pad_r = {-op[1], -op[3]};
@@ -480,9 +495,9 @@ std::unique_ptr<Kernel> prepare_conv(const Graph& g, const Composite& c, const P
       pad_r[1] += extra[3];
     }
   }
-  const bool int8 = st.dtype == DType::kInt8;
-  const dt wt = int8 ? dt::s8 : dt::f32, bt = int8 ? dt::s32 : dt::f32;
-  if (n.op == Op::DEPTHWISE_CONV2D) {
+  if (n.op == Op::CONV3D) {
+    // weights described above
+  } else if (n.op == Op::DEPTHWISE_CONV2D) {
     // [KH,KW,C,M] -> groups C, M outputs per group: dims {C, M, 1, KH, KW}.
     const int64_t KH = ws[0], KW = ws[1], C = ws[2], M = ws[3];
     w_user = dn::memory::desc({C, M, 1, KH, KW}, wt, {M, 1, 1, KW * C * M, C * M});
@@ -1039,6 +1054,7 @@ class OneDnnBackend final : public Backend {
     else if (c.region != Composite::Region::kNone) s = region_supported(g, c);
     else switch (n.op) {
       case Op::CONV2D:
+      case Op::CONV3D:
       case Op::DEPTHWISE_CONV2D:
       case Op::TRANSPOSE_CONV2D: s = conv_supported(g, c); break;
       case Op::MAX_POOL2D:
@@ -1109,6 +1125,7 @@ class OneDnnBackend final : public Backend {
     if (c.region != Composite::Region::kNone) return prepare_region(g, c, o);
     switch (g.node(c.anchor).op) {
       case Op::CONV2D:
+      case Op::CONV3D:
       case Op::DEPTHWISE_CONV2D:
       case Op::TRANSPOSE_CONV2D: return prepare_conv(g, c, o);
       case Op::MAX_POOL2D:

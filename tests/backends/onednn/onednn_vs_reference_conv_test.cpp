@@ -506,6 +506,38 @@ TEST(OneDnnVsReference, GroupsOutOfOrderStayPerGroupConvolutions) {
   EXPECT_EQ(dnn->explain().find("GROUPED"), std::string::npos) << dnn->explain();
 }
 
+
+// ---- CONV3D -------------------------------------------------------------------------------------
+
+// NDHWC convolutions (video models' r3d / r2plus1d shapes in small): strides, dilations and
+// asymmetric pads per axis, with the residual ADD and ReLU fused behind.
+TEST(OneDnnVsReference, Conv3dWithResidualAndRelu) {
+  struct Spec {
+    Shape x;  // [N, D, H, W, C]
+    int64_t oc, kd, kh, kw;
+    std::vector<int64_t> stride, dil, pad;  // pad [d0, d1, t, b, l, r]
+  };
+  const Spec specs[] = {
+      {{1, 4, 9, 9, 3}, 8, 3, 3, 3, {1, 1, 1}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}},
+      {{2, 6, 8, 10, 5}, 4, 1, 3, 3, {1, 2, 2}, {1, 1, 1}, {0, 0, 1, 0, 1, 0}},
+      {{1, 7, 7, 7, 4}, 6, 3, 1, 1, {2, 1, 1}, {2, 1, 1}, {2, 2, 0, 0, 0, 0}},
+  };
+  uint32_t seed = 300;
+  for (const Spec& sp : specs) {
+    SCOPED_TRACE("x " + shape_str(sp.x) + " k" + std::to_string(sp.kd) + "x" + std::to_string(sp.kh) + "x" +
+                 std::to_string(sp.kw) + " s" + vec_str(sp.stride) + " d" + vec_str(sp.dil) + " pad" + vec_str(sp.pad));
+    Net net(seed++);
+    ValueId x = net.input(sp.x);
+    ValueId w = net.weight({sp.oc, sp.kd, sp.kh, sp.kw, sp.x[4]});
+    ValueId y = net.b.op(Op::CONV3D, {x, w, net.weight({sp.oc}), net.zp(), net.zp()},
+                         {{"pad", sp.pad}, {"stride", sp.stride}, {"dilation", sp.dil},
+                          {"acc_type", static_cast<int64_t>(AccType::kFp32)}});
+    ValueId r = net.input(net.type(y).shape);
+    Module m = net.finish({net.relu(net.add(y, r))});
+    check_vs_reference(m, net.feeds, {"CONV3D+ADD+CLAMP"}, kTolAccumulate);
+  }
+}
+
 }  // namespace
 // A SLICE cropping the end of H/W in front of a strided conv (what the ONNX frontend emits when
 // TOSA's exact-division rule would otherwise fail, e.g. ResNet's stride-2 1x1 downsampling convs)
