@@ -796,7 +796,25 @@ std::optional<dn::algorithm> reduction_of(Op op) {
 // Operators with a primitive of their own (run one node at a time).
 bool single_op(Op op) {
   return eltwise_of(op, nullptr) || binary_of(op) || reduction_of(op) || op == Op::CONCAT || op == Op::TRANSPOSE ||
-         op == Op::SLICE;
+         op == Op::SLICE || op == Op::RESIZE;
+}
+
+// Whether a bilinear RESIZE samples where oneDNN's linear resampling does: per axis, the output /
+// input size ratio is exactly scale_n / scale_d and the offset is TOSA's half-pixel one,
+// (scale_d - scale_n) / 2, so that input = (output + 1/2) * in / out - 1/2. oneDNN and TOSA both
+// replicate the edge row where that reaches outside the input.
+bool resize_is_half_pixel_linear(const Graph& g, const Node& n) {
+  if (static_cast<ResizeMode>(n.attr_int("mode")) != ResizeMode::kBilinear) return false;
+  const std::vector<int64_t> sc = const_shape(g, n.inputs[1]), off = const_shape(g, n.inputs[2]);
+  const Shape& in = type_of(g, n.inputs[0]).shape;
+  const Shape& out = type_of(g, n.outputs[0]).shape;
+  if (sc.size() != 4 || off.size() != 2 || in.size() != 4) return false;
+  for (int a = 0; a < 2; ++a) {
+    const int64_t sn = sc[static_cast<size_t>(2 * a)], sd = sc[static_cast<size_t>(2 * a + 1)];
+    const int64_t i = in[static_cast<size_t>(1 + a)], o = out[static_cast<size_t>(1 + a)];
+    if (sn * i != o * sd || 2 * off[static_cast<size_t>(a)] != sd - sn) return false;
+  }
+  return true;
 }
 // Operators that are the main node of a fused group (they may also run alone).
 bool anchor_op(Op op) { return is_fusion_anchor(op); }
@@ -847,6 +865,9 @@ Support single_supported(const Graph& g, const Composite& c) {
                        "kernel for it (ShuffleNet's 1x7x7x1024 ReduceMean: 0.81 ms there, 0.005 ms in Weft's kernel)");
   if (n.op == Op::SLICE && !compiler::apply_node(g, n, StridedView::contiguous(type_of(g, n.inputs[0]).shape)))
     return Support::no("SLICE start is not a constant");
+  if (n.op == Op::RESIZE && !resize_is_half_pixel_linear(g, n))
+    return Support::no("RESIZE other than bilinear with half-pixel sampling at exactly output/input size ratio "
+                       "(oneDNN's linear resampling)");
   if (auto b = binary_of(n.op)) {
     const Shape& s0 = type_of(g, n.inputs[0]).shape;
     const Shape& s1 = type_of(g, n.inputs[1]).shape;
@@ -903,6 +924,13 @@ std::unique_ptr<Kernel> prepare_single(const Graph& g, const Composite& c, const
     const int64_t offset = v.offset * static_cast<int64_t>(sizeof(float));
     return finish(build<dn::reorder>(pd), pd, {{DNNL_ARG_SRC, src_md, 0, false, nullptr, offset}, {DNNL_ARG_DST, dst_md, -1, true}},
                   o);
+  }
+  if (n.op == Op::RESIZE) {
+    dn::memory::desc src_md = nhwc_md(type_of(g, n.inputs[0]));
+    dn::memory::desc out_md = nhwc_md(out);
+    dn::resampling_forward::desc d(dn::prop_kind::forward_inference, dn::algorithm::resampling_linear, src_md, out_md);
+    auto pd = dn::resampling_forward::primitive_desc(d, attr, engine());
+    return finish(build<dn::resampling_forward>(pd), pd, {{DNNL_ARG_SRC, src_md, 0}, {DNNL_ARG_DST, out_md, -1, true}}, o);
   }
   if (n.op == Op::CONCAT) {
     const int axis = static_cast<int>(n.attr_int("axis"));

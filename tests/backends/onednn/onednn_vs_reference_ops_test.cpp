@@ -6,6 +6,8 @@
 #include <functional>
 #include <thread>
 
+#include <numeric>
+
 #include "backends/onednn/onednn_test_util.h"
 
 namespace weft::onednn_test {
@@ -655,6 +657,44 @@ TEST(OneDnnNaN, ByDefaultNanSensitiveNodesStillGoToOneDnn) {
     std::vector<Tensor> got = run_model(fast, net.feeds), want = run_model(ref, net.feeds);
     for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(close(got[i], want[i], kTolAccumulate)) << ex;
   }
+}
+
+
+// Bilinear RESIZE with half-pixel sampling at an exact size ratio is oneDNN's linear resampling
+// (segmentation heads' 8x upsampling); other samplings (align_corners' offset) stay on the reference.
+TEST(OneDnnVsReference, HalfPixelBilinearResize) {
+  struct Case {
+    Shape x;
+    int64_t oh, ow;
+  };
+  // (Outputs above the 512 elements that oneDNN leaves to the reference backend.)
+  const Case cases[] = {{{1, 28, 28, 21}, 224, 224}, {{2, 7, 9, 5}, 14, 27}, {{1, 16, 12, 16}, 8, 6}, {{1, 5, 5, 8}, 15, 10}};
+  uint32_t seed = 500;
+  for (const Case& k : cases) {
+    SCOPED_TRACE(shape_str(k.x) + " -> " + std::to_string(k.oh) + "x" + std::to_string(k.ow));
+    Net net(seed++);
+    ValueId x = net.input(k.x);
+    const int64_t ih = k.x[1], iw = k.x[2];
+    // TOSA's half-pixel form with doubled scales: scale 2*out / 2*in, offset in - out.
+    const int64_t gh = std::gcd(k.oh, ih), gw = std::gcd(k.ow, iw);
+    const int64_t nh = k.oh / gh, dh = ih / gh, nw = k.ow / gw, dw = iw / gw;
+    ValueId sc = net.b.constant_shape("scale", {2 * nh, 2 * dh, 2 * nw, 2 * dw});
+    ValueId off = net.b.constant_shape("offset", {dh - nh, dw - nw});
+    ValueId bd = net.b.constant_shape("border", {(k.oh - 1) * 2 * dh - (ih - 1) * 2 * nh + (dh - nh),
+                                                  (k.ow - 1) * 2 * dw - (iw - 1) * 2 * nw + (dw - nw)});
+    ValueId y = net.b.op(Op::RESIZE, {x, sc, off, bd}, {{"mode", static_cast<int64_t>(ResizeMode::kBilinear)}});
+    Module m = net.finish({y});
+    check_vs_reference(m, net.feeds, {"RESIZE"}, 1e-6);
+  }
+  // align_corners (offset 0, scale (out - 1) / (in - 1)): declined.
+  Net net(600);
+  ValueId x = net.input({1, 4, 4, 64});
+  ValueId y = net.b.op(Op::RESIZE,
+                       {x, net.b.constant_shape("scale", {7, 3, 7, 3}), net.b.constant_shape("offset", {0, 0}),
+                        net.b.constant_shape("border", {0, 0})},
+                       {{"mode", static_cast<int64_t>(ResizeMode::kBilinear)}});
+  auto dnn = Model::from_module(net.finish({y}), BackendOptions{.backends = {"onednn", "reference"}});
+  EXPECT_NE(dnn->explain().find("reference RESIZE"), std::string::npos) << dnn->explain();
 }
 
 }  // namespace
