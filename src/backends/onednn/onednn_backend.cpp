@@ -1081,15 +1081,6 @@ class OneDnnBackend final : public Backend {
   }
   Support supports(const Module&, const Graph& g, const Composite& c) const override {
     const Node& n = g.node(c.anchor);
-    // A oneDNN primitive call costs about 1 us however little it computes; the reference kernel's
-    // plain loop costs a quarter of that on a few hundred elements. Measured on 60-op chains of
-    // SIGMOID / TANH / MUL / ADD / CONCAT+SLICE over [1, N] (one thread): N = 64: 61 us oneDNN,
-    // 15 us reference; 256: 68 / 46; 1024: 100 / 173. So tiny non-anchor operations (unrolled
-    // recurrent cells are thousands of them) stay on the reference backend.
-    if (!anchor_op(n.op) && c.region == Composite::Region::kNone && !c.outputs.empty() &&
-        shape_elements(type_of(g, c.outputs[0]).shape) <= kTinyElements)
-      return Support::no("at most " + std::to_string(kTinyElements) +
-                         " elements: a oneDNN primitive call costs more than the reference kernel's loop");
     Support s;
     if (c.region == Composite::Region::kGroupedConv) s = grouped_conv_supported(g, c);
     else if (c.region != Composite::Region::kNone) s = region_supported(g, c);
@@ -1131,6 +1122,18 @@ class OneDnnBackend final : public Backend {
     g_dry_run = false;
     return Support::yes();
   }
+  // In the default priority (the user named no backends): a oneDNN primitive call costs about 1 us
+  // however little it computes, the reference kernel's plain loop a quarter of that on a few
+  // hundred elements. Measured on 60-op chains of SIGMOID / TANH / MUL / ADD / CONCAT+SLICE over
+  // [1, N] (one thread): N = 64: 61 us oneDNN, 15 us reference; 256: 68 / 46; 1024: 100 / 173. So
+  // tiny non-anchor operations (unrolled recurrent cells are thousands of them) are left to the
+  // reference backend. Naming onednn in the backend list offloads them anyway.
+  bool takes_by_default(const Graph& g, const Composite& c) const override {
+    const Node& n = g.node(c.anchor);
+    return anchor_op(n.op) || c.region != Composite::Region::kNone || c.outputs.empty() ||
+           shape_elements(type_of(g, c.outputs[0]).shape) > kTinyElements;
+  }
+
   Support nan_exact(const Graph& g, const Composite& c) const override {
     if (c.region == Composite::Region::kSoftmax) return Support::no("oneDNN's softmax turns a row with a NaN into 0s");
     for (int ni : c.nodes) {
