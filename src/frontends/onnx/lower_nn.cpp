@@ -161,14 +161,23 @@ TVal ndhwc_input(Importer& imp, const OVal& x, const Window3& win) {
   return v;
 }
 
-void conv3d(Importer& imp, const OVal& x, const OVal& w, int bias_at) {
-  const int64_t group = imp.attr_int("group", 1);
-  const int64_t c = x.shape[1], oc = w.shape[0];
-  if (group < 1 || c % group || oc % group || w.shape[1] * group != c)
-    imp.fail("group " + std::to_string(group) + " does not fit input channels " + std::to_string(c) + " and weights " + shape_str(w.shape), ErrorCode::kInvalidArgument);
-  std::vector<int64_t> kernel(w.shape.begin() + 2, w.shape.end());
-  if (auto ks = imp.attr_ints("kernel_shape"); ks && *ks != kernel)
+// A convolution's group attribute and kernel, checked against the input's channels and the weights.
+struct ConvGeometry {
+  int64_t group, c, oc;
+  std::vector<int64_t> kernel;
+};
+ConvGeometry conv_geometry(Importer& imp, const OVal& x, const OVal& w) {
+  ConvGeometry g{imp.attr_int("group", 1), x.shape[1], w.shape[0], std::vector<int64_t>(w.shape.begin() + 2, w.shape.end())};
+  if (g.group < 1 || g.c % g.group || g.oc % g.group || w.shape[1] * g.group != g.c)
+    imp.fail("group " + std::to_string(g.group) + " does not fit input channels " + std::to_string(g.c) + " and weights " + shape_str(w.shape),
+             ErrorCode::kInvalidArgument);
+  if (auto ks = imp.attr_ints("kernel_shape"); ks && *ks != g.kernel)
     imp.fail("kernel_shape " + shape_str(*ks) + " disagrees with the weights " + shape_str(w.shape), ErrorCode::kInvalidArgument);
+  return g;
+}
+
+void conv3d(Importer& imp, const OVal& x, const OVal& w, int bias_at) {
+  const auto [group, c, oc, kernel] = conv_geometry(imp, x, w);
   const Window3 win = window3_attrs(imp, x.shape, kernel, false);
   TVal in = ndhwc_input(imp, x, win);
   const DType dt = in.dtype();
@@ -262,13 +271,7 @@ void conv(Importer& imp, const ConvOperands& ops) {
     conv3d(imp, x, w, ops.b);
     return;
   }
-  const int64_t group = imp.attr_int("group", 1);
-  const int64_t c = x.shape[1], oc = w.shape[0];
-  if (group < 1 || c % group || oc % group || w.shape[1] * group != c)
-    imp.fail("group " + std::to_string(group) + " does not fit input channels " + std::to_string(c) + " and weights " + shape_str(w.shape), ErrorCode::kInvalidArgument);
-  std::vector<int64_t> kernel(w.shape.begin() + 2, w.shape.end());
-  if (auto ks = imp.attr_ints("kernel_shape"); ks && *ks != kernel)
-    imp.fail("kernel_shape " + shape_str(*ks) + " disagrees with the weights " + shape_str(w.shape), ErrorCode::kInvalidArgument);
+  const auto [group, c, oc, kernel] = conv_geometry(imp, x, w);
   Window win = window_attrs(imp, x.shape, kernel, false);
   TVal in = nhwc_input(imp, x, win);
   TVal wt = imp.plain(w);  // [OC, C/g, (KH,) KW]
