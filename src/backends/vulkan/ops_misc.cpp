@@ -54,6 +54,14 @@ Arg read_of(Arg a) {
   return a;
 }
 
+// The largest power-of-two workgroup, up to 256, the device allows (maxComputeWorkGroupInvocations
+// is at least 128 on every Vulkan device).
+int64_t max_local(const Caps& caps) {
+  int64_t w = 256;
+  while (w > 32 && w > static_cast<int64_t>(caps.max_invocations)) w /= 2;
+  return w;
+}
+
 // ---- Reductions and ARGMAX (mx_reduce) ----------------------------------------------------------
 
 enum RedOp : int32_t { kAll = 0, kAny = 1, kMax = 2, kMin = 3, kProduct = 4, kSum = 5, kArgmax = 6 };
@@ -84,7 +92,7 @@ void emit_reduction(Lowering& l, RedOp op, DType t, DType out_t, bool nan_ignore
     // A workgroup per task along a contiguous axis that is long enough; else an invocation per task.
     int64_t group = 1, local = 64, chunk;
     if (v.inner == 1 && k >= 32) {
-      local = std::clamp<int64_t>(pow2_at_least((k + 7) / 8), 32, 256);
+      local = std::clamp<int64_t>(pow2_at_least((k + 7) / 8), 32, max_local(l.caps));
       group = local;
       chunk = local * kMaxIter;
       // More workgroups when there are few rows: at least 16 elements per invocation.
@@ -207,7 +215,7 @@ void lower_region(Lowering& l, const Composite& c) {
   const AxisView v = axis_view(t.shape, c.axis);
   const bool softmax = c.region == Composite::Region::kSoftmax;
   // About four elements per invocation; 32 (a warp) to 256 invocations per row.
-  const int64_t local = std::clamp<int64_t>(pow2_at_least((v.k + 3) / 4), 32, 256);
+  const int64_t local = std::clamp<int64_t>(pow2_at_least((v.k + 3) / 4), 32, max_local(l.caps));
   Arg affine;
   float inv_n = 0.f;
   if (softmax) {

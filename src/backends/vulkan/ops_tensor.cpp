@@ -297,7 +297,17 @@ std::string check_flat(int64_t invocations, const Caps& caps) {
 
 // Whether the cooperative-matrix kernel runs fp16 GEMMs on this device (four subgroups of 32).
 bool use_coop(const Caps& caps) {
-  return caps.coop_matrix_f16 && caps.subgroup_size == 32 && caps.max_shared_bytes >= 16384;
+  return caps.coop_matrix_f16 && caps.subgroup_size == 32 && caps.max_shared_bytes >= 16384 && caps.max_invocations >= 128;
+}
+
+// The tiled GEMMs' workgroup size (tc_gemm.glsl's WG): 128 invocations with cooperative matrices,
+// else 256, more than Vulkan's guaranteed maxComputeWorkGroupInvocations (128). "" when the device
+// allows it, else why not.
+std::string check_tile_invocations(const Tile& t, const Caps& caps) {
+  const uint32_t need = std::string_view(t.shader) == "tc_matmul_coop" ? 128 : 256;
+  if (caps.max_invocations >= need) return {};
+  return "the tiled GEMM's " + str(need) + " invocations per workgroup exceed maxComputeWorkGroupInvocations = " +
+         str(caps.max_invocations) + " of Vulkan device '" + caps.device + "'";
 }
 
 // K slices for a float GEMM whose grid leaves a large GPU mostly idle (batch-1 layers with few
@@ -550,6 +560,10 @@ std::string plan_conv(const Graph& g, const Composite& c, const Caps& caps, Conv
   if (p.gemm) {
     p.tile = pick_tile(p.pixels(), p.OC, 1, p.acc);
     if (p.in_t == DType::kFp16 && use_coop(caps)) p.tile = {"tc_matmul_coop", 64, 64, 32};
+    // A device below the tile's workgroup size runs the direct kernel (64 invocations) instead.
+    if (!check_tile_invocations(p.tile, caps).empty()) p.gemm = false;
+  }
+  if (p.gemm) {
     if (gemm_steps(p.K(), p.tile, p.acc) > kLoopLimit) return "reduction of " + str(p.K()) + " elements is too long";
     return check_groups((p.OC + p.tile.bn - 1) / p.tile.bn, (p.pixels() + p.tile.bm - 1) / p.tile.bm, 1, caps);
   }
@@ -764,6 +778,7 @@ std::string plan_matmul(const Graph& g, const Composite& c, const Caps& caps, Ma
   }
   p.tile = pick_tile(p.H, p.W, p.N, p.acc);
   if (p.in_t == DType::kFp16 && use_coop(caps)) p.tile = {"tc_matmul_coop", 64, 64, 32};
+  if (std::string r = check_tile_invocations(p.tile, caps); !r.empty()) return r;
   if (gemm_steps(p.C, p.tile, p.acc) > kLoopLimit) return "reduction of " + str(p.C) + " elements is too long";
   return check_groups((p.W + p.tile.bn - 1) / p.tile.bn, (p.H + p.tile.bm - 1) / p.tile.bm, p.N, caps);
 }

@@ -20,6 +20,7 @@
 #include <random>
 
 #include "backends/backend.h"
+#include "backends/vulkan/lower.h"
 #include "vk_ops_util.h"
 
 namespace weft::vk_test {
@@ -839,6 +840,48 @@ TEST(VulkanTensor, GroupedConv2dDeclines) {
     expect_pattern(ex, "1 x GROUPED_CONV2D");
     EXPECT_EQ(ex.find("GROUPED_CONV2D+"), std::string::npos) << ex;
   }
+}
+
+
+// The tiled GEMMs run 256 invocations per workgroup (128 with cooperative matrices), above the 128
+// that Vulkan guarantees: a device allowing fewer gets a declined MATMUL naming the limit, and
+// convolutions fall back to the direct kernel (64 invocations). No device is needed: the checks
+// read the capabilities given.
+TEST(VulkanTensorCaps, TiledGemmsRespectMaxWorkgroupInvocations) {
+  GraphBuilder b("main");
+  ValueId a = b.input("a", {DType::kFp32, {1, 64, 64}});
+  ValueId w = b.constant("w", Tensor::zeros({DType::kFp32, {1, 64, 64}}));
+  ValueId zp = b.constant("zp", Tensor::zeros({DType::kFp32, {1}}));
+  ValueId y = b.op(Op::MATMUL, {a, w, zp, zp});
+  ValueId x = b.input("x", {DType::kFp32, {1, 16, 16, 8}});
+  ValueId cw = b.constant("cw", Tensor::zeros({DType::kFp32, {16, 3, 3, 8}}));
+  ValueId cb = b.constant("cb", Tensor::zeros({DType::kFp32, {16}}));
+  ValueId cz = b.constant("cz", Tensor::zeros({DType::kFp32, {1}}));
+  ValueId z = b.op(Op::CONV2D, {x, cw, cb, cz, cz},
+                   {{"pad", std::vector<int64_t>{1, 1, 1, 1}}, {"stride", std::vector<int64_t>{1, 1}},
+                    {"dilation", std::vector<int64_t>{1, 1}}, {"acc_type", static_cast<int64_t>(AccType::kFp32)}});
+  b.output(y);
+  b.output(z);
+  const Graph g = b.finish();
+  auto composite = [&](ValueId out) {
+    backend::Composite c;
+    c.anchor = g.value(out).producer;
+    c.nodes = {c.anchor};
+    c.pattern = op_name(g.node(c.anchor).op);
+    c.inputs = g.node(c.anchor).inputs;
+    c.outputs = {out};
+    return c;
+  };
+  vkb::Caps small;
+  small.device = "a device with 128 invocations";
+  small.max_invocations = 128;
+  vkb::Caps large = small;
+  large.max_invocations = 1024;
+  const auto& table = vkb::ops_table();
+  const std::string declined = table.at(Op::MATMUL).check(g, composite(y), small);
+  EXPECT_NE(declined.find("maxComputeWorkGroupInvocations = 128"), std::string::npos) << declined;
+  EXPECT_EQ(table.at(Op::MATMUL).check(g, composite(y), large), "");
+  EXPECT_EQ(table.at(Op::CONV2D).check(g, composite(z), small), "");  // the direct kernel
 }
 
 }  // namespace
