@@ -160,3 +160,29 @@ def test_scatter_add_with_repeated_indices_matches_torch():
     src = torch.randn(3, 4)
     compiled = wt.compile(ScatterAdd().eval(), (x, idx, src))
     torch.testing.assert_close(compiled(x, idx, src), ScatterAdd()(x, idx, src), atol=1e-6, rtol=1e-6)
+
+
+class RoiAlign(torch.nn.Module):
+    def __init__(self, aligned):
+        super().__init__()
+        self.aligned = aligned
+
+    def forward(self, x, boxes):
+        import torchvision
+        return torchvision.ops.roi_align(x, boxes, output_size=(3, 4), spatial_scale=0.5, sampling_ratio=2,
+                                         aligned=self.aligned)
+
+
+# torchvision 0.14 exports roi_align without coordinate_transformation_mode, so at opset 17 the node
+# means ONNX's default, half_pixel: aligned=True. (aligned=False, output_half_pixel, is checked by
+# ONNX's node test test_roialign_aligned_false.)
+@pytest.mark.parametrize("aligned", [True])
+def test_roi_align_matches_torchvision(aligned):
+    pytest.importorskip("torchvision")
+    torch.manual_seed(7)
+    x = torch.randn(2, 3, 10, 12)
+    # [batch index, x1, y1, x2, y2] in input pixels (scale 0.5): inside, across the edge, tiny, outside.
+    boxes = torch.tensor([[0, 2.0, 3.0, 15.0, 17.0], [1, -4.0, -2.0, 10.0, 9.0], [1, 5.0, 5.0, 5.5, 6.0],
+                          [0, 20.0, 1.0, 30.0, 25.0]])
+    compiled = wt.compile(RoiAlign(aligned).eval(), (x, boxes))
+    torch.testing.assert_close(compiled(x, boxes), RoiAlign(aligned)(x, boxes), atol=1e-5, rtol=1e-5)

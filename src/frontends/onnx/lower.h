@@ -27,7 +27,7 @@ class NodeProto;
   X(Atan) X(Asin) X(Acos) X(Asinh) X(Acosh) X(Atanh) X(BitShift) X(ConvInteger) X(MatMulInteger)    \
   X(DynamicQuantizeLinear) X(GridSample)    \
   X(HannWindow) X(HammingWindow) X(BlackmanWindow) X(DFT) X(STFT) X(MelWeightMatrix) X(MaxUnpool)    \
-  X(If) X(Loop) X(Scan) X(Einsum) X(Compress) X(ReverseSequence) X(Det)
+  X(If) X(Loop) X(Scan) X(Einsum) X(Compress) X(ReverseSequence) X(Det) X(RoiAlign)
 
 namespace weft::onnxfe {
 class Importer;

@@ -1304,4 +1304,97 @@ void lower_MaxUnpool(Importer& imp, const onnx::NodeProto&) {
   imp.set_out(0, imp.reshape(y, out), {}, x.onnx_type);
 }
 
+
+// ---- RoiAlign (opset 10/16) -------------------------------------------------------------------------
+//
+// Each region of interest (run-time boxes and batch indices) is sampled on a fixed grid: output_height
+// x output_width bins of sampling_ratio^2 points (sampling_ratio 0, adaptive to each box's size, has
+// no static form). A point's y is start + bin * (ph + (iy + 0.5) / grid), a [R, 1] x [1, K] product;
+// points beyond [-1, size] read 0; inside, the bilinear neighbours are clamped as ONNX Runtime does
+// (y < 0 reads row 0; from row size - 1 on, both neighbours are the last row). The four neighbours of
+// every point are one GATHER each from X as [1, N*H*W, C] rows; "avg" sums the weighted neighbours and
+// averages over the bin, "max" takes the largest weighted neighbour, then the largest over the bin.
+void lower_RoiAlign(Importer& imp, const onnx::NodeProto&) {
+  const OVal& x = imp.in(0);
+  const OVal& rois = imp.in(1);
+  const OVal& bidx = imp.in(2);
+  if (x.shape.size() != 4) imp.fail("X must be [N, C, H, W]", ErrorCode::kInvalidArgument);
+  const int64_t n = x.shape[0], c = x.shape[1], h = x.shape[2], w = x.shape[3];
+  if (rois.shape.size() != 2 || rois.shape[1] != 4) imp.fail("rois must be [num_rois, 4]", ErrorCode::kInvalidArgument);
+  const int64_t r = rois.shape[0];
+  if (bidx.shape != Shape{r}) imp.fail("batch_indices must be [" + std::to_string(r) + "]", ErrorCode::kInvalidArgument);
+  const std::string mode = imp.attr_str("mode", "avg");
+  if (mode != "avg" && mode != "max") imp.fail("mode '" + mode + "' is not avg or max", ErrorCode::kInvalidArgument);
+  const int64_t oh = imp.attr_int("output_height", 1), ow = imp.attr_int("output_width", 1);
+  const int64_t ratio = imp.attr_int("sampling_ratio", 0);
+  if (oh < 1 || ow < 1) imp.fail("output_height and output_width must be >= 1", ErrorCode::kInvalidArgument);
+  if (ratio <= 0)
+    imp.fail("sampling_ratio 0 (as many points as each box spans, decided by the boxes at run time) has no static "
+             "form; export with a fixed sampling_ratio");
+  const double scale = imp.attr_float("spatial_scale", 1.f);
+  const bool half_pixel = imp.opset() >= 16 && imp.attr_str("coordinate_transformation_mode", "half_pixel") == "half_pixel";
+  TVal xv = imp.plain(x);
+  if (!is_float(xv.dtype())) imp.fail("X must be floating point");
+  const DType dt = DType::kFp32;
+  TVal vals = imp.reshape(imp.transpose(imp.cast(xv, dt), {0, 2, 3, 1}), {1, n * h * w, c});
+  TVal box = imp.cast(imp.plain(rois), dt);
+  auto col = [&](int64_t k) { return imp.mul(imp.slice(box, {0, k}, {r, 1}), imp.scalar(dt, scale, 2)); };  // [R, 1]
+  const double off = half_pixel ? 0.5 : 0.0;
+  TVal x0 = imp.sub(col(0), imp.scalar(dt, off, 2)), y0 = imp.sub(col(1), imp.scalar(dt, off, 2));
+  TVal x1 = imp.sub(col(2), imp.scalar(dt, off, 2)), y1 = imp.sub(col(3), imp.scalar(dt, off, 2));
+  TVal rw = imp.sub(x1, x0), rh = imp.sub(y1, y0);
+  if (!half_pixel) {
+    rw = imp.emit(Op::MAXIMUM, {rw, imp.scalar(dt, 1, 2)});
+    rh = imp.emit(Op::MAXIMUM, {rh, imp.scalar(dt, 1, 2)});
+  }
+  // Sample coordinates along one axis: [R, out * ratio] (bin-major).
+  auto samples = [&](const TVal& start, const TVal& len, int64_t out, int64_t size, TVal* lo, TVal* hi, TVal* frac, TVal* valid) {
+    std::vector<double> k;
+    for (int64_t p = 0; p < out; ++p)
+      for (int64_t i = 0; i < ratio; ++i) k.push_back((static_cast<double>(p) + (static_cast<double>(i) + 0.5) / static_cast<double>(ratio)) / static_cast<double>(out));
+    const int64_t kn = static_cast<int64_t>(k.size());
+    TVal kc = imp.const_tensor(Tensor::from_doubles({dt, {1, kn}}, k));
+    TVal v = imp.add(start, imp.mul(len, kc));  // [R, K]
+    const double fs = static_cast<double>(size);
+    *valid = imp.emit(Op::LOGICAL_AND, {imp.emit(Op::GREATER_EQUAL, {v, imp.scalar(dt, -1, 2)}), imp.emit(Op::GREATER_EQUAL, {imp.scalar(dt, fs, 2), v})});
+    v = imp.emit(Op::MAXIMUM, {v, imp.scalar(dt, 0, 2)});
+    TVal fl = imp.emit(Op::FLOOR, {v});
+    TVal last = imp.emit(Op::GREATER_EQUAL, {fl, imp.scalar(dt, fs - 1, 2)});
+    *lo = imp.emit(Op::SELECT, {last, imp.scalar(dt, fs - 1, 2), fl});
+    *hi = imp.emit(Op::SELECT, {last, imp.scalar(dt, fs - 1, 2), imp.add(fl, imp.scalar(dt, 1, 2))});
+    *frac = imp.emit(Op::SELECT, {last, imp.scalar(dt, 0, 2), imp.sub(v, fl)});
+  };
+  TVal ylo, yhi, ly, yok, xlo, xhi, lx, xok;
+  samples(y0, imp.mul(rh, imp.scalar(dt, 1, 2)), oh, h, &ylo, &yhi, &ly, &yok);
+  samples(x0, rw, ow, w, &xlo, &xhi, &lx, &xok);
+  const int64_t ky = oh * ratio, kx = ow * ratio, s = ky * kx;
+  // [R, Ky, 1] and [R, 1, Kx] combined into [R, Ky, Kx].
+  auto ycol = [&](const TVal& v) { return imp.reshape(v, {r, ky, 1}); };
+  auto xrow = [&](const TVal& v) { return imp.reshape(v, {r, 1, kx}); };
+  TVal ok = imp.emit(Op::LOGICAL_AND, {ycol(yok), xrow(xok)});
+  TVal base = imp.mul(imp.cast(imp.reshape(imp.cast(imp.plain(bidx), DType::kInt32), {r, 1, 1}), dt), imp.scalar(dt, static_cast<double>(h * w), 3));
+  TVal hy = imp.sub(imp.scalar(dt, 1, 2), ly), hx = imp.sub(imp.scalar(dt, 1, 2), lx);
+  auto corner = [&](const TVal& yy, const TVal& xx, const TVal& wy, const TVal& wx) {
+    TVal idx = imp.add(imp.add(base, imp.mul(ycol(yy), imp.scalar(dt, static_cast<double>(w), 3))), xrow(xx));
+    TVal got = imp.emit(Op::GATHER, {vals, imp.reshape(imp.cast(idx, DType::kInt32), {1, r * s})});  // [1, R*S, C]
+    TVal wt = imp.emit(Op::SELECT, {ok, imp.mul(ycol(wy), xrow(wx)), imp.scalar(dt, 0, 3)});
+    return imp.mul(imp.reshape(got, {r, s, c}), imp.reshape(wt, {r, s, 1}));
+  };
+  std::vector<TVal> parts = {corner(ylo, xlo, hy, hx), corner(ylo, xhi, hy, lx), corner(yhi, xlo, ly, hx), corner(yhi, xhi, ly, lx)};
+  TVal v;
+  if (mode == "avg") {
+    v = imp.add(imp.add(parts[0], parts[1]), imp.add(parts[2], parts[3]));
+  } else {
+    v = imp.emit(Op::MAXIMUM, {imp.emit(Op::MAXIMUM, {parts[0], parts[1]}), imp.emit(Op::MAXIMUM, {parts[2], parts[3]})});
+  }
+  // [R, oh, ratio, ow, ratio, C] -> reduce the two sample axes.
+  v = imp.reshape(v, {r, oh, ratio, ow, ratio, c});
+  const Op red = mode == "avg" ? Op::REDUCE_SUM : Op::REDUCE_MAX;
+  v = imp.reduce(red, imp.reduce(red, v, 4), 2);
+  v = imp.reshape(v, {r, oh, ow, c});
+  if (mode == "avg") v = imp.mul(v, imp.scalar(dt, 1.0 / static_cast<double>(ratio * ratio), 4));
+  v = imp.cast(v, xv.dtype());
+  imp.set_out(0, v, {0, 2, 3, 1}, x.onnx_type);
+}
+
 }  // namespace weft::onnxfe
