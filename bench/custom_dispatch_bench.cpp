@@ -12,7 +12,7 @@
 #include <filesystem>
 #include <random>
 
-#include "runtime/vulkan/vulkan.h"
+#include "device/vulkan/vulkan.h"
 #include "weft/custom.h"
 
 namespace weft {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/interval_pack.h"
 #include "weft/graph.h"
 
 namespace weft::runtime {
@@ -51,15 +52,9 @@ struct MemoryPlan {
 
 inline constexpr size_t kArenaAlignment = 64;
 
-// Interval packing, the planner's placement rule (also used for device arenas): item i needs `bytes`
-// from step `first` to step `last` (inclusive). Returns offsets (multiples of `alignment`) such that
-// items whose lifetimes overlap never overlap in memory, largest items placed first, each at the
-// lowest offset free for its lifetime; `total` (may be null) gets the arena size.
-struct Interval {
-  size_t bytes = 0;
-  int first = 0, last = 0;
-};
-std::vector<size_t> pack_intervals(const std::vector<Interval>& items, size_t alignment, size_t* total);
+// Interval packing (pack_intervals, core/interval_pack.h) is the planner's placement rule.
+using weft::Interval;
+using weft::pack_intervals;
 
 // Plans `steps` of graph `g` (in an order where every value is written before it is read).
 MemoryPlan plan_memory(const Graph& g, const std::vector<Step>& steps);

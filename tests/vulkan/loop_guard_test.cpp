@@ -1,4 +1,4 @@
-// The loop guard (runtime/vulkan/loop_guard.h): the rewritten shaders validate, and on lavapipe a
+// The loop guard (device/vulkan/loop_guard.h): the rewritten shaders validate, and on lavapipe a
 // shader whose loops llvmpipe cut short fails with an error instead of returning wrong numbers,
 // while loops under the limit run exactly as before.
 #include <spirv-tools/libspirv.hpp>
@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "runtime/vulkan/loop_guard.h"
+#include "device/vulkan/loop_guard.h"
 #include "vk_test_util.h"
 
 namespace {

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/vulkan/vulkan.h"
+#include "device/vulkan/vulkan.h"
 #include "weft/custom.h"
 
 namespace vk_test {

@@ -3,7 +3,7 @@
 #include <iostream>
 
 #include "cli.h"
-#include "runtime/vulkan/vulkan.h"
+#include "device/vulkan/vulkan.h"
 #include "weft/custom.h"
 
 namespace weft::cli {

@@ -20,7 +20,7 @@
 
 #include "backends/backend.h"
 #include "backends/vulkan/lower.h"
-#include "runtime/vulkan/vulkan.h"
+#include "device/vulkan/vulkan.h"
 #include "weft/custom.h"
 
 namespace weft::backend {

@@ -7,7 +7,7 @@
 
 #include "common/run_cli.h"
 #include "common/temp_dir.h"
-#include "runtime/vulkan/vulkan.h"
+#include "device/vulkan/vulkan.h"
 #include "vulkan_fixture.h"
 #include "weft/npy.h"
 #include "weft/tensor.h"
@@ -112,7 +112,7 @@ TEST(CustomErrors, MissingVulkanDriverIsNamed) {
 }
 
 // A shader that loops as often as its input says: on lavapipe, a loop llvmpipe ends early is an
-// error naming the node, not a wrong answer (runtime/vulkan/loop_guard.h).
+// error naming the node, not a wrong answer (device/vulkan/loop_guard.h).
 class CustomLoops : public test::VulkanDeviceTest {};
 
 TEST_F(CustomLoops, LoopCutShortByLavapipeNamesTheNode) {

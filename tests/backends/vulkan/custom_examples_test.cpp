@@ -10,7 +10,7 @@
 #include "common/run_cli.h"
 #include "common/temp_dir.h"
 #include "backends/vulkan/vulkan_fixture.h"
-#include "runtime/vulkan/vulkan.h"
+#include "device/vulkan/vulkan.h"
 #include "weft/custom.h"
 #include "weft/npy.h"
 #include "weft/onnx.h"

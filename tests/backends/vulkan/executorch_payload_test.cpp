@@ -8,7 +8,7 @@
 
 #include "custom/base64.h"
 #include "backends/vulkan/vulkan_fixture.h"
-#include "runtime/vulkan/vulkan.h"
+#include "device/vulkan/vulkan.h"
 #include "weft/custom.h"
 #include "weft/graph.h"
 #include "weft/runtime.h"

@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "runtime/vulkan/vulkan.h"
+#include "device/vulkan/vulkan.h"
 #include "weft/error.h"
 
 namespace weft::test {

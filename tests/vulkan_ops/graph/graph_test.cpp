@@ -4,7 +4,7 @@
 #include <random>
 #include <thread>
 
-#include "runtime/vulkan/vulkan.h"
+#include "device/vulkan/vulkan.h"
 #include "vk_ops_util.h"
 
 namespace weft::vk_test {

@@ -1,6 +1,6 @@
 // The loop guard of lavapipe dispatches (see loop_guard.h): a rewrite of the compute shader's
 // SPIR-V that notices loops ended before their own exit.
-#include "runtime/vulkan/loop_guard.h"
+#include "device/vulkan/loop_guard.h"
 
 #include <algorithm>
 #include <map>

@@ -18,7 +18,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "runtime/vulkan/vulkan.h"
+#include "device/vulkan/vulkan.h"
 
 namespace weft::vk::detail {
 

@@ -81,7 +81,7 @@ struct DeviceOptions {
 uint32_t select_device(std::string_view selector = "");
 
 // VkDevice + one compute queue (fed by a submission thread) + command pool + VkPipelineCache +
-// memory type choice. Opaque outside src/runtime/vulkan.
+// memory type choice. Opaque outside src/vulkan.
 class Device;
 
 // Opens a device. `selector`:
@@ -214,7 +214,7 @@ class ComputeKernel {
 // device). An external output may also be read by later dispatches on the device.
 // Internal slots share one device arena: two of them overlap in memory only when their lifetimes
 // (first write to last read, in dispatch order) do not, placed by the memory planner's interval
-// packing (runtime/memory_plan.h). Constant slots hold data uploaded once, at creation.
+// packing (core/interval_pack.h). Constant slots hold data uploaded once, at creation.
 struct ProgramSlot {
   enum class Role { kInput, kOutput, kInternal, kConstant };
   Role role = Role::kInternal;
@@ -233,7 +233,7 @@ struct ProgramDispatch {
   // operator contract); false for shaders that write every element (TOSA operators).
   bool zero_outputs = true;
   // On lavapipe, whose compiler ends a shader's loops after 65535 passes per subgroup, the shader
-  // gets a loop guard (runtime/vulkan/loop_guard.h): a run whose loops reached the limit throws
+  // gets a loop guard (device/vulkan/loop_guard.h): a run whose loops reached the limit throws
   // Error(kRuntime) naming the kernel instead of returning cut-short results. The guard adds a flag
   // buffer in set 0 after the dispatch's bindings and clears output-only buffers (zero_outputs).
   // false for shaders whose loops stay under the limit by construction (Weft's TOSA shaders);

@@ -6,9 +6,9 @@
 #include <map>
 #include <mutex>
 
-#include "runtime/memory_plan.h"
-#include "runtime/vulkan/internal.h"
-#include "runtime/vulkan/loop_guard.h"
+#include "core/interval_pack.h"
+#include "device/vulkan/internal.h"
+#include "device/vulkan/loop_guard.h"
 
 namespace weft::vk {
 
@@ -242,7 +242,7 @@ void Program::Impl::create_slots() {
   const VkBufferUsageFlags usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT |
                                    VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
   // Internal slots: ranges of one arena, packed by lifetime (a slot nothing touches gets none).
-  std::vector<runtime::Interval> intervals;
+  std::vector<Interval> intervals;
   std::vector<uint32_t> internal;
   for (size_t s = 0; s < slots.size(); ++s)
     if (desc.slots[s].role == Role::kInternal && slots[s].first >= 0) {
@@ -254,7 +254,7 @@ void Program::Impl::create_slots() {
   const size_t align = std::max<size_t>({64, static_cast<size_t>(lim.minStorageBufferOffsetAlignment),
                                          static_cast<size_t>(lim.minUniformBufferOffsetAlignment)});
   size_t arena_size = 0;
-  std::vector<size_t> offsets = runtime::pack_intervals(intervals, align, &arena_size);
+  std::vector<size_t> offsets = pack_intervals(intervals, align, &arena_size);
   stats.arena_bytes = arena_size;
   if (arena_size > 0) {
     Backing a;

@@ -12,7 +12,7 @@
 #include <fstream>
 #include <iterator>
 
-#include "runtime/vulkan/internal.h"
+#include "device/vulkan/internal.h"
 
 namespace weft::vk {
 

@@ -5,7 +5,7 @@
 #include <map>
 #include <utility>
 
-#include "runtime/vulkan/internal.h"
+#include "device/vulkan/internal.h"
 
 namespace weft::vk {
 

@@ -15,7 +15,7 @@
 // The words are accessed volatile: kept in private variables, the compiler proves the check false
 // (in the program's semantics loops are never cut) and drops it. Cost on lavapipe: two scattered
 // stores per loop pass; a loop whose body is one load and one multiply-add takes 2.7x as long. The runtime binds the flag buffer, reads
-// it after the run and turns it into an error (Program, runtime/vulkan/program.cpp). Only on
+// it after the run and turns it into an error (Program, vulkan/program.cpp). Only on
 // llvmpipe: other drivers have no such limit.
 //
 // Measured on lavapipe (Mesa 22.3, LLVM 15; tests/vulkan/loop_guard_test.cpp): one loop of 65535
