@@ -1,6 +1,6 @@
 // libFuzzer target for the untrusted-input side of SPIR-V graph modules: bytes -> words ->
 // validate() -> decode() -> disassemble(), and the lavapipe loop guard's rewrite of compute
-// shaders (runtime/vulkan/loop_guard.h), which must refuse or rewrite any module without crashing. Every failure must be a weft::Error; anything else
+// shaders (device/vulkan/loop_guard.h), which must refuse or rewrite any module without crashing. Every failure must be a weft::Error; anything else
 // (a crash, a sanitizer report, another exception type, a hang) is a bug.
 //
 // Built by scripts/fuzz.sh with clang (-DWEFT_FUZZ=ON); see docs/spirv.md.
@@ -9,7 +9,7 @@
 #include <span>
 #include <vector>
 
-#include "runtime/vulkan/loop_guard.h"
+#include "device/vulkan/loop_guard.h"
 #include "weft/error.h"
 #include "weft/spirv.h"
 #include "weft/verify.h"
