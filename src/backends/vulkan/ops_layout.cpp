@@ -133,6 +133,9 @@ size_t unit_bytes(const IndexMap& m) {
 // per-element copy reads them well enough). False when the map is not of that form.
 bool emit_tiled_transpose(Lowering& l, const IndexMap& m, Arg src, Arg dst) {
   if (m.elem > 4 || m.dims.size() < 2) return false;
+  // 32 x 8 = 256 invocations per workgroup, above Vulkan's guaranteed 128: a device allowing fewer
+  // takes the per-element copy.
+  if (l.caps.max_invocations < 256) return false;
   for (const MapDim& d : m.dims)
     if (d.mode != MapDim::kPlain) return false;
   const MapDim& a = m.dims.back();
