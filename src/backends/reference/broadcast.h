@@ -21,29 +21,29 @@ inline bool broadcasts_to(const Shape& in, const Shape& out) {
   return true;
 }
 
-// Calls f(out_index, std::array<int64_t, N> in_index) for the output elements [begin, end) in row-major
-// order, where in_index[k] is the flat index of the element input k contributes. The caller has checked
-// broadcasts_to() for every input. Same-shape inputs take a straight loop; otherwise each input gets a
-// stride per output dimension (0 where it broadcasts), the innermost dimension runs as a tight loop and
-// the outer dimensions advance as an odometer, so only the start of the range is decomposed.
-template <size_t N, class F>
-void broadcast_for_range(const Shape& out, const std::array<const Shape*, N>& ins, int64_t begin, int64_t end,
-                         F&& f) {
+// Calls run(out_index, length, std::array<int64_t, N> in_index, std::array<int64_t, N> in_step) for
+// the output elements [begin, end) in row-major order, one call per stretch of the innermost
+// dimension: output elements out_index .. out_index + length - 1 take input k's elements
+// in_index[k] + j * in_step[k] (in_step is 0 where input k broadcasts, 1 where it runs along). The
+// caller has checked broadcasts_to() for every input. Neighbouring dimensions every input treats
+// alike are merged first (longer runs), and the outer dimensions advance as an odometer, so only
+// the start of the range is decomposed.
+template <size_t N, class R>
+void broadcast_runs(const Shape& out, const std::array<const Shape*, N>& ins, int64_t begin, int64_t end, R&& run) {
   if (begin >= end) return;
-  std::array<int64_t, N> idx;
+  std::array<int64_t, N> idx, one;
+  one.fill(1);
   bool all_same = true;
   for (size_t k = 0; k < N; ++k) all_same = all_same && (*ins[k] == out);
   if (all_same) {
-    for (int64_t i = begin; i < end; ++i) {
-      idx.fill(i);
-      f(i, idx);
-    }
+    idx.fill(begin);
+    run(begin, end - begin, idx, one);
     return;
   }
   const int rank = static_cast<int>(out.size());
   if (rank == 0) {  // one element
     idx.fill(0);
-    f(0, idx);
+    run(0, 1, idx, one);
     return;
   }
   {
@@ -77,7 +77,7 @@ void broadcast_for_range(const Shape& out, const std::array<const Shape*, N>& in
     if (merged_out.size() < out.size()) {
       std::array<const Shape*, N> merged_ptrs;
       for (size_t k = 0; k < N; ++k) merged_ptrs[k] = &merged_in[k];
-      broadcast_for_range<N>(merged_out, merged_ptrs, begin, end, f);
+      broadcast_runs<N>(merged_out, merged_ptrs, begin, end, run);
       return;
     }
   }
@@ -111,10 +111,9 @@ void broadcast_for_range(const Shape& out, const std::array<const Shape*, N>& in
   int64_t o = begin;
   while (true) {
     const int64_t stop = std::min(inner, j + (end - o));
-    for (; j < stop; ++j, ++o) {
-      for (size_t k = 0; k < N; ++k) idx[k] = base[k] + j * inner_stride[k];
-      f(o, idx);
-    }
+    for (size_t k = 0; k < N; ++k) idx[k] = base[k] + j * inner_stride[k];
+    run(o, stop - j, idx, inner_stride);
+    o += stop - j;
     if (o >= end) break;
     j = 0;
     // Advance the odometer over dimensions rank-2 .. 0.
@@ -127,6 +126,22 @@ void broadcast_for_range(const Shape& out, const std::array<const Shape*, N>& in
       counter[du] = 0;
     }
   }
+}
+
+// Calls f(out_index, std::array<int64_t, N> in_index) for the output elements [begin, end) in
+// row-major order, where in_index[k] is the flat index of the element input k contributes (one
+// element at a time over broadcast_runs).
+template <size_t N, class F>
+void broadcast_for_range(const Shape& out, const std::array<const Shape*, N>& ins, int64_t begin, int64_t end,
+                         F&& f) {
+  broadcast_runs<N>(out, ins, begin, end,
+                    [&](int64_t o, int64_t len, const std::array<int64_t, N>& base, const std::array<int64_t, N>& step) {
+                      std::array<int64_t, N> idx;
+                      for (int64_t j = 0; j < len; ++j) {
+                        for (size_t k = 0; k < N; ++k) idx[k] = base[k] + j * step[k];
+                        f(o + j, idx);
+                      }
+                    });
 }
 
 // All output elements.

@@ -150,10 +150,24 @@ void binary_loop(KernelArgs& args, F&& f) {
     return;
   }
   for_chunks(args, out.num_elements(), [&](int64_t begin, int64_t end) {
-    broadcast_for_range<2>(out.shape(), {&in1.shape(), &in2.shape()}, begin, end,
-                           [&](int64_t i, const std::array<int64_t, 2>& idx) {
-                             st<TO>(o, i, f(ld<TI>(a, idx[0]), ld<TI>(b, idx[1])));
-                           });
+    broadcast_runs<2>(out.shape(), {&in1.shape(), &in2.shape()}, begin, end,
+                      [&](int64_t i, int64_t len, const std::array<int64_t, 2>& base, const std::array<int64_t, 2>& step) {
+                        // The common stretches as loops with constant steps (which the compiler
+                        // vectorizes): both inputs along, or one of them a repeated value.
+                        const int64_t a0 = base[0], b0 = base[1];
+                        if (step[0] == 1 && step[1] == 1) {
+                          for (int64_t j = 0; j < len; ++j) st<TO>(o, i + j, f(ld<TI>(a, a0 + j), ld<TI>(b, b0 + j)));
+                        } else if (step[0] == 1 && step[1] == 0) {
+                          const auto bv = ld<TI>(b, b0);
+                          for (int64_t j = 0; j < len; ++j) st<TO>(o, i + j, f(ld<TI>(a, a0 + j), bv));
+                        } else if (step[0] == 0 && step[1] == 1) {
+                          const auto av = ld<TI>(a, a0);
+                          for (int64_t j = 0; j < len; ++j) st<TO>(o, i + j, f(av, ld<TI>(b, b0 + j)));
+                        } else {
+                          for (int64_t j = 0; j < len; ++j)
+                            st<TO>(o, i + j, f(ld<TI>(a, a0 + j * step[0]), ld<TI>(b, b0 + j * step[1])));
+                        }
+                      });
   });
 }
 
