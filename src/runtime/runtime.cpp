@@ -580,19 +580,24 @@ Context::Context(std::shared_ptr<const Model> model, ContextOptions options) {
 Context::~Context() = default;
 const Model& Context::model() const { return dyn_ ? *dyn_->model : *impl_->model; }
 
+namespace {
+// Error(kInvalidArgument) unless index < count ("input" / "output" names the list).
+void check_index(size_t index, size_t count, const char* what) {
+  if (index >= count)
+    throw Error(ErrorCode::kInvalidArgument, std::string(what) + " index " + std::to_string(index) +
+                                                 " out of range (the model has " + std::to_string(count) + " " + what + "s)");
+}
+}  // namespace
+
 void Context::set_input(size_t index, const Tensor& value) {
   if (dyn_) {
-    if (index >= dyn_->inputs.size())
-      throw Error(ErrorCode::kInvalidArgument, "input index " + std::to_string(index) + " out of range (the model has " +
-                                                   std::to_string(dyn_->inputs.size()) + " inputs)");
+    check_index(index, dyn_->inputs.size(), "input");
     dyn_->check(index, value);
     dyn_->inputs[index] = value;
     dyn_->bound[index] = true;
     return;
   }
-  if (index >= impl_->input_values.size())
-    throw Error(ErrorCode::kInvalidArgument, "input index " + std::to_string(index) + " out of range (the model has " +
-                                                 std::to_string(impl_->input_values.size()) + " inputs)");
+  check_index(index, impl_->input_values.size(), "input");
   impl_->check_input(index, value);
   impl_->input_values[index] = value;
   impl_->input_bound[index] = true;
@@ -654,9 +659,7 @@ std::vector<Tensor> Context::run(const std::vector<Tensor>& inputs) {
 
 const Tensor& Context::output(size_t index) const {
   if (dyn_) return dyn_->last("outputs").output(index);
-  if (index >= impl_->output_storage.size())
-    throw Error(ErrorCode::kInvalidArgument, "output index " + std::to_string(index) + " out of range (the model has " +
-                                                 std::to_string(impl_->output_storage.size()) + " outputs)");
+  check_index(index, impl_->output_storage.size(), "output");
   return impl_->output_storage[index];
 }
 

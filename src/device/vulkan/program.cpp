@@ -48,6 +48,18 @@ struct Range {
   bool overlaps(const Range& o) const { return buffer == o.buffer && begin < o.end && o.begin < end; }
 };
 
+// A primary command buffer from the device's pool; the caller holds dev.pool_mutex. `p` prefixes
+// the error.
+VkCommandBuffer allocate_primary(Device& dev, const std::string& p) {
+  VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+  ai.commandPool = dev.command_pool;
+  ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+  ai.commandBufferCount = 1;
+  VkCommandBuffer cb = VK_NULL_HANDLE;
+  check(vkAllocateCommandBuffers(dev.device, &ai, &cb), "vkAllocateCommandBuffers", p + ": ");
+  return cb;
+}
+
 }  // namespace
 
 struct Program::Impl {
@@ -329,11 +341,7 @@ void Program::Impl::upload_constants() {
   try {
     {
       std::lock_guard<std::mutex> lock(dev.pool_mutex);
-      VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
-      ai.commandPool = dev.command_pool;
-      ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
-      ai.commandBufferCount = 1;
-      check(vkAllocateCommandBuffers(d, &ai, &cb), "vkAllocateCommandBuffers", p + ": ");
+      cb = allocate_primary(dev, p);
       VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
       bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
       check(vkBeginCommandBuffer(cb, &bi), "vkBeginCommandBuffer", p + ": ");
@@ -376,11 +384,7 @@ void Program::Impl::record() {
   check(vkCreateFence(d, &fi, nullptr, &fence), "vkCreateFence", p + ": ");
 
   std::lock_guard<std::mutex> lock(dev.pool_mutex);
-  VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
-  ai.commandPool = dev.command_pool;
-  ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
-  ai.commandBufferCount = 1;
-  check(vkAllocateCommandBuffers(d, &ai, &command_buffer), "vkAllocateCommandBuffers", p + ": ");
+  command_buffer = allocate_primary(dev, p);
   VkCommandBuffer cb = command_buffer;
   VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
   check(vkBeginCommandBuffer(cb, &bi), "vkBeginCommandBuffer", p + ": ");

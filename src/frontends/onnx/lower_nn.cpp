@@ -593,7 +593,7 @@ void conv_transpose_as_conv(Importer& imp, const OVal& x, const OVal& w) {
     if (target >= 0) {
       const int64_t total = strides[d] * (in - 1) + opad[d] + keff - target;
       const int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
-      pads[d] = auto_pad == "SAME_UPPER" || imp.attr("output_shape") ? (auto_pad == "SAME_UPPER" ? half : total - half) : total - half;
+      pads[d] = auto_pad == "SAME_UPPER" ? half : total - half;
       pads[sp + d] = total - pads[d];
     } else if (auto_pad == "VALID") {
       pads[d] = pads[sp + d] = 0;
@@ -1365,7 +1365,7 @@ void lower_RoiAlign(Importer& imp, const onnx::NodeProto&) {
     *frac = imp.emit(Op::SELECT, {last, imp.scalar(dt, 0, 2), imp.sub(v, fl)});
   };
   TVal ylo, yhi, ly, yok, xlo, xhi, lx, xok;
-  samples(y0, imp.mul(rh, imp.scalar(dt, 1, 2)), oh, h, &ylo, &yhi, &ly, &yok);
+  samples(y0, rh, oh, h, &ylo, &yhi, &ly, &yok);
   samples(x0, rw, ow, w, &xlo, &xhi, &lx, &xok);
   const int64_t ky = oh * ratio, kx = ow * ratio, s = ky * kx;
   // [R, Ky, 1] and [R, 1, Kx] combined into [R, Ky, Kx].

@@ -126,7 +126,6 @@ void lower_DFT(Importer& imp, const onnx::NodeProto&) {
   os.push_back(bins);
   os.push_back(1);
   TVal y = imp.emit(Op::CONCAT, {imp.reshape(re_out, os), imp.reshape(im_out, os)}, {{"axis", static_cast<int64_t>(os.size() - 1)}});
-  os.back() = 2;
   // Back to the input's dimension order (the signal axis in its place).
   imp.set_out(0, imp.transpose(y, inverse_perm(perm)), {}, x.onnx_type);
 }
