@@ -877,6 +877,32 @@ void lower_DequantizeLinear(Importer& imp, const onnx::NodeProto&) {
   imp.set_out(0, v, x.perm, kOFloat);
 }
 
+namespace {
+
+// x / d rounded as a float32 division would round it, from TOSA's operators (no division, no
+// fused multiply-add): q0 = x * (1/d) can be an ulp off, which moves a quotient near k + 0.5 to
+// the other integer (ONNX's DynamicQuantizeLinear test has -2.5 / (5/255) = -127.49999 in float32,
+// -127.5 through the reciprocal). The residual x - q0 * d is formed exactly with Dekker's
+// product (Veltkamp split into 12-bit halves) and corrects q0 by r / d. Requires |q0 * 4097| finite.
+TVal correctly_rounded_quotient(Importer& imp, const TVal& x, const TVal& d, const TVal& inv) {
+  const int rank = static_cast<int>(x.shape().size());
+  TVal q0 = imp.mul(x, inv);
+  auto split = [&](const TVal& a, int r) {
+    TVal c = imp.mul(a, imp.scalar(DType::kFp32, 4097.0, r));
+    TVal hi = imp.sub(c, imp.sub(c, a));
+    return std::pair<TVal, TVal>{hi, imp.sub(a, hi)};
+  };
+  auto [qh, ql] = split(q0, rank);
+  auto [dh, dl] = split(d, static_cast<int>(d.shape().size()));
+  TVal p = imp.mul(q0, d);
+  // e = q0 * d - p exactly: ((qh*dh - p) + qh*dl + ql*dh) + ql*dl.
+  TVal e = imp.add(imp.add(imp.add(imp.sub(imp.mul(qh, dh), p), imp.mul(qh, dl)), imp.mul(ql, dh)), imp.mul(ql, dl));
+  TVal r = imp.sub(imp.sub(x, p), e);  // x - p is exact (p is within a few ulp of x)
+  return imp.add(q0, imp.mul(r, inv));
+}
+
+}  // namespace
+
 // DynamicQuantizeLinear: uint8 quantization of x with the scale and zero point of its range
 // (extended to include 0): scale = (max - min) / 255, zero_point = saturate(round(-min / scale)),
 // y = saturate(round(x / scale) + zero_point), rounding half to even.
@@ -888,12 +914,14 @@ void lower_DynamicQuantizeLinear(Importer& imp, const onnx::NodeProto&) {
   TVal flat = imp.reshape(x.v, {n});
   TVal mn = imp.emit(Op::MINIMUM, {imp.reduce(Op::REDUCE_MIN, flat, 0), imp.scalar(DType::kFp32, 0, 1)});
   TVal mx = imp.emit(Op::MAXIMUM, {imp.reduce(Op::REDUCE_MAX, flat, 0), imp.scalar(DType::kFp32, 0, 1)});
-  TVal scale = imp.mul(imp.sub(mx, mn), imp.scalar(DType::kFp32, 1.0 / 255.0, 1));
+  TVal scale = correctly_rounded_quotient(imp, imp.sub(mx, mn), imp.scalar(DType::kFp32, 255.0, 1),
+                                          imp.scalar(DType::kFp32, 1.0 / 255.0, 1));
   TVal inv = imp.emit(Op::RECIPROCAL, {scale});
   TVal neg_min = imp.emit(Op::NEGATE, {mn, imp.scalar(DType::kFp32, 0, 1), imp.scalar(DType::kFp32, 0, 1)});
-  TVal zp = imp.clamp(imp.cast(imp.mul(neg_min, inv), DType::kInt32), 0, 255);
-  TVal y = imp.cast(imp.mul(x.v, imp.reshape(inv, Shape(x.v.shape().size(), 1))), DType::kInt32);
-  y = imp.clamp(imp.add(y, imp.reshape(zp, Shape(x.v.shape().size(), 1))), 0, 255);
+  TVal zp = imp.clamp(imp.cast(correctly_rounded_quotient(imp, neg_min, scale, inv), DType::kInt32), 0, 255);
+  const Shape ones(x.v.shape().size(), 1);
+  TVal q = correctly_rounded_quotient(imp, x.v, imp.reshape(scale, ones), imp.reshape(inv, ones));
+  TVal y = imp.clamp(imp.add(imp.cast(q, DType::kInt32), imp.reshape(zp, ones)), 0, 255);
   imp.set_out(0, y, x.perm, kOUint8);
   imp.set_out(1, imp.reshape(scale, {}), {}, kOFloat);
   imp.set_out(2, imp.reshape(zp, {}), {}, kOUint8);

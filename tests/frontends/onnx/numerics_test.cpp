@@ -1131,5 +1131,47 @@ TEST(OnnxNumerics, DftRealPaddedOnesided) {
   expect_near(out[0], {2, 6, 2}, want, 1e-5);
 }
 
+
+// DynamicQuantizeLinear divides as float32 does: scale = (max - min) / 255 and x / scale are
+// correctly rounded quotients (TOSA has only RECIPROCAL, whose product can be an ulp off and then
+// rounds a near-tie to the other integer). Values are planted at (k + 0.5) * scale.
+TEST(OnnxNumerics, DynamicQuantizeLinearRoundsLikeFloat32Division) {
+  constexpr int64_t kN = 4096;
+  ModelBuilder mb(13);
+  mb.input("x", kFloat, {kN}).output("y", kUint8).output("s").output("z", kUint8);
+  mb.node("DynamicQuantizeLinear", {"x"}, {"y", "s", "z"});
+  Module m = mb.import();
+  std::vector<float> x(kN);
+  uint32_t seed = 12345;
+  for (auto& v : x) {
+    seed = seed * 1664525u + 1013904223u;
+    v = (static_cast<float>(seed >> 8) / 16777216.0f - 0.37f) * 7.3f;
+  }
+  auto quotient = [](float a, float b) {
+    volatile float q = a / b;  // IEEE float32 division, rounded once
+    return static_cast<float>(q);
+  };
+  auto range_scale = [&] {
+    const float mn = std::min(0.0f, *std::min_element(x.begin(), x.end()));
+    const float mx = std::max(0.0f, *std::max_element(x.begin(), x.end()));
+    return std::pair<float, float>{mn, quotient(mx - mn, 255.0f)};
+  };
+  const float s0 = range_scale().second;
+  for (int64_t k = 0; k < 200; ++k) x[static_cast<size_t>(k)] = (static_cast<float>(k) - 100.0f + 0.5f) * s0;
+  const auto [mn, scale] = range_scale();
+  const int64_t zp = std::clamp<int64_t>(static_cast<int64_t>(std::nearbyint(quotient(-mn, scale))), 0, 255);
+  auto out = run_module(std::move(m), {f32({kN}, x)});
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(static_cast<float>(out[1].at_double(0)), scale);
+  EXPECT_EQ(out[2].at_int(0) & 0xFF, zp);
+  int64_t differ = 0;
+  for (int64_t i = 0; i < kN; ++i) {
+    const float q = quotient(x[static_cast<size_t>(i)], scale);
+    const int64_t want = std::clamp<int64_t>(static_cast<int64_t>(std::nearbyint(q)) + zp, 0, 255);
+    differ += (out[0].at_int(i) & 0xFF) != want;
+  }
+  EXPECT_EQ(differ, 0);
+}
+
 }  // namespace
 }  // namespace weft
