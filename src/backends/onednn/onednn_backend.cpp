@@ -21,6 +21,8 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "backends/backend.h"
+#include "backends/onednn/gemv.h"
+#include "backends/reference/parallel.h"
 #include "compiler/strided_view.h"
 
 namespace weft::backend {
@@ -704,7 +706,155 @@ Support matmul_supported(const Graph& g, const Composite& c) {
   return post_ops_supported(g, c);
 }
 
+// ---- Batch-1 matmuls with constant weights: Weft's matrix-vector kernel (gemv.h) --------------
+
+// A fp32 post-op applied to each result element in the GEMV kernel (the result is one row).
+struct GemvPostOp {
+  PostOp::Kind kind;
+  std::vector<float> bias;  // kBias: one value per output column
+  float lo = 0, hi = 0;     // kClamp
+  int input = -1;           // kResidual: the composite's input holding the addend
+};
+
+class GemvKernel final : public Kernel {
+ public:
+  // y[n] = sum_k x[k] * w[n * ldw + k]: `weights` keeps the memory `w` points into alive.
+  GemvKernel(std::shared_ptr<const void> weights, const float* w, int64_t ldw, int64_t k, int64_t n, int a_input,
+             int64_t a_offset, int64_t a_stride, std::vector<GemvPostOp> post, size_t prepared)
+      : weights_(std::move(weights)), w_(w), ldw_(ldw), k_(k), n_(n), a_input_(a_input), a_offset_(a_offset),
+        a_stride_(a_stride), post_(std::move(post)), prepared_(prepared), impl_("weft_gemv:" + cpu::gemv_isa()) {}
+
+  size_t workspace_bytes() const override { return a_stride_ == 1 ? 0 : static_cast<size_t>(k_) * sizeof(float); }
+  size_t prepared_bytes() const override { return prepared_; }
+  std::string implementation() const override { return impl_; }
+  void set_max_threads(int n) { max_threads_ = n; }
+
+  void execute(ExecArgs& a) const override {
+    const float* x = a.in[static_cast<size_t>(a_input_)]->data<float>() + a_offset_;
+    if (a_stride_ != 1) {  // a strided operand (a transposed view): gathered once per run
+      float* g = reinterpret_cast<float*>(a.workspace);
+      for (int64_t i = 0; i < k_; ++i) g[i] = x[i * a_stride_];
+      x = g;
+    }
+    float* y = a.out[0].mutable_data<float>();
+    // Rows in blocks of four, at least ~64K multiply-adds per thread.
+    const int64_t blocks = (n_ + 3) / 4;
+    const int64_t min_blocks = std::max<int64_t>(1, 65536 / std::max<int64_t>(1, 4 * k_));
+    ref::parallel_for(std::min(a.threads, max_threads_), blocks, [&](int64_t b0, int64_t b1) {
+      const int64_t n0 = b0 * 4, n1 = std::min(n_, b1 * 4);
+      cpu::gemv_rows(w_, ldw_, x, k_, n0, n1, y);
+      for (const GemvPostOp& p : post_) apply(p, a, y, n0, n1);
+    }, min_blocks);
+  }
+
+ private:
+  static void apply(const GemvPostOp& p, const ExecArgs& a, float* y, int64_t n0, int64_t n1) {
+    switch (p.kind) {
+      case PostOp::Kind::kBias:
+        for (int64_t i = n0; i < n1; ++i) y[i] += p.bias[static_cast<size_t>(i)];
+        break;
+      case PostOp::Kind::kResidual: {
+        const float* r = a.in[static_cast<size_t>(p.input)]->data<float>();
+        for (int64_t i = n0; i < n1; ++i) y[i] += r[i];
+        break;
+      }
+      case PostOp::Kind::kClamp:
+        for (int64_t i = n0; i < n1; ++i) y[i] = std::min(std::max(y[i], p.lo), p.hi);
+        break;
+      case PostOp::Kind::kSigmoid:
+        for (int64_t i = n0; i < n1; ++i) y[i] = 1.0f / (1.0f + std::exp(-y[i]));
+        break;
+      case PostOp::Kind::kTanh:
+        for (int64_t i = n0; i < n1; ++i) y[i] = std::tanh(y[i]);
+        break;
+      case PostOp::Kind::kSwish:
+        for (int64_t i = n0; i < n1; ++i) y[i] = y[i] / (1.0f + std::exp(-y[i]));
+        break;
+      case PostOp::Kind::kGeluErf:
+        for (int64_t i = n0; i < n1; ++i) y[i] = 0.5f * y[i] * (1.0f + std::erf(y[i] * 0.70710678118654752f));
+        break;
+      case PostOp::Kind::kHardSwish:
+        for (int64_t i = n0; i < n1; ++i) y[i] = y[i] * std::min(std::max(y[i] / 6.0f + 0.5f, 0.0f), 1.0f);
+        break;
+    }
+  }
+
+  std::shared_ptr<const void> weights_;
+  const float* w_;
+  int64_t ldw_, k_, n_;
+  int a_input_;
+  int64_t a_offset_, a_stride_;
+  std::vector<GemvPostOp> post_;
+  size_t prepared_;
+  std::string impl_;
+  int max_threads_ = 1 << 20;
+};
+
+// The GEMV kernel for `c` when it is a fp32 matmul of one row (batch 1, M = 1) by constant weights
+// written straight to its output; nullptr otherwise. Weights whose rows (one per output column)
+// are contiguous in k, as Gemm's transB = 1 and MatMul over a transposed initializer leave them,
+// are read in place; others are transposed into that layout once (shared through `o.cache`).
+std::unique_ptr<Kernel> prepare_gemv(const Graph& g, const Composite& c, const PrepareOptions& o) {
+  const Node& n = g.node(c.anchor);
+  if (type_of(g, n.inputs[0]).dtype != DType::kFp32 || !c.out_view.empty()) return nullptr;
+  const Shape& as = type_of(g, n.inputs[0]).shape;  // [1, 1, K]
+  const Shape& bs = type_of(g, n.inputs[1]).shape;  // [1, K, N]
+  if (as.size() != 3 || bs.size() != 3 || as[0] != 1 || as[1] != 1 || bs[0] != 1) return nullptr;
+  const ValueId b_src = c.b_view.empty() ? n.inputs[1] : g.node(c.b_view.front()).inputs[0];
+  const Tensor* b = constant(g, b_src);
+  if (!b || b->dtype() != DType::kFp32) return nullptr;
+  const int64_t k = bs[1], cols = bs[2];
+  StridedView bv = c.b_view.empty() ? StridedView::contiguous(bs) : *compiler::forward_chain(g, c.b_view);
+  const ValueId a_src = c.a_view.empty() ? n.inputs[0] : g.node(c.a_view.front()).inputs[0];
+  StridedView av = c.a_view.empty() ? StridedView::contiguous(as) : *compiler::forward_chain(g, c.a_view);
+  std::vector<GemvPostOp> post;
+  for (const PostOp& p : c.post_ops) {
+    GemvPostOp q{p.kind, {}, 0, 0, -1};
+    if (p.kind == PostOp::Kind::kBias) {
+      const Tensor* t = constant(g, p.operand);
+      if (!t || t->dtype() != DType::kFp32 || (t->num_elements() != cols && t->num_elements() != 1)) return nullptr;
+      q.bias.resize(static_cast<size_t>(cols));
+      for (int64_t i = 0; i < cols; ++i) q.bias[static_cast<size_t>(i)] = t->data<float>()[t->num_elements() == 1 ? 0 : i];
+    } else if (p.kind == PostOp::Kind::kResidual) {
+      if (shape_elements(type_of(g, p.operand).shape) != cols) return nullptr;
+      q.input = c.input_index(p.operand);
+    } else if (p.kind == PostOp::Kind::kClamp) {
+      auto bounds = clamp_bounds(g.node(p.node));
+      if (!bounds) return nullptr;
+      std::tie(q.lo, q.hi) = *bounds;
+    }
+    post.push_back(std::move(q));
+  }
+  const int64_t a_stride = av.strides[2];
+  const int64_t sk = bv.strides[1], sn = bv.strides[2];
+  if (g_dry_run)
+    return std::make_unique<GemvKernel>(nullptr, nullptr, 0, k, cols, c.input_index(a_src), av.offset, a_stride,
+                                        std::move(post), 0);
+  const float* base = b->data<float>() + bv.offset;
+  if (sk == 1) {
+    // In place: the constant's buffer is shared (a copy of the Tensor holds it alive).
+    auto hold = std::make_shared<Tensor>(*b);
+    return std::make_unique<GemvKernel>(hold, base, sn, k, cols, c.input_index(a_src), av.offset, a_stride,
+                                        std::move(post), 0);
+  }
+  const std::string key = "gemv:" + std::to_string(reinterpret_cast<uintptr_t>(base)) + ":" + std::to_string(sk) + ":" +
+                          std::to_string(sn) + ":" + std::to_string(k) + ":" + std::to_string(cols);
+  std::shared_ptr<std::vector<float>> packed;
+  if (o.cache) packed = std::static_pointer_cast<std::vector<float>>(o.cache->find(key));
+  if (!packed) {
+    packed = std::make_shared<std::vector<float>>(static_cast<size_t>(k * cols));
+    float* dst = packed->data();
+    for (int64_t j = 0; j < cols; ++j)
+      for (int64_t i = 0; i < k; ++i) dst[j * k + i] = base[i * sk + j * sn];
+    if (o.cache) o.cache->put(key, packed);
+  }
+  const float* w = packed->data();
+  return std::make_unique<GemvKernel>(packed, w, k, k, cols, c.input_index(a_src), av.offset, a_stride, std::move(post),
+                                      packed->size() * sizeof(float));
+}
+
 std::unique_ptr<Kernel> prepare_matmul(const Graph& g, const Composite& c, const PrepareOptions& o) {
+  if (auto k = prepare_gemv(g, c, o)) return k;
   const Node& n = g.node(c.anchor);
   auto operand = [&](const std::vector<int>& chain, ValueId v) -> std::pair<ValueId, StridedView> {
     if (chain.empty()) return {v, StridedView::contiguous(type_of(g, v).shape)};
@@ -1102,7 +1252,8 @@ class OneDnnBackend final : public Backend {
     g_dry_run = true;
     try {
       auto k = prepare_impl(g, c, PrepareOptions{});
-      const std::string& impl = static_cast<const OneDnnKernel&>(*k).impl();
+      const auto* dk = dynamic_cast<const OneDnnKernel*>(k.get());
+      const std::string impl = dk ? dk->impl() : k->implementation();
       const Op op = g.node(c.anchor).op;
       if (impl.rfind("ref", 0) == 0 && c.region == Composite::Region::kNone && (anchor_op(op) || binary_of(op))) {
         g_dry_run = false;
@@ -1155,7 +1306,8 @@ class OneDnnBackend final : public Backend {
     omp_set_num_threads(threads);
     try {
       auto k = prepare_impl(g, c, options);
-      static_cast<OneDnnKernel&>(*k).set_max_threads(threads);
+      if (auto* dk = dynamic_cast<OneDnnKernel*>(k.get())) dk->set_max_threads(threads);
+      else static_cast<GemvKernel&>(*k).set_max_threads(threads);
       return k;
     } catch (const dn::error& e) {
       throw Error(ErrorCode::kRuntime, std::string("oneDNN could not prepare ") + c.pattern + ": " + e.what(),

@@ -301,6 +301,48 @@ TEST(OneDnnVsReference, TransformerBlockEndToEnd) {
                      kTolAccumulate);
 }
 
+
+// Batch-1 matmuls by constant weights (classifier heads, fully connected layers) run on Weft's
+// matrix-vector kernel: weights given as [K, N] (transposed into rows once) or as a TRANSPOSE of
+// [N, K] (Gemm transB = 1; read in place), the row read through a strided view, every post-op,
+// K and N off the kernel's 16-lane and 4-row blocks, one and two threads.
+TEST(OneDnnVsReference, BatchOneMatmulRunsOnTheGemvKernel) {
+  struct Case {
+    int64_t k, n;
+    bool transposed_b, strided_a;
+    std::string pattern;
+    std::function<ValueId(Net&, ValueId)> after;
+  };
+  const std::vector<Case> cases = {
+      {17, 3, false, false, "MATMUL", [](Net&, ValueId v) { return v; }},
+      {64, 1000, true, false, "TRANSPOSE+MATMUL+BIAS", [](Net& n, ValueId v) { return n.add(v, n.weight({1, 1, 1000})); }},
+      {1000, 37, true, true, "TRANSPOSE+MATMUL+BIAS+CLAMP",
+       [](Net& n, ValueId v) { return n.relu(n.add(n.weight({1, 1, 37}), v)); }},
+      {300, 129, false, false, "MATMUL+BIAS+GELU", [](Net& n, ValueId v) { return n.gelu_erf(n.add(v, n.weight({1, 1, 129}))); }},
+      {33, 20, false, true, "TRANSPOSE+MATMUL+ADD+SIGMOID",
+       [](Net& n, ValueId v) { return n.unary(Op::SIGMOID, n.add(v, n.input({1, 1, 20}))); }},
+      {48, 8, true, false, "TRANSPOSE+MATMUL+TANH", [](Net& n, ValueId v) { return n.unary(Op::TANH, v); }},
+      {48, 9, false, false, "MATMUL+SWISH", [](Net& n, ValueId v) { return n.swish(v); }},
+  };
+  uint32_t seed = 1200;
+  for (const Case& c : cases)
+    for (int threads : {1, 2}) {
+      SCOPED_TRACE(c.pattern + " K" + std::to_string(c.k) + " N" + std::to_string(c.n) + " threads " + std::to_string(threads));
+      Net net(seed++);
+      ValueId a = c.strided_a ? net.transpose(net.input({1, c.k, 1}, -2, 2), {0, 2, 1}) : net.input({1, 1, c.k}, -2, 2);
+      ValueId b = c.transposed_b ? net.transpose(net.weight({1, c.n, c.k}, -0.3, 0.3), {0, 2, 1}) : net.weight({1, c.k, c.n}, -0.3, 0.3);
+      ValueId y = c.after(net, net.matmul(a, b));
+      Module m = net.finish({y});
+      auto model = check_vs_reference(m, net.feeds, {c.pattern}, kTolAccumulate, false, threads);
+      Context ctx(model, {.threads = threads});
+      ctx.set_profiling(true);
+      ctx.run(net.feeds);
+      bool gemv = false;
+      for (const KernelProfile& k : ctx.profile()) gemv |= k.implementation.rfind("weft_gemv:", 0) == 0;
+      EXPECT_TRUE(gemv) << "no kernel ran on weft_gemv";
+    }
+}
+
 }  // namespace
 // Attention with one fused q/k/v projection: q, k and v are SLICEs of one [S, 3*D] tensor, each
 // reshaped into heads and transposed. The whole SLICE -> RESHAPE -> TRANSPOSE -> RESHAPE chain is

@@ -1,0 +1,89 @@
+#include "backends/onednn/gemv.h"
+
+#include <cstring>
+
+// GCC builds one copy of the kernel per instruction set and picks one at load time (ifunc); the
+// vector type below becomes zmm, ymm or xmm operations in each copy.
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#define WEFT_GEMV_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define WEFT_GEMV_CLONES
+#endif
+
+// The helpers pass 64-byte vectors by value; they are always inlined into the kernel's clones, so
+// GCC's note that such values travel differently without AVX-512 does not apply.
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+namespace weft::backend::cpu {
+namespace {
+
+typedef float Lanes __attribute__((vector_size(64)));
+
+__attribute__((always_inline)) inline Lanes load(const float* p) {
+  Lanes v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+__attribute__((always_inline)) inline float sum_lanes(const Lanes& v) {
+  float s = 0;
+  for (int i = 0; i < 16; ++i) s += v[i];
+  return s;
+}
+
+}  // namespace
+
+WEFT_GEMV_CLONES
+void gemv_rows(const float* w, int64_t ldw, const float* x, int64_t k, int64_t n0, int64_t n1, float* y) {
+  const int64_t kv = k / 16 * 16;
+  int64_t n = n0;
+  // Four rows at a time: each x vector loaded once serves four weight streams.
+  for (; n + 4 <= n1; n += 4) {
+    const float* r0 = w + n * ldw;
+    const float* r1 = r0 + ldw;
+    const float* r2 = r1 + ldw;
+    const float* r3 = r2 + ldw;
+    Lanes a0 = {}, a1 = {}, a2 = {}, a3 = {};
+    for (int64_t i = 0; i < kv; i += 16) {
+      const Lanes xv = load(x + i);
+      a0 += load(r0 + i) * xv;
+      a1 += load(r1 + i) * xv;
+      a2 += load(r2 + i) * xv;
+      a3 += load(r3 + i) * xv;
+    }
+    float s0 = sum_lanes(a0), s1 = sum_lanes(a1), s2 = sum_lanes(a2), s3 = sum_lanes(a3);
+    for (int64_t i = kv; i < k; ++i) {
+      s0 += r0[i] * x[i];
+      s1 += r1[i] * x[i];
+      s2 += r2[i] * x[i];
+      s3 += r3[i] * x[i];
+    }
+    y[n] = s0;
+    y[n + 1] = s1;
+    y[n + 2] = s2;
+    y[n + 3] = s3;
+  }
+  for (; n < n1; ++n) {
+    const float* r = w + n * ldw;
+    Lanes a = {};
+    for (int64_t i = 0; i < kv; i += 16) a += load(r + i) * load(x + i);
+    float s = sum_lanes(a);
+    for (int64_t i = kv; i < k; ++i) s += r[i] * x[i];
+    y[n] = s;
+  }
+}
+
+std::string gemv_isa() {
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+      __builtin_cpu_supports("avx512dq"))
+    return "avx512";
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "avx2";
+  return "sse2";
+#else
+  return "generic";
+#endif
+}
+
+}  // namespace weft::backend::cpu
