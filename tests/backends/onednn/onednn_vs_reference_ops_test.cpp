@@ -105,11 +105,11 @@ TEST(OneDnnVsReference, RankOneAndRankFiveOperators) {
     check_vs_reference(net.finish({net.mul(net.sub(a, b), c)}), net.feeds, {"SUB", "MUL"}, kExact);
   }
   {
-    SCOPED_TRACE("rank 5 TRANSPOSE, REDUCE_SUM, CONCAT");
+    SCOPED_TRACE("rank 5 TRANSPOSE, REDUCE_SUM");
     Net net(2252);
     ValueId t = net.input({2, 3, 2, 2, 4});
-    Module m = net.finish({net.transpose(t, {4, 0, 3, 1, 2}), net.reduce(Op::REDUCE_SUM, t, 4), net.concat({t, t}, 4)});
-    check_vs_reference(m, net.feeds, {"TRANSPOSE", "REDUCE_SUM", "CONCAT"}, kTolElementwise);
+    Module m = net.finish({net.transpose(t, {4, 0, 3, 1, 2}), net.reduce(Op::REDUCE_SUM, t, 4)});
+    check_vs_reference(m, net.feeds, {"TRANSPOSE", "REDUCE_SUM"}, kTolElementwise);
   }
 }
 
@@ -247,7 +247,9 @@ TEST(OneDnnVsReference, ReduceProductWithMixedSigns) {
 
 // ---- CONCAT and TRANSPOSE -------------------------------------------------------------------------
 
-TEST(OneDnnVsReference, ConcatOnEveryAxis) {
+// CONCAT is left to Weft's memcpy kernel (oneDNN 2.6's simple concat was 20x slower on NHWC
+// channel concatenations); between oneDNN kernels the results are unchanged on every axis.
+TEST(OneDnnVsReference, ConcatOnEveryAxisRunsOnWeftsKernel) {
   uint32_t seed = 2500;
   const Shape base = {2, 3, 4, 5};
   for (int64_t axis = 0; axis < 4; ++axis)
@@ -260,8 +262,10 @@ TEST(OneDnnVsReference, ConcatOnEveryAxis) {
         s[static_cast<size_t>(axis)] = 1 + i * 2;  // 1, 3, 5 along the axis
         xs.push_back(i == 1 && count == 3 ? net.weight(s) : net.input(s));  // a constant in the middle
       }
-      Module m = net.finish({net.concat(xs, axis)});
-      check_vs_reference(m, net.feeds, {"CONCAT"}, kExact);
+      for (ValueId& x : xs) x = net.unary(Op::TANH, x);
+      Module m = net.finish({net.unary(Op::TANH, net.concat(xs, axis))});
+      auto dnn = check_vs_reference(m, net.feeds, {"TANH"}, kTolElementwise, /*all_on_onednn=*/false);
+      EXPECT_NE(dnn->explain().find(" reference CONCAT:"), std::string::npos) << dnn->explain();
     }
   for (int64_t axis = 0; axis < 2; ++axis) {
     SCOPED_TRACE("rank 2, axis " + std::to_string(axis));
@@ -269,7 +273,7 @@ TEST(OneDnnVsReference, ConcatOnEveryAxis) {
     ValueId a = net.input(axis == 0 ? Shape{3, 17} : Shape{17, 3});
     ValueId b = net.input(axis == 0 ? Shape{5, 17} : Shape{17, 5});
     Module m = net.finish({net.concat({a, b, a}, axis)});  // one value twice
-    check_vs_reference(m, net.feeds, {"CONCAT"}, kExact);
+    check_vs_reference(m, net.feeds, {}, kExact, /*all_on_onednn=*/false);
   }
 }
 
@@ -544,7 +548,6 @@ TEST(OneDnnNaN, ArithmeticActivationsAndAccumulationsPropagateNaN) {
       {"ABS", [](Net& n, ValueId x, ValueId) { return n.unary(Op::ABS, x); }},
       {"REDUCE_SUM", [](Net& n, ValueId x, ValueId) { return n.reduce(Op::REDUCE_SUM, x, 3); }},
       {"TRANSPOSE", [](Net& n, ValueId x, ValueId) { return n.transpose(x, {3, 1, 2, 0}); }},
-      {"CONCAT", [](Net& n, ValueId x, ValueId y) { return n.concat({x, y}, 3); }},
       {"AVG_POOL2D", [](Net& n, ValueId x, ValueId) { return n.avg_pool(x, {2, 2}, {2, 2}, {0, 0, 0, 0}); }},
       {"CONV2D", [](Net& n, ValueId x, ValueId) {
          return n.conv2d(x, n.weight({4, 3, 3, 3}), n.weight({4}), {1, 1, 1, 1}, {1, 1}, {1, 1});
