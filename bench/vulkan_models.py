@@ -3,8 +3,8 @@
 large fp16 matmul's TFLOP/s against the device's peak.
 
     python3 bench/vulkan_models.py [--weft build/weft] [--models DIR] [--names mobilenet_v2,resnet50,bert_encoder]
-        [--batches 1,32] [--iters 50] [--no-compile] [--profile DIR] [--matmul 4096] [--peak-tflops 989.4]
-        [--json FILE]
+        [--batches 1,32] [--iters 50] [--no-compile] [--no-graph] [--gemm f32,f16] [--profile DIR]
+        [--matmul 4096] [--peak-tflops 989.4] [--json FILE]
 
 Models: DIR/NAME.onnx (batch 1) and DIR/NAME.bB.onnx with their saved inputs, as written by
 scripts/onnx/export_models.py [--batch B] (export them on a machine with Debian's torch 1.13; this
@@ -18,7 +18,12 @@ Each side runs a warm-up and then --iters timed inferences; the median is report
               host -> host as Weft is (x.cuda(), model, .cpu()), and device-resident (input already on
               the GPU, output left there; CUDA-event timing) for reference.
   compile     torch.compile(model) (inductor, default mode), same two timings.
-  ratio       weft / eager and weft / compile, host -> host (< 1: Weft is faster).
+  graph       PyTorch with its whole forward captured in a CUDA graph (torch.cuda.CUDAGraph), the
+              fair peer of one recorded command buffer, strict fp32 (allow_tf32 off) and with TF32
+              allowed; host -> host (copy into the static input, replay, copy out) and replay alone.
+  ratio       weft / eager, weft / graph and weft / compile, host -> host (< 1: Weft is faster).
+With --gemm f32,f16 a GEMM sweep (the models' shapes and square sizes, GEMM_SHAPES) compares
+Weft's MATMUL dispatch time with cuBLAS (torch.matmul, TF32 off).
 With --profile DIR each model's `weft run --profile` output (per-operator GPU time from Vulkan
 timestamp queries) is written to DIR/NAME.bB.txt.
 
@@ -86,6 +91,112 @@ def torch_latency(model, x_host, iters, torch):
     return statistics.median(host), statistics.median(dev)
 
 
+def graph_latency(model, x_host, iters, torch, tf32):
+    """PyTorch with its whole forward captured in one CUDA graph (torch.cuda.CUDAGraph), the fair
+    peer of one recorded command buffer: host->host median ms (copy into the graph's static input,
+    replay, copy the static output back) and device-resident median ms (replay alone). `tf32`
+    allows TF32 in matmuls and convolutions; otherwise both run strict fp32."""
+    import time
+    saved = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    torch.backends.cudnn.allow_tf32 = tf32
+    try:
+        with torch.no_grad():
+            static_x = x_host.cuda()
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):  # warm-up outside the graph (cuDNN picks its algorithms)
+                for _ in range(3):
+                    model(static_x)
+            torch.cuda.current_stream().wait_stream(side)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                static_y = model(static_x)
+            for _ in range(5):
+                graph.replay()
+            torch.cuda.synchronize()
+            host = []
+            for _ in range(iters):
+                t0 = time.perf_counter()
+                static_x.copy_(x_host)
+                graph.replay()
+                y = static_y.cpu()
+                host.append((time.perf_counter() - t0) * 1e3)
+            dev = []
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            for _ in range(iters):
+                start.record()
+                graph.replay()
+                end.record()
+                torch.cuda.synchronize()
+                dev.append(start.elapsed_time(end))
+        del y, graph
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
+    return statistics.median(host), statistics.median(dev)
+
+
+def gemm_sweep(weft, shapes, dtype, iters, torch):
+    """C[1,M,N] = A[1,M,K] x B[1,K,N] on Weft's Vulkan backend (GPU time of the dispatch from
+    timestamp queries) against torch.matmul (cuBLAS; CUDA events), same inputs. fp32: strict (no
+    TF32) on both sides; fp16: fp32 accumulate (Weft's output fp32, cuBLAS's fp16)."""
+    rows = []
+    np_t = np.float16 if dtype == "f16" else np.float32
+    saved = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = False
+    try:
+        for (m, n, k) in shapes:
+            d = tempfile.mkdtemp()
+            rng = np.random.default_rng(0)
+            a = rng.standard_normal((1, m, k)).astype(np_t)
+            b = rng.standard_normal((1, k, n)).astype(np_t)
+            np.save(os.path.join(d, "a.npy"), a)
+            np.save(os.path.join(d, "b.npy"), b)
+            model = os.path.join(d, "mm.weft")
+            with open(model, "w") as f:
+                f.write("graph @main(%%a: %s[1,%d,%d], %%b: %s[1,%d,%d]) -> (%%c) {\n" % (dtype, m, k, dtype, k, n))
+                f.write("  %%zp: %s[1] = CONST() {values = [0]}\n" % dtype)
+                f.write("  %%c: f32[1,%d,%d] = MATMUL(%%a, %%b, %%zp, %%zp)\n  return %%c\n}\n" % (m, n))
+            p = subprocess.run([weft, "run", model, "--input", "a=" + os.path.join(d, "a.npy"), "--input",
+                                "b=" + os.path.join(d, "b.npy"), "--output", "c=" + os.path.join(d, "c.npy"),
+                                "--backend", "vulkan,reference", "--repeat", str(iters), "--profile"],
+                               capture_output=True, text=True)
+            if p.returncode != 0:
+                rows.append({"m": m, "n": n, "k": k, "dtype": dtype, "error": p.stderr.strip()[-300:]})
+                continue
+            mt = re.search(r"device time \(timestamp queries\): ([0-9.]+) ms", p.stdout)
+            weft_ms = float(mt.group(1)) if mt else float("nan")
+            c = np.load(os.path.join(d, "c.npy"))
+            ref = a[0, :8].astype(np.float64) @ b[0].astype(np.float64)
+            rel = float(np.max(np.abs(c[0, :8] - ref)) / np.max(np.abs(ref)))
+            ta, tb = torch.from_numpy(a).cuda(), torch.from_numpy(b).cuda()
+            for _ in range(3):
+                torch.matmul(ta, tb)
+            torch.cuda.synchronize()
+            times = []
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            for _ in range(iters):
+                start.record()
+                torch.matmul(ta, tb)
+                end.record()
+                torch.cuda.synchronize()
+                times.append(start.elapsed_time(end))
+            t_ms = statistics.median(times)
+            flops = 2.0 * m * n * k
+            rows.append({"m": m, "n": n, "k": k, "dtype": dtype, "weft_ms": weft_ms, "cublas_ms": t_ms,
+                         "weft_tflops": flops / weft_ms / 1e9, "cublas_tflops": flops / t_ms / 1e9, "weft_rel_error": rel})
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = saved
+    return rows
+
+
+# GEMM shapes (M, N, K) of the benchmark models (BERT-base at sequence 128, batch 1 and 32; ResNet-50's
+# late 1x1 convolutions as implicit GEMMs at batch 32) and square sizes.
+GEMM_SHAPES = [(128, 768, 768), (128, 3072, 768), (128, 768, 3072), (4096, 768, 768), (4096, 3072, 768),
+               (4096, 768, 3072), (1568, 2048, 512), (1568, 512, 2048), (1024, 1024, 1024), (2048, 2048, 2048),
+               (4096, 4096, 4096)]
+
+
 def matmul_bench(weft, n, iters, torch):
     d = tempfile.mkdtemp()
     rng = np.random.default_rng(0)
@@ -133,6 +244,8 @@ def main(argv=None):
     ap.add_argument("--batches", default="1,32")
     ap.add_argument("--iters", type=int, default=50)
     ap.add_argument("--no-compile", action="store_true")
+    ap.add_argument("--no-graph", action="store_true", help="skip the CUDA-graph peers (fp32 and TF32)")
+    ap.add_argument("--gemm", default="", help="GEMM sweep against cuBLAS: comma-separated dtypes (f32, f16)")
     ap.add_argument("--profile")
     ap.add_argument("--matmul", type=int, default=4096, help="matmul size (0: skip)")
     ap.add_argument("--peak-tflops", type=float, default=989.4)
@@ -162,12 +275,21 @@ def main(argv=None):
                                                                          files["input"]), args.iters, prof)
             eager_host, eager_dev = torch_latency(model, xt, args.iters, torch)
             row = {"model": name, "batch": batch, "weft_ms": weft_ms, "eager_ms": eager_host, "eager_dev_ms": eager_dev}
+            if not args.no_graph:
+                g32_host, g32_dev = graph_latency(model, xt, args.iters, torch, tf32=False)
+                gtf_host, gtf_dev = graph_latency(model, xt, args.iters, torch, tf32=True)
+                row.update(graph_fp32_ms=g32_host, graph_fp32_dev_ms=g32_dev, graph_tf32_ms=gtf_host,
+                           graph_tf32_dev_ms=gtf_dev)
             if compiled is not None:
                 comp_host, comp_dev = torch_latency(compiled, xt, args.iters, torch)
                 row.update(compile_ms=comp_host, compile_dev_ms=comp_dev)
             results["models"].append(row)
             line = "%-14s b%-3d weft %8.3f ms | eager %8.3f ms (on-device %8.3f) ratio %.2f" % (
                 name, batch, weft_ms, eager_host, eager_dev, weft_ms / eager_host)
+            if not args.no_graph:
+                line += " | graph fp32 %8.3f ms ratio %.2f | graph tf32 %8.3f ms ratio %.2f" % (
+                    row["graph_fp32_ms"], weft_ms / row["graph_fp32_ms"], row["graph_tf32_ms"],
+                    weft_ms / row["graph_tf32_ms"])
             if compiled is not None:
                 line += " | compile %8.3f ms (on-device %8.3f) ratio %.2f" % (
                     row["compile_ms"], row["compile_dev_ms"], weft_ms / row["compile_ms"])
@@ -184,6 +306,17 @@ def main(argv=None):
               "torch %.3f ms = %.1f TFLOP/s (%.1f%%)" % (n, n, n, weft_ms, w_tf, 100 * w_tf / args.peak_tflops,
                                                          args.peak_tflops, rel, torch_ms, t_tf,
                                                          100 * t_tf / args.peak_tflops), flush=True)
+    results["gemm"] = []
+    for dtype in [d for d in args.gemm.split(",") if d]:
+        for r in gemm_sweep(args.weft, GEMM_SHAPES, dtype, 20, torch):
+            results["gemm"].append(r)
+            if "error" in r:
+                print("gemm %s %dx%dx%d: weft failed: %s" % (dtype, r["m"], r["n"], r["k"], r["error"]), flush=True)
+            else:
+                print("gemm %s M%-5d N%-5d K%-5d weft %8.3f ms %7.1f TFLOP/s | cuBLAS %8.3f ms %7.1f TFLOP/s | "
+                      "ratio %.2f (rel err %.1e)" % (dtype, r["m"], r["n"], r["k"], r["weft_ms"], r["weft_tflops"],
+                                                     r["cublas_ms"], r["cublas_tflops"], r["weft_ms"] / r["cublas_ms"],
+                                                     r["weft_rel_error"]), flush=True)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)

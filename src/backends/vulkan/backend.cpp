@@ -360,7 +360,6 @@ class VulkanBackend final : public Backend {
       }
       return Support::yes();
     }
-    if (c.post_reshape >= 0) return Support::no("post-ops behind the RESHAPE of a MATMUL's result are not fused on Vulkan");
     if (c.region == Composite::Region::kNone && !c.single() && !backend::is_fusion_anchor(op) && !is_alias_op(op))
       return Support::no("chains of element-wise operators are not fused on Vulkan (each runs on its own)");
     if (!is_alias_op(op) && !vkb::ops_table().count(op))

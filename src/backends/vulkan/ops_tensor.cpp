@@ -119,6 +119,14 @@ std::string plan_epilogue(const Graph& g, const Composite& c, Epilogue& ep, Valu
     return "MATMUL through strided operand views (RESHAPE / TRANSPOSE / SLICE chains) is not lowered";
   if (c.post_ops.empty()) return {};
   const TensorType& rt = type_of(g, base);
+  // Behind a post_reshape (a RESHAPE keeping the last dimension: the ONNX importer's 3-D MatMul
+  // back to 4-D), operands and the result have the reshaped shape but the same elements in the
+  // same order: the epilogue reads the residual and writes the result at the matmul's flat index.
+  auto same_layout = [&](const TensorType& t) {
+    return c.post_reshape >= 0 ? t.dtype == rt.dtype && t.shape.size() >= 1 && t.shape.back() == rt.shape.back() &&
+                                     shape_elements(t.shape) == shape_elements(rt.shape)
+                               : t == rt;
+  };
   if (!is_float(rt.dtype)) return "integer results take no fused operations (the reference rounds and checks each one)";
   if (c.post_ops.size() > 4) return "more than 4 fused operations after " + std::string(op_name(a.op));
   for (size_t i = 0; i < c.post_ops.size(); ++i) {
@@ -138,7 +146,7 @@ std::string plan_epilogue(const Graph& g, const Composite& c, Epilogue& ep, Valu
         break;
       }
       case PostOp::Kind::kResidual:
-        if (ep.residual != kNoValue || type_of(g, p.operand) != rt)
+        if (ep.residual != kNoValue || !same_layout(type_of(g, p.operand)))
           return "the fused residual add is not of the result's type";
         ep.residual = p.operand;
         kind = kEpResidual;
@@ -184,7 +192,7 @@ std::string plan_epilogue(const Graph& g, const Composite& c, Epilogue& ep, Valu
         return "a hard-swish is not fused on Vulkan (it runs as its own operators)";
     }
   }
-  if (type_of(g, ep.result) != rt) return "the fused operations change the result's type";
+  if (!same_layout(type_of(g, ep.result))) return "the fused operations change the result's type";
   if (c.outputs.size() != 1 || c.outputs[0] != ep.result) return "the composite's result is not its last operation's";
   return {};
 }

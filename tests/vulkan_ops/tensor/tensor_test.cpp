@@ -138,6 +138,7 @@ class Net {
   ValueId add(ValueId x, ValueId y) { return b.op(Op::ADD, {x, y}); }
   ValueId mul(ValueId x, ValueId y) { return b.op(Op::MUL, {x, y, shift()}); }
   ValueId unary(Op op, ValueId x) { return b.op(op, {x}); }
+  ValueId reshape(ValueId x, std::vector<int64_t> to) { return b.op(Op::RESHAPE, {x, b.constant_shape(fresh("shape"), std::move(to))}); }
   ValueId swish(ValueId x) { return mul(x, unary(Op::SIGMOID, x)); }
   ValueId gelu_erf(ValueId x) {
     const DType t = type(x).dtype;
@@ -592,6 +593,23 @@ TEST(VulkanTensor, MatmulBiasActivations) {
       const std::string ex = check_vs_reference(net.finish({y}), net.feeds, t == DType::kFp32 ? kF32 : kF16Fused);
       expect_pattern(ex, pattern);
     }
+  }
+}
+
+// Bias, GELU and a residual add behind the RESHAPE the ONNX importer puts after a 3-D MatMul (BERT
+// at batch 32, ConvNeXt's pointwise layers): one dispatch, the epilogue at the matmul's flat index.
+TEST(VulkanTensor, MatmulPostOpsBehindTheReshape) {
+  ScopedEnv no_coop("WEFT_VULKAN_NO_COOP", "1");
+  for (int residual = 0; residual < 2; ++residual) {
+    SCOPED_TRACE(residual ? "bias + residual" : "bias + GELU");
+    Net net(725 + static_cast<uint32_t>(residual));
+    const DType t = DType::kFp32;
+    ValueId x = net.input({t, {2, 6, 5, 24}});
+    ValueId m = net.matmul(net.reshape(x, {1, 60, 24}), net.weight({t, {1, 24, 40}}, -0.3, 0.3), t);
+    ValueId h = net.add(net.weight({t, {1, 1, 1, 40}}), net.reshape(m, {2, 6, 5, 40}));
+    ValueId y = residual ? net.add(h, net.input({t, {2, 6, 5, 40}})) : net.gelu_erf(h);
+    const std::string ex = check_vs_reference(net.finish({y}), net.feeds, kF32);
+    expect_pattern(ex, residual ? "MATMUL+RESHAPE+BIAS+ADD" : "MATMUL+RESHAPE+BIAS+GELU");
   }
 }
 
