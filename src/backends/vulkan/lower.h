@@ -159,5 +159,8 @@ std::vector<int64_t> strides_of(const Shape& s);
 bool fits_int32(const TensorType& t);
 // "" when every tensor the node reads or writes has a ShaderType and fits int32 indexing.
 std::string check_tensors(const Graph& g, int node);
+// The mean of `in` (float type `t`, viewed as [outer, k, inner]) over k into `out` [outer, inner]:
+// an fp32 sum in parallel passes (mx_reduce), divided by k (rounded to fp16 for fp16) in the last.
+void emit_mean(Lowering& l, DType t, Arg in, Arg out, int64_t outer, int64_t k, int64_t inner);
 
 }  // namespace weft::vkb

@@ -81,7 +81,8 @@ RedOp red_op(Op op) {
 bool has_nan_mode(RedOp op) { return op == kMax || op == kMin || op == kArgmax; }
 
 // Emits the passes reducing `in` (element type `t`, viewed as v) into `out` (type `out_t`).
-void emit_reduction(Lowering& l, RedOp op, DType t, DType out_t, bool nan_ignore, Arg in, Arg out, AxisView v) {
+void emit_reduction(Lowering& l, RedOp op, DType t, DType out_t, bool nan_ignore, Arg in, Arg out, AxisView v,
+                    int32_t divisor = 0) {
   const bool flt = is_float(t);
   const bool track = op == kMax || op == kMin || op == kArgmax;
   int32_t t_in = code(t);
@@ -116,7 +117,8 @@ void emit_reduction(Lowering& l, RedOp op, DType t, DType out_t, bool nan_ignore
     l.dispatch("mx_reduce",
                {op, t_in, t_out, nan_ignore ? 1 : 0, static_cast<int32_t>(v.outer), static_cast<int32_t>(k),
                 static_cast<int32_t>(v.inner), static_cast<int32_t>(chunk), static_cast<int32_t>(p),
-                static_cast<int32_t>(group), later ? 1 : 0, final ? 1 : 0, static_cast<int32_t>(local)},
+                static_cast<int32_t>(group), later ? 1 : 0, final ? 1 : 0, static_cast<int32_t>(local),
+                final ? divisor : 0},
                {in, in_idx, vals, idx}, l.grid(tasks * static_cast<uint64_t>(group), static_cast<uint32_t>(local)));
     if (final) return;
     in = read_of(vals);
@@ -158,6 +160,14 @@ void lower_reduce(Lowering& l, const Composite& c) {
   emit_reduction(l, op, t.dtype, l.type(n.outputs[0]).dtype, ignore, l.in(n.inputs[0]), l.out(n.outputs[0]),
                  axis_view(t.shape, n.attr_int("axis")));
 }
+
+}  // namespace
+
+void emit_mean(Lowering& l, DType t, Arg in, Arg out, int64_t outer, int64_t k, int64_t inner) {
+  emit_reduction(l, kSum, t, t, false, in, out, AxisView{outer, k, inner}, static_cast<int32_t>(k));
+}
+
+namespace {
 
 // ---- Softmax and layer-norm regions (mx_rownorm) -------------------------------------------------
 

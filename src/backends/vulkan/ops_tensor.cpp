@@ -876,6 +876,15 @@ void lower_pool(Lowering& l, const Composite& c) {
   if (std::string r = plan_pool(l.graph, c, l.caps, p); !r.empty()) l.fail(r);
   const int64_t total = p.N * p.OH * p.OW * p.C;
   if (total == 0) return;
+  if (p.avg && is_float(p.t) && p.acc == 0 && p.OH == 1 && p.OW == 1 && p.KY == p.VH && p.KX == p.VW && p.PT == 0 &&
+      p.PL == 0 && p.win.src == l.n().inputs[0]) {
+    // A global average pooling (squeeze-and-excitation blocks): one invocation per output would
+    // loop over the whole image (RegNetY-400MF's 17 pools took 1.43 of 2.51 ms on an H200); as a
+    // parallel fp32 sum divided by the count it runs at memory speed. Same accumulator type as
+    // the reference; the summation order differs.
+    emit_mean(l, p.t, l.in(p.win.src), l.out(l.n().outputs[0]), p.N, p.VH * p.VW, p.C);
+    return;
+  }
   Spec s;
   s.set(0, code(p.t));
   s.set(1, p.avg);

@@ -636,6 +636,46 @@ TEST(VulkanTensor, DepthwiseClampAndSlicedConv) {
   }
 }
 
+// Global average pooling (a window over the whole image, as squeeze-and-excitation blocks pool) runs
+// as a parallel sum divided by the count: fp32 and fp16 data (fp32 accumulation), one image and a
+// batch, images of 1 to 3136 pixels, with infinities and NaN carried as the reference carries them;
+// fp16 accumulation and padded windows keep the direct kernel.
+TEST(VulkanTensor, GlobalAveragePoolMatchesReference) {
+  struct Case {
+    DType t, acc;
+    Shape shape;
+    std::vector<int64_t> pad;
+  };
+  const std::vector<Case> cases = {
+      {DType::kFp32, DType::kFp32, {1, 56, 56, 48}, {0, 0, 0, 0}}, {DType::kFp32, DType::kFp32, {3, 7, 7, 33}, {0, 0, 0, 0}},
+      {DType::kFp32, DType::kFp32, {2, 1, 1, 5}, {0, 0, 0, 0}},    {DType::kFp16, DType::kFp32, {1, 14, 14, 40}, {0, 0, 0, 0}},
+      {DType::kFp16, DType::kFp16, {1, 9, 9, 8}, {0, 0, 0, 0}},    {DType::kFp32, DType::kFp32, {1, 6, 6, 8}, {1, 1, 1, 1}},
+  };
+  uint32_t seed = 745;
+  for (const Case& c : cases)
+    for (bool specials : {false, true}) {
+      SCOPED_TRACE(std::string(dtype_name(c.t)) + " acc " + dtype_name(c.acc) + " " + shape_str(c.shape) +
+                   (specials ? " with inf / NaN" : ""));
+      Net net(seed++);
+      ValueId x = net.input({c.t, c.shape});
+      if (specials) {
+        Tensor& f = net.feeds.back();
+        f = f.clone();
+        const int64_t n = f.num_elements();
+        auto put = [&](int64_t i, double v) {
+          if (c.t == DType::kFp32) f.mutable_data<float>()[i] = static_cast<float>(v);
+          else f.mutable_data<uint16_t>()[i] = v > 0 ? 0x7C00 : v < 0 ? 0xFC00 : 0x7E00;
+        };
+        put(0, std::numeric_limits<double>::infinity());
+        put(n / 2, std::numeric_limits<double>::quiet_NaN());
+        put(n - 1, -std::numeric_limits<double>::infinity());
+      }
+      const int64_t kh = c.shape[1] + c.pad[0] + c.pad[1], kw = c.shape[2] + c.pad[2] + c.pad[3];
+      ValueId y = net.pool(Op::AVG_POOL2D, x, {kh, kw}, {1, 1}, c.pad, c.acc);
+      check_vs_reference(net.finish({y}), net.feeds, c.t == DType::kFp32 ? kF32 : kF16);
+    }
+}
+
 TEST(VulkanTensor, PadPoolsCountThePadding) {
   for (Op op : {Op::AVG_POOL2D, Op::MAX_POOL2D}) {
     for (DType t : {DType::kFp32, DType::kInt8}) {

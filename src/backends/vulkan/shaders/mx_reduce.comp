@@ -19,7 +19,7 @@
 // REDUCE_MAX returns and the first index of ARGMAX. NaN ranks above everything with nan_mode
 // PROPAGATE and below everything with IGNORE (an all-NaN slice gives NaN / index 0, as TOSA says).
 // Float SUM and PRODUCT accumulate in fp32 (also for fp16 data); the summation order differs from
-// the reference's sequential one.
+// the reference's sequential one. A global average pooling is a SUM whose final pass divides.
 
 #define OP_ALL 0
 #define OP_ANY 1
@@ -42,6 +42,9 @@ layout(constant_id = 9) const int G = 1;        // invocations per task: 1 or LO
 layout(constant_id = 10) const int IN_IDX = 0;  // the input carries indexes (binding 1): a later pass
 layout(constant_id = 11) const int FINAL = 1;   // writes the operator's output (else partials)
 layout(constant_id = 12) const int LOCAL = 64;
+// Final SUM pass: the sum divided by DIVISOR (> 0), correctly rounded (a global AVG_POOL2D: TOSA's
+// acc / count, the count rounded to fp16 first for fp16 data).
+layout(constant_id = 13) const int DIVISOR = 0;
 layout(local_size_x_id = 12) in;
 
 TENSOR(0, X, T_IN)
@@ -148,6 +151,13 @@ void main() {
     // An empty state cannot reach here (K >= 1); an all-NaN IGNORE slice holds index 0.
     Y_sti(t, x);
   } else {
+    if (FINAL != 0 && OP == OP_SUM && FLT && DIVISOR > 0) {
+      const float d = T_OUT == DT_F16 ? rte16(float(DIVISOR)) : float(DIVISOR);
+      float q = f / d;
+      // One correction step gives the correctly rounded quotient (as tc_pool's).
+      if (!isinf(q) && !isnan(q)) q = q + fma(-q, d, f) / d;
+      f = q;
+    }
     if (FLT) Y_stf(t, f);
     else Y_sti(t, i);
     if (FINAL == 0 && TRACK) yidx[t] = x;
