@@ -54,6 +54,14 @@ SEQ = ["lstm", "gru", "transformer_encoder", "mha"]
 SMALL_IMAGE = ["vit_tiny"]
 # torchvision's segmentation models (input [1, 3, 224, 224]; the "out" head): as "seg".
 SEG = ["fcn_resnet50", "deeplabv3_resnet50", "deeplabv3_mobilenet_v3_large", "lraspp_mobilenet_v3_large"]
+# Hand-written blocks (input [1, 128, 256]): the common norms, activations and attention written
+# out in elementary operators, as models in the wild write them rather than as PyTorch's own
+# modules export (LayerNorm by mean / variance / sqrt / division, RMS norm, GELU's tanh form, SiLU
+# as x * sigmoid(x), hard-swish as x * relu6(x + 3) / 6, softmax as exp / sum, attention as
+# matmuls around a hand-built softmax): as "patterns".
+PATTERNS = ["layernorm_manual", "rmsnorm", "gelu_tanh", "silu_manual", "hardswish_manual", "softmax_manual",
+            "attention_manual"]
+PATTERN_SHAPE = (1, 128, 256)
 SMALL_IMAGE_SHAPE = (1, 3, 64, 64)
 VIDEO_SHAPE = (1, 3, 16, 112, 112)
 SEQ_SHAPE = (1, 32, 64)
@@ -68,6 +76,8 @@ for _name in SMALL_IMAGE:
     MODELS[_name] = ("input", "image64")
 for _name in SEG:
     MODELS[_name] = ("input", "image")
+for _name in PATTERNS:
+    MODELS[_name] = ("input", "pattern")
 # Which torch.onnx exporter: "torchscript" (the only one in Debian's torch 1.13) or "dynamo" (torch
 # 2.5+, the default from 2.9). Set by --exporter.
 EXPORTER = "torchscript"
@@ -102,6 +112,8 @@ def parse_model_list(text):
             names += [m for m in {"video": VIDEO, "seq": SEQ, "small": SEQ + SMALL_IMAGE}[n] if m not in names]
         elif n == "seg":
             names += [m for m in SEG if m not in names]
+        elif n == "patterns":
+            names += [m for m in PATTERNS if m not in names]
         elif n and n not in names:
             names.append(n)
     unknown = [n for n in names if n not in MODELS]
@@ -216,9 +228,69 @@ def build_seq(name):
     return Seq()
 
 
+def build_pattern(name):
+    """Four residual blocks of Linear(256, 256) followed by the hand-written pattern `name`."""
+    import torch
+    from torch import nn
+
+    width = PATTERN_SHAPE[2]
+
+    def layernorm(x, w, b):
+        mean = x.mean(-1, keepdim=True)
+        var = ((x - mean) ** 2).mean(-1, keepdim=True)
+        return (x - mean) / torch.sqrt(var + 1e-5) * w + b
+
+    def rmsnorm(x, w):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * w
+
+    def gelu_tanh(x):
+        return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3))))
+
+    def softmax(x):
+        e = torch.exp(x - x.max(-1, keepdim=True).values)
+        return e / e.sum(-1, keepdim=True)
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(width, width)
+            self.w = nn.Parameter(1.0 + 0.1 * torch.randn(width))
+            self.b = nn.Parameter(0.1 * torch.randn(width))
+            if name == "attention_manual":
+                self.qkv = nn.Linear(width, 3 * width)
+                self.heads = 4
+
+        def forward(self, x):
+            if name == "attention_manual":
+                n, s, d = x.shape
+                q, k, v = self.qkv(x).split(d, dim=-1)
+                shape = (n, s, self.heads, d // self.heads)
+                q, k, v = (t.reshape(shape).transpose(1, 2) for t in (q, k, v))
+                a = softmax(q @ k.transpose(-1, -2) / math.sqrt(d // self.heads))
+                y = (a @ v).transpose(1, 2).reshape(n, s, d)
+                return layernorm(x + self.fc(y), self.w, self.b)
+            h = self.fc(x)
+            if name == "layernorm_manual":
+                h = layernorm(h, self.w, self.b)
+            elif name == "rmsnorm":
+                h = rmsnorm(h, self.w)
+            elif name == "gelu_tanh":
+                h = gelu_tanh(h)
+            elif name == "silu_manual":
+                h = h * torch.sigmoid(h)
+            elif name == "hardswish_manual":
+                h = h * torch.clamp(h + 3.0, 0.0, 6.0) / 6.0
+            elif name == "softmax_manual":
+                h = softmax(h)
+            return x + h
+
+    return nn.Sequential(*[Block() for _ in range(4)])
+
+
 def input_shape(name):
     kind = MODELS[name][1]
-    return {"video": VIDEO_SHAPE, "seq": SEQ_SHAPE, "image64": SMALL_IMAGE_SHAPE}.get(kind, IMAGE_SHAPE)
+    return {"video": VIDEO_SHAPE, "seq": SEQ_SHAPE, "image64": SMALL_IMAGE_SHAPE,
+            "pattern": PATTERN_SHAPE}.get(kind, IMAGE_SHAPE)
 
 
 def calibrate_batchnorm(model, batches=2, batch_size=8, shape=IMAGE_SHAPE):
@@ -264,6 +336,8 @@ def build_model(name):
         model = build_bert()
     elif name in SEQ:
         model = build_seq(name)
+    elif name in PATTERNS:
+        model = build_pattern(name)
     elif name in VIDEO:
         model = getattr(torchvision.models.video, name)(weights=None)
     elif name in SEG:

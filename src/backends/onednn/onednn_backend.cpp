@@ -1283,10 +1283,15 @@ class OneDnnBackend final : public Backend {
   // [1, N] (one thread): N = 64: 61 us oneDNN, 15 us reference; 256: 68 / 46; 1024: 100 / 173. So
   // tiny non-anchor operations (unrolled recurrent cells are thousands of them) are left to the
   // reference backend. Naming onednn in the backend list offloads them anyway.
+  // The size that counts is the largest operand: a reduction of 32K elements to 128 is not tiny.
   bool takes_by_default(const Graph& g, const Composite& c) const override {
     const Node& n = g.node(c.anchor);
-    return anchor_op(n.op) || c.region != Composite::Region::kNone || c.outputs.empty() ||
-           shape_elements(type_of(g, c.outputs[0]).shape) > kTinyElements;
+    if (anchor_op(n.op) || c.region != Composite::Region::kNone || c.outputs.empty()) return true;
+    int64_t largest = 0;
+    for (const std::vector<ValueId>* vs : {&c.inputs, &c.outputs})
+      for (ValueId v : *vs)
+        if (type_of(g, v).dtype != DType::kShape) largest = std::max(largest, shape_elements(type_of(g, v).shape));
+    return largest > kTinyElements;
   }
 
   Support nan_exact(const Graph& g, const Composite& c) const override {

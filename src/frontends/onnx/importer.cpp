@@ -3,6 +3,7 @@
 // final clean-up. Operator lowerings live in lower_*.cpp.
 #include "frontends/onnx/importer.h"
 #include "weft/io.h"
+#include "compiler/canonicalize.h"
 #include "compiler/layout_cleanup.h"
 
 #include <algorithm>
@@ -1140,6 +1141,9 @@ Module Importer::run() {
   // (Scan with missing attributes, undefined inputs), and only supported, well-formed ones reach it.
   infer_onnx_shapes();
   Graph lowered = compiler::prune_graph(graph_);
+  // One form of what frameworks write in several (a division by a square root as RSQRT), so that
+  // the partitioner's fusions (layer normalization) recognise hand-written models too.
+  compiler::canonicalize(lowered);
   // Custom shader nodes come with explicit NCHW<->NHWC permutes around them; pairs that cancel
   // between adjacent shader nodes (or a shader node and an NHWC operator) go here.
   if (options_.cancel_layout_pairs) {

@@ -674,5 +674,48 @@ TEST(OnnxImport, Torch211DynamoExportsMatchTorch) {
   }
 }
 
+
+// A layer norm written out as models in the wild write it (ReduceMean, Sub, Pow 2, ReduceMean, Add
+// eps, Sqrt, Div, Mul gamma, Add beta) is one LAYER_NORM region on the CPU backend: the frontend's
+// canonical form turns 1 / sqrt(v) into RSQRT(v), the form the matcher knows.
+TEST(OnnxImport, HandWrittenLayerNormIsOneRegion) {
+  ModelBuilder mb(13);
+  mb.input("x", kFloat, {1, 4, 16}).output("y");
+  mb.init_f("two", {}, {2.0f}).init_f("eps", {}, {1e-5f});
+  std::vector<float> w(16), bb(16);
+  for (int i = 0; i < 16; ++i) {
+    w[static_cast<size_t>(i)] = 1.0f + 0.05f * static_cast<float>(i);
+    bb[static_cast<size_t>(i)] = 0.1f * static_cast<float>(i % 3);
+  }
+  mb.init_f("w", {16}, w).init_f("b", {16}, bb);
+  attr_ints(mb.node("ReduceMean", {"x"}, {"mean"}), "axes", {-1});
+  mb.node("Sub", {"x", "mean"}, {"d"});
+  mb.node("Pow", {"d", "two"}, {"sq"});
+  attr_ints(mb.node("ReduceMean", {"sq"}, {"var"}), "axes", {-1});
+  mb.node("Add", {"var", "eps"}, {"ve"});
+  mb.node("Sqrt", {"ve"}, {"sd"});
+  mb.node("Div", {"d", "sd"}, {"n"});
+  mb.node("Mul", {"n", "w"}, {"nw"});
+  mb.node("Add", {"nw", "b"}, {"y"});
+  auto model = Model::from_module(mb.import());
+#ifdef WEFT_WITH_ONEDNN
+  EXPECT_HAS(model->explain(), "onednn LAYER_NORM");
+#endif
+  std::vector<float> x(64);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.7f * static_cast<float>(i)) * 3.0f + 0.5f;
+  Context ctx(model);
+  auto out = ctx.run({f32({1, 4, 16}, x)});
+  for (int r = 0; r < 4; ++r) {
+    double mean = 0, var = 0;
+    for (int i = 0; i < 16; ++i) mean += x[static_cast<size_t>(r * 16 + i)] / 16.0;
+    for (int i = 0; i < 16; ++i) var += std::pow(x[static_cast<size_t>(r * 16 + i)] - mean, 2) / 16.0;
+    for (int i = 0; i < 16; ++i) {
+      const double want = (x[static_cast<size_t>(r * 16 + i)] - mean) / std::sqrt(var + 1e-5) * w[static_cast<size_t>(i)] +
+                          bb[static_cast<size_t>(i)];
+      EXPECT_NEAR(out[0].at_double(r * 16 + i), want, 1e-5) << r << "," << i;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace weft

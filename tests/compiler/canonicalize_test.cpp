@@ -1,0 +1,61 @@
+// compiler::canonicalize: one form for computations frameworks write in several.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "compiler/canonicalize.h"
+#include "weft/interpreter.h"
+#include "weft/verify.h"
+
+namespace weft::compiler {
+namespace {
+
+int count(const Graph& g, Op op) {
+  int n = 0;
+  for (const Node& node : g.nodes()) n += node.op == op;
+  return n;
+}
+
+// x -> POW(x, e) -> RECIPROCAL -> out; with `second_reader`, the POW's result is also an output.
+Graph reciprocal_of_pow(double e, bool second_reader = false) {
+  GraphBuilder b;
+  ValueId x = b.input("x", {DType::kFp32, {2, 3}});
+  ValueId half = b.constant("e", Tensor::from_doubles({DType::kFp32, {1, 1}}, std::vector<double>{e}));
+  ValueId p = b.op(Op::POW, {x, half}, {}, "sqrt");
+  b.output(b.op(Op::RECIPROCAL, {p}, {}, "y"));
+  if (second_reader) b.output(p);
+  return b.finish();
+}
+
+TEST(Canonicalize, ReciprocalOfSquareRootBecomesRsqrt) {
+  Graph g = reciprocal_of_pow(0.5);
+  const Tensor x = Tensor::from_doubles({DType::kFp32, {2, 3}}, std::vector<double>{0.25, 1, 2, 4, 9, 1e-6});
+  const std::vector<Tensor> before = Interpreter(Module(g)).run({x});
+  const CanonicalizeStats s = canonicalize(g);
+  EXPECT_EQ(s.rsqrt, 1);
+  EXPECT_EQ(count(g, Op::POW), 0);
+  EXPECT_EQ(count(g, Op::RECIPROCAL), 0);
+  ASSERT_EQ(count(g, Op::RSQRT), 1);
+  EXPECT_TRUE(verify_module(Module(g)).empty());
+  const std::vector<Tensor> after = Interpreter(Module(g)).run({x});
+  for (int64_t i = 0; i < x.num_elements(); ++i) {
+    const double want = 1.0 / std::sqrt(x.at_double(i));
+    EXPECT_NEAR(after[0].at_double(i), want, 2e-6 * want) << i;
+    EXPECT_NEAR(after[0].at_double(i), before[0].at_double(i), 2e-6 * want) << i;
+  }
+}
+
+TEST(Canonicalize, OtherExponentsAndSharedSquareRootsStay) {
+  for (double e : {2.0, 0.25, -0.5}) {
+    Graph g = reciprocal_of_pow(e);
+    EXPECT_EQ(canonicalize(g).rsqrt, 0) << e;
+    EXPECT_EQ(count(g, Op::POW), 1) << e;
+  }
+  Graph g = reciprocal_of_pow(0.5, /*second_reader=*/true);  // the square root is also needed
+  EXPECT_EQ(canonicalize(g).rsqrt, 0);
+  EXPECT_EQ(count(g, Op::POW), 1);
+  EXPECT_EQ(count(g, Op::RECIPROCAL), 1);
+}
+
+}  // namespace
+}  // namespace weft::compiler
