@@ -46,11 +46,17 @@ struct PostOp {
   // ONNX frontend: MUL(x, 1/sqrt(2)) -> ERF -> ADD 1 -> MUL(x, .) -> MUL 0.5.
   // kHardSwish: x * clamp(x * 1/6 + 1/2, 0, 1) as the ONNX frontend lowers HardSwish:
   // MUL(x, 1/6) -> ADD 0.5 -> CLAMP [0, 1] -> MUL(x, .).
-  enum class Kind { kBias, kResidual, kClamp, kSigmoid, kTanh, kSwish, kGeluErf, kHardSwish };
+  // kGeluTanh: 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3))), GELU's tanh approximation
+  // written out (GPT-2's gelu_new, nn.GELU(approximate="tanh") exported): x^3 as MUL(MUL(x, x), x),
+  // then MUL 0.044715, ADD x, MUL sqrt(2/pi), TANH, ADD 1, and the product with x and 0.5 in either
+  // order (MUL(MUL(x, 0.5), .) or MUL(MUL(x, .), 0.5)).
+  enum class Kind { kBias, kResidual, kClamp, kSigmoid, kTanh, kSwish, kGeluErf, kHardSwish, kGeluTanh };
   Kind kind;
-  int node = -1;        // the ADD, CLAMP, SIGMOID or TANH (kSwish: the SIGMOID; kGeluErf, kHardSwish: the first MUL)
+  int node = -1;        // the ADD, CLAMP, SIGMOID or TANH (kSwish: the SIGMOID; kGeluErf, kHardSwish: the first MUL;
+                        // kGeluTanh: the MUL(x, x))
   int mul = -1;         // kSwish: the MUL of the SIGMOID's input by its result
-  std::vector<int> more;  // kGeluErf: the ERF, ADD, MUL and MUL after `node`; kHardSwish: the ADD, CLAMP and MUL
+  std::vector<int> more;  // kGeluErf: the ERF, ADD, MUL and MUL after `node`; kHardSwish: the ADD, CLAMP and MUL;
+                          // kGeluTanh: the other seven nodes and, last, the final MUL
   ValueId operand = kNoValue;  // kBias / kResidual: the ADD's other operand
 };
 

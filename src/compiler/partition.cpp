@@ -225,6 +225,11 @@ class Matcher {
         r = g_.node(hs->more.back()).outputs[0];
         continue;
       }
+      if (auto gt = gelu_tanh(r)) {
+        ops.push_back(*gt);
+        r = g_.node(gt->more.back()).outputs[0];
+        continue;
+      }
       int c = sole_consumer(r);
       if (c < 0) break;
       const Node& n = g_.node(c);
@@ -409,6 +414,54 @@ class Matcher {
     return out;
   }
 
+  // GELU's tanh form (PostOp::Kind::kGeluTanh): x read by MUL(x, x) (twice), the cube's MUL, the
+  // ADD inside the tanh and the product outside it, nothing else.
+  std::optional<PostOp> gelu_tanh(ValueId x) const {
+    const auto& users = consumers_[static_cast<size_t>(x)];
+    if (users.size() != 5 || is_output_[static_cast<size_t>(x)]) return std::nullopt;
+    for (int u : users)
+      if (taken_[static_cast<size_t>(u)]) return std::nullopt;
+    int sq = -1;
+    for (int u : users)
+      if (g_.node(u).op == Op::MUL && g_.node(u).inputs[0] == x && g_.node(u).inputs[1] == x) sq = u;
+    if (sq < 0) return std::nullopt;
+    const int cube = free_user(g_.node(sq).outputs[0], Op::MUL);
+    if (cube < 0 || other(g_.node(cube), g_.node(sq).outputs[0]) != x) return std::nullopt;
+    const int m1 = free_user(g_.node(cube).outputs[0], Op::MUL);
+    if (m1 < 0 || !near(scalar(other(g_.node(m1), g_.node(cube).outputs[0])), 0.044715)) return std::nullopt;
+    const int in = free_user(g_.node(m1).outputs[0], Op::ADD);
+    if (in < 0 || other(g_.node(in), g_.node(m1).outputs[0]) != x) return std::nullopt;
+    const int m2 = free_user(g_.node(in).outputs[0], Op::MUL);
+    if (m2 < 0 || !near(scalar(other(g_.node(m2), g_.node(in).outputs[0])), 0.79788456080286536)) return std::nullopt;
+    const int th = free_user(g_.node(m2).outputs[0], Op::TANH);
+    if (th < 0) return std::nullopt;
+    const int one = free_user(g_.node(th).outputs[0], Op::ADD);
+    if (one < 0 || !near(scalar(other(g_.node(one), g_.node(th).outputs[0])), 1.0)) return std::nullopt;
+    const ValueId a1 = g_.node(one).outputs[0];
+    int outer = -1;  // the fifth reader of x
+    for (int u : users)
+      if (u != sq && u != cube && u != in) outer = u;
+    if (outer < 0 || g_.node(outer).op != Op::MUL) return std::nullopt;
+    const ValueId ox = other(g_.node(outer), x);
+    int fin = -1;
+    if (near(scalar(ox), 0.5)) {  // MUL(MUL(x, 0.5), 1 + tanh)
+      fin = sole_consumer(g_.node(outer).outputs[0]);
+      if (fin < 0 || sole_consumer(a1) != fin || g_.node(fin).op != Op::MUL ||
+          other(g_.node(fin), g_.node(outer).outputs[0]) != a1)
+        return std::nullopt;
+    } else if (ox == a1 && sole_consumer(a1) == outer) {  // MUL(MUL(x, 1 + tanh), 0.5)
+      fin = free_user(g_.node(outer).outputs[0], Op::MUL);
+      if (fin < 0 || !near(scalar(other(g_.node(fin), g_.node(outer).outputs[0])), 0.5)) return std::nullopt;
+    } else {
+      return std::nullopt;
+    }
+    if (taken_[static_cast<size_t>(fin)] || g_.value(g_.node(fin).outputs[0]).type != g_.value(x).type)
+      return std::nullopt;
+    PostOp p{PostOp::Kind::kGeluTanh, sq};
+    p.more = {cube, m1, in, m2, th, one, outer, fin};
+    return p;
+  }
+
   // x * clamp(x * 1/6 + 1/2, 0, 1): x read by MUL(x, 1/6) and by the final MUL, nothing else.
   std::optional<PostOp> hard_swish(ValueId x) const {
     const auto& users = consumers_[static_cast<size_t>(x)];
@@ -579,6 +632,7 @@ class Matcher {
         case PostOp::Kind::kSwish: pattern += "+SWISH"; break;
         case PostOp::Kind::kGeluErf: pattern += "+GELU"; break;
         case PostOp::Kind::kHardSwish: pattern += "+HARDSWISH"; break;
+        case PostOp::Kind::kGeluTanh: pattern += "+GELU_TANH"; break;
       }
     }
     c.pattern = pattern;

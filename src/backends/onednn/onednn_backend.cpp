@@ -294,6 +294,7 @@ void append_post_ops(const Graph& g, const Composite& c, dn::post_ops& ops, std:
       case PostOp::Kind::kGeluErf: ops.append_eltwise(1.f, dn::algorithm::eltwise_gelu_erf, 0.f, 0.f); break;
       // oneDNN 2.6's hardswish is x * relu6(x + 3) / 6, the same function (its alpha and beta are ignored).
       case PostOp::Kind::kHardSwish: ops.append_eltwise(1.f, dn::algorithm::eltwise_hardswish, 0.f, 0.f); break;
+      case PostOp::Kind::kGeluTanh: ops.append_eltwise(1.f, dn::algorithm::eltwise_gelu_tanh, 0.f, 0.f); break;
     }
   }
 }
@@ -775,6 +776,10 @@ class GemvKernel final : public Kernel {
         break;
       case PostOp::Kind::kHardSwish:
         for (int64_t i = n0; i < n1; ++i) y[i] = y[i] * std::min(std::max(y[i] / 6.0f + 0.5f, 0.0f), 1.0f);
+        break;
+      case PostOp::Kind::kGeluTanh:
+        for (int64_t i = n0; i < n1; ++i)
+          y[i] = 0.5f * y[i] * (1.0f + std::tanh(0.7978845608f * (y[i] + 0.044715f * y[i] * y[i] * y[i])));
         break;
     }
   }

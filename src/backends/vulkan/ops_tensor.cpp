@@ -190,6 +190,8 @@ std::string plan_epilogue(const Graph& g, const Composite& c, Epilogue& ep, Valu
       }
       case PostOp::Kind::kHardSwish:
         return "a hard-swish is not fused on Vulkan (it runs as its own operators)";
+      case PostOp::Kind::kGeluTanh:
+        return "a GELU in tanh form is not fused on Vulkan (it runs as its own operators)";
     }
   }
   if (!same_layout(type_of(g, ep.result))) return "the fused operations change the result's type";

@@ -343,6 +343,30 @@ TEST(OneDnnVsReference, BatchOneMatmulRunsOnTheGemvKernel) {
     }
 }
 
+
+// GELU's tanh form written out (0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3)))), with the
+// product by x and 0.5 in either order, fuses as eltwise_gelu_tanh: after a batched matmul and on
+// the batch-1 GEMV kernel.
+TEST(OneDnnVsReference, GeluTanhFormFusesAfterMatmul) {
+  auto gelu_tanh = [](Net& n, ValueId x, bool half_first) {
+    const int r = n.type(x).rank();
+    ValueId cube = n.mul(n.mul(x, x), x);
+    ValueId inner = n.mul(n.add(x, n.mul(cube, n.scalar(0.044715, r))), n.scalar(0.7978845608028654, r));
+    ValueId one_plus = n.add(n.unary(Op::TANH, inner), n.scalar(1.0, r));
+    return half_first ? n.mul(n.mul(x, n.scalar(0.5, r)), one_plus) : n.mul(n.mul(x, one_plus), n.scalar(0.5, r));
+  };
+  uint32_t seed = 1250;
+  for (int64_t rows : {1, 9})
+    for (bool half_first : {true, false}) {
+      SCOPED_TRACE("rows " + std::to_string(rows) + (half_first ? ", MUL(MUL(x, 0.5), .)" : ", MUL(MUL(x, .), 0.5)"));
+      Net net(seed++);
+      ValueId a = net.input({1, rows, 20}, -2, 2);
+      ValueId h = net.add(net.matmul(a, net.weight({1, 20, 24}, -0.5, 0.5)), net.weight({1, 1, 24}));
+      Module m = net.finish({gelu_tanh(net, h, half_first)});
+      check_vs_reference(m, net.feeds, {"MATMUL+BIAS+GELU_TANH"}, kTolAccumulate);
+    }
+}
+
 }  // namespace
 // Attention with one fused q/k/v projection: q, k and v are SLICEs of one [S, 3*D] tensor, each
 // reshaped into heads and transposed. The whole SLICE -> RESHAPE -> TRANSPOSE -> RESHAPE chain is
