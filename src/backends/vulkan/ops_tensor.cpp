@@ -92,7 +92,9 @@ enum EpKind : int32_t {
   kEpSigmoid,
   kEpTanh,
   kEpSwish,
-  kEpGelu
+  kEpGelu,
+  kEpHardSwish,
+  kEpGeluTanh
 };
 
 struct Epilogue {
@@ -188,10 +190,31 @@ std::string plan_epilogue(const Graph& g, const Composite& c, Epilogue& ep, Valu
         ep.result = g.node(p.more.back()).outputs[0];
         break;
       }
-      case PostOp::Kind::kHardSwish:
-        return "a hard-swish is not fused on Vulkan (it runs as its own operators)";
-      case PostOp::Kind::kGeluTanh:
-        return "a GELU in tanh form is not fused on Vulkan (it runs as its own operators)";
+      case PostOp::Kind::kHardSwish: {
+        // MUL(x, c1) -> ADD(., c2) -> CLAMP [0, 1] -> MUL(x, .): the constants as the graph has them.
+        if (p.more.size() != 3) return "unexpected hard-swish pattern";
+        auto c1 = scalar_operand(g, n), c2 = scalar_operand(g, g.node(p.more[0]));
+        if (!c1 || !c2) return "the hard-swish's constants are not scalars";
+        kind = kEpHardSwish;
+        par[0] = static_cast<float>(*c1);
+        par[1] = static_cast<float>(*c2);
+        ep.result = g.node(p.more.back()).outputs[0];
+        break;
+      }
+      case PostOp::Kind::kGeluTanh: {
+        // more: cube, MUL c1, ADD x, MUL c0, TANH, ADD 1, outer MUL, final MUL (0.5 on one of the last two).
+        if (p.more.size() != 8) return "unexpected GELU (tanh) pattern";
+        auto c1 = scalar_operand(g, g.node(p.more[1])), c0 = scalar_operand(g, g.node(p.more[3]));
+        auto half = scalar_operand(g, g.node(p.more[6]));
+        if (!half) half = scalar_operand(g, g.node(p.more[7]));
+        if (!c0 || !c1 || !half) return "the GELU's constants are not scalars";
+        kind = kEpGeluTanh;
+        par[0] = static_cast<float>(*c0);
+        par[1] = static_cast<float>(*c1);
+        par[2] = static_cast<float>(*half);
+        ep.result = g.node(p.more.back()).outputs[0];
+        break;
+      }
     }
   }
   if (!same_layout(type_of(g, ep.result))) return "the fused operations change the result's type";

@@ -596,6 +596,36 @@ TEST(VulkanTensor, MatmulBiasActivations) {
   }
 }
 
+// Hard-swish (x * clamp(x / 6 + 1/2, 0, 1), as the ONNX frontend lowers HardSwish) after a
+// convolution and GELU's tanh form written out (both orders of the outer product) after a matmul
+// run in the GEMM's epilogue, with the graph's constants.
+TEST(VulkanTensor, HardSwishAndGeluTanhEpilogues) {
+  ScopedEnv no_coop("WEFT_VULKAN_NO_COOP", "1");
+  const DType t = DType::kFp32;
+  {
+    Net net(727);
+    ValueId x = net.input({t, {1, 9, 9, 8}}, -4, 4);
+    ValueId c = net.conv(Op::CONV2D, x, net.weight({t, {12, 3, 3, 8}}, -0.5, 0.5), net.weight({t, {12}}), {1, 1, 1, 1},
+                         {1, 1}, {1, 1}, t);
+    ValueId a = net.clamp(net.add(net.mul(c, net.scalar(t, 1.0 / 6.0, 4)), net.scalar(t, 0.5, 4)), 0.0, 1.0);
+    const std::string ex = check_vs_reference(net.finish({net.mul(c, a)}), net.feeds, kF32);
+    expect_pattern(ex, "CONV2D+HARDSWISH");
+  }
+  for (bool half_first : {true, false}) {
+    SCOPED_TRACE(half_first ? "MUL(MUL(x, 0.5), .)" : "MUL(MUL(x, .), 0.5)");
+    Net net(728 + static_cast<uint32_t>(half_first));
+    ValueId a = net.input({t, {1, 37, 24}}, -2, 2);
+    ValueId h = net.add(net.matmul(a, net.weight({t, {1, 24, 40}}, -0.5, 0.5), t), net.weight({t, {1, 1, 40}}));
+    ValueId cube = net.mul(net.mul(h, h), h);
+    ValueId inner = net.mul(net.add(h, net.mul(cube, net.scalar(t, 0.044715, 3))), net.scalar(t, 0.7978845608028654, 3));
+    ValueId one_plus = net.add(net.unary(Op::TANH, inner), net.scalar(t, 1.0, 3));
+    ValueId y = half_first ? net.mul(net.mul(h, net.scalar(t, 0.5, 3)), one_plus)
+                           : net.mul(net.mul(h, one_plus), net.scalar(t, 0.5, 3));
+    const std::string ex = check_vs_reference(net.finish({y}), net.feeds, kF32);
+    expect_pattern(ex, "MATMUL+BIAS+GELU_TANH");
+  }
+}
+
 // Bias, GELU and a residual add behind the RESHAPE the ONNX importer puts after a 3-D MatMul (BERT
 // at batch 32, ConvNeXt's pointwise layers): one dispatch, the epilogue at the matmul's flat index.
 TEST(VulkanTensor, MatmulPostOpsBehindTheReshape) {
