@@ -10,7 +10,8 @@
 // an identity-like TRANSPOSE becomes a one- or two-dimensional copy of 16-byte units. A map that
 // swaps the destination's contiguous dimension with the source's (NCHW <-> NHWC, [.., X, Y] ->
 // [.., Y, X]) goes through 32 x 32 tiles in shared memory instead (ly_transpose), so that reads and
-// writes are both contiguous. CONCAT is one dispatch per input writing its slab of the output.
+// writes are both contiguous. CONCAT has its own shader (ly_concat): up to eight inputs per
+// dispatch, as rows of 4-byte units; one ly_map per input where rows are not whole units.
 //
 // The shape operands (PAD's padding, SLICE's start / size, TILE's multiples, RESIZE's scale /
 // offset / border) must come from CONST_SHAPE nodes and PAD's pad_const from a CONST node: they
@@ -366,7 +367,7 @@ void lower_pad(Lowering& l, const Composite&) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// CONCAT: one map per input, over the input's shape, into its slab of the output.
+// CONCAT
 
 std::string check_concat(const Graph& g, const Composite& c, const Caps&) {
   std::string why = check_common(g, c);
@@ -388,10 +389,50 @@ std::string check_concat(const Graph& g, const Composite& c, const Caps&) {
   return "";
 }
 
+// CONCAT as rows of 4-byte units (shaders/ly_concat.comp), eight inputs per dispatch: DenseNet-121's
+// 58 channel concatenations of up to 32 inputs took 593 dispatches (2.1 ms of 5.6 on an H200) as one
+// copy per input. Needs every input's row (its extent along the axis times the inner dimensions) to
+// be a whole number of 4-byte units; false (nothing emitted) otherwise.
+bool lower_concat_rows(Lowering& l, const Node& n, const TensorType& out, size_t axis) {
+  const int64_t elem = static_cast<int64_t>(storage_size(out.dtype));
+  int64_t outer = 1, inner = 1;
+  for (size_t d = 0; d < axis; ++d) outer *= out.shape[d];
+  for (size_t d = axis + 1; d < out.shape.size(); ++d) inner *= out.shape[d];
+  if ((out.shape[axis] * inner * elem) % 4 != 0) return false;
+  const int64_t row = out.shape[axis] * inner * elem / 4;
+  if (outer * row > std::numeric_limits<int32_t>::max()) return false;
+  std::vector<std::pair<ValueId, int64_t>> parts;  // (input, its row in units), empty inputs left out
+  for (ValueId v : n.inputs) {
+    const int64_t bytes = l.type(v).shape[axis] * inner * elem;
+    if (bytes % 4 != 0) return false;
+    if (bytes > 0) parts.push_back({v, bytes / 4});
+  }
+  int64_t base = 0;
+  for (size_t first = 0; first < parts.size(); first += 8) {
+    const size_t count = std::min<size_t>(8, parts.size() - first);
+    std::vector<int32_t> spec = {static_cast<int32_t>(count), static_cast<int32_t>(outer), static_cast<int32_t>(row),
+                                 static_cast<int32_t>(base)};
+    std::vector<Arg> args;
+    int64_t slab = 0;
+    for (size_t k = 0; k < 8; ++k) {
+      const bool used = k < count;
+      spec.push_back(used ? static_cast<int32_t>(parts[first + k].second) : 0);
+      args.push_back(l.in(parts[first + (used ? k : 0)].first));
+      if (used) slab += parts[first + k].second;
+    }
+    args.push_back(l.out(n.outputs[0]));
+    l.dispatch("ly_concat", std::move(spec), std::move(args), l.grid(static_cast<uint64_t>(outer * slab)));
+    base += slab;
+  }
+  return true;
+}
+
 void lower_concat(Lowering& l, const Composite&) {
   const Node& n = l.n();
   const TensorType& out = l.type(n.outputs[0]);
   const size_t axis = static_cast<size_t>(n.attr_int("axis"));
+  if (lower_concat_rows(l, n, out, axis)) return;
+  // Rows of another size (int8 / fp16 pieces of an odd extent): one index map per input.
   const std::vector<int64_t> ost = strides_of(out.shape);
   int64_t at = 0;  // the input's first position along the axis
   for (ValueId v : n.inputs) {

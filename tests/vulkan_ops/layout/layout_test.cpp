@@ -247,6 +247,23 @@ TEST(VulkanLayout, ConcatEveryAxis) {
   }
 }
 
+// DenseNet's channel concatenations: many NHWC inputs (more than the eight one dispatch takes), the
+// same value more than once, rows of whole 4-byte units (fp32, int16 pairs, int8 quadruples) and of
+// other sizes (int8 of 3 channels: the per-input copies).
+TEST(VulkanLayout, ConcatOfManyInputs) {
+  for (DType t : {DType::kFp32, DType::kInt16, DType::kInt8}) {
+    for (int64_t c : {4, 3}) {
+      SCOPED_TRACE(std::string(dtype_name(t)) + " channels " + std::to_string(c));
+      Net net(9);
+      std::vector<ValueId> xs;
+      for (int i = 0; i < 19; ++i) xs.push_back(net.input(t, {2, 5, 3, i % 3 == 0 ? 2 * c : c}));
+      xs.push_back(xs[4]);
+      net.out(net.b.op(Op::CONCAT, xs, {{"axis", int64_t{3}}}));
+      net.check();
+    }
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 
 // Random indices in [0, k) (GATHER); per batch distinct ones (SCATTER, unique).
