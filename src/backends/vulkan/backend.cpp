@@ -360,8 +360,6 @@ class VulkanBackend final : public Backend {
       }
       return Support::yes();
     }
-    if (c.region == Composite::Region::kNone && !c.single() && !backend::is_fusion_anchor(op) && !is_alias_op(op))
-      return Support::no("chains of element-wise operators are not fused on Vulkan (each runs on its own)");
     if (!is_alias_op(op) && !vkb::ops_table().count(op))
       return Support::no("no Vulkan kernel for " + std::string(op_name(op)));
     std::string why = unavailable_reason();

@@ -159,6 +159,10 @@ std::vector<int64_t> strides_of(const Shape& s);
 bool fits_int32(const TensorType& t);
 // "" when every tensor the node reads or writes has a ShaderType and fits int32 indexing.
 std::string check_tensors(const Graph& g, int node);
+// A chain of element-wise operators (a MUL / ADD / SUB by a per-channel constant with post-ops, as
+// the partitioner groups them) as one pass (ops_tensor.cpp, shaders/ew_chain.comp).
+std::string check_ew_chain(const Graph& g, const backend::Composite& c, const Caps& caps);
+void lower_ew_chain(Lowering& l, const backend::Composite& c);
 // The mean of `in` (float type `t`, viewed as [outer, k, inner]) over k into `out` [outer, inner]:
 // an fp32 sum in parallel passes (mx_reduce), divided by k (rounded to fp16 for fp16) in the last.
 void emit_mean(Lowering& l, DType t, Arg in, Arg out, int64_t outer, int64_t k, int64_t inner);

@@ -39,8 +39,8 @@ size_t tensor_operands(Op op) {
   }
 }
 
-std::string check(const Graph& g, const backend::Composite& c, const Caps&) {
-  if (!c.single()) return "fused groups around " + std::string(op_name(g.node(c.anchor).op)) + " are not lowered";
+std::string check(const Graph& g, const backend::Composite& c, const Caps& caps) {
+  if (!c.single()) return check_ew_chain(g, c, caps);
   const Node& n = g.node(c.anchor);
   if (n.op == Op::MUL && !const_int(g, n.inputs.at(2)))
     return "MUL's shift must be a constant";
@@ -53,6 +53,7 @@ std::string check(const Graph& g, const backend::Composite& c, const Caps&) {
 }
 
 void lower(Lowering& l, const backend::Composite& c) {
+  if (!c.single()) return lower_ew_chain(l, c);
   const Node& n = l.n();
   const Op op = n.op;
   const TensorType& out = l.type(n.outputs[0]);

@@ -139,7 +139,8 @@ std::string plan_epilogue(const Graph& g, const Composite& c, Epilogue& ep, Valu
     switch (p.kind) {
       case PostOp::Kind::kBias: {
         const TensorType& bt = type_of(g, p.operand);
-        if (a.op != Op::MATMUL) return "a bias add is fused only after MATMUL";
+        if (a.op != Op::MATMUL && a.op != Op::MUL && a.op != Op::ADD && a.op != Op::SUB)
+          return "a bias add is fused only after MATMUL and in element-wise chains";
         if (ep.bias != kNoValue || bt.dtype != rt.dtype || shape_elements(bt.shape) != rt.shape.back())
           return "the fused bias is not one " + std::string(dtype_name(rt.dtype)) + " per output column";
         ep.bias = p.operand;
@@ -941,6 +942,49 @@ void lower_pool(Lowering& l, const Composite& c) {
 }
 
 }  // namespace
+
+// ---- Element-wise chains (ew_chain.comp) -----------------------------------------------------------
+
+std::string check_ew_chain(const Graph& g, const Composite& c, const Caps&) {
+  const Node& n = g.node(c.anchor);
+  const TensorType& rt = type_of(g, n.outputs[0]);
+  if (n.op != Op::MUL && n.op != Op::ADD && n.op != Op::SUB)
+    return "element-wise chains are fused only from MUL, ADD or SUB by a per-channel constant";
+  if (rt.dtype != DType::kFp32 && rt.dtype != DType::kFp16) return "element-wise chains are fused for fp32 and fp16 only";
+  if (c.post_ops.empty() || c.pad >= 0) return "not an element-wise chain";
+  if (type_of(g, n.inputs[0]) != rt) return "the chain's first operand is broadcast";
+  const TensorType& ct = type_of(g, n.inputs[1]);
+  if (!const_tensor(g, n.inputs[1]) || ct.dtype != rt.dtype || rt.shape.empty() ||
+      shape_elements(ct.shape) != rt.shape.back() || ct.shape.back() != rt.shape.back())
+    return "the chain's second operand is not a constant per channel (last dimension)";
+  if (n.op == Op::MUL) {
+    const auto shift = const_int(g, n.inputs.at(2));
+    if (!shift || *shift != 0) return "MUL's shift must be a constant 0";
+  }
+  if (!fits_int32(rt)) return "too large for 32-bit shader indexing";
+  Epilogue ep;
+  return plan_epilogue(g, c, ep);
+}
+
+void lower_ew_chain(Lowering& l, const Composite& c) {
+  if (std::string r = check_ew_chain(l.graph, c, l.caps); !r.empty()) l.fail(r);
+  const Node& n = l.n();
+  Epilogue ep;
+  plan_epilogue(l.graph, c, ep);
+  const TensorType& rt = l.type(n.outputs[0]);
+  const ValueId bias = ep.bias != kNoValue ? ep.bias : n.inputs[0], res = ep.residual != kNoValue ? ep.residual : n.inputs[0];
+  Spec s;
+  epilogue_spec(s, ep);
+  s.set(0, code(rt.dtype));
+  s.set(1, code(type_of(l.graph, bias).dtype));
+  s.set(2, code(type_of(l.graph, res).dtype));
+  s.set(3, n.op == Op::MUL ? 0 : n.op == Op::ADD ? 1 : 2);
+  s.set(4, rt.shape.back());
+  const int64_t total = shape_elements(rt.shape);
+  s.set(5, total);
+  l.dispatch("ew_chain", std::move(s.v), {l.in(n.inputs[0]), l.in(n.inputs[1]), l.in(bias), l.in(res), l.out(ep.result)},
+             l.grid(static_cast<uint64_t>(total)));
+}
 
 void register_tensor(std::map<Op, OpLowering>& t) {
   for (Op op : {Op::CONV2D, Op::CONV3D, Op::DEPTHWISE_CONV2D, Op::TRANSPOSE_CONV2D})

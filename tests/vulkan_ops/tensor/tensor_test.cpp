@@ -596,6 +596,41 @@ TEST(VulkanTensor, MatmulBiasActivations) {
   }
 }
 
+// Element-wise chains by a per-channel constant run as one pass: DenseNet's pre-activation BN + ReLU
+// (MUL + BIAS + CLAMP), a layer scale with its residual (ConvNeXt: MUL + ADD), SUB + SIGMOID (the
+// partitioner groups fp32 chains); a chain whose constant is not per channel runs operator by operator.
+TEST(VulkanTensor, ElementwiseChainsRunAsOnePass) {
+  {
+    const DType t = DType::kFp32;
+    const double tol = kF32;
+    {
+      Net net(760);
+      ValueId x = net.input({t, {1, 7, 6, 40}}, -3, 3);
+      ValueId y = net.clamp(net.add(net.mul(x, net.weight({t, {1, 1, 1, 40}})), net.weight({t, {1, 1, 1, 40}})), 0.0, 1e30);
+      expect_pattern(check_vs_reference(net.finish({y}), net.feeds, tol), "MUL+BIAS+CLAMP");
+    }
+    {
+      Net net(761);
+      ValueId x = net.input({t, {2, 5, 24}});
+      ValueId y = net.add(net.mul(x, net.weight({t, {1, 1, 24}})), net.input({t, {2, 5, 24}}));
+      expect_pattern(check_vs_reference(net.finish({y}), net.feeds, tol), "MUL+ADD");
+    }
+    {
+      Net net(762);
+      ValueId x = net.input({t, {3, 17}}, -4, 4);
+      ValueId y = net.unary(Op::SIGMOID, net.b.op(Op::SUB, {x, net.weight({t, {1, 17}})}));
+      expect_pattern(check_vs_reference(net.finish({y}), net.feeds, tol), "SUB+SIGMOID");
+    }
+  }
+  {  // the constant is per row, not per channel: MUL and CLAMP each on their own
+    Net net(763);
+    ValueId x = net.input({DType::kFp32, {4, 6}});
+    ValueId y = net.clamp(net.mul(x, net.weight({DType::kFp32, {4, 1}})), -0.5, 0.5);
+    const std::string ex = check_vs_reference(net.finish({y}), net.feeds, kF32);
+    EXPECT_EQ(ex.find("MUL+CLAMP"), std::string::npos) << ex;
+  }
+}
+
 // Hard-swish (x * clamp(x / 6 + 1/2, 0, 1), as the ONNX frontend lowers HardSwish) after a
 // convolution and GELU's tanh form written out (both orders of the outer product) after a matmul
 // run in the GEMM's epilogue, with the graph's constants.
@@ -877,9 +912,9 @@ TEST(VulkanTensor, GroupedConv2dEveryRow) {
 }
 
 // What the Vulkan backend declines as one grouped convolution, with its reason: an int8 input zero
-// point other than 0 (each group then runs as its own CONV2D, on Vulkan too), and a fused operation
-// it does not fuse (a hard-swish: the grouped convolution runs alone, the hard-swish as operators).
-TEST(VulkanTensor, GroupedConv2dDeclines) {
+// point other than 0 (each group then runs as its own CONV2D, on Vulkan too). A hard-swish after it
+// (once declined) now fuses into its epilogue.
+TEST(VulkanTensor, GroupedConv2dDeclinesAndHardSwishFuses) {
   {
     Net net(980);
     ValueId x = net.input({DType::kInt8, {1, 5, 5, 8}}, -128, 127);
@@ -924,9 +959,9 @@ TEST(VulkanTensor, GroupedConv2dDeclines) {
     // x * clamp(x * 1/6 + 1/2, 0, 1), as the ONNX frontend lowers HardSwish
     ValueId h = net.clamp(net.add(net.mul(y, net.scalar(DType::kFp32, 1.0 / 6.0, 4)), net.scalar(DType::kFp32, 0.5, 4)),
                           0.0, 1.0);
+    // The hard-swish fuses into the grouped convolution's epilogue.
     const std::string ex = check_vs_reference(net.finish({net.mul(y, h)}), net.feeds, kF32);
-    expect_pattern(ex, "1 x GROUPED_CONV2D");
-    EXPECT_EQ(ex.find("GROUPED_CONV2D+"), std::string::npos) << ex;
+    expect_pattern(ex, "1 x GROUPED_CONV2D+HARDSWISH");
   }
 }
 
