@@ -94,6 +94,22 @@ TEST(VulkanProgram, TwoDispatchesChainedThroughAnInternalSlot) {
   }
 }
 
+// Inputs and outputs of several megabytes are copied to and from staging memory by several threads:
+// every element arrives, whatever the split (an element count that is no multiple of the chunks).
+TEST(VulkanProgram, LargeInputsAndOutputsCrossWhole) {
+  WEFT_VK_REQUIRE_DEVICE();
+  const uint32_t n = 4'000'003;  // 16 MB per tensor (65535 workgroups of 64 at most)
+  std::vector<float> x(n);
+  for (uint32_t i = 0; i < n; ++i) x[i] = static_cast<float>(i % 1000) * 0.5f - 7.0f;
+  vk::Program prog(vk::open_device(), chain(n, Role::kOutput));
+  std::vector<float> t(n, -1.0f), z(n, -1.0f);
+  prog.run({x.data()}, {t.data(), z.data()});
+  for (uint32_t i = 0; i < n; ++i) {
+    ASSERT_EQ(t[i], 2.0f * x[i] + 1.0f) << i;
+    ASSERT_EQ(z[i], (2.0f * x[i] + 1.0f) * x[i]) << i;
+  }
+}
+
 TEST(VulkanProgram, AnOutputReadByALaterDispatchIsDownloadedToo) {
   WEFT_VK_REQUIRE_DEVICE();
   const uint32_t n = 100;

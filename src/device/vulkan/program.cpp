@@ -5,6 +5,8 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <thread>
+#include <vector>
 
 #include "core/interval_pack.h"
 #include "device/vulkan/internal.h"
@@ -19,6 +21,29 @@ using detail::check;
 namespace {
 
 using Role = ProgramSlot::Role;
+
+// A host copy into or out of staging memory. One thread copies about 8-10 GB/s, so a large input
+// (ResNet-50's batch of 32 images: 19 MB, about 2 ms) is split over several threads, up to 8 and at
+// least 4 MB each; small copies stay on the calling thread.
+void staging_copy(void* dst, const void* src, size_t bytes) {
+  constexpr size_t kPerThread = size_t{4} << 20;
+  const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+  const size_t threads = std::min<size_t>({8, hw, bytes / kPerThread});
+  if (threads <= 1) {
+    std::memcpy(dst, src, bytes);
+    return;
+  }
+  const size_t chunk = (bytes / threads + 63) / 64 * 64;
+  std::vector<std::thread> pool;
+  pool.reserve(threads - 1);
+  for (size_t t = 1; t < threads; ++t) {
+    const size_t begin = std::min(bytes, t * chunk), end = std::min(bytes, begin + chunk);
+    if (begin < end)
+      pool.emplace_back([=] { std::memcpy(static_cast<char*>(dst) + begin, static_cast<const char*>(src) + begin, end - begin); });
+  }
+  std::memcpy(dst, src, std::min(bytes, chunk));
+  for (std::thread& th : pool) th.join();
+}
 
 // One dispatch: its validated backings (buffers point at slot buffers; images are its own) and
 // which slots they read and write.
@@ -598,7 +623,7 @@ void Program::Impl::run(const std::vector<const void*>& inputs, const std::vecto
   for (size_t i = 0; i < input_slots.size(); ++i) {
     const Backing& b = slots[input_slots[i]].b;
     if (b.bytes == 0) continue;
-    std::memcpy(b.host(), inputs[i], b.bytes);
+    staging_copy(b.host(), inputs[i], b.bytes);
     up += b.bytes;
     if (!b.host_coherent()) {
       VkMappedMemoryRange r{VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE, nullptr, b.host_memory(), 0, VK_WHOLE_SIZE};
@@ -631,7 +656,7 @@ void Program::Impl::run(const std::vector<const void*>& inputs, const std::vecto
       VkMappedMemoryRange r{VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE, nullptr, b.host_memory(), 0, VK_WHOLE_SIZE};
       check(vkInvalidateMappedMemoryRanges(d, 1, &r), "vkInvalidateMappedMemoryRanges", p + ": ");
     }
-    std::memcpy(outputs[i], b.host(), b.bytes);
+    staging_copy(outputs[i], b.host(), b.bytes);
     down += b.bytes;
   }
   dispatch_ms = detail::interval_ms(*device, query_pool, static_cast<uint32_t>(steps.size()));
