@@ -64,7 +64,8 @@ struct SubmitJob {
   VkCommandBuffer command_buffer = VK_NULL_HANDLE;
   VkFence fence = VK_NULL_HANDLE;
   VkResult result = VK_SUCCESS;
-  bool done = false;
+  bool done = false;                  // under SubmitQueue::mutex
+  std::atomic<bool> submitted{false};  // set with `done`, read without the lock (the caller's spin)
 };
 struct SubmitQueue {
   std::mutex mutex;
