@@ -26,6 +26,17 @@ CanonicalizeStats canonicalize(Graph& g) {
   for (const Node& n : g.nodes())
     for (ValueId v : n.inputs) ++readers[static_cast<size_t>(v)];
   for (ValueId o : g.outputs()) ++readers[static_cast<size_t>(o)];
+  auto is_const = [&](ValueId v) {
+    const int p = g.value(v).producer;
+    return p >= 0 && g.node(p).op == Op::CONST;
+  };
+  for (size_t i = 0; i < g.nodes().size(); ++i) {
+    Node& n = g.mutable_node(static_cast<int>(i));
+    if ((n.op == Op::ADD || n.op == Op::MUL) && n.inputs.size() >= 2 && is_const(n.inputs[0]) && !is_const(n.inputs[1])) {
+      std::swap(n.inputs[0], n.inputs[1]);
+      ++stats.commuted;
+    }
+  }
   for (size_t i = 0; i < g.nodes().size(); ++i) {
     Node& r = g.mutable_node(static_cast<int>(i));
     if (r.op != Op::RECIPROCAL || r.inputs.size() != 1) continue;

@@ -57,5 +57,35 @@ TEST(Canonicalize, OtherExponentsAndSharedSquareRootsStay) {
   EXPECT_EQ(count(g, Op::RECIPROCAL), 1);
 }
 
+TEST(Canonicalize, ConstantFirstAddAndMulAreCommuted) {
+  GraphBuilder b;
+  ValueId x = b.input("x", {DType::kFp32, {1, 2, 3}});
+  ValueId g = b.constant("g", Tensor::from_doubles({DType::kFp32, {1, 1, 3}}, std::vector<double>{0.5, -2, 3}));
+  ValueId shift = b.constant("s", Tensor::from_ints({DType::kInt8, {1}}, std::vector<int64_t>{0}));
+  ValueId m = b.op(Op::MUL, {g, x, shift}, {}, "m");
+  ValueId a = b.op(Op::ADD, {g, m}, {}, "a");
+  ValueId c = b.op(Op::ADD, {g, g}, {}, "cc");  // both constant: left alone
+  ValueId s2 = b.op(Op::SUB, {g, a}, {}, "sub");  // not commutative: left alone
+  b.output(s2);
+  b.output(c);
+  Graph gr = b.finish();
+  const Tensor in = Tensor::from_doubles({DType::kFp32, {1, 2, 3}}, std::vector<double>{1, 2, 3, -4, 5, 0.25});
+  const std::vector<Tensor> before = Interpreter(Module(gr)).run({in});
+  EXPECT_EQ(canonicalize(gr).commuted, 2);
+  auto is_const = [&](ValueId v) { return gr.value(v).producer >= 0 && gr.node(gr.value(v).producer).op == Op::CONST; };
+  for (const Node& n : gr.nodes()) {
+    if (n.op == Op::MUL || (n.op == Op::ADD && n.inputs[0] != n.inputs[1])) {
+      EXPECT_FALSE(is_const(n.inputs[0])) << op_name(n.op);
+      EXPECT_TRUE(is_const(n.inputs[1])) << op_name(n.op);
+    }
+    if (n.op == Op::SUB) {
+      EXPECT_TRUE(is_const(n.inputs[0]));
+    }
+  }
+  const std::vector<Tensor> after = Interpreter(Module(gr)).run({in});
+  ASSERT_EQ(after.size(), before.size());
+  for (size_t i = 0; i < after.size(); ++i) EXPECT_TRUE(after[i].identical(before[i])) << i;
+}
+
 }  // namespace
 }  // namespace weft::compiler
