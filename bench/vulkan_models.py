@@ -13,7 +13,7 @@ same architectures for the PyTorch side: the weights differ, the work does not).
 
 Each side runs a warm-up and then --iters timed inferences; the median is reported.
   weft        `weft run NAME.onnx --backend vulkan,reference --repeat N`: host input -> host output
-              (upload, one command-buffer submission per Vulkan region, download).
+              (upload, one command-buffer submission per Vulkan region, download), unprofiled.
   eager       PyTorch eager fp32 on CUDA (cuDNN defaults, i.e. TF32 convolutions allowed), timed
               host -> host as Weft is (x.cuda(), model, .cpu()), and device-resident (input already on
               the GPU, output left there; CUDA-event timing) for reference.
@@ -52,17 +52,18 @@ import export_models  # noqa: E402
 
 
 def weft_latency(weft, onnx_path, input_arg, iters, profile_path=None):
+    """Median ms of an unprofiled run (profiling adds a timestamp query per dispatch); with
+    profile_path, a second, profiled run writes `weft run --profile`'s report there."""
     cmd = [weft, "run", onnx_path, "--input", input_arg, "--backend", "vulkan,reference", "--repeat", str(iters),
            "--output", "%s=%s" % (export_models.OUTPUT_NAME, os.path.join(tempfile.gettempdir(), "weft_out.npy"))]
-    if profile_path:
-        cmd.append("--profile")
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
         raise RuntimeError("weft failed on %s: %s" % (onnx_path, p.stderr.strip()[-1500:]))
     m = re.search(r"median_ms=([0-9.]+)", p.stdout)
     if profile_path:
+        q = subprocess.run(cmd + ["--profile"], capture_output=True, text=True)
         with open(profile_path, "w") as f:
-            f.write(p.stdout)
+            f.write(q.stdout if q.returncode == 0 else q.stderr)
     return float(m.group(1)), p.stdout
 
 

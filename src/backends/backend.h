@@ -161,6 +161,7 @@ struct ExecArgs {
   size_t workspace_bytes = 0;
   int threads = 1;
   ref::ExecContext& ctx;
+  bool profiling = false;             // the run is profiled: device_profile() will be asked for
 };
 
 class Kernel {

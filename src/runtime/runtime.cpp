@@ -454,7 +454,7 @@ struct Context::Impl {
       std::vector<const Tensor*>& ins = unit_ins[ui];
       for (size_t j = 0; j < ins.size(); ++j) ins[j] = current[static_cast<size_t>(c.inputs[j])];
       backend::ExecArgs args{ins, outs, arena_base ? arena_base + plan.workspace[ui] : nullptr,
-                             kernel.workspace_bytes(), threads, exec};
+                             kernel.workspace_bytes(), threads, exec, profiling};
       try {
         if (profiling && !prep->is_view[ui]) {
           auto t0 = std::chrono::steady_clock::now();

@@ -110,6 +110,29 @@ TEST(VulkanProgram, LargeInputsAndOutputsCrossWhole) {
   }
 }
 
+// Runs without timestamps (the runtime's unprofiled runs) give the same results and no dispatch
+// times; timed runs before and after them still have theirs.
+TEST(VulkanProgram, UntimedRunsSkipTheTimestamps) {
+  WEFT_VK_REQUIRE_DEVICE();
+  const uint32_t n = 300;
+  std::vector<float> x(n);
+  for (uint32_t i = 0; i < n; ++i) x[i] = static_cast<float>(i) * 0.25f - 9.0f;
+  vk::Program prog(vk::open_device(), chain(n, Role::kInternal));
+  for (bool timed : {true, false, false, true}) {
+    SCOPED_TRACE(timed ? "timed" : "untimed");
+    std::vector<float> z(n, -1.0f);
+    prog.run({x.data()}, {z.data()}, timed);
+    for (uint32_t i = 0; i < n; ++i) ASSERT_EQ(z[i], (2.0f * x[i] + 1.0f) * x[i]) << i;
+    if (!timed) {
+      EXPECT_TRUE(prog.last_dispatch_ms().empty());
+      EXPECT_EQ(prog.last_gpu_ms(), -1);
+    } else if (vk::stats(*prog.device()).timestamps) {
+      EXPECT_EQ(prog.last_dispatch_ms().size(), 2u);
+    }
+  }
+  EXPECT_EQ(prog.stats().runs, 4u);
+}
+
 TEST(VulkanProgram, AnOutputReadByALaterDispatchIsDownloadedToo) {
   WEFT_VK_REQUIRE_DEVICE();
   const uint32_t n = 100;

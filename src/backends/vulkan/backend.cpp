@@ -87,7 +87,7 @@ class VulkanKernel final : public Kernel {
     for (Tensor& t : a.out) out.push_back(t.mutable_bytes());
     // Contexts of one model share the prepared program (its staging memory): one run at a time.
     std::lock_guard<std::mutex> lock(mu_);
-    program_.run(in, out);
+    program_.run(in, out, a.profiling);  // per-dispatch timestamps only when profiled
     last_ms_ = program_.last_dispatch_ms();
   }
   void device_profile(std::vector<KernelProfile>& out) const override {

@@ -281,8 +281,10 @@ class Program {
 
   // inputs[i]: the i-th external-input slot (in slot order), outputs[j]: the j-th external-output
   // slot; each exactly its bytes (null only for zero bytes). Blocking; one thread at a time; timeout
-  // and device loss as ComputeKernel::run.
-  void run(const std::vector<const void*>& inputs, const std::vector<void*>& outputs);
+  // and device loss as ComputeKernel::run. `timestamps`: a timestamp after every dispatch, read back
+  // for last_gpu_ms / last_dispatch_ms (off: those are -1 / empty for this run, and the run is a
+  // little faster: no per-dispatch query writes, no readback).
+  void run(const std::vector<const void*>& inputs, const std::vector<void*>& outputs, bool timestamps = true);
 
   double last_gpu_ms() const;    // first dispatch to last, from timestamps (-1: none)
   // Per dispatch of the last run, from timestamps: the time from the end of the previous dispatch (or
