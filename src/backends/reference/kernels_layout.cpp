@@ -15,6 +15,7 @@
 
 #include "backends/reference/kernel_util.h"
 #include "backends/reference/kernels.h"
+#include "backends/reference/parallel.h"
 #include "weft/interpreter.h"
 #include "weft/ops.h"
 
@@ -287,15 +288,23 @@ void kernel_CONCAT(KernelArgs& args) {
   int64_t outer = 1, inner = 1;
   for (int64_t i = 0; i < axis; ++i) outer *= out.shape()[i];
   for (int64_t i = axis + 1; i < out.rank(); ++i) inner *= out.shape()[i];
-  uint8_t* dst = out.mutable_bytes();
-  for (int64_t o = 0; o < outer; ++o) {
-    for (const Tensor* t : args.in) {
-      const size_t chunk = static_cast<size_t>(t->shape()[axis] * inner) * es;
-      if (chunk == 0) continue;
-      std::memcpy(dst, t->bytes() + static_cast<size_t>(o) * chunk, chunk);
-      dst += chunk;
+  // Each outer index writes one contiguous row of the output: one chunk per input. Rows are split
+  // over the threads when there is enough to copy (an NHWC channel concatenation has a row per pixel).
+  size_t row = 0;
+  for (const Tensor* t : args.in) row += static_cast<size_t>(t->shape()[axis] * inner) * es;
+  uint8_t* const base = out.mutable_bytes();
+  const int64_t min_rows = std::max<int64_t>(1, static_cast<int64_t>((size_t{64} << 10) / std::max<size_t>(row, 1)));
+  parallel_for(args.ctx.threads(), outer, [&](int64_t o0, int64_t o1) {
+    uint8_t* dst = base + static_cast<size_t>(o0) * row;
+    for (int64_t o = o0; o < o1; ++o) {
+      for (const Tensor* t : args.in) {
+        const size_t chunk = static_cast<size_t>(t->shape()[axis] * inner) * es;
+        if (chunk == 0) continue;
+        std::memcpy(dst, t->bytes() + static_cast<size_t>(o) * chunk, chunk);
+        dst += chunk;
+      }
     }
-  }
+  }, min_rows);
 }
 
 void kernel_PAD(KernelArgs& args) {
