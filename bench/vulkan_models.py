@@ -137,52 +137,62 @@ def graph_latency(model, x_host, iters, torch, tf32):
     return statistics.median(host), statistics.median(dev)
 
 
-def gemm_sweep(weft, shapes, dtype, iters, torch):
-    """C[1,M,N] = A[1,M,K] x B[1,K,N] on Weft's Vulkan backend (GPU time of the dispatch from
-    timestamp queries) against torch.matmul (cuBLAS; CUDA events), same inputs. fp32: strict (no
-    TF32) on both sides; fp16: fp32 accumulate (Weft's output fp32, cuBLAS's fp16)."""
-    rows = []
+def one_gemm(weft, m, n, k, dtype, iters, torch):
+    """C[1,M,N] = A[1,M,K] x B[1,K,N] ("f32" or "f16" inputs; Weft's output fp32) on Weft's Vulkan
+    backend (GPU time of the dispatch from timestamp queries) and with torch.matmul (cuBLAS, CUDA
+    events) on the same inputs. Returns weft_ms, cublas_ms, Weft's relative error on a few rows
+    against float64, and Weft's profile text; raises with Weft's error if it fails."""
     np_t = np.float16 if dtype == "f16" else np.float32
+    d = tempfile.mkdtemp()
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((1, m, k)).astype(np_t)
+    b = rng.standard_normal((1, k, n)).astype(np_t)
+    np.save(os.path.join(d, "a.npy"), a)
+    np.save(os.path.join(d, "b.npy"), b)
+    model = os.path.join(d, "mm.weft")
+    with open(model, "w") as f:
+        f.write("graph @main(%%a: %s[1,%d,%d], %%b: %s[1,%d,%d]) -> (%%c) {\n" % (dtype, m, k, dtype, k, n))
+        f.write("  %%zp: %s[1] = CONST() {values = [0]}\n" % dtype)
+        f.write("  %%c: f32[1,%d,%d] = MATMUL(%%a, %%b, %%zp, %%zp)\n  return %%c\n}\n" % (m, n))
+    p = subprocess.run([weft, "run", model, "--input", "a=" + os.path.join(d, "a.npy"), "--input",
+                        "b=" + os.path.join(d, "b.npy"), "--output", "c=" + os.path.join(d, "c.npy"),
+                        "--backend", "vulkan,reference", "--repeat", str(iters), "--profile"],
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        raise RuntimeError("weft matmul failed: " + p.stderr.strip()[-1500:])
+    mt = re.search(r"device time \(timestamp queries\): ([0-9.]+) ms", p.stdout)
+    weft_ms = float(mt.group(1)) if mt else float("nan")
+    c = np.load(os.path.join(d, "c.npy"))
+    ref = a[0, :8].astype(np.float64) @ b[0].astype(np.float64)
+    rel = float(np.max(np.abs(c[0, :8] - ref)) / np.max(np.abs(ref)))
+    ta, tb = torch.from_numpy(a).cuda(), torch.from_numpy(b).cuda()
+    for _ in range(3):
+        torch.matmul(ta, tb)
+    torch.cuda.synchronize()
+    times = []
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    for _ in range(iters):
+        start.record()
+        torch.matmul(ta, tb)
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end))
+    return weft_ms, statistics.median(times), rel, p.stdout
+
+
+def gemm_sweep(weft, shapes, dtype, iters, torch):
+    """one_gemm over `shapes`, TF32 off (fp32: strict on both sides; fp16: fp32 accumulate, Weft's
+    output fp32, cuBLAS's fp16)."""
+    rows = []
     saved = torch.backends.cuda.matmul.allow_tf32
     torch.backends.cuda.matmul.allow_tf32 = False
     try:
         for (m, n, k) in shapes:
-            d = tempfile.mkdtemp()
-            rng = np.random.default_rng(0)
-            a = rng.standard_normal((1, m, k)).astype(np_t)
-            b = rng.standard_normal((1, k, n)).astype(np_t)
-            np.save(os.path.join(d, "a.npy"), a)
-            np.save(os.path.join(d, "b.npy"), b)
-            model = os.path.join(d, "mm.weft")
-            with open(model, "w") as f:
-                f.write("graph @main(%%a: %s[1,%d,%d], %%b: %s[1,%d,%d]) -> (%%c) {\n" % (dtype, m, k, dtype, k, n))
-                f.write("  %%zp: %s[1] = CONST() {values = [0]}\n" % dtype)
-                f.write("  %%c: f32[1,%d,%d] = MATMUL(%%a, %%b, %%zp, %%zp)\n  return %%c\n}\n" % (m, n))
-            p = subprocess.run([weft, "run", model, "--input", "a=" + os.path.join(d, "a.npy"), "--input",
-                                "b=" + os.path.join(d, "b.npy"), "--output", "c=" + os.path.join(d, "c.npy"),
-                                "--backend", "vulkan,reference", "--repeat", str(iters), "--profile"],
-                               capture_output=True, text=True)
-            if p.returncode != 0:
-                rows.append({"m": m, "n": n, "k": k, "dtype": dtype, "error": p.stderr.strip()[-300:]})
+            try:
+                weft_ms, t_ms, rel, _ = one_gemm(weft, m, n, k, dtype, iters, torch)
+            except RuntimeError as e:
+                rows.append({"m": m, "n": n, "k": k, "dtype": dtype, "error": str(e)[-300:]})
                 continue
-            mt = re.search(r"device time \(timestamp queries\): ([0-9.]+) ms", p.stdout)
-            weft_ms = float(mt.group(1)) if mt else float("nan")
-            c = np.load(os.path.join(d, "c.npy"))
-            ref = a[0, :8].astype(np.float64) @ b[0].astype(np.float64)
-            rel = float(np.max(np.abs(c[0, :8] - ref)) / np.max(np.abs(ref)))
-            ta, tb = torch.from_numpy(a).cuda(), torch.from_numpy(b).cuda()
-            for _ in range(3):
-                torch.matmul(ta, tb)
-            torch.cuda.synchronize()
-            times = []
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            for _ in range(iters):
-                start.record()
-                torch.matmul(ta, tb)
-                end.record()
-                torch.cuda.synchronize()
-                times.append(start.elapsed_time(end))
-            t_ms = statistics.median(times)
             flops = 2.0 * m * n * k
             rows.append({"m": m, "n": n, "k": k, "dtype": dtype, "weft_ms": weft_ms, "cublas_ms": t_ms,
                          "weft_tflops": flops / weft_ms / 1e9, "cublas_tflops": flops / t_ms / 1e9, "weft_rel_error": rel})
@@ -199,42 +209,8 @@ GEMM_SHAPES = [(128, 768, 768), (128, 3072, 768), (128, 768, 3072), (4096, 768, 
 
 
 def matmul_bench(weft, n, iters, torch):
-    d = tempfile.mkdtemp()
-    rng = np.random.default_rng(0)
-    a = rng.standard_normal((1, n, n)).astype(np.float16)
-    b = rng.standard_normal((1, n, n)).astype(np.float16)
-    np.save(os.path.join(d, "a.npy"), a)
-    np.save(os.path.join(d, "b.npy"), b)
-    model = os.path.join(d, "mm.weft")
-    with open(model, "w") as f:
-        f.write("graph @main(%%a: f16[1,%d,%d], %%b: f16[1,%d,%d]) -> (%%c) {\n" % (n, n, n, n))
-        f.write("  %zp: f16[1] = CONST() {values = [0]}\n")
-        f.write("  %%c: f32[1,%d,%d] = MATMUL(%%a, %%b, %%zp, %%zp)\n  return %%c\n}\n" % (n, n))
-    p = subprocess.run([weft, "run", model, "--input", "a=" + os.path.join(d, "a.npy"), "--input",
-                        "b=" + os.path.join(d, "b.npy"), "--output", "c=" + os.path.join(d, "c.npy"),
-                        "--backend", "vulkan,reference", "--repeat", str(iters), "--profile"],
-                       capture_output=True, text=True)
-    if p.returncode != 0:
-        raise RuntimeError("weft matmul failed: " + p.stderr[-1500:])
-    m = re.search(r"device time \(timestamp queries\): ([0-9.]+) ms", p.stdout)
-    weft_ms = float(m.group(1))
-    c = np.load(os.path.join(d, "c.npy"))
-    # Spot check against float64 on a few rows.
-    ref = a[0, :8].astype(np.float64) @ b[0].astype(np.float64)
-    rel = float(np.max(np.abs(c[0, :8] - ref)) / np.max(np.abs(ref)))
-    ta, tb = torch.from_numpy(a).cuda(), torch.from_numpy(b).cuda()
-    for _ in range(3):
-        torch.matmul(ta, tb)
-    torch.cuda.synchronize()
-    times = []
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    for _ in range(iters):
-        start.record()
-        torch.matmul(ta, tb)
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end))
-    return weft_ms, statistics.median(times), rel, p.stdout
+    """The fp16 n x n x n matmul of the --matmul line (cuBLAS with its defaults)."""
+    return one_gemm(weft, n, n, n, "f16", iters, torch)
 
 
 def main(argv=None):
