@@ -37,6 +37,7 @@
 #include <string_view>
 
 #include "backends/vulkan/lower.h"
+#include "compiler/strided_view.h"
 
 namespace weft::vkb {
 namespace {
@@ -117,8 +118,9 @@ std::string plan_epilogue(const Graph& g, const Composite& c, Epilogue& ep, Valu
   const Node& a = g.node(c.anchor);
   if (base == kNoValue) base = a.outputs[0];
   ep.result = base;
-  if (!c.a_view.empty() || !c.b_view.empty() || !c.out_view.empty())
-    return "MATMUL through strided operand views (RESHAPE / TRANSPOSE / SLICE chains) is not lowered";
+  if ((!c.a_view.empty() || !c.b_view.empty()) && a.op != Op::MATMUL)
+    return "strided operand views are read only by MATMUL";
+  if (!c.out_view.empty()) return "MATMUL writing through a strided view of its result (RESHAPE / TRANSPOSE chain) is not lowered";
   if (c.post_ops.empty()) return {};
   const TensorType& rt = type_of(g, base);
   // Behind a post_reshape (a RESHAPE keeping the last dimension: the ONNX importer's 3-D MatMul
@@ -778,6 +780,9 @@ void lower_conv(Lowering& l, const Composite& c) {
 
 struct MatmulPlan {
   int64_t N = 0, H = 0, C = 0, W = 0;
+  // The operands as read: the value bound and its view ([N, H, C] and [N, C, W] strides, offset).
+  ValueId a_src = kNoValue, b_src = kNoValue;
+  compiler::StridedView av, bv;
   DType in_t{}, out_t{};
   int acc = 0;
   int64_t azp = 0, bzp = 0;
@@ -790,6 +795,23 @@ std::string plan_matmul(const Graph& g, const Composite& c, const Caps& caps, Ma
   const Shape& a = type_of(g, n.inputs[0]).shape;
   const Shape& b = type_of(g, n.inputs[1]).shape;
   p.N = a[0], p.H = a[1], p.C = a[2], p.W = b[2];
+  // Operands reached through TRANSPOSE / RESHAPE / SLICE chains are read in place (attention's
+  // head split, K^T, a fused QKV projection's slices), as strides and an offset of the source.
+  auto view = [&](const std::vector<int>& chain, ValueId v, ValueId& src, compiler::StridedView& out) {
+    src = chain.empty() ? v : g.node(chain.front()).inputs[0];
+    auto sv = chain.empty() ? std::optional<compiler::StridedView>(compiler::StridedView::contiguous(type_of(g, v).shape))
+                            : compiler::forward_chain(g, chain);
+    if (!sv || sv->dims.size() != 3) return false;
+    out = *sv;
+    return true;
+  };
+  if (!view(c.a_view, n.inputs[0], p.a_src, p.av) || !view(c.b_view, n.inputs[1], p.b_src, p.bv))
+    return "a MATMUL operand view that is not three strided dimensions";
+  if (p.av.strides[2] != 1) return "A read through a view whose reduction axis is not contiguous";
+  for (const compiler::StridedView* v : {&p.av, &p.bv})
+    for (int64_t st : v->strides)
+      if (st < 0 || st > std::numeric_limits<int32_t>::max() || v->offset > std::numeric_limits<int32_t>::max())
+        return "a MATMUL operand view beyond 32-bit shader indexing";
   p.in_t = type_of(g, n.inputs[0]).dtype;
   p.out_t = type_of(g, n.outputs[0]).dtype;
   if (std::string r = zero_point(g, n.inputs[2], p.in_t, "A_zp", p.azp); !r.empty()) return r;
@@ -825,9 +847,8 @@ std::string check_matmul(const Graph& g, const Composite& c, const Caps& caps) {
 void lower_matmul(Lowering& l, const Composite& c) {
   MatmulPlan p;
   if (std::string r = plan_matmul(l.graph, c, l.caps, p); !r.empty()) l.fail(r);
-  const Node& n = l.n();
   if (p.N * p.H * p.W == 0) return;
-  const ValueId a = n.inputs[0], b = n.inputs[1];
+  const ValueId a = p.a_src, b = p.b_src;
   const ValueId bias = p.ep.bias != kNoValue ? p.ep.bias : a, res = p.ep.residual != kNoValue ? p.ep.residual : a;
   Spec s;
   epilogue_spec(s, p.ep);
@@ -839,11 +860,13 @@ void lower_matmul(Lowering& l, const Composite& c) {
   s.set(5, p.H);
   s.set(6, p.W);
   s.set(7, p.C);
-  s.set(8, p.H * p.C);
-  s.set(9, p.C);
-  s.set(10, p.C * p.W);
-  s.set(11, p.W);
-  s.set(12, 1);
+  s.set(8, p.av.strides[0]);
+  s.set(9, p.av.strides[1]);
+  s.set(10, p.bv.strides[0]);
+  s.set(11, p.bv.strides[1]);
+  s.set(12, p.bv.strides[2]);
+  s.set(62, p.av.offset);
+  s.set(63, p.bv.offset);
   s.set(13, p.azp);
   s.set(14, p.bzp);
   s.set(15, p.acc == 1);

@@ -295,25 +295,48 @@ TEST(VulkanTensor, SplitKGemm) {
 
 // A MATMUL reading a transposed operand: the strided-view composite is declined, the TRANSPOSE and
 // the plain MATMUL run as separate Vulkan units.
-TEST(VulkanTensor, MatmulViewCompositeDeclined) {
-  Net net(15);
-  ValueId x = net.input({DType::kFp32, {1, 12, 9}});
-  ValueId a = net.b.op(Op::TRANSPOSE, {x}, {{"perms", std::vector<int64_t>{0, 2, 1}}});
-  ValueId b = net.weight({DType::kFp32, {1, 12, 10}});
-  ValueId y = net.matmul(a, b, DType::kFp32);
-  const Module m = net.finish({y});
-  check_vs_reference(m, net.feeds, kF32);
-  // The composite itself, as the partitioner offers it first.
-  const Graph& g = m.main();
-  backend::Composite c;
-  c.anchor = g.value(y).producer;
-  c.a_view = {g.value(a).producer};
-  c.nodes = {c.a_view[0], c.anchor};
-  c.inputs = {x, b};
-  c.outputs = {y};
-  const backend::Support s = backend::vulkan_backend().supports(m, g, c);
-  EXPECT_FALSE(s.ok);
-  EXPECT_NE(s.reason.find("strided operand views"), std::string::npos) << s.reason;
+// MATMUL operands reached through TRANSPOSE / RESHAPE / SLICE chains are read in place as strided
+// views: attention's head split (q, v: [S, H*D] -> [H, S, D]), K^T, and the slices of a fused QKV
+// projection (an offset). A view whose reduction axis is not contiguous in A is declined.
+TEST(VulkanTensor, MatmulReadsOperandViewsInPlace) {
+  ScopedEnv no_coop("WEFT_VULKAN_NO_COOP", "1");
+  {
+    Net net(15);
+    ValueId x = net.input({DType::kFp32, {1, 12, 9}});
+    ValueId a = net.b.op(Op::TRANSPOSE, {x}, {{"perms", std::vector<int64_t>{0, 2, 1}}});
+    ValueId b = net.weight({DType::kFp32, {1, 12, 10}});
+    ValueId y = net.matmul(a, b, DType::kFp32);
+    const Module m = net.finish({y});
+    check_vs_reference(m, net.feeds, kF32);
+    const Graph& g = m.main();
+    backend::Composite c;
+    c.anchor = g.value(y).producer;
+    c.a_view = {g.value(a).producer};
+    c.nodes = {c.a_view[0], c.anchor};
+    c.inputs = {x, b};
+    c.outputs = {y};
+    const backend::Support s = backend::vulkan_backend().supports(m, g, c);
+    EXPECT_FALSE(s.ok);
+    EXPECT_NE(s.reason.find("reduction axis is not contiguous"), std::string::npos) << s.reason;
+  }
+  {
+    const int64_t S = 10, H = 3, D = 8;
+    Net net(17);
+    ValueId qkv = net.input({DType::kFp32, {1, S, 3 * H * D}});
+    auto head = [&](int which, std::vector<int64_t> perms, std::vector<int64_t> to) {
+      ValueId part = net.slice(qkv, {0, 0, which * H * D}, {1, S, H * D});
+      ValueId r = net.reshape(part, {S, H, D});
+      return net.reshape(net.b.op(Op::TRANSPOSE, {r}, {{"perms", std::move(perms)}}), std::move(to));
+    };
+    ValueId q = head(0, {1, 0, 2}, {H, S, D});
+    ValueId kt = head(1, {1, 2, 0}, {H, D, S});
+    ValueId v = head(2, {1, 0, 2}, {H, S, D});
+    ValueId scores = net.matmul(q, kt, DType::kFp32);  // [H, S, S]
+    ValueId out = net.matmul(scores, v, DType::kFp32);  // [H, S, D]
+    const std::string ex = check_vs_reference(net.finish({out}), net.feeds, kF32);
+    // Both matmuls read their operands in place: no SLICE, RESHAPE or TRANSPOSE runs on its own.
+    expect_pattern(ex, "regions made of: 2 x TRANSPOSE+MATMUL\n");
+  }
 }
 
 // Integer results take no fused operations: CONV2D + CLAMP on int32 is declined as a composite.

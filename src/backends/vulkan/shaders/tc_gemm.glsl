@@ -89,6 +89,10 @@ layout(constant_id = 58) const int PAD_X = 0;
 layout(constant_id = 59) const int SPLIT = 1;
 layout(constant_id = 60) const int KSLICE = 0;
 layout(constant_id = 61) const int NBATCH = 1;
+// MATMUL operands read through a strided view of their source (a TRANSPOSE / RESHAPE / SLICE chain
+// the partitioner absorbed): the element offset of A's and B's first element.
+layout(constant_id = 62) const int A_OFF = 0;
+layout(constant_id = 63) const int B_OFF = 0;
 
 TENSOR(0, a, T_A)
 TENSOR(1, b, T_B)
@@ -260,7 +264,7 @@ void main() {
         SH_T v = SH_T(0);
         if (row_ok[p] && k < kend) {
           if (CONV == 0) {
-            v = a_value(uint(batch * A_BATCH + (m0 + ar + A_ROWS * p) * A_ROW + k));
+            v = a_value(uint(A_OFF + batch * A_BATCH + (m0 + ar + A_ROWS * p) * A_ROW + k));
           } else {
             int d, y, x;
             bool ok = true;
@@ -289,7 +293,7 @@ void main() {
       }
       [[unroll]] for (int p = 0; p < B_LOADS; ++p) {
         const int kb = k0 + bk + B_ROWS * p, n = n0 + bn;
-        rb[p] = (kb < kend && n < N) ? b_value(uint(batch * B_BATCH + kb * B_K + n * B_N)) : SH_T(0);
+        rb[p] = (kb < kend && n < N) ? b_value(uint(B_OFF + batch * B_BATCH + kb * B_K + n * B_N)) : SH_T(0);
       }
     }
     if (s >= 0) {
