@@ -4,17 +4,12 @@
 #include <cmath>
 
 #include "compiler/canonicalize.h"
+#include "compiler/count_ops.h"
 #include "weft/interpreter.h"
 #include "weft/verify.h"
 
 namespace weft::compiler {
 namespace {
-
-int count(const Graph& g, Op op) {
-  int n = 0;
-  for (const Node& node : g.nodes()) n += node.op == op;
-  return n;
-}
 
 // x -> POW(x, e) -> RECIPROCAL -> out; with `second_reader`, the POW's result is also an output.
 Graph reciprocal_of_pow(double e, bool second_reader = false) {

@@ -2,17 +2,12 @@
 #include <gtest/gtest.h>
 
 #include "compiler/layout_cleanup.h"
+#include "compiler/count_ops.h"
 #include "weft/interpreter.h"
 #include "weft/verify.h"
 
 namespace weft::compiler {
 namespace {
-
-int count(const Graph& g, Op op) {
-  int n = 0;
-  for (const Node& node : g.nodes()) n += node.op == op;
-  return n;
-}
 
 // x -> TRANSPOSE(p) -> TRANSPOSE(q) -> ABS -> out
 Graph two_transposes(std::vector<int64_t> p, std::vector<int64_t> q, bool second_is_output = false) {

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cstdlib>
 #include <map>
+#include <type_traits>
 #include <utility>
+
 
 #include "device/vulkan/internal.h"
 
@@ -692,23 +694,20 @@ void ComputeKernel::run(const std::vector<const void*>& inputs, const std::vecto
   Impl& m = *impl_;
   m.program.device()->check_usable();
   const std::string k = "kernel '" + desc().name + "'";
-  std::vector<const void*> in(m.input_index.size(), nullptr);
-  std::vector<void*> out(m.output_index.size(), nullptr);
-  for (size_t j = 0; j < in.size(); ++j) {
-    uint32_t i = m.input_index[j];
-    if (i < inputs.size()) in[j] = inputs[i];
-    if (!in[j] && m.input_bytes[j] > 0)
-      throw Error(ErrorCode::kInvalidArgument, k + ": no host memory for input " + std::to_string(i) + " (" +
-                                                   std::to_string(inputs.size()) + " inputs given)");
-  }
-  for (size_t j = 0; j < out.size(); ++j) {
-    uint32_t o = m.output_index[j];
-    if (o < outputs.size()) out[j] = outputs[o];
-    if (!out[j] && m.output_bytes[j] > 0)
-      throw Error(ErrorCode::kInvalidArgument, k + ": no host memory for output " + std::to_string(o) + " (" +
-                                                   std::to_string(outputs.size()) + " outputs given)");
-  }
-  m.program.run(in, out);
+  // The program's slots in order, each from the caller's tensor its resource names.
+  auto pick = [&](const auto& given, const std::vector<uint32_t>& index, const std::vector<size_t>& bytes,
+                  const char* what) {
+    std::vector<std::remove_cvref_t<decltype(given[0])>> slots(index.size(), nullptr);
+    for (size_t j = 0; j < slots.size(); ++j) {
+      if (index[j] < given.size()) slots[j] = given[index[j]];
+      if (!slots[j] && bytes[j] > 0)
+        throw Error(ErrorCode::kInvalidArgument, k + ": no host memory for " + what + " " + std::to_string(index[j]) +
+                                                     " (" + std::to_string(given.size()) + " " + what + "s given)");
+    }
+    return slots;
+  };
+  m.program.run(pick(inputs, m.input_index, m.input_bytes, "input"),
+                pick(outputs, m.output_index, m.output_bytes, "output"));
 }
 
 double ComputeKernel::last_gpu_ms() const { return impl_->program.last_gpu_ms(); }

@@ -15,6 +15,13 @@ namespace {
 
 using namespace test::onnxb;
 
+// An If node "choose" of the main graph: condition `cond`, result "y", the two branches.
+void if_node(ModelBuilder& mb, const std::vector<std::string>& cond, SubGraphBuilder& then_b, SubGraphBuilder& else_b) {
+  auto& n = mb.node("If", cond, {"y"}, "choose");
+  attr_graph(n, "then_branch", then_b.graph());
+  attr_graph(n, "else_branch", else_b.graph());
+}
+
 template <class F>
 Error error_of(F&& f) {
   try {
@@ -54,9 +61,7 @@ ModelBuilder if_model(const std::string& cond_name = "c", bool cond_is_input = t
   then_b.output("t");
   else_b.node("Sub", {"x", "sq"}, {"e"});
   else_b.output("e");
-  auto& n = mb.node("If", {cond_name}, {"y"}, "choose");
-  attr_graph(n, "then_branch", then_b.graph());
-  attr_graph(n, "else_branch", else_b.graph());
+  if_node(mb, {cond_name}, then_b, else_b);
   return mb;
 }
 
@@ -118,9 +123,7 @@ TEST(OnnxControlFlow, IfBranchesMustGiveOutputsOfOneType) {
     then_b.output("t");
     else_b.node("Identity", {"two"}, {"e"});
     else_b.output("e");
-    auto& n = mb.node("If", {"c"}, {"y"}, "choose");
-    attr_graph(n, "then_branch", then_b.graph());
-    attr_graph(n, "else_branch", else_b.graph());
+    if_node(mb, {"c"}, then_b, else_b);
     Error e = error_of([&] { mb.import(); });
     EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
     EXPECT_HAS(e.what(), "choose (If");
@@ -141,9 +144,7 @@ TEST(OnnxControlFlow, IfBranchesMustGiveOutputsOfOneType) {
     then_b.output("t");
     attr_i(else_b.node("Cast", {"x"}, {"e"}), "to", kInt32);
     else_b.output("e", kInt32);
-    auto& n = mb.node("If", {"c"}, {"y"}, "choose");
-    attr_graph(n, "then_branch", then_b.graph());
-    attr_graph(n, "else_branch", else_b.graph());
+    if_node(mb, {"c"}, then_b, else_b);
     Error e = error_of([&] { mb.import(); });
     EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
     EXPECT_HAS(e.what(), "choose (If");
