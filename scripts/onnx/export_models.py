@@ -66,18 +66,10 @@ SMALL_IMAGE_SHAPE = (1, 3, 64, 64)
 VIDEO_SHAPE = (1, 3, 16, 112, 112)
 SEQ_SHAPE = (1, 32, 64)
 TEST_MODELS = list(MODELS)
-for _name in BROAD:
-    MODELS[_name] = ("input", "image")
-for _name in VIDEO:
-    MODELS[_name] = ("input", "video")
-for _name in SEQ:
-    MODELS[_name] = ("input", "seq")
-for _name in SMALL_IMAGE:
-    MODELS[_name] = ("input", "image64")
-for _name in SEG:
-    MODELS[_name] = ("input", "image")
-for _name in PATTERNS:
-    MODELS[_name] = ("input", "pattern")
+for _names, _kind in ((BROAD, "image"), (VIDEO, "video"), (SEQ, "seq"), (SMALL_IMAGE, "image64"), (SEG, "image"),
+                      (PATTERNS, "pattern")):
+    for _name in _names:
+        MODELS[_name] = ("input", _kind)
 # Which torch.onnx exporter: "torchscript" (the only one in Debian's torch 1.13) or "dynamo" (torch
 # 2.5+, the default from 2.9). Set by --exporter.
 EXPORTER = "torchscript"
