@@ -24,6 +24,16 @@
 
 namespace weft {
 
+// How a model's fp32 operators compute.
+//   kFp32  as the model says (the default).
+//   kFp16  reduced precision, for GPUs: every fp32 tensor, weight and operator becomes fp16, with
+//          fp32 accumulators where TOSA gives the choice (convolutions, AVG_POOL2D) and fp32 inputs
+//          and outputs (a CAST after each input, before each output); the GPU kernels also
+//          accumulate MATMULs in fp32. Results differ from fp32 by fp16's rounding (about 1e-3
+//          relative; weights beyond +-65504 saturate). Model::explain() says what changed. oneDNN
+//          takes no fp16 operators, so on a machine without a GPU they run on the reference loops.
+enum class Precision { kFp32, kFp16 };
+
 // Where a model's operators run. Each backend runs what it supports; the rest falls to the next
 // backend in the list and finally to the reference backend, which runs everything.
 struct BackendOptions {
@@ -44,6 +54,8 @@ struct BackendOptions {
   // name ("llvmpipe", "H100"). "" = the WEFT_VULKAN_DEVICE environment variable, else the first
   // discrete GPU, then integrated, virtual and CPU devices.
   std::string device;
+  // fp32 as written, or the reduced-precision mode (see Precision).
+  Precision precision = Precision::kFp32;
 };
 
 // How model files are read and placed: .onnx files are imported with `onnx` (static input

@@ -55,9 +55,9 @@ bool has_accumulator_choice(Op op) {
          op == Op::AVG_POOL2D;
 }
 
-Graph narrow_graph(const Graph& g, Narrowing mode, bool entry, NarrowStats& st) {
+Graph narrow_graph(const Graph& g, bool fp32_accumulators, bool preserve_io, bool entry, NarrowStats& st) {
   Graph ng(g.name());
-  const bool keep_io = entry && mode == Narrowing::kFullPreserveIo;
+  const bool keep_io = entry && preserve_io;
   std::vector<ValueId> map(g.values().size(), kNoValue);
   std::vector<ValueId> raw_input(g.values().size(), kNoValue);  // preserved fp32 inputs
   auto fresh = [&](const std::string& base) {
@@ -108,7 +108,7 @@ Graph narrow_graph(const Graph& g, Narrowing mode, bool entry, NarrowStats& st) 
           break;
         case AttrKind::kAccType:
           if (fp32_in && std::get<int64_t>(v) == static_cast<int64_t>(AccType::kFp32)) {
-            if (mode == Narrowing::kPartial && has_accumulator_choice(n.op))
+            if (fp32_accumulators && has_accumulator_choice(n.op))
               ++st.accumulators_kept;
             else
               v = static_cast<int64_t>(AccType::kFp16);
@@ -160,10 +160,14 @@ Graph narrow_graph(const Graph& g, Narrowing mode, bool entry, NarrowStats& st) 
 }  // namespace
 
 NarrowStats narrow_fp32_to_fp16(Module& m, Narrowing mode) {
+  if (mode == Narrowing::kNone) return {};
+  return narrow_fp32_to_fp16(m, mode == Narrowing::kPartial, mode == Narrowing::kFullPreserveIo);
+}
+
+NarrowStats narrow_fp32_to_fp16(Module& m, bool fp32_accumulators, bool preserve_io) {
   NarrowStats st;
-  if (mode == Narrowing::kNone) return st;
   Module out = m;
-  for (Graph& g : out.graphs()) g = narrow_graph(g, mode, g.name() == out.entry(), st);
+  for (Graph& g : out.graphs()) g = narrow_graph(g, fp32_accumulators, preserve_io, g.name() == out.entry(), st);
   verify_or_throw(out);
   m = std::move(out);
   return st;

@@ -35,4 +35,9 @@ struct NarrowStats {
 // nodes fp16 does not support; `m` is unchanged then.
 NarrowStats narrow_fp32_to_fp16(Module& m, Narrowing mode);
 
+// The same with the two choices apart: `fp32_accumulators` as partial, `preserve_io` as
+// full_preserve_io. Both together are the runtime's reduced-precision mode (BackendOptions::precision):
+// fp16 storage and arithmetic, fp32 accumulation where TOSA has the choice, fp32 at the boundary.
+NarrowStats narrow_fp32_to_fp16(Module& m, bool fp32_accumulators, bool preserve_io);
+
 }  // namespace weft::compiler

@@ -14,6 +14,7 @@
 #include "backends/backend.h"
 #include "backends/reference/kernels.h"
 #include "backends/reference/parallel.h"
+#include "compiler/narrow.h"
 #include "compiler/partition.h"
 #include "runtime/memory_plan.h"
 #include "weft/onnx.h"
@@ -100,6 +101,18 @@ std::shared_ptr<const Model> Model::from_module(Module module, const BackendOpti
   // contracts checked (a no-op for modules without CUSTOM nodes).
   custom::prepare_module(module, "");
   verify_or_throw(module);
+  if (options.precision == Precision::kFp16) {
+    // The reduced-precision mode: the whole module narrowed before partitioning, so every backend
+    // sees fp16 operators (and the Vulkan backend's fp16 kernels: cooperative matrices, half the
+    // memory traffic); inputs and outputs stay fp32.
+    const compiler::NarrowStats st = compiler::narrow_fp32_to_fp16(module, /*fp32_accumulators=*/true,
+                                                                    /*preserve_io=*/true);
+    module.add_note("precision fp16: " + std::to_string(st.values) + " fp32 tensors and " +
+                    std::to_string(st.constant_elements) + " constant elements narrowed to fp16 (" +
+                    std::to_string(st.saturated) + " saturated to +-65504), " +
+                    std::to_string(st.accumulators_kept) + " fp32 accumulators kept, " + std::to_string(st.casts) +
+                    " casts at the inputs and outputs");
+  }
   auto impl = std::make_unique<Impl>();
   impl->module = std::move(module);
   const Graph& g = impl->graph();

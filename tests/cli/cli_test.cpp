@@ -457,6 +457,13 @@ TEST(Cli, RunBackendOptionErrors) {
   Result scratch = weft(d, "run tiny_cnn.weft --input image=image.npy --scratchpad heap");
   EXPECT_EQ(scratch.rc, 2);
   EXPECT_HAS(scratch.err, "--scratchpad expects 'arena' or 'library', got 'heap'");
+  Result precision = weft(d, "run tiny_cnn.weft --input image=image.npy --precision bf16");
+  EXPECT_EQ(precision.rc, 2);
+  EXPECT_HAS(precision.err, "--precision expects 'fp32' or 'fp16', got 'bf16'");
+  Result half = weft(d, "run tiny_cnn.weft --input image=image.npy -o logits=h.npy --precision fp16 --explain");
+  EXPECT_EQ(half.rc, 0) << half.all();
+  EXPECT_HAS(half.out, "note: precision fp16: ");
+  EXPECT_EQ(read_npy(d.file("h.npy")).dtype(), DType::kFp32);
   Result compile = weft(d, "compile tiny_cnn.weft -o m.vgf --backend reference");
   EXPECT_EQ(compile.rc, 2);
   EXPECT_HAS(compile.err, "--backend only matters with --explain");

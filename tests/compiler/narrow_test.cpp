@@ -64,6 +64,41 @@ TEST(Narrow, TheFourModesOnTheBundledExample) {
   }
 }
 
+// The runtime's reduced-precision mode (BackendOptions::precision = kFp16): fp16 inside with the
+// convolutions' fp32 accumulators kept and fp32 at the boundary, the two choices the converter's
+// modes hold apart; the model's interface is unchanged and explain() says what was narrowed.
+TEST(Narrow, RuntimePrecisionModeKeepsAccumulatorsAndTheBoundary) {
+  const Module original = read_model(kExample + "tiny_cnn.weft");
+  const Tensor image = read_npy(kExample + "image.npy");
+  Interpreter reference(original);
+  const Tensor expected = reference.run({image})[0];
+
+  Module m = original;
+  const compiler::NarrowStats st = compiler::narrow_fp32_to_fp16(m, /*fp32_accumulators=*/true, /*preserve_io=*/true);
+  EXPECT_GT(st.accumulators_kept, 0u);
+  EXPECT_EQ(st.casts, 2u);
+  for (const Node& n : m.main().nodes())
+    if (n.op == Op::CONV2D) EXPECT_EQ(n.attr_int("acc_type"), static_cast<int64_t>(AccType::kFp32));
+
+  LoadOptions opts;
+  opts.backend.backends = {"reference"};
+  opts.backend.precision = Precision::kFp16;
+  auto model = Model::load(kExample + "tiny_cnn.weft", opts);
+  EXPECT_EQ(model->inputs()[0].type.dtype, DType::kFp32);
+  EXPECT_EQ(model->outputs()[0].type.dtype, DType::kFp32);
+  EXPECT_EQ(model->outputs()[0].name, "logits");
+  EXPECT_NE(model->explain().find("precision fp16: "), std::string::npos) << model->explain();
+  Context ctx(model);
+  const Tensor got = ctx.run({image})[0];
+  EXPECT_EQ(got.dtype(), DType::kFp32);
+  const double diff = max_diff(got, expected);
+  EXPECT_GT(diff, 0.0);   // it did run in fp16
+  EXPECT_LT(diff, 0.02);  // fp16 keeps about 3 decimal digits
+
+  auto exact = Model::load(kExample + "tiny_cnn.weft", LoadOptions{.backend = {.backends = {"reference"}}});
+  EXPECT_EQ(exact->explain().find("precision fp16"), std::string::npos);
+}
+
 TEST(Narrow, CastsThatBecomeNoOpsConstantsThatSaturateAndCustomOperators) {
   GraphBuilder b;
   ValueId x = b.input("x", TensorType{DType::kFp16, {3}});

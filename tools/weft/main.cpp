@@ -84,8 +84,8 @@ constexpr const char* kRunHelp =
     R"(Usage: weft run MODEL.weft|MODEL.vgf|MODEL.onnx [--input NAME=FILE.npy]... [--output NAME=FILE.npy]...
                 [--print] [--threads N] [--stats] [--shape NAME=DIMS]... [--backend LIST]
                 [--explain] [--profile] [--repeat N] [--scratchpad arena|library] [--nan-exact]
-                [--custom-ops FILE]... [--device SEL] [--max-loop-iterations N] [--deadline-ms MS]
-                [--max-memory BYTES]
+                [--custom-ops FILE]... [--device SEL] [--precision fp32|fp16] [--max-loop-iterations N]
+                [--deadline-ms MS] [--max-memory BYTES]
 
 Loads and verifies MODEL, reads every input of its entry graph from a .npy file, runs it with
 the runtime (partitioned between backends, planned memory) and writes or prints the outputs. An
@@ -130,6 +130,11 @@ Options:
                                matching ONNX nodes and .weft CUSTOM nodes become shader nodes (repeatable)
   --device SEL                 Vulkan device for shader nodes: an index or part of a name from
                                `weft devices` (default: $WEFT_VULKAN_DEVICE, else the first GPU)
+  --precision fp32|fp16        fp16: run an fp32 model in reduced precision, for GPUs (fp16 tensors
+                               and weights, fp32 accumulators where TOSA has the choice, fp32 inputs
+                               and outputs; --explain says what changed). Results differ from fp32
+                               by fp16 rounding. Without a GPU the fp16 operators run on the
+                               reference loops. Default fp32
   -h, --help                   Show this help
 )";
 
@@ -514,6 +519,10 @@ int cmd_run(Args& args) {
       add_custom_ops_option(args.value(flag, inline_value));
     } else if (flag == "--device") {
       load.backend.device = args.value(flag, inline_value);
+    } else if (flag == "--precision") {
+      const std::string v = args.value(flag, inline_value);
+      if (v != "fp32" && v != "fp16") usage_error("--precision expects 'fp32' or 'fp16', got '" + v + "'");
+      load.backend.precision = v == "fp16" ? Precision::kFp16 : Precision::kFp32;
     } else if (flag == "--scratchpad") {
       std::string v = args.value(flag, inline_value);
       if (v != "arena" && v != "library") usage_error("--scratchpad expects 'arena' or 'library', got '" + v + "'");
