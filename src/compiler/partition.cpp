@@ -270,7 +270,14 @@ class Matcher {
     if (t.num_elements() != 1) return std::nullopt;
     return t.at_double(0);
   }
-  static bool near(std::optional<double> v, double want) { return v && std::abs(*v - want) <= 1e-6 * std::abs(want); }
+  // Whether `v` is a one-element constant equal to `want` within its type's rounding (an fp16
+  // graph, narrowed or exported so, holds 1/768 or 0.7071 only to 11 bits).
+  bool near(ValueId v, double want) const {
+    if (v == kNoValue) return false;
+    const std::optional<double> x = scalar(v);
+    const double tol = g_.value(v).type.dtype == DType::kFp16 ? 1e-3 : 1e-6;
+    return x && std::abs(*x - want) <= tol * std::abs(want);
+  }
   // The operand of binary node `n` other than `v` (kNoValue when v is not an operand).
   ValueId other(const Node& n, ValueId v) const {
     if (n.inputs[0] == v) return n.inputs[1];
@@ -301,16 +308,16 @@ class Matcher {
       int m1 = users[static_cast<size_t>(k)], m2 = users[static_cast<size_t>(1 - k)];
       if (taken_[static_cast<size_t>(m1)] || taken_[static_cast<size_t>(m2)]) continue;
       const Node& n1 = g_.node(m1);
-      if (n1.op != Op::MUL || !near(scalar(other(n1, x)), 0.70710678118654752)) continue;
+      if (n1.op != Op::MUL || !near(other(n1, x), 0.70710678118654752)) continue;
       int erf = free_user(n1.outputs[0], Op::ERF);
       if (erf < 0) continue;
       int add = free_user(g_.node(erf).outputs[0], Op::ADD);
-      if (add < 0 || !near(scalar(other(g_.node(add), g_.node(erf).outputs[0])), 1.0)) continue;
+      if (add < 0 || !near(other(g_.node(add), g_.node(erf).outputs[0]), 1.0)) continue;
       if (sole_consumer(g_.node(add).outputs[0]) != m2 || g_.node(m2).op != Op::MUL ||
           other(g_.node(m2), x) != g_.node(add).outputs[0])
         continue;
       int half = free_user(g_.node(m2).outputs[0], Op::MUL);
-      if (half < 0 || !near(scalar(other(g_.node(half), g_.node(m2).outputs[0])), 0.5)) continue;
+      if (half < 0 || !near(other(g_.node(half), g_.node(m2).outputs[0]), 0.5)) continue;
       if (g_.value(g_.node(half).outputs[0]).type != g_.value(x).type) continue;
       PostOp p{PostOp::Kind::kGeluErf, m1};
       p.more = {erf, add, m2, half};
@@ -331,7 +338,7 @@ class Matcher {
     const TensorType& ct = g_.value(c).type;
     const bool per_channel = is_const(c) && rt.rank() >= 2 && ct.rank() == rt.rank() && ct.shape.back() == rt.shape.back() &&
                              shape_elements(ct.shape) == ct.shape.back() && g_.value(n.inputs[0]).type == rt;
-    if (per_channel && rt.dtype == DType::kFp32) {
+    if (per_channel && (rt.dtype == DType::kFp32 || rt.dtype == DType::kFp16)) {
       const std::vector<PostOp> all = post_ops(n.outputs[0], true);
       for (size_t k = all.size(); k >= 1; --k) {
         Composite v;
@@ -428,15 +435,15 @@ class Matcher {
     const int cube = free_user(g_.node(sq).outputs[0], Op::MUL);
     if (cube < 0 || other(g_.node(cube), g_.node(sq).outputs[0]) != x) return std::nullopt;
     const int m1 = free_user(g_.node(cube).outputs[0], Op::MUL);
-    if (m1 < 0 || !near(scalar(other(g_.node(m1), g_.node(cube).outputs[0])), 0.044715)) return std::nullopt;
+    if (m1 < 0 || !near(other(g_.node(m1), g_.node(cube).outputs[0]), 0.044715)) return std::nullopt;
     const int in = free_user(g_.node(m1).outputs[0], Op::ADD);
     if (in < 0 || other(g_.node(in), g_.node(m1).outputs[0]) != x) return std::nullopt;
     const int m2 = free_user(g_.node(in).outputs[0], Op::MUL);
-    if (m2 < 0 || !near(scalar(other(g_.node(m2), g_.node(in).outputs[0])), 0.79788456080286536)) return std::nullopt;
+    if (m2 < 0 || !near(other(g_.node(m2), g_.node(in).outputs[0]), 0.79788456080286536)) return std::nullopt;
     const int th = free_user(g_.node(m2).outputs[0], Op::TANH);
     if (th < 0) return std::nullopt;
     const int one = free_user(g_.node(th).outputs[0], Op::ADD);
-    if (one < 0 || !near(scalar(other(g_.node(one), g_.node(th).outputs[0])), 1.0)) return std::nullopt;
+    if (one < 0 || !near(other(g_.node(one), g_.node(th).outputs[0]), 1.0)) return std::nullopt;
     const ValueId a1 = g_.node(one).outputs[0];
     int outer = -1;  // the fifth reader of x
     for (int u : users)
@@ -444,14 +451,14 @@ class Matcher {
     if (outer < 0 || g_.node(outer).op != Op::MUL) return std::nullopt;
     const ValueId ox = other(g_.node(outer), x);
     int fin = -1;
-    if (near(scalar(ox), 0.5)) {  // MUL(MUL(x, 0.5), 1 + tanh)
+    if (near(ox, 0.5)) {  // MUL(MUL(x, 0.5), 1 + tanh)
       fin = sole_consumer(g_.node(outer).outputs[0]);
       if (fin < 0 || sole_consumer(a1) != fin || g_.node(fin).op != Op::MUL ||
           other(g_.node(fin), g_.node(outer).outputs[0]) != a1)
         return std::nullopt;
     } else if (ox == a1 && sole_consumer(a1) == outer) {  // MUL(MUL(x, 1 + tanh), 0.5)
       fin = free_user(g_.node(outer).outputs[0], Op::MUL);
-      if (fin < 0 || !near(scalar(other(g_.node(fin), g_.node(outer).outputs[0])), 0.5)) return std::nullopt;
+      if (fin < 0 || !near(other(g_.node(fin), g_.node(outer).outputs[0]), 0.5)) return std::nullopt;
     } else {
       return std::nullopt;
     }
@@ -470,9 +477,9 @@ class Matcher {
       const int m1 = users[static_cast<size_t>(k)], m2 = users[static_cast<size_t>(1 - k)];
       if (taken_[static_cast<size_t>(m1)] || taken_[static_cast<size_t>(m2)]) continue;
       const Node& n1 = g_.node(m1);
-      if (n1.op != Op::MUL || !near(scalar(other(n1, x)), 1.0 / 6.0)) continue;
+      if (n1.op != Op::MUL || !near(other(n1, x), 1.0 / 6.0)) continue;
       const int add = free_user(n1.outputs[0], Op::ADD);
-      if (add < 0 || !near(scalar(other(g_.node(add), n1.outputs[0])), 0.5)) continue;
+      if (add < 0 || !near(other(g_.node(add), n1.outputs[0]), 0.5)) continue;
       const int clamp = free_user(g_.node(add).outputs[0], Op::CLAMP);
       if (clamp < 0) continue;
       const Node& cl = g_.node(clamp);
@@ -521,10 +528,10 @@ class Matcher {
     const ValueId x = s1.inputs[0];
     const TensorType& xt = g_.value(x).type;
     const int64_t axis = s1.attr_int("axis");
-    if (axis != xt.rank() - 1 || xt.dtype != DType::kFp32) return std::nullopt;
+    if (axis != xt.rank() - 1 || (xt.dtype != DType::kFp32 && xt.dtype != DType::kFp16)) return std::nullopt;
     const double inv_n = 1.0 / static_cast<double>(xt.shape.back());
     int mean = free_user(s1.outputs[0], Op::MUL);
-    if (mean < 0 || !near(scalar(other(g_.node(mean), s1.outputs[0])), inv_n)) return std::nullopt;
+    if (mean < 0 || !near(other(g_.node(mean), s1.outputs[0]), inv_n)) return std::nullopt;
     int sub = free_user(g_.node(mean).outputs[0], Op::SUB);
     if (sub < 0 || g_.node(sub).inputs[0] != x) return std::nullopt;
     const ValueId d = g_.node(sub).outputs[0];
@@ -540,7 +547,7 @@ class Matcher {
     int s2 = free_user(g_.node(sq).outputs[0], Op::REDUCE_SUM);
     if (s2 < 0 || g_.node(s2).attr_int("axis") != axis) return std::nullopt;
     int var = free_user(g_.node(s2).outputs[0], Op::MUL);
-    if (var < 0 || !near(scalar(other(g_.node(var), g_.node(s2).outputs[0])), inv_n)) return std::nullopt;
+    if (var < 0 || !near(other(g_.node(var), g_.node(s2).outputs[0]), inv_n)) return std::nullopt;
     int add = free_user(g_.node(var).outputs[0], Op::ADD);
     if (add < 0) return std::nullopt;
     auto eps = scalar(other(g_.node(add), g_.node(var).outputs[0]));

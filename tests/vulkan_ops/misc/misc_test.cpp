@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "../vk_ops_util.h"
+#include "compiler/narrow.h"
 #include "weft/graph.h"
 #include "weft/runtime.h"
 
@@ -434,6 +435,20 @@ TEST(VulkanMisc, LayerNormRegion) {
     SCOPED_TRACE(shape_str(c.shape) + " eps " + std::to_string(c.eps) + (c.gamma ? " gamma" : "") + (c.beta ? " beta" : ""));
     const Module m = layer_norm_module(c.shape, c.eps, c.gamma, c.beta, rng);
     const std::string ex = check_vs_reference(m, {random_tensor(tt(DType::kFp32, c.shape), rng, -3, 5)}, 1e-4);
+    EXPECT_NE(ex.find("LAYER_NORM"), std::string::npos) << ex;
+  }
+}
+
+// The same regions narrowed to fp16 (the runtime's reduced-precision mode, compiler/narrow.h): the
+// matcher takes constants rounded to fp16 (1/768 is not one), and the region, computed in fp32 and
+// rounded once, stays within fp16's rounding of the reference, which rounds after every operator.
+TEST(VulkanMisc, LayerNormRegionInFp16) {
+  std::mt19937 rng(1301);
+  for (const Shape& shape : {Shape{1, 8, 768}, Shape{2, 5, 16}}) {
+    SCOPED_TRACE(shape_str(shape));
+    Module m = layer_norm_module(shape, 1e-5, true, true, rng);
+    compiler::narrow_fp32_to_fp16(m, compiler::Narrowing::kFull);
+    const std::string ex = check_vs_reference(m, {random_tensor(tt(DType::kFp16, shape), rng, -3, 5)}, 3e-2);
     EXPECT_NE(ex.find("LAYER_NORM"), std::string::npos) << ex;
   }
 }
