@@ -3,8 +3,8 @@
 large fp16 matmul's TFLOP/s against the device's peak.
 
     python3 bench/vulkan_models.py [--weft build/weft] [--models DIR] [--names mobilenet_v2,resnet50,bert_encoder]
-        [--batches 1,32] [--iters 50] [--no-compile] [--no-graph] [--gemm f32,f16] [--profile DIR]
-        [--matmul 4096] [--peak-tflops 989.4] [--json FILE]
+        [--batches 1,32] [--iters 50] [--no-compile] [--no-graph] [--precision fp32,fp16] [--gemm f32,f16]
+        [--profile DIR] [--matmul 4096] [--peak-tflops 989.4] [--json FILE]
 
 Models: DIR/NAME.onnx (batch 1) and DIR/NAME.bB.onnx with their saved inputs, as written by
 scripts/onnx/export_models.py [--batch B] (export them on a machine with Debian's torch 1.13; this
@@ -22,6 +22,10 @@ Each side runs a warm-up and then --iters timed inferences; the median is report
               fair peer of one recorded command buffer, strict fp32 (allow_tf32 off) and with TF32
               allowed; host -> host (copy into the static input, replay, copy out) and replay alone.
   ratio       weft / eager, weft / graph and weft / compile, host -> host (< 1: Weft is faster).
+With --precision fp32,fp16 Weft also runs each model with `--precision fp16` (the reduced-precision
+mode), compared with the TF32 graph; its accuracy is the largest absolute difference from the
+exported fp32 PyTorch output (NAME.torch.npy) over the largest magnitude of that output. The TF32
+peer's own accuracy, the same measure between its TF32 and strict-fp32 outputs, is printed beside it.
 With --gemm f32,f16 a GEMM sweep (the models' shapes and square sizes, GEMM_SHAPES) compares
 Weft's MATMUL dispatch time with cuBLAS (torch.matmul, TF32 off).
 With --profile DIR each model's `weft run --profile` output (per-operator GPU time from Vulkan
@@ -51,11 +55,15 @@ sys.path.insert(0, os.path.join(REPO, "scripts", "onnx"))
 import export_models  # noqa: E402
 
 
-def weft_latency(weft, onnx_path, input_arg, iters, profile_path=None):
+WEFT_OUT = os.path.join(tempfile.gettempdir(), "weft_out.npy")
+
+
+def weft_latency(weft, onnx_path, input_arg, iters, profile_path=None, precision="fp32"):
     """Median ms of an unprofiled run (profiling adds a timestamp query per dispatch); with
-    profile_path, a second, profiled run writes `weft run --profile`'s report there."""
+    profile_path, a second, profiled run writes `weft run --profile`'s report there. The output
+    is left in WEFT_OUT."""
     cmd = [weft, "run", onnx_path, "--input", input_arg, "--backend", "vulkan,reference", "--repeat", str(iters),
-           "--output", "%s=%s" % (export_models.OUTPUT_NAME, os.path.join(tempfile.gettempdir(), "weft_out.npy"))]
+           "--precision", precision, "--output", "%s=%s" % (export_models.OUTPUT_NAME, WEFT_OUT)]
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
         raise RuntimeError("weft failed on %s: %s" % (onnx_path, p.stderr.strip()[-1500:]))
@@ -137,11 +145,32 @@ def graph_latency(model, x_host, iters, torch, tf32):
     return statistics.median(host), statistics.median(dev)
 
 
+def rel_error(out, ref):
+    """Largest absolute difference over the largest magnitude of the reference."""
+    out, ref = np.asarray(out, dtype=np.float64), np.asarray(ref, dtype=np.float64)
+    return float(np.abs(out - ref).max() / max(np.abs(ref).max(), 1e-30))
+
+
+def tf32_error(model, x_host, torch):
+    """The TF32 peer's accuracy: its output against the same model's strict-fp32 output."""
+    saved = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
+    try:
+        outs = []
+        for tf32 in (False, True):
+            torch.backends.cuda.matmul.allow_tf32 = tf32
+            torch.backends.cudnn.allow_tf32 = tf32
+            with torch.no_grad():
+                outs.append(model(x_host.cuda()).float().cpu().numpy())
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
+    return rel_error(outs[1], outs[0])
+
+
 def one_gemm(weft, m, n, k, dtype, iters, torch):
     """C[1,M,N] = A[1,M,K] x B[1,K,N] ("f32" or "f16" inputs; Weft's output fp32) on Weft's Vulkan
     backend (GPU time of the dispatch from timestamp queries) and with torch.matmul (cuBLAS, CUDA
     events) on the same inputs. Returns weft_ms, cublas_ms, Weft's relative error on a few rows
-    against float64, and Weft's profile text; raises with Weft's error if it fails."""
+    against float64 (16 rows spread over M, every column), and Weft's profile text; raises with Weft's error if it fails."""
     np_t = np.float16 if dtype == "f16" else np.float32
     d = tempfile.mkdtemp()
     rng = np.random.default_rng(0)
@@ -163,8 +192,9 @@ def one_gemm(weft, m, n, k, dtype, iters, torch):
     mt = re.search(r"device time \(timestamp queries\): ([0-9.]+) ms", p.stdout)
     weft_ms = float(mt.group(1)) if mt else float("nan")
     c = np.load(os.path.join(d, "c.npy"))
-    ref = a[0, :8].astype(np.float64) @ b[0].astype(np.float64)
-    rel = float(np.max(np.abs(c[0, :8] - ref)) / np.max(np.abs(ref)))
+    rows = np.unique(np.linspace(0, m - 1, 16).astype(int))  # spread over the tiles, every column
+    ref = a[0, rows].astype(np.float64) @ b[0].astype(np.float64)
+    rel = float(np.max(np.abs(c[0, rows] - ref)) / np.max(np.abs(ref)))
     ta, tb = torch.from_numpy(a).cuda(), torch.from_numpy(b).cuda()
     for _ in range(3):
         torch.matmul(ta, tb)
@@ -222,6 +252,8 @@ def main(argv=None):
     ap.add_argument("--iters", type=int, default=50)
     ap.add_argument("--no-compile", action="store_true")
     ap.add_argument("--no-graph", action="store_true", help="skip the CUDA-graph peers (fp32 and TF32)")
+    ap.add_argument("--precision", default="fp32",
+                    help="Weft's precision modes, comma-separated (fp32, fp16); fp16 is held against the TF32 graph")
     ap.add_argument("--gemm", default="", help="GEMM sweep against cuBLAS: comma-separated dtypes (f32, f16)")
     ap.add_argument("--profile")
     ap.add_argument("--matmul", type=int, default=4096, help="matmul size (0: skip)")
@@ -248,10 +280,19 @@ def main(argv=None):
             xt = torch.from_numpy(x)
             tag = os.path.basename(files["onnx"])[: -len(".onnx")]
             prof = os.path.join(args.profile, tag + ".txt") if args.profile else None
-            weft_ms, _ = weft_latency(args.weft, files["onnx"], "%s=%s" % (export_models.MODELS[name][0],
-                                                                         files["input"]), args.iters, prof)
+            input_arg = "%s=%s" % (export_models.MODELS[name][0], files["input"])
+            ref = np.load(files["torch"]) if os.path.exists(files["torch"]) else None
+            precisions = [p for p in args.precision.split(",") if p]
+            row = {"model": name, "batch": batch}
+            for p in precisions:
+                key = "weft_ms" if p == "fp32" else "weft_%s_ms" % p
+                ptag = prof if p == "fp32" or prof is None else prof[: -len(".txt")] + "." + p + ".txt"
+                row[key], _ = weft_latency(args.weft, files["onnx"], input_arg, args.iters, ptag, p)
+                if ref is not None:
+                    row[key[: -len("_ms")] + "_error"] = rel_error(np.load(WEFT_OUT), ref)
+            weft_ms = row.get("weft_ms", row[next(k for k in row if k.startswith("weft_"))])
             eager_host, eager_dev = torch_latency(model, xt, args.iters, torch)
-            row = {"model": name, "batch": batch, "weft_ms": weft_ms, "eager_ms": eager_host, "eager_dev_ms": eager_dev}
+            row.update(eager_ms=eager_host, eager_dev_ms=eager_dev)
             if not args.no_graph:
                 g32_host, g32_dev = graph_latency(model, xt, args.iters, torch, tf32=False)
                 gtf_host, gtf_dev = graph_latency(model, xt, args.iters, torch, tf32=True)
@@ -267,6 +308,15 @@ def main(argv=None):
                 line += " | graph fp32 %8.3f ms ratio %.2f | graph tf32 %8.3f ms ratio %.2f" % (
                     row["graph_fp32_ms"], weft_ms / row["graph_fp32_ms"], row["graph_tf32_ms"],
                     weft_ms / row["graph_tf32_ms"])
+            for p in precisions:
+                if p == "fp32" or "weft_%s_ms" % p not in row:
+                    continue
+                if "tf32_error" not in row:
+                    row["tf32_error"] = tf32_error(model, xt, torch)
+                line += " | weft %s %8.3f ms (err %.1e)" % (p, row["weft_%s_ms" % p], row.get("weft_%s_error" % p, -1))
+                if not args.no_graph:
+                    line += " / graph tf32 ratio %.2f (tf32 err %.1e)" % (
+                        row["weft_%s_ms" % p] / row["graph_tf32_ms"], row["tf32_error"])
             if compiled is not None:
                 line += " | compile %8.3f ms (on-device %8.3f) ratio %.2f" % (
                     row["compile_ms"], row["compile_dev_ms"], weft_ms / row["compile_ms"])

@@ -27,7 +27,12 @@
 // in int32 / int64 from operands minus their zero points (the lowering proves that no partial sum
 // overflows). COOP accumulates in fp32 whatever ACC16 says.
 
-#if defined(COOP)
+#if defined(COOP_WIDE)
+#define WG 256
+#define BM 128
+#define BN 128
+#define ACC_FLOAT
+#elif defined(COOP)
 #define WG 128
 #define BM 64
 #define BN 64
@@ -110,7 +115,9 @@ layout(std430, set = 0, binding = 5) buffer PartB { float part[]; };
 #define A_ROWS (WG / BK)        // rows of A staged per pass of the workgroup
 #define B_ROWS (WG / BN)
 
-#if defined(COOP)
+#if defined(COOP_WIDE)
+#define SH_T float16_t
+#elif defined(COOP)
 #define SH_T float16_t
 #define AS_STRIDE (BM + 8)  // row pitches: multiples of 8 halves (16 bytes) for the matrix loads
 #define BS_STRIDE (BN + 8)
@@ -202,6 +209,9 @@ void finish(int batch, int slice, int m, int n, float v) {
 }
 #endif
 
+#if defined(COOP_WIDE)
+#include "tc_gemm_wide.glsl"
+#else
 // Per staged row of A (convolutions): the output pixel's batch and window origin.
 int row_n[A_LOADS], row_d[A_LOADS], row_y[A_LOADS], row_x[A_LOADS];
 bool row_ok[A_LOADS];
@@ -419,3 +429,4 @@ void main() {
   }
 #endif
 }
+#endif  // COOP_WIDE
