@@ -342,19 +342,21 @@ bool use_coop(const Caps& caps) {
 
 // The fp16 GEMM kernel on a device with cooperative matrices, for an M x N (x batch) problem:
 // tc_gemm128_coop where its operands move in 8-half vectors (`vectors`) and its grid has at least
-// kFullGrid workgroups; tc_matmul_coop (scalar loads) only for much larger grids; else the SIMT
-// tile (split over K where the grid is small: batch-1 layers and matrix-vector shapes, where tensor
-// cores would idle). On an H200, MobileNetV2 / ResNet-50 at batch 1 took 0.87 / 2.52 ms of GPU time
-// with tc_matmul_coop from 96 groups and 0.83 / 2.26 ms with the SIMT tiles.
+// kFullGrid workgroups; else tc_matmul_coop (scalar loads) from kFullGrid workgroups, or only from
+// kHugeGrid where B is constant and the SIMT tile reads it widened to fp32 (`widened_b`:
+// convolution weights); else the SIMT tile (split over K where the grid is small: batch-1 layers
+// and matrix-vector shapes, where tensor cores would idle). On an H200: MobileNetV2 / ResNet-50 at
+// batch 1 took 0.87 / 2.52 ms of GPU time with tc_matmul_coop from 96 groups, 0.71 / 1.75 ms with
+// widened SIMT tiles; a 1024^3 MATMUL (fp16 B) 0.10 ms with tc_matmul_coop, 0.18 ms with SIMT.
 // WEFT_VULKAN_COOP=128|64|0 forces a choice (tests, tuning; 128 only where allowed).
-Tile pick_fp16_tile(int64_t M, int64_t N, int64_t batch, bool vectors, const Caps& caps) {
+Tile pick_fp16_tile(int64_t M, int64_t N, int64_t batch, bool vectors, bool widened_b, const Caps& caps) {
   constexpr int64_t kFullGrid = 96, kHugeGrid = 1024;
   const bool wide = vectors && caps.max_invocations >= 256 && caps.max_shared_bytes >= 46080;
   auto grid = [&](int64_t t) { return ((M + t - 1) / t) * ((N + t - 1) / t) * batch; };
   const char* e = std::getenv("WEFT_VULKAN_COOP");
   const int forced = e ? std::atoi(e) : -1;
   if (wide && (forced == 128 || (forced < 0 && grid(128) >= kFullGrid))) return {"tc_gemm128_coop", 128, 128, 32};
-  if (forced == 64 || (forced < 0 && grid(64) >= kHugeGrid)) return {"tc_matmul_coop", 64, 64, 32};
+  if (forced == 64 || (forced < 0 && grid(64) >= (widened_b ? kHugeGrid : kFullGrid))) return {"tc_matmul_coop", 64, 64, 32};
   return pick_tile(M, N, batch, 0);
 }
 
@@ -621,7 +623,7 @@ std::string plan_conv(const Graph& g, const Composite& c, const Caps& caps, Conv
       // Vectors: eight channels of one tap are contiguous (IC % 8), weights become [K][OC] (OC % 8).
       const bool vectors = !p.transpose && p.groups == 1 && p.IC % 8 == 0 && p.OC % 8 == 0 && wc != nullptr;
       p.acc = 0;
-      p.tile = pick_fp16_tile(p.pixels(), p.OC, 1, vectors, caps);
+      p.tile = pick_fp16_tile(p.pixels(), p.OC, 1, vectors, wc != nullptr, caps);
     }
     // A device below the tile's workgroup size runs the direct kernel (64 invocations) instead.
     if (!check_tile_invocations(p.tile, caps).empty()) p.gemm = false;
@@ -872,7 +874,7 @@ std::string plan_matmul(const Graph& g, const Composite& c, const Caps& caps, Ma
     for (int64_t v : {p.av.strides[0], p.av.strides[1], p.av.offset, p.bv.strides[0], p.bv.strides[1], p.bv.offset})
       vectors = vectors && v % 8 == 0;
     p.acc = 0;
-    p.tile = pick_fp16_tile(p.H, p.W, p.N, vectors, caps);
+    p.tile = pick_fp16_tile(p.H, p.W, p.N, vectors, false, caps);
   }
   if (std::string r = check_tile_invocations(p.tile, caps); !r.empty()) return r;
   if (gemm_steps(p.C, p.tile, p.acc) > kLoopLimit) return "reduction of " + str(p.C) + " elements is too long";
