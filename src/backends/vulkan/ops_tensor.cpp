@@ -14,7 +14,8 @@
 //   tc_gemm128_coop        fp16 MATMUL and convolutions with cooperative matrices (Caps::coop_matrix_f16),
 //                          128 x 128 tiles moved as 16-byte vectors, where the operands allow and the
 //                          grid fills the GPU;
-//   tc_matmul_coop         the same with 64 x 64 tiles and scalar loads, for the other large fp16 GEMMs;
+//   tc_gemm64_coop         the same with 64 x 64 tiles, for smaller grids (batch-1 layers);
+//   tc_matmul_coop         64 x 64 tiles with scalar loads, for the large fp16 GEMMs without vectors;
 //   tc_splitk              the second pass of a float GEMM split over K (grids too small for the GPU);
 //   tc_conv                direct convolution (one output per invocation): DEPTHWISE_CONV2D, grouped
 //                          convolutions (one dispatch for every group), and the convolutions the tiled
@@ -340,31 +341,36 @@ bool use_coop(const Caps& caps) {
   return caps.coop_matrix_f16 && caps.subgroup_size == 32 && caps.max_shared_bytes >= 16384 && caps.max_invocations >= 128;
 }
 
-// The fp16 GEMM kernel on a device with cooperative matrices, for an M x N (x batch) problem:
-// tc_gemm128_coop where its operands move in 8-half vectors (`vectors`) and its grid has at least
-// kFullGrid workgroups; else tc_matmul_coop (scalar loads) from kFullGrid workgroups, or only from
-// kHugeGrid where B is constant and the SIMT tile reads it widened to fp32 (`widened_b`:
-// convolution weights); else the SIMT tile (split over K where the grid is small: batch-1 layers
-// and matrix-vector shapes, where tensor cores would idle). On an H200: MobileNetV2 / ResNet-50 at
-// batch 1 took 0.87 / 2.52 ms of GPU time with tc_matmul_coop from 96 groups, 0.71 / 1.75 ms with
-// widened SIMT tiles; a 1024^3 MATMUL (fp16 B) 0.10 ms with tc_matmul_coop, 0.18 ms with SIMT.
-// WEFT_VULKAN_COOP=128|64|0 forces a choice (tests, tuning; 128 only where allowed).
-Tile pick_fp16_tile(int64_t M, int64_t N, int64_t batch, bool vectors, bool widened_b, const Caps& caps) {
-  constexpr int64_t kFullGrid = 96, kHugeGrid = 1024;
+// The fp16 GEMM kernel on a device with cooperative matrices, for an M x N (x batch) problem.
+// Where the operands move in 8-half vectors (`vectors`): tc_gemm128_coop where its grid has at
+// least kFullGrid workgroups, else tc_gemm64_coop from kSmallGrid (tensor cores even where a
+// batch-1 layer leaves part of the GPU idle; not for K < 64: MobileNetV2's 1x1 convolutions of 16 to
+// 32 channels ran faster on the SIMT tiles). Otherwise tc_matmul_coop (scalar loads) from
+// kFullGrid workgroups, or only from kHugeGrid where B is constant and the SIMT tile reads it
+// widened to fp32 (`widened_b`: convolution weights); else the SIMT tile (split over K where the
+// grid is small: matrix-vector shapes). On an H200: MobileNetV2 / ResNet-50 at batch 1 took
+// 0.87 / 2.52 ms of GPU time with tc_matmul_coop from 96 groups, 0.71 / 1.75 ms with widened SIMT
+// tiles; a 1024^3 MATMUL (fp16 B) 0.10 ms with tc_matmul_coop, 0.18 ms with SIMT.
+// WEFT_VULKAN_COOP=128|64|0 forces the tile (tests, tuning): 128 and 64 where the kernel applies.
+Tile pick_fp16_tile(int64_t M, int64_t N, int64_t K, int64_t batch, bool vectors, bool widened_b, const Caps& caps) {
+  constexpr int64_t kSmallGrid = 32, kFullGrid = 96, kHugeGrid = 1024;
   const bool wide = vectors && caps.max_invocations >= 256 && caps.max_shared_bytes >= 46080;
+  const bool vec64 = vectors && K >= 64 && caps.max_shared_bytes >= 23552;
   auto grid = [&](int64_t t) { return ((M + t - 1) / t) * ((N + t - 1) / t) * batch; };
   const char* e = std::getenv("WEFT_VULKAN_COOP");
   const int forced = e ? std::atoi(e) : -1;
   if (wide && (forced == 128 || (forced < 0 && grid(128) >= kFullGrid))) return {"tc_gemm128_coop", 128, 128, 32};
+  if (vec64 && (forced == 64 || (forced < 0 && grid(64) >= kSmallGrid))) return {"tc_gemm64_coop", 64, 64, 32};
   if (forced == 64 || (forced < 0 && grid(64) >= (widened_b ? kHugeGrid : kFullGrid))) return {"tc_matmul_coop", 64, 64, 32};
   return pick_tile(M, N, batch, 0);
 }
 
-// The tiled GEMMs' workgroup size (tc_gemm.glsl's WG): 128 invocations with cooperative matrices,
-// else 256, more than Vulkan's guaranteed maxComputeWorkGroupInvocations (128). "" when the device
-// allows it, else why not.
+// The tiled GEMMs' workgroup size (tc_gemm.glsl's WG): 128 invocations for the 64 x 64
+// cooperative-matrix tiles, else 256, more than Vulkan's guaranteed maxComputeWorkGroupInvocations
+// (128). "" when the device allows it, else why not.
 std::string check_tile_invocations(const Tile& t, const Caps& caps) {
-  const uint32_t need = std::string_view(t.shader) == "tc_matmul_coop" ? 128 : 256;  // tc_gemm128_coop: 256
+  const std::string_view sh(t.shader);
+  const uint32_t need = sh == "tc_matmul_coop" || sh == "tc_gemm64_coop" ? 128 : 256;
   if (caps.max_invocations >= need) return {};
   return "the tiled GEMM's " + str(need) + " invocations per workgroup exceed maxComputeWorkGroupInvocations = " +
          str(caps.max_invocations) + " of Vulkan device '" + caps.device + "'";
@@ -623,7 +629,7 @@ std::string plan_conv(const Graph& g, const Composite& c, const Caps& caps, Conv
       // Vectors: eight channels of one tap are contiguous (IC % 8), weights become [K][OC] (OC % 8).
       const bool vectors = !p.transpose && p.groups == 1 && p.IC % 8 == 0 && p.OC % 8 == 0 && wc != nullptr;
       p.acc = 0;
-      p.tile = pick_fp16_tile(p.pixels(), p.OC, 1, vectors, wc != nullptr, caps);
+      p.tile = pick_fp16_tile(p.pixels(), p.OC, p.K(), 1, vectors, wc != nullptr, caps);
     }
     // A device below the tile's workgroup size runs the direct kernel (64 invocations) instead.
     if (!check_tile_invocations(p.tile, caps).empty()) p.gemm = false;
@@ -874,7 +880,7 @@ std::string plan_matmul(const Graph& g, const Composite& c, const Caps& caps, Ma
     for (int64_t v : {p.av.strides[0], p.av.strides[1], p.av.offset, p.bv.strides[0], p.bv.strides[1], p.bv.offset})
       vectors = vectors && v % 8 == 0;
     p.acc = 0;
-    p.tile = pick_fp16_tile(p.H, p.W, p.N, vectors, false, caps);
+    p.tile = pick_fp16_tile(p.H, p.W, p.C, p.N, vectors, const_tensor(g, p.b_src) != nullptr, caps);
   }
   if (std::string r = check_tile_invocations(p.tile, caps); !r.empty()) return r;
   if (gemm_steps(p.C, p.tile, p.acc) > kLoopLimit) return "reduction of " + str(p.C) + " elements is too long";
@@ -894,8 +900,18 @@ void lower_matmul(Lowering& l, const Composite& c) {
   const ValueId bias = p.ep.bias != kNoValue ? p.ep.bias : a, res = p.ep.residual != kNoValue ? p.ep.residual : a;
   Spec s;
   epilogue_spec(s, p.ep);
+  // A constant fp16 B for the SIMT tiles is widened to fp32 once here (exact), as convolution
+  // weights are (see lower_conv): BERT's batch-1 projections.
+  Arg b_arg = l.in(b);
+  DType b_t = p.in_t;
+  if (const Tensor* bc = l.constant(b); bc && p.in_t == DType::kFp16 && std::string_view(p.tile.shader).find("_coop") == std::string_view::npos) {
+    std::vector<float> wide(static_cast<size_t>(bc->num_elements()));
+    for (size_t i = 0; i < wide.size(); ++i) wide[i] = static_cast<float>(bc->at_double(static_cast<int64_t>(i)));
+    b_arg = l.data_of(wide);
+    b_t = DType::kFp32;
+  }
   s.set(0, code(p.in_t));
-  s.set(1, code(p.in_t));
+  s.set(1, code(b_t));
   s.set(2, code(type_of(l.graph, bias).dtype));
   s.set(3, code(type_of(l.graph, res).dtype));
   s.set(4, code(p.out_t));
@@ -913,7 +929,7 @@ void lower_matmul(Lowering& l, const Composite& c) {
   s.set(14, p.bzp);
   s.set(15, p.acc == 1);
   gemm_geometry_defaults(s);
-  emit_gemm(l, p.tile, p.acc, p.H, p.W, p.C, p.N, std::move(s), l.in(a), l.in(b), l.in(bias), l.in(res),
+  emit_gemm(l, p.tile, p.acc, p.H, p.W, p.C, p.N, std::move(s), l.in(a), b_arg, l.in(bias), l.in(res),
             l.out(p.ep.result));
 }
 

@@ -835,6 +835,46 @@ TEST(VulkanTensor, CooperativeMatrixShapes) {
   }
 }
 
+// The vector-staged cooperative-matrix kernels (tc_gemm128_coop, tc_gemm64_coop: K, N, IC and OC
+// multiples of 8) at their edges, with each tile forced in turn (WEFT_VULKAN_COOP; on a device
+// without cooperative matrices every variant runs the SIMT tiles, and the widened fp16 weights):
+// ragged M, batches, a strided padded convolution, a 1x1 convolution read in place, a K split.
+TEST(VulkanTensor, VectorCooperativeMatrixShapes) {
+  for (const char* tile : {"128", "64", "0"}) {
+    ScopedEnv force("WEFT_VULKAN_COOP", tile);
+    SCOPED_TRACE(std::string("WEFT_VULKAN_COOP=") + tile);
+    for (const auto& s : std::vector<std::array<int64_t, 4>>{{3, 130, 48, 24}, {1, 257, 72, 136}, {1, 16, 1024, 64}}) {
+      for (DType out : {DType::kFp32, DType::kFp16}) {
+        // (fp16 results only for short reductions: the reference's fp16 accumulator drifts over 1024)
+        if (out == DType::kFp16 && s[2] > 128) continue;
+        SCOPED_TRACE("MATMUL " + std::to_string(s[0]) + "x" + std::to_string(s[1]) + "x" + std::to_string(s[2]) +
+                     "x" + std::to_string(s[3]) + " -> " + dtype_name(out));
+        Net net(820);
+        ValueId a = net.input({DType::kFp16, {s[0], s[1], s[2]}});
+        ValueId b = net.weight({DType::kFp16, {s[0], s[2], s[3]}});
+        check_vs_reference(net.finish({net.matmul(a, b, out)}), net.feeds, out == DType::kFp32 ? kF32 : kF16Fused);
+      }
+    }
+    {  // 3x3, stride 2, padding, bias, CLAMP; fp32 accumulator, fp16 result
+      Net net(821);
+      ValueId x = net.input({DType::kFp16, {2, 13, 11, 16}});
+      ValueId w = net.weight({DType::kFp16, {24, 3, 3, 16}});
+      ValueId bias = net.weight({DType::kFp16, {24}});
+      ValueId y = net.clamp(net.conv(Op::CONV2D, x, w, bias, {1, 1, 1, 1}, {2, 2}, {1, 1}, DType::kFp32), 0.0, 6.0);
+      expect_pattern(check_vs_reference(net.finish({y}), net.feeds, kF16Fused), "CONV2D+CLAMP");
+    }
+    {  // 1x1 convolution read as A [pixels][IC], residual
+      Net net(822);
+      ValueId x = net.input({DType::kFp16, {1, 9, 10, 32}});
+      ValueId w = net.weight({DType::kFp16, {40, 1, 1, 32}});
+      ValueId bias = net.weight({DType::kFp16, {40}});
+      ValueId y = net.conv(Op::CONV2D, x, w, bias, {0, 0, 0, 0}, {1, 1}, {1, 1}, DType::kFp32);
+      ValueId z = net.add(y, net.input(net.type(y)));
+      expect_pattern(check_vs_reference(net.finish({z}), net.feeds, kF16Fused), "CONV2D+ADD");
+    }
+  }
+}
+
 // ---- Grouped convolutions (Region::kGroupedConv) ---------------------------------------------------
 
 // A grouped convolution as the ONNX importer writes one (TOSA has no group attribute): `groups`

@@ -28,9 +28,7 @@
 // overflows). COOP accumulates in fp32 whatever ACC16 says.
 
 #if defined(COOP_WIDE)
-#define WG 256
-#define BM 128
-#define BN 128
+#define WG (32 * SGM * SGN)
 #define ACC_FLOAT
 #elif defined(COOP)
 #define WG 128

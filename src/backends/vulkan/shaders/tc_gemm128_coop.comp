@@ -3,10 +3,10 @@
 // output tile per workgroup of eight 32-wide subgroups (each a 64 x 32 part: 4 x 2 fragments of
 // 16 x 16 fp32 accumulators), K steps of 32 double-buffered in shared memory, operands moved as
 // 16-byte vectors of eight halves. The body is tc_gemm_wide.glsl, its specialization constants and
-// epilogue those of tc_gemm.glsl (COOP_WIDE).
+// epilogue those of tc_gemm.glsl (COOP_WIDE). tc_gemm64_coop is the same with 64 x 64 tiles.
 //
 // For shapes whose operands move in whole vectors (the lowering checks, see ops_tensor.cpp
-// wide_coop_ok): both operands fp16; MATMUL with K, N, A's row / batch strides and offsets, B's k /
+// plan_conv / plan_matmul): both operands fp16; MATMUL with K, N, A's row / batch strides and offsets, B's k /
 // batch strides and offset multiples of 8, B's n contiguous; convolutions (not transposed) with
 // IC and OC multiples of 8 and weights [K][OC]. Needs Vulkan 1.3, VK_NV_cooperative_matrix with a
 // 16x16x16 fp16 x fp16 + fp32 shape, subgroups of 32, 256 invocations and 46080 bytes of shared
@@ -17,8 +17,12 @@
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 #define COOP_WIDE
+#define BM 128
+#define BN 128
 #define BK 32
+#define SGM 2  // subgroups along m and n
+#define SGN 4
 shared float Cs[8 * 256];  // per subgroup: one 16 x 16 fp32 result on its way to the epilogue
-layout(std430, set = 0, binding = 0) readonly buffer AV { uvec4 a_v[]; };
-layout(std430, set = 0, binding = 1) readonly buffer BV { uvec4 b_v[]; };
+layout(std430, set = 0, binding = 0) readonly buffer AVec { uvec4 a_v[]; };
+layout(std430, set = 0, binding = 1) readonly buffer BVec { uvec4 b_v[]; };
 #include "tc_gemm.glsl"

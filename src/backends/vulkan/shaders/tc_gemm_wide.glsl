@@ -1,25 +1,32 @@
-// The body of tc_gemm128_coop (included by tc_gemm.glsl under COOP_WIDE, after its specialization
-// constants, bindings and finish()): out = A x B over a 128 x 128 tile with cooperative matrices.
+// The body of tc_gemm128_coop and tc_gemm64_coop (included by tc_gemm.glsl under COOP_WIDE, after
+// its specialization constants, bindings and finish()): out = A x B over a BM x BN tile with
+// cooperative matrices, SGM x SGN subgroups of 32 each computing FM x FN fragments of 16 x 16.
 //
-// Staging: per K step of 32, A's 128 x 32 block as [m][k] and B's 32 x 128 block as [k][n] in
+// Staging: per K step of 32, A's BM x 32 block as [m][k] and B's 32 x BN block as [k][n] in
 // shared memory, rows padded by one vector (8 halves) against bank conflicts; two stages, so that
 // one barrier per step suffices (a stage is written while the other is read). Every invocation
-// moves two vectors of A and two of B per step, loaded into registers one step ahead. A vector is
+// moves AV vectors of A and BV of B per step, loaded into registers one step ahead. A vector is
 // eight consecutive k of one row of A (for a convolution: eight input channels of one tap of one
 // output pixel, as IC is a multiple of 8) or eight consecutive n of one row of B; vectors wholly
 // outside the operands (rows >= M, k >= K, n >= N, taps in the padding) load as zeros or the
 // folded PAD's fill.
 
-#define AP 5   // A's row pitch in shared memory, in vectors: BK / 8 + 1
-#define BP 17  // B's row pitch: BN / 8 + 1
+#define FM (BM / SGM / 16)     // fragments per subgroup along m
+#define FN (BN / SGN / 16)     // and along n
+#define AP (BK / 8 + 1)        // A's row pitch in shared memory, in vectors
+#define BP (BN / 8 + 1)        // B's row pitch
 #define A_STAGE (BM * AP)
 #define B_STAGE (BK * BP)
+#define AV (BM * BK / 8 / WG)  // vectors of A per invocation and step
+#define BV (BK * BN / 8 / WG)  // and of B
+#define A_PASS (WG / (BK / 8)) // rows of A per pass of the workgroup
+#define B_PASS (WG / (BN / 8)) // rows (k) of B per pass
 shared uvec4 As[2 * A_STAGE];
 shared uvec4 Bs[2 * B_STAGE];
 
 // Per A row this invocation stages (convolutions): the output pixel's batch and window origin.
-int row_n[2], row_d[2], row_y[2], row_x[2];
-bool row_ok[2];
+int row_n[AV], row_d[AV], row_y[AV], row_x[AV];
+bool row_ok[AV];
 
 uvec4 fill_vector() {
   const uint h = packHalf2x16(vec2(intBitsToFloat(FILL))) & 0xffffu;
@@ -32,12 +39,12 @@ void main() {
   const int n0 = int(gl_WorkGroupID.x) * BN, m0 = int(gl_WorkGroupID.y) * BM;
   const int batch = int(gl_WorkGroupID.z) / SPLIT, slice = int(gl_WorkGroupID.z) % SPLIT;
   const int kbeg = SPLIT > 1 ? slice * KSLICE : 0, kend = SPLIT > 1 ? min(K, kbeg + KSLICE) : K;
-  // A: rows ar + 64 p, k vector aq; B: k rows bk + 16 p, n vector bq.
-  const int aq = int(lid % 4u), ar = int(lid / 4u);
-  const int bq = int(lid % 16u), bk = int(lid / 16u);
+  // A: rows ar + A_PASS p, k vector aq; B: k rows bk + B_PASS p, n vector bq.
+  const int aq = int(lid % uint(BK / 8)), ar = int(lid / uint(BK / 8));
+  const int bq = int(lid % uint(BN / 8)), bk = int(lid / uint(BN / 8));
 
-  [[unroll]] for (int p = 0; p < 2; ++p) {
-    const int m = m0 + ar + 64 * p;
+  [[unroll]] for (int p = 0; p < AV; ++p) {
+    const int m = m0 + ar + A_PASS * p;
     row_ok[p] = m < M;
     if (CONV != 0) {
       const int ox = m % OW, t = m / OW;
@@ -51,12 +58,12 @@ void main() {
   }
 
   const int sg = int(gl_SubgroupID);
-  const int qm = (sg / 4) * 64, qn = (sg % 4) * 32;  // this subgroup's 64 x 32 part of the tile
-  fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> acc[4][2];
-  [[unroll]] for (int i = 0; i < 4; ++i)
-    [[unroll]] for (int j = 0; j < 2; ++j) acc[i][j] = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
+  const int qm = (sg / SGN) * (16 * FM), qn = (sg % SGN) * (16 * FN);  // this subgroup's part of the tile
+  fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> acc[FM][FN];
+  [[unroll]] for (int i = 0; i < FM; ++i)
+    [[unroll]] for (int j = 0; j < FN; ++j) acc[i][j] = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
 
-  uvec4 ra[2], rb[2];
+  uvec4 ra[AV], rb[BV];
   const int steps = (kend - kbeg + BK - 1) / BK;
   // Iteration s loads step s + 1 into registers, multiplies step s from its stage, then stores
   // step s + 1 into the other stage (s = -1 only loads and stores the first step).
@@ -71,11 +78,11 @@ void main() {
         ky = (tap / KW) % KH;
         kd = tap / (KW * KH);
       }
-      [[unroll]] for (int p = 0; p < 2; ++p) {
+      [[unroll]] for (int p = 0; p < AV; ++p) {
         uvec4 v = uvec4(0);
         if (row_ok[p] && k < kend) {
           if (CONV == 0) {
-            v = a_v[uint(A_OFF + batch * A_BATCH + (m0 + ar + 64 * p) * A_ROW + k) / 8u];
+            v = a_v[uint(A_OFF + batch * A_BATCH + (m0 + ar + A_PASS * p) * A_ROW + k) / 8u];
           } else {
             const int d = row_d[p] + kd * DIL_D, y = row_y[p] + ky * DIL_Y, x = row_x[p] + kx * DIL_X;
             if (d >= 0 && d < VD && y >= 0 && y < VH && x >= 0 && x < VW) {
@@ -89,27 +96,27 @@ void main() {
         }
         ra[p] = v;
       }
-      [[unroll]] for (int p = 0; p < 2; ++p) {
-        const int kb = kbeg + (s + 1) * BK + bk + 16 * p, n = n0 + bq * 8;
+      [[unroll]] for (int p = 0; p < BV; ++p) {
+        const int kb = kbeg + (s + 1) * BK + bk + B_PASS * p, n = n0 + bq * 8;
         rb[p] = (kb < kend && n < N) ? b_v[uint(B_OFF + batch * B_BATCH + kb * B_K + n) / 8u] : uvec4(0);
       }
     }
     if (s >= 0) {
       const int st = s & 1;
       [[unroll]] for (int kk = 0; kk < BK; kk += 16) {
-        fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> fa[4], fb[2];
-        [[unroll]] for (int i = 0; i < 4; ++i)
+        fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> fa[FM], fb[FN];
+        [[unroll]] for (int i = 0; i < FM; ++i)
           coopMatLoadNV(fa[i], As, uint(st * A_STAGE + (qm + 16 * i) * AP + kk / 8), uint(AP), false);
-        [[unroll]] for (int j = 0; j < 2; ++j)
+        [[unroll]] for (int j = 0; j < FN; ++j)
           coopMatLoadNV(fb[j], Bs, uint(st * B_STAGE + kk * BP + (qn + 16 * j) / 8), uint(BP), false);
-        [[unroll]] for (int i = 0; i < 4; ++i)
-          [[unroll]] for (int j = 0; j < 2; ++j) acc[i][j] = coopMatMulAddNV(fa[i], fb[j], acc[i][j]);
+        [[unroll]] for (int i = 0; i < FM; ++i)
+          [[unroll]] for (int j = 0; j < FN; ++j) acc[i][j] = coopMatMulAddNV(fa[i], fb[j], acc[i][j]);
       }
     }
     if (s + 1 < steps) {
       const int st = (s + 1) & 1;
-      [[unroll]] for (int p = 0; p < 2; ++p) As[st * A_STAGE + (ar + 64 * p) * AP + aq] = ra[p];
-      [[unroll]] for (int p = 0; p < 2; ++p) Bs[st * B_STAGE + (bk + 16 * p) * BP + bq] = rb[p];
+      [[unroll]] for (int p = 0; p < AV; ++p) As[st * A_STAGE + (ar + A_PASS * p) * AP + aq] = ra[p];
+      [[unroll]] for (int p = 0; p < BV; ++p) Bs[st * B_STAGE + (bk + B_PASS * p) * BP + bq] = rb[p];
     }
     barrier();
   }
@@ -117,14 +124,14 @@ void main() {
   // Each 16 x 16 result goes through this subgroup's slice of Cs to the epilogue (one copy of its
   // code: the fragment is picked by an unrolled comparison, the loop itself is not unrolled).
   const uint lane = gl_SubgroupInvocationID;
-  [[dont_unroll]] for (int f = 0; f < 8; ++f) {
-    [[unroll]] for (int i = 0; i < 4; ++i)
-      [[unroll]] for (int j = 0; j < 2; ++j)
-        if (i * 2 + j == f) coopMatStoreNV(acc[i][j], Cs, uint(sg * 256), 16u, false);
+  [[dont_unroll]] for (int f = 0; f < FM * FN; ++f) {
+    [[unroll]] for (int i = 0; i < FM; ++i)
+      [[unroll]] for (int j = 0; j < FN; ++j)
+        if (i * FN + j == f) coopMatStoreNV(acc[i][j], Cs, uint(sg * 256), 16u, false);
     subgroupMemoryBarrierShared();
     subgroupBarrier();
     [[dont_unroll]] for (uint e = lane; e < 256u; e += gl_SubgroupSize) {
-      const int m = m0 + qm + 16 * (f / 2) + int(e / 16u), n = n0 + qn + 16 * (f % 2) + int(e % 16u);
+      const int m = m0 + qm + 16 * (f / FN) + int(e / 16u), n = n0 + qn + 16 * (f % FN) + int(e % 16u);
       if (m < M && n < N) finish(batch, slice, m, n, Cs[sg * 256 + int(e)]);
     }
     subgroupBarrier();
