@@ -21,4 +21,8 @@ inline constexpr size_t kMaxConfigBytes = size_t{16} << 20;       // ops files, 
 // names the kind: "a .weft model", "an ops file").
 std::string read_file_bytes(const std::string& path, size_t max_bytes, std::string_view what);
 
+// The checks of read_file_bytes without the read (for readers that stream the file, such as the
+// ONNX importer's protobuf parse): the size of regular file `path`, with the same errors.
+size_t checked_file_size(const std::string& path, size_t max_bytes, std::string_view what);
+
 }  // namespace weft

@@ -15,6 +15,7 @@
 #include "backends/reference/kernels.h"
 #include "backends/reference/parallel.h"
 #include "compiler/narrow.h"
+#include "frontends/onnx/importer.h"
 #include "compiler/partition.h"
 #include "runtime/memory_plan.h"
 #include "weft/onnx.h"
@@ -216,10 +217,16 @@ std::shared_ptr<const Model> Model::Impl::specialize(const std::vector<Shape>& s
 }
 
 std::shared_ptr<const Model> Model::load(const std::string& path, const LoadOptions& options) {
-  if (std::filesystem::path(path).extension() == ".onnx") {
+  const bool onnx = std::filesystem::path(path).extension() == ".onnx";
+  // An ONNX file is parsed once: its interface, then (unless dynamic) its import, which borrows
+  // the initializers from the parsed model.
+  std::shared_ptr<onnx::ModelProto> proto;
+  OnnxInterface io;
+  if (onnx) {
+    proto = onnxfe::parse_onnx_file(path);
+    io = onnxfe::interface_of(*proto, path);
     // Dimensions the model leaves open and --shape does not give: a dynamic model, specialized
     // per input shape signature when it runs.
-    OnnxInterface io = onnx_interface(path);
     bool open = false;
     for (const auto& in : io.inputs) {
       if (options.onnx.bindings.count(in.name)) continue;
@@ -246,12 +253,11 @@ std::shared_ptr<const Model> Model::load(const std::string& path, const LoadOpti
       return std::shared_ptr<const Model>(new Model(std::move(impl)));
     }
   }
-  Module module = read_model(path, options);
+  Module module = onnx ? onnxfe::import_parsed(std::move(proto), path, options.onnx) : read_model(path, options);
   try {
     auto model = from_module(std::move(module), options.backend);
     const_cast<Impl&>(*model->impl_).source = path;
-    if (std::filesystem::path(path).extension() == ".onnx") {
-      OnnxInterface io = onnx_interface(path);
+    if (onnx) {
       std::vector<IoInfo> ins, outs;
       for (const auto& v : io.inputs) ins.push_back({v.name, {v.dtype, v.shape}, v.is_unsigned, v.is_int64});
       for (const auto& v : io.outputs) outs.push_back({v.name, {v.dtype, v.shape}, v.is_unsigned, v.is_int64});

@@ -6,7 +6,11 @@
 #include "compiler/canonicalize.h"
 #include "compiler/layout_cleanup.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -116,7 +120,8 @@ std::vector<int64_t> inverse_perm(const std::vector<int64_t>& perm) {
 constexpr int64_t kMaxInitializerElements = (int64_t{1} << 31) - 1;
 
 Tensor tensor_from_proto(const onnx::TensorProto& t, const std::string& what, const std::string& base_dir,
-                         std::shared_ptr<const std::vector<int64_t>>* exact_ints, int* onnx_type) {
+                         std::shared_ptr<const std::vector<int64_t>>* exact_ints, int* onnx_type,
+                         const std::shared_ptr<const void>& owner) {
   const int et = t.data_type();
   if (onnx_type) *onnx_type = et;
   auto dt = tosa_dtype(et);
@@ -274,8 +279,16 @@ Tensor tensor_from_proto(const onnx::TensorProto& t, const std::string& what, co
     }
     return out;
   }
-  Tensor out = Tensor::zeros(type);
   const size_t bytes = type.byte_size();
+  if (raw && owner && raw == &t.raw_data() && raw->size() == bytes && bytes >= 4096 &&
+      reinterpret_cast<uintptr_t>(raw->data()) % storage_size(*dt) == 0) {
+    // Stored as-is: borrowed from the parsed model, which `owner` keeps alive.
+    Tensor borrowed(type, Buffer::wrap(owner, raw->data(), bytes));
+    if (exact_ints && (et == kOInt32 || et == kOInt16 || et == kOInt8))
+      *exact_ints = std::make_shared<const std::vector<int64_t>>(borrowed.to_ints());
+    return borrowed;
+  }
+  Tensor out = Tensor::zeros(type);
   if (raw) {
     if (raw->size() != bytes)
       throw count_error(static_cast<int64_t>(raw->size() / std::max<size_t>(storage_size(*dt), 1)));
@@ -306,9 +319,9 @@ Tensor tensor_from_proto(const onnx::TensorProto& t, const std::string& what, co
 // ---- the importer ---------------------------------------------------------------------------------
 
 Importer::Importer(const onnx::ModelProto& model, std::string source, const OnnxImportOptions& options,
-                   std::string base_dir)
-    : model_(model), g_(model.graph()), source_(std::move(source)), options_(options), base_dir_(std::move(base_dir)),
-      graph_("main") {
+                   std::string base_dir, std::shared_ptr<const void> owner)
+    : model_(model), g_(model.graph()), owner_(std::move(owner)), source_(std::move(source)), options_(options),
+      base_dir_(std::move(base_dir)), graph_("main") {
   for (const auto& os : model.opset_import())
     if (os.domain().empty() || os.domain() == "ai.onnx") opset_ = static_cast<int>(os.version());
   if (opset_ == 0)
@@ -703,6 +716,11 @@ TVal Importer::transpose(const TVal& v, const std::vector<int64_t>& perm) {
   return emit(Op::TRANSPOSE, {v}, {{"perms", perm}});
 }
 
+TVal Importer::unfolded(const TVal& v) {
+  if (!v.is_const()) return v;
+  return TVal{materialize(v), nullptr, v.type};
+}
+
 TVal Importer::cast(const TVal& v, DType to) {
   if (v.dtype() == to) return v;
   return emit_as(Op::CAST, to, {v});
@@ -850,7 +868,7 @@ std::vector<TVal> Importer::elementwise_operands(const std::vector<int>& idx, st
 
 OVal Importer::make_const_oval(const onnx::TensorProto& t, const std::string& what) {
   OVal o;
-  Tensor tensor = tensor_from_proto(t, what, base_dir_, &o.ints, &o.onnx_type);
+  Tensor tensor = tensor_from_proto(t, what, base_dir_, &o.ints, &o.onnx_type, owner_);
   o.shape = tensor.shape();
   o.v = const_tensor(std::move(tensor));
   return o;
@@ -1058,7 +1076,34 @@ void Importer::finish_outputs() {
 // shapes. Its static results cross-check the shapes the lowering produced (a mismatch is a Weft
 // bug, reported at the node). Inference failures are not errors here: the lowering decides.
 void Importer::infer_onnx_shapes() {
-  onnx::ModelProto copy = model_;
+  // A copy for the inference to annotate, without the data of large initializers: it reads their
+  // dims (and the values only of small ones: Reshape's shape, Pad's pads), and a whole copy of a
+  // model doubled the peak memory of loading one.
+  constexpr int64_t kDataBytes = int64_t{1} << 16;
+  onnx::ModelProto copy;
+  copy.set_ir_version(model_.ir_version());
+  *copy.mutable_opset_import() = model_.opset_import();
+  *copy.mutable_functions() = model_.functions();
+  {
+    const onnx::GraphProto& src = model_.graph();
+    onnx::GraphProto& dst = *copy.mutable_graph();
+    dst.set_name(src.name());
+    *dst.mutable_node() = src.node();
+    *dst.mutable_input() = src.input();
+    *dst.mutable_output() = src.output();
+    *dst.mutable_value_info() = src.value_info();
+    for (const auto& t : src.initializer()) {
+      onnx::TensorProto& c = *dst.add_initializer();
+      if (static_cast<int64_t>(t.raw_data().size()) <= kDataBytes && t.data_location() != onnx::TensorProto::EXTERNAL) {
+        c = t;
+        continue;
+      }
+      c.set_name(t.name());
+      c.set_data_type(t.data_type());
+      *c.mutable_dims() = t.dims();
+      if (t.raw_data().empty()) c = t;  // typed fields (float_data ...) or external data: as it is
+    }
+  }
   for (auto& vi : *copy.mutable_graph()->mutable_input()) {
     auto it = values_.find(vi.name());
     if (it == values_.end() || it->second.v.is_const() || !vi.type().has_tensor_type()) continue;
@@ -1277,7 +1322,7 @@ void apply_bindings(onnx::GraphProto& g, const std::map<std::string, Tensor>& bi
 }
 
 Module import_model(onnx::ModelProto& model, const std::string& source, const OnnxImportOptions& options,
-                    const std::string& base_dir) {
+                    const std::string& base_dir, std::shared_ptr<const void> owner = nullptr) {
   if (!model.has_graph()) throw Error(ErrorCode::kInvalidArgument, "the model has no graph", {.file = source});
   apply_bindings(*model.mutable_graph(), options.bindings, source);
   struct Narrow {
@@ -1285,7 +1330,7 @@ Module import_model(onnx::ModelProto& model, const std::string& source, const On
     explicit Narrow(bool on) { g_narrow_float64 = on; }
     ~Narrow() { g_narrow_float64 = was; }
   } narrow(options.narrow_float64);
-  Importer imp(model, source, options, base_dir);
+  Importer imp(model, source, options, base_dir, std::move(owner));
   Module m = imp.run();
   if (options.narrow_float64) {
     // Say what was narrowed: the interface first, then how many constants and casts.
@@ -1322,49 +1367,16 @@ namespace weft {
 
 Module import_onnx_bytes(std::string_view bytes, const std::string& source, const OnnxImportOptions& options,
                          const std::string& base_dir) {
-  onnx::ModelProto model;
-  if (bytes.size() > static_cast<size_t>(INT32_MAX) || !model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
+  auto model = std::make_shared<onnx::ModelProto>();
+  if (bytes.size() > static_cast<size_t>(INT32_MAX) || !model->ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
     throw Error(ErrorCode::kParse, "not a valid ONNX model (the protobuf ModelProto does not parse)", {.file = source});
-  return onnxfe::import_model(model, source, options, base_dir);
+  return onnxfe::import_model(*model, source, options, base_dir, model);
 }
 
-OnnxInterface onnx_interface(const std::string& path) {
-  std::string bytes = read_file_bytes(path, kMaxOnnxBytes, "an ONNX model");
-  onnx::ModelProto model;
-  if (bytes.size() > static_cast<size_t>(INT32_MAX) || !model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
-    throw Error(ErrorCode::kParse, "not a valid ONNX model (the protobuf ModelProto does not parse)", {.file = path});
-  const onnx::GraphProto& g = model.graph();
-  std::set<std::string> initialized;
-  for (const auto& t : g.initializer()) initialized.insert(t.name());
-  auto value = [&](const onnx::ValueInfoProto& vi) {
-    OnnxInterface::Value v{.name = vi.name()};
-    if (!vi.type().has_tensor_type())
-      throw Error(ErrorCode::kUnsupported, "'" + vi.name() + "' is not a tensor (sequences, maps and optionals are not supported)",
-                  {.file = path, .operand = vi.name()});
-    const auto& tt = vi.type().tensor_type();
-    auto dt = onnxfe::boundary_dtype(tt.elem_type());
-    if (!dt) throw Error(ErrorCode::kUnsupported, "'" + vi.name() + "': " + onnxfe::unsupported_type_message(tt.elem_type()),
-                         {.file = path, .operand = vi.name()});
-    v.dtype = *dt;
-    v.onnx_type = onnxfe::onnx_type_name(tt.elem_type());
-    v.is_unsigned = onnxfe::is_unsigned_onnx(tt.elem_type());
-    v.is_int64 = tt.elem_type() == onnxfe::kOInt64;
-    v.has_shape = tt.has_shape();
-    for (const auto& d : tt.shape().dim()) v.shape.push_back(d.has_dim_value() && d.dim_value() > 0 ? d.dim_value() : -1);
-    return v;
-  };
-  OnnxInterface out;
-  for (const auto& vi : g.input())
-    if (!initialized.count(vi.name())) out.inputs.push_back(value(vi));
-  for (const auto& vi : g.output()) out.outputs.push_back(value(vi));
-  return out;
-}
+OnnxInterface onnx_interface(const std::string& path) { return onnxfe::interface_of(*onnxfe::parse_onnx_file(path), path); }
 
 Module import_onnx(const std::string& path, const OnnxImportOptions& options) {
-  std::string bytes = read_file_bytes(path, kMaxOnnxBytes, "an ONNX model");
-  std::string dir = std::filesystem::path(path).parent_path().string();
-  if (dir.empty()) dir = ".";
-  return import_onnx_bytes(bytes, path, options, dir);
+  return onnxfe::import_parsed(onnxfe::parse_onnx_file(path), path, options);
 }
 
 std::vector<std::string> onnx_supported_ops() {
@@ -1615,6 +1627,56 @@ std::string Importer::build_graph(const std::string& base, const std::vector<Ten
   sw.swap();
   subgraphs_.push_back(std::move(sw.graph));
   return name;
+}
+
+}  // namespace weft::onnxfe
+
+namespace weft::onnxfe {
+
+std::shared_ptr<onnx::ModelProto> parse_onnx_file(const std::string& path) {
+  checked_file_size(path, kMaxOnnxBytes, "an ONNX model");
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw Error(ErrorCode::kIo, std::string("cannot open an ONNX model: ") + std::strerror(errno), {.file = path});
+  auto model = std::make_shared<onnx::ModelProto>();
+  const bool ok = model->ParseFromFileDescriptor(fd);
+  ::close(fd);
+  if (!ok) throw Error(ErrorCode::kParse, "not a valid ONNX model (the protobuf ModelProto does not parse)", {.file = path});
+  return model;
+}
+
+OnnxInterface interface_of(const onnx::ModelProto& model, const std::string& path) {
+  const onnx::GraphProto& g = model.graph();
+  std::set<std::string> initialized;
+  for (const auto& t : g.initializer()) initialized.insert(t.name());
+  auto value = [&](const onnx::ValueInfoProto& vi) {
+    OnnxInterface::Value v{.name = vi.name()};
+    if (!vi.type().has_tensor_type())
+      throw Error(ErrorCode::kUnsupported, "'" + vi.name() + "' is not a tensor (sequences, maps and optionals are not supported)",
+                  {.file = path, .operand = vi.name()});
+    const auto& tt = vi.type().tensor_type();
+    auto dt = onnxfe::boundary_dtype(tt.elem_type());
+    if (!dt) throw Error(ErrorCode::kUnsupported, "'" + vi.name() + "': " + onnxfe::unsupported_type_message(tt.elem_type()),
+                         {.file = path, .operand = vi.name()});
+    v.dtype = *dt;
+    v.onnx_type = onnxfe::onnx_type_name(tt.elem_type());
+    v.is_unsigned = onnxfe::is_unsigned_onnx(tt.elem_type());
+    v.is_int64 = tt.elem_type() == onnxfe::kOInt64;
+    v.has_shape = tt.has_shape();
+    for (const auto& d : tt.shape().dim()) v.shape.push_back(d.has_dim_value() && d.dim_value() > 0 ? d.dim_value() : -1);
+    return v;
+  };
+  OnnxInterface out;
+  for (const auto& vi : g.input())
+    if (!initialized.count(vi.name())) out.inputs.push_back(value(vi));
+  for (const auto& vi : g.output()) out.outputs.push_back(value(vi));
+  return out;
+}
+
+Module import_parsed(std::shared_ptr<onnx::ModelProto> model, const std::string& path, const OnnxImportOptions& options) {
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  if (dir.empty()) dir = ".";
+  onnx::ModelProto& m = *model;
+  return import_model(m, path, options, dir, std::move(model));
 }
 
 }  // namespace weft::onnxfe

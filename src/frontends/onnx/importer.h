@@ -84,7 +84,9 @@ void lower(Importer& imp, const onnx::NodeProto& n, const custom::OpSpec& spec);
 
 class Importer {
  public:
-  Importer(const onnx::ModelProto& model, std::string source, const OnnxImportOptions& options, std::string base_dir);
+  // `owner` keeps `model` alive past the import (initializers are borrowed from it); may be null.
+  Importer(const onnx::ModelProto& model, std::string source, const OnnxImportOptions& options, std::string base_dir,
+           std::shared_ptr<const void> owner = nullptr);
   Module run();
 
   // ---- the node being lowered ----
@@ -145,6 +147,11 @@ class Importer {
   // Common building blocks.
   TVal reshape(const TVal& v, const Shape& shape);
   TVal transpose(const TVal& v, const std::vector<int64_t>& perm);
+  // A constant as a graph value that later nodes do not fold: a TRANSPOSE of a large initializer
+  // stays a node that the backends read the initializer through in place (a strided view),
+  // instead of a transposed copy made at import (and, for Gemm's transB, transposed back by the
+  // CPU's matrix-vector kernel). Non-constants pass unchanged.
+  TVal unfolded(const TVal& v);
   TVal cast(const TVal& v, DType to);
   TVal add(const TVal& a, const TVal& b) { return emit(Op::ADD, {a, b}); }
   TVal sub(const TVal& a, const TVal& b) { return emit(Op::SUB, {a, b}); }
@@ -233,6 +240,7 @@ class Importer {
 
   const onnx::ModelProto& model_;
   const onnx::GraphProto& g_;
+  std::shared_ptr<const void> owner_;
   std::string source_;
   OnnxImportOptions options_;
   std::string over_budget_;  // the first node whose folded result was past the budget
@@ -259,8 +267,17 @@ class Importer {
 // over the model); past it a Loop without scan outputs becomes a WHILE_LOOP, anything else an error.
 inline constexpr int64_t kMaxUnrolledNodes = 65536;
 
+// `owner`, when given, keeps `t` alive: a tensor whose raw_data is stored as-is (fp32, int8, ...
+// of 4 KiB and more) then borrows those bytes instead of copying them.
 Tensor tensor_from_proto(const onnx::TensorProto& t, const std::string& what, const std::string& base_dir,
-                         std::shared_ptr<const std::vector<int64_t>>* exact_ints, int* onnx_type);
+                         std::shared_ptr<const std::vector<int64_t>>* exact_ints, int* onnx_type,
+                         const std::shared_ptr<const void>& owner = nullptr);
+
+// An ONNX file parsed once (streamed from the file: no copy of its bytes), for the interface
+// and the import of one load; the model's initializers are borrowed from it by the import.
+std::shared_ptr<onnx::ModelProto> parse_onnx_file(const std::string& path);
+OnnxInterface interface_of(const onnx::ModelProto& model, const std::string& path);
+Module import_parsed(std::shared_ptr<onnx::ModelProto> model, const std::string& path, const OnnxImportOptions& options);
 std::vector<int64_t> inverse_perm(const std::vector<int64_t>& perm);
 int64_t norm_axis(const Importer& imp, int64_t axis, int64_t rank, const char* what = "axis");
 // The position in the TOSA value of ONNX dimension `onnx_axis` of a value with layout `perm`.

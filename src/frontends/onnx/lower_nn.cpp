@@ -764,7 +764,11 @@ void lower_Gemm(Importer& imp, const onnx::NodeProto&) {
   TVal a = imp.plain(imp.in(0)), b = imp.plain(imp.in(1));
   if (a.rank() != 2 || b.rank() != 2) imp.fail("A and B must be 2-D (got " + shape_str(a.shape()) + " and " + shape_str(b.shape()) + ")", ErrorCode::kInvalidArgument);
   if (imp.attr_int("transA", 0)) a = imp.transpose(a, {1, 0});
-  if (imp.attr_int("transB", 0)) b = imp.transpose(b, {1, 0});
+  // A large constant B (a fully connected layer's weights, [N, K] as PyTorch writes them) is read
+  // through the transposition in place rather than copied transposed (1 MiB and up).
+  constexpr size_t kViewBytes = size_t{1} << 20;
+  if (imp.attr_int("transB", 0))
+    b = imp.transpose(b.is_const() && b.type.byte_size() >= kViewBytes ? imp.unfolded(b) : b, {1, 0});
   const double alpha = imp.attr_float("alpha", 1.f), beta = imp.attr_float("beta", 1.f);
   Shape os;
   TVal y = matmul(imp, a, b, 0, 0, &os);  // [1, M, N]
