@@ -4,7 +4,7 @@
     /usr/bin/python3 bench/onnx_models.py [--weft build/weft] [--out build/models]
         [--models mobilenet_v2,resnet50,efficientnet_b0,bert_encoder] [--threads 1,2]
         [--iters 50] [--rounds 3] [--profile DIR] [--json FILE] [--baseline OTHER_WEFT]
-        [--no-library-scratch]
+        [--no-library-scratch] [--load]
 
 --models broad: the test models and torchvision's broad set (export_models.BROAD), exported on
 first use (a few minutes; nothing committed).
@@ -23,6 +23,11 @@ weights, opset 17); ONNX Runtime is npm onnxruntime-node, installed by scripts/o
 and driven by scripts/onnx/ort_run.js (graph optimizations all on, inter-op threads 1).
 With --profile DIR, each model's `weft run --profile` output (where the time goes per fused
 pattern and backend, and the slowest kernels) is written to DIR/<model>.t<threads>.txt.
+
+With --load, the cost of loading instead: each side runs once per round as a fresh process
+(`weft run` / `ort_run.js` with one inference, one thread), timed from start to exit, with its
+peak resident memory (the child's ru_maxrss from wait4); best of --rounds alternating rounds.
+  load ratio = Weft seconds / ORT seconds, memory ratio = Weft peak / ORT peak
 """
 
 import argparse
@@ -31,6 +36,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
@@ -63,6 +69,8 @@ def main(argv=None):
     ap.add_argument("--json", help="also write the results to this JSON file")
     ap.add_argument("--baseline", help="another weft CLI (e.g. a build before a change), measured in the same "
                                        "alternating rounds: its column and its ratio to ORT are printed too")
+    ap.add_argument("--load", action="store_true",
+                    help="measure load + one inference as a fresh process (seconds, peak memory) instead of latency")
     ap.add_argument("--no-library-scratch", action="store_true",
                     help="skip the measurement with oneDNN's own scratchpad (faster runs)")
     args = ap.parse_args(argv)
@@ -79,6 +87,9 @@ def main(argv=None):
     subprocess.run(["bash", os.path.join(ONNX_SCRIPTS, "setup_ort.sh")], stdout=subprocess.DEVNULL, check=True)
     if args.profile:
         os.makedirs(args.profile, exist_ok=True)
+
+    if args.load:
+        return load_table(args, names)
 
     rows = []
     print("%-18s %7s %10s %10s %7s %13s %8s%s" % ("model", "threads", "ORT ms", "Weft ms", "ratio", "Weft lib-scr",
@@ -128,6 +139,51 @@ def main(argv=None):
             json.dump({"iters": args.iters, "rounds": args.rounds, "weft": args.weft, "results": rows}, f, indent=2)
     worst = max(r["ratio"] for r in rows)
     print("worst Weft/ORT ratio: %.2f (%s)" % (worst, "Weft at or below ORT everywhere" if worst <= 1.0 else "ORT faster somewhere"))
+    return 0
+
+
+def process_cost(cmd, what):
+    """Seconds from start to exit and peak resident memory (bytes) of one run of `cmd`."""
+    t0 = time.perf_counter()
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(p.pid, 0)
+    seconds = time.perf_counter() - t0
+    err = p.stderr.read().decode(errors="replace")
+    p.stderr.close()
+    p.returncode = os.waitstatus_to_exitcode(status)
+    if p.returncode != 0:
+        raise SystemExit("%s failed (%d): %s" % (what, p.returncode, err.strip()[-1500:]))
+    return seconds, usage.ru_maxrss * 1024  # Linux reports kilobytes
+
+
+def load_table(args, names):
+    rows = []
+    print("%-18s %9s %9s %9s %7s %9s %9s %7s" % ("model", "file MB", "ORT s", "Weft s", "ratio", "ORT MB", "Weft MB",
+                                                "ratio"))
+    for name in names:
+        files = export_models.model_files(args.out, name)
+        binding = "%s=%s" % (export_models.MODELS[name][0], files["input"])
+        out = os.path.join(args.out, name + ".load.npy")
+        ort_cmd = ["node", os.path.join(ONNX_SCRIPTS, "ort_run.js"), files["onnx"], "--input", binding, "--threads", "1",
+                   "--output", "%s=%s" % (export_models.OUTPUT_NAME, out)]
+        weft_cmd = [args.weft, "run", files["onnx"], "--input", binding, "--threads", "1", "-o",
+                    "%s=%s" % (export_models.OUTPUT_NAME, out)]
+        ort, weft = [], []
+        for _ in range(args.rounds):
+            ort.append(process_cost(ort_cmd, "ORT"))
+            weft.append(process_cost(weft_cmd, "Weft"))
+        row = {"model": name, "file_bytes": os.path.getsize(files["onnx"]), "ort_s": min(s for s, _ in ort),
+               "weft_s": min(s for s, _ in weft), "ort_peak_bytes": min(m for _, m in ort),
+               "weft_peak_bytes": min(m for _, m in weft)}
+        row["load_ratio"] = row["weft_s"] / row["ort_s"]
+        row["memory_ratio"] = row["weft_peak_bytes"] / row["ort_peak_bytes"]
+        rows.append(row)
+        print("%-18s %9.1f %9.3f %9.3f %7.2f %9.1f %9.1f %7.2f" % (
+            name, row["file_bytes"] / 1e6, row["ort_s"], row["weft_s"], row["load_ratio"], row["ort_peak_bytes"] / 1e6,
+            row["weft_peak_bytes"] / 1e6, row["memory_ratio"]), flush=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"rounds": args.rounds, "weft": args.weft, "load": rows}, f, indent=2)
     return 0
 
 
