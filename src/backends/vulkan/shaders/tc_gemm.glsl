@@ -207,6 +207,50 @@ void finish(int batch, int slice, int m, int n, float v) {
 }
 #endif
 
+// Row m of a convolution's im2col matrix (an output pixel): its batch and window origin.
+void conv_row(int m, out int n, out int d0, out int y0, out int x0) {
+  const int ox = m % OW, t = m / OW;
+  const int oy = t % OH, t2 = t / OH;
+  const int od = t2 % OD;
+  n = t2 / OD;
+  d0 = od * STR_D - PAD_D;
+  y0 = CONV == 1 ? oy * STR_Y - PAD_Y : oy - PAD_Y;
+  x0 = CONV == 1 ? ox * STR_X - PAD_X : ox - PAD_X;
+}
+
+// Column k of a convolution's im2col matrix: its input channel and kernel tap (weights' order).
+void conv_tap(int k, out int ic, out int kd, out int ky, out int kx) {
+  ic = k % IC;
+  const int tap = k / IC;
+  kx = tap % KW;
+  ky = (tap / KW) % KH;
+  kd = tap / (KW * KH);
+}
+
+// The source element that output row (batch n, window origin d0 / y0 / x0) reads at tap (kd, ky,
+// kx), channel ic: its index (>= 0); -1 outside the virtual input (the tap contributes 0); -2 in a
+// folded PAD's border (the fill value).
+int conv_source(int n, int d0, int y0, int x0, int kd, int ky, int kx, int ic) {
+  int d, y, x;
+  bool ok = true;
+  if (CONV == 1) {
+    d = d0 + kd * DIL_D;
+    y = y0 + ky * DIL_Y;
+    x = x0 + kx * DIL_X;
+  } else {
+    // Transposed: output oy receives input y when oy = y * stride + out_pad_top + ky.
+    d = 0;
+    const int yy = y0 - ky, xx = x0 - kx;
+    ok = yy >= 0 && xx >= 0 && yy % STR_Y == 0 && xx % STR_X == 0;
+    y = yy / STR_Y;
+    x = xx / STR_X;
+  }
+  if (!ok || d < 0 || d >= VD || y < 0 || y >= VH || x < 0 || x >= VW) return -1;
+  const int sy = y - PT, sx = x - PL;
+  if (sy < 0 || sy >= SH || sx < 0 || sx >= SW) return -2;
+  return (((n * VD + d) * SH + sy) * SW + sx) * IC + ic;
+}
+
 #if defined(COOP_WIDE)
 #include "tc_gemm_wide.glsl"
 #else
@@ -227,15 +271,7 @@ void main() {
   [[unroll]] for (int p = 0; p < A_LOADS; ++p) {
     const int m = m0 + ar + A_ROWS * p;
     row_ok[p] = m < M;
-    if (CONV != 0) {
-      const int ox = m % OW, t = m / OW;
-      const int oy = t % OH, t2 = t / OH;
-      const int od = t2 % OD, n = t2 / OD;
-      row_n[p] = n;
-      row_d[p] = od * STR_D - PAD_D;
-      row_y[p] = CONV == 1 ? oy * STR_Y - PAD_Y : oy - PAD_Y;
-      row_x[p] = CONV == 1 ? ox * STR_X - PAD_X : ox - PAD_X;
-    }
+    if (CONV != 0) conv_row(m, row_n[p], row_d[p], row_y[p], row_x[p]);
   }
 
 #if defined(COOP)
@@ -261,40 +297,16 @@ void main() {
       // Global -> registers: A (gathered for convolutions) and B for the step at k0.
       const int k0 = kbeg + (s + 1) * BK, k = k0 + ak;
       int ic = 0, kd = 0, ky = 0, kx = 0;
-      if (CONV != 0) {
-        ic = k % IC;
-        const int tap = k / IC;
-        kx = tap % KW;
-        ky = (tap / KW) % KH;
-        kd = tap / (KW * KH);
-      }
+      if (CONV != 0) conv_tap(k, ic, kd, ky, kx);
       [[unroll]] for (int p = 0; p < A_LOADS; ++p) {
         SH_T v = SH_T(0);
         if (row_ok[p] && k < kend) {
           if (CONV == 0) {
             v = a_value(uint(A_OFF + batch * A_BATCH + (m0 + ar + A_ROWS * p) * A_ROW + k));
           } else {
-            int d, y, x;
-            bool ok = true;
-            if (CONV == 1) {
-              d = row_d[p] + kd * DIL_D;
-              y = row_y[p] + ky * DIL_Y;
-              x = row_x[p] + kx * DIL_X;
-            } else {
-              // Transposed: output oy receives input y when oy = y * stride + out_pad_top + ky.
-              d = 0;
-              const int yy = row_y[p] - ky, xx = row_x[p] - kx;
-              ok = yy >= 0 && xx >= 0 && yy % STR_Y == 0 && xx % STR_X == 0;
-              y = yy / STR_Y;
-              x = xx / STR_X;
-            }
-            if (ok && d >= 0 && d < VD && y >= 0 && y < VH && x >= 0 && x < VW) {
-              const int sy = y - PT, sx = x - PL;
-              if (sy >= 0 && sy < SH && sx >= 0 && sx < SW)
-                v = a_value(uint((((row_n[p] * VD + d) * SH + sy) * SW + sx) * IC + ic));
-              else
-                v = fill_value();
-            }
+            const int src = conv_source(row_n[p], row_d[p], row_y[p], row_x[p], kd, ky, kx, ic);
+            if (src >= 0) v = a_value(uint(src));
+            else if (src == -2) v = fill_value();
           }
         }
         ra[p] = v;

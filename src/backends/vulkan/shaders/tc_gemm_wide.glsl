@@ -1,5 +1,5 @@
 // The body of tc_gemm128_coop and tc_gemm64_coop (included by tc_gemm.glsl under COOP_WIDE, after
-// its specialization constants, bindings and finish()): out = A x B over a BM x BN tile with
+// its specialization constants, bindings, finish(), conv_row(), conv_tap() and conv_source()): out = A x B over a BM x BN tile with
 // cooperative matrices, SGM x SGN subgroups of 32 each computing FM x FN fragments of 16 x 16.
 //
 // Staging: per K step of 32, A's BM x 32 block as [m][k] and B's 32 x BN block as [k][n] in
@@ -46,15 +46,7 @@ void main() {
   [[unroll]] for (int p = 0; p < AV; ++p) {
     const int m = m0 + ar + A_PASS * p;
     row_ok[p] = m < M;
-    if (CONV != 0) {
-      const int ox = m % OW, t = m / OW;
-      const int oy = t % OH, t2 = t / OH;
-      const int od = t2 % OD, n = t2 / OD;
-      row_n[p] = n;
-      row_d[p] = od * STR_D - PAD_D;
-      row_y[p] = oy * STR_Y - PAD_Y;
-      row_x[p] = ox * STR_X - PAD_X;
-    }
+    if (CONV != 0) conv_row(m, row_n[p], row_d[p], row_y[p], row_x[p]);
   }
 
   const int sg = int(gl_SubgroupID);
@@ -71,27 +63,16 @@ void main() {
     if (s + 1 < steps) {
       const int k = kbeg + (s + 1) * BK + aq * 8;
       int ic = 0, kd = 0, ky = 0, kx = 0;
-      if (CONV != 0) {
-        ic = k % IC;
-        const int tap = k / IC;
-        kx = tap % KW;
-        ky = (tap / KW) % KH;
-        kd = tap / (KW * KH);
-      }
+      if (CONV != 0) conv_tap(k, ic, kd, ky, kx);
       [[unroll]] for (int p = 0; p < AV; ++p) {
         uvec4 v = uvec4(0);
         if (row_ok[p] && k < kend) {
           if (CONV == 0) {
             v = a_v[uint(A_OFF + batch * A_BATCH + (m0 + ar + A_PASS * p) * A_ROW + k) / 8u];
           } else {
-            const int d = row_d[p] + kd * DIL_D, y = row_y[p] + ky * DIL_Y, x = row_x[p] + kx * DIL_X;
-            if (d >= 0 && d < VD && y >= 0 && y < VH && x >= 0 && x < VW) {
-              const int sy = y - PT, sx = x - PL;
-              if (sy >= 0 && sy < SH && sx >= 0 && sx < SW)
-                v = a_v[uint((((row_n[p] * VD + d) * SH + sy) * SW + sx) * IC + ic) / 8u];
-              else
-                v = fill_vector();
-            }
+            const int src = conv_source(row_n[p], row_d[p], row_y[p], row_x[p], kd, ky, kx, ic);
+            if (src >= 0) v = a_v[uint(src) / 8u];
+            else if (src == -2) v = fill_vector();
           }
         }
         ra[p] = v;
