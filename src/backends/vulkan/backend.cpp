@@ -332,7 +332,16 @@ class VulkanBackend final : public Backend {
   Grouping grouping() const override { return Grouping::kRegions; }
   bool takes_by_default(const Graph& g, const Composite& c) const override {
     if (g.node(c.anchor).op == Op::CUSTOM) return true;
-    // TOSA operators go to a CPU implementation of Vulkan only when asked for by name.
+    // TOSA operators go to a CPU implementation of Vulkan only when asked for by name. Decided
+    // from the device list first: opening lavapipe only to learn that it is a CPU cost a CPU-only
+    // `weft run` 0.1 s and 60 MB of its peak memory (BERT encoder: 0.17 s / 121 MB -> 0.06 s / 60 MB).
+    try {
+      const std::vector<vk::DeviceInfo> devices = vk::list_devices();
+      const uint32_t i = vk::select_device("");
+      if (i < devices.size() && devices[i].type == "CPU") return false;
+    } catch (const Error&) {
+      return false;
+    }
     std::string why;
     const Caps* caps = default_caps(why);
     return caps && !caps->cpu_device;

@@ -34,6 +34,25 @@ TEST(VulkanGraph, CpuFallbackInTheMiddleSplitsTheRegionAndTransfers) {
   EXPECT_NE(ex.find("not on vulkan: no Vulkan shader handles bf16 tensors"), std::string::npos) << ex;
 }
 
+// With the default priority (no backend named) TOSA operators go to Vulkan only when its default
+// device is a GPU; a CPU implementation (lavapipe, the only device in CI) takes them only when
+// "vulkan" is named. Decided from the device list, so that the device is not opened for nothing.
+TEST(VulkanGraph, DefaultPriorityKeepsTosaOffACpuDevice) {
+  const std::vector<vk::DeviceInfo> devices = vk::list_devices();
+  const uint32_t i = vk::select_device("");
+  GraphBuilder b;
+  ValueId x = b.input("x", kF32), y = b.input("y", kF32);
+  b.output(b.op(Op::ADD, {x, y}, {}, "out"));
+  Module mod(b.finish());
+  auto by_default = Model::from_module(mod, BackendOptions{});
+  auto named = Model::from_module(mod, vulkan_first());
+  bool default_on_vulkan = false, named_on_vulkan = false;
+  for (const KernelPlacement& k : by_default->placement()) default_on_vulkan |= k.backend == "vulkan";
+  for (const KernelPlacement& k : named->placement()) named_on_vulkan |= k.backend == "vulkan";
+  EXPECT_TRUE(named_on_vulkan) << named->explain();
+  if (devices[i].type == "CPU") EXPECT_FALSE(default_on_vulkan) << devices[i].name << "\n" << by_default->explain();
+}
+
 TEST(VulkanGraph, ReshapesAreAliasesInsideAndCopiesAtTheBoundary) {
   std::mt19937 rng(6);
   GraphBuilder b;
