@@ -261,9 +261,11 @@ void lower_Transpose(Importer& imp, const onnx::NodeProto&) {
     for (int64_t i = r - 1; i >= 0; --i) t.push_back(i);
   std::vector<int64_t> sorted = t;
   std::sort(sorted.begin(), sorted.end());
-  for (int64_t i = 0; i < r; ++i)
-    if (static_cast<int64_t>(sorted.size()) != r || sorted[static_cast<size_t>(i)] != i)
-      imp.fail("perm " + shape_str(t) + " is not a permutation of the " + std::to_string(r) + " dimensions", ErrorCode::kInvalidArgument);
+  // (The length is checked on its own: a scalar input has no dimension to compare against.)
+  bool permutation = static_cast<int64_t>(sorted.size()) == r;
+  for (int64_t i = 0; i < r && permutation; ++i) permutation = sorted[static_cast<size_t>(i)] == i;
+  if (!permutation)
+    imp.fail("perm " + shape_str(t) + " is not a permutation of the " + std::to_string(r) + " dimensions", ErrorCode::kInvalidArgument);
   // No data moves here: the result is the same TOSA value in another layout. Transposes that a
   // later operator needs are emitted there, and pairs that cancel never appear.
   std::vector<int64_t> p = x.perm;

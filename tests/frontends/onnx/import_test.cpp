@@ -763,5 +763,18 @@ TEST(OnnxImport, LargeInitializersAreBorrowedAndTransposedWeightsReadInPlace) {
   expect_near(out[0], {1, N}, want, 1e-4);
 }
 
+
+// Found by the ONNX fuzzer: a Transpose of a scalar with a non-empty perm wrote past the end of
+// the inverse permutation (the length check sat inside a loop over the rank, which is 0).
+TEST(OnnxImport, TransposePermLongerThanTheRankIsRefused) {
+  for (const std::vector<int64_t>& perm : {std::vector<int64_t>{1}, std::vector<int64_t>{0, 1, 2}}) {
+    ModelBuilder mb(13);
+    mb.input("x", kFloat, perm.size() == 1 ? std::vector<int64_t>{} : std::vector<int64_t>{2, 3}).output("y");
+    attr_ints(mb.node("Transpose", {"x"}, {"y"}), "perm", perm);
+    const std::string msg = error_of([&] { mb.import(); }, ErrorCode::kInvalidArgument);
+    EXPECT_HAS(msg, "is not a permutation of the");
+  }
+}
+
 }  // namespace
 }  // namespace weft
