@@ -360,10 +360,13 @@ PYBIND11_MODULE(_weft, m) {
   m.def(
       "load",
       [](const std::string& path, std::vector<std::string> backends, const std::string& device,
-         std::map<std::string, std::vector<int64_t>> shapes) {
+         std::map<std::string, std::vector<int64_t>> shapes, const std::string& precision) {
         LoadOptions o;
         o.backend.backends = std::move(backends);
         o.backend.device = device;
+        if (precision != "fp32" && precision != "fp16")
+          throw Error(ErrorCode::kInvalidArgument, "precision must be 'fp32' or 'fp16', got '" + precision + "'");
+        o.backend.precision = precision == "fp16" ? Precision::kFp16 : Precision::kFp32;
         for (auto& [name, dims] : shapes) o.onnx.input_shapes[name] = Shape(dims.begin(), dims.end());
         std::shared_ptr<const Model> model;
         {
@@ -373,7 +376,7 @@ PYBIND11_MODULE(_weft, m) {
         return std::const_pointer_cast<Model>(model);
       },
       py::arg("path"), py::arg("backends") = std::vector<std::string>{}, py::arg("device") = "",
-      py::arg("shapes") = std::map<std::string, std::vector<int64_t>>{});
+      py::arg("shapes") = std::map<std::string, std::vector<int64_t>>{}, py::arg("precision") = "fp32");
 
   py::class_<Stream>(m, "Stream")
       .def(py::init([](std::shared_ptr<Model> model, const std::string& iospec, const std::string& target) {

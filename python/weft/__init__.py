@@ -177,12 +177,14 @@ class Model:
 
 
 def load(path: str, backends: Optional[Sequence[str]] = None, device: str = "",
-         shapes: Optional[Mapping[str, Sequence[int]]] = None) -> Model:
+         shapes: Optional[Mapping[str, Sequence[int]]] = None, precision: str = "fp32") -> Model:
     """Loads a .vgf, .tosa, .weft or .onnx model. `backends`: names in priority order (default:
     every backend available here, fastest first); `device`: the Vulkan device for shader nodes;
-    `shapes`: static shapes of ONNX inputs with dynamic dimensions."""
+    `shapes`: static shapes of ONNX inputs with dynamic dimensions; `precision`: "fp16" runs an
+    fp32 model in reduced precision (for GPUs: fp16 tensors and weights, fp32 accumulators and fp32
+    inputs and outputs; `weft run --precision`)."""
     return Model(_weft.load(str(path), list(backends or []), device,
-                            {k: [int(d) for d in v] for k, v in (shapes or {}).items()}))
+                            {k: [int(d) for d in v] for k, v in (shapes or {}).items()}, str(precision)))
 
 
 class Stream:

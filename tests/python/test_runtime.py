@@ -35,6 +35,18 @@ def test_inputs_outputs_and_a_run():
     assert m.memory_stats()["arena_bytes"] > 0
 
 
+def test_reduced_precision_keeps_the_interface():
+    m = weft.load(os.path.join(EXAMPLE, "tiny_cnn.weft"), backends=["reference"], precision="fp16")
+    assert [(i.name, i.dtype) for i in m.inputs] == [("image", "f32")]
+    assert str(m.explain()).startswith("note: precision fp16: ")
+    out = m.run({"image": image()})["logits"]
+    assert out.dtype == np.float32
+    np.testing.assert_allclose(out, expected(), atol=2e-2)  # fp16 keeps about 3 decimal digits
+    assert np.abs(out - expected()).max() > 0  # it did run in fp16
+    with pytest.raises(weft.Error, match="precision must be 'fp32' or 'fp16', got 'bf16'"):
+        weft.load(os.path.join(EXAMPLE, "tiny_cnn.weft"), precision="bf16")
+
+
 @pytest.mark.parametrize("ext", ["vgf", "tosa"])
 def test_every_model_file_the_cli_writes(tmp_path, ext):
     path = tmp_path / f"m.{ext}"
