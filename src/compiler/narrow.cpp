@@ -159,6 +159,12 @@ Graph narrow_graph(const Graph& g, bool fp32_accumulators, bool preserve_io, boo
 
 }  // namespace
 
+std::string narrow_summary(const NarrowStats& st) {
+  return std::to_string(st.values) + " fp32 tensors, " + std::to_string(st.constant_elements) + " constant elements (" +
+         std::to_string(st.saturated) + " saturated to +-65504), " + std::to_string(st.accumulators_kept) +
+         " fp32 accumulators kept, " + std::to_string(st.casts) + " casts at the inputs and outputs";
+}
+
 NarrowStats narrow_fp32_to_fp16(Module& m, Narrowing mode) {
   if (mode == Narrowing::kNone) return {};
   return narrow_fp32_to_fp16(m, mode == Narrowing::kPartial, mode == Narrowing::kFullPreserveIo);

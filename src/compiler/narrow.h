@@ -13,6 +13,7 @@
 #pragma once
 
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "weft/graph.h"
@@ -30,6 +31,10 @@ struct NarrowStats {
   size_t accumulators_kept = 0;  // partial: nodes that keep an fp32 accumulator
   size_t casts = 0;              // CASTs added at the entry graph's inputs and outputs
 };
+
+// "N fp32 tensors, M constant elements (S saturated to +-65504), A fp32 accumulators kept, C casts
+// at the inputs and outputs": what `weft compile --type-narrowing` and the runtime's note report.
+std::string narrow_summary(const NarrowStats& st);
 
 // Throws Error(kUnsupported) for CUSTOM nodes with fp32 operands and the verifier's errors for
 // nodes fp16 does not support; `m` is unchanged then.

@@ -108,11 +108,7 @@ std::shared_ptr<const Model> Model::from_module(Module module, const BackendOpti
     // memory traffic); inputs and outputs stay fp32.
     const compiler::NarrowStats st = compiler::narrow_fp32_to_fp16(module, /*fp32_accumulators=*/true,
                                                                     /*preserve_io=*/true);
-    module.add_note("precision fp16: " + std::to_string(st.values) + " fp32 tensors and " +
-                    std::to_string(st.constant_elements) + " constant elements narrowed to fp16 (" +
-                    std::to_string(st.saturated) + " saturated to +-65504), " +
-                    std::to_string(st.accumulators_kept) + " fp32 accumulators kept, " + std::to_string(st.casts) +
-                    " casts at the inputs and outputs");
+    module.add_note("precision fp16: narrowed " + compiler::narrow_summary(st));
   }
   auto impl = std::make_unique<Impl>();
   impl->module = std::move(module);

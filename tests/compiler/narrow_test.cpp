@@ -48,7 +48,9 @@ TEST(Narrow, TheFourModesOnTheBundledExample) {
     for (const Node& n : g.nodes()) {
       if (n.op == Op::CONV2D) conv = &n;
       for (ValueId v : n.outputs)
-        if (g.value(v).type.dtype == DType::kFp32) EXPECT_EQ(n.op, Op::CAST) << g.value(v).name;
+        if (g.value(v).type.dtype == DType::kFp32) {
+          EXPECT_EQ(n.op, Op::CAST) << g.value(v).name;
+        }
     }
     ASSERT_NE(conv, nullptr);
     EXPECT_EQ(conv->attr_int("acc_type"),
@@ -78,7 +80,9 @@ TEST(Narrow, RuntimePrecisionModeKeepsAccumulatorsAndTheBoundary) {
   EXPECT_GT(st.accumulators_kept, 0u);
   EXPECT_EQ(st.casts, 2u);
   for (const Node& n : m.main().nodes())
-    if (n.op == Op::CONV2D) EXPECT_EQ(n.attr_int("acc_type"), static_cast<int64_t>(AccType::kFp32));
+    if (n.op == Op::CONV2D) {
+      EXPECT_EQ(n.attr_int("acc_type"), static_cast<int64_t>(AccType::kFp32));
+    }
 
   LoadOptions opts;
   opts.backend.backends = {"reference"};

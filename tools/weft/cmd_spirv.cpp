@@ -290,10 +290,8 @@ int cmd_compile(Args& args) {
   if (narrowing != compiler::Narrowing::kNone) {
     try {
       const compiler::NarrowStats st = compiler::narrow_fp32_to_fp16(m, narrowing);
-      std::cout << model << ": narrowed to fp16 (" << compiler::narrowing_name(narrowing) << "): " << st.values
-                << " fp32 tensors, " << st.constant_elements << " constant elements (" << st.saturated
-                << " saturated to +-65504), " << st.accumulators_kept << " fp32 accumulators kept, " << st.casts
-                << " casts at the inputs and outputs\n";
+      std::cout << model << ": narrowed to fp16 (" << compiler::narrowing_name(narrowing)
+                << "): " << compiler::narrow_summary(st) << "\n";
     } catch (const Error& e) {
       throw e.with_context({.file = model});
     }

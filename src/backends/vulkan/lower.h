@@ -47,7 +47,6 @@ inline int32_t f32_bits(float f) {
 // What the device offers that decides support and the choice of kernels.
 struct Caps {
   std::string device;                 // the device's name, for messages
-  bool cpu_device = false;            // a CPU implementation (lavapipe)
   uint32_t max_groups[3] = {65535, 65535, 65535};
   uint32_t max_invocations = 128;     // maxComputeWorkGroupInvocations (Vulkan's minimum: 128)
   uint32_t max_shared_bytes = 16384;  // maxComputeSharedMemorySize

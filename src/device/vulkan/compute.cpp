@@ -6,7 +6,6 @@
 #include <type_traits>
 #include <utility>
 
-
 #include "device/vulkan/internal.h"
 
 namespace weft::vk {

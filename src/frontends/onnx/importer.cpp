@@ -1094,14 +1094,13 @@ void Importer::infer_onnx_shapes() {
     *dst.mutable_value_info() = src.value_info();
     for (const auto& t : src.initializer()) {
       onnx::TensorProto& c = *dst.add_initializer();
-      if (static_cast<int64_t>(t.raw_data().size()) <= kDataBytes && t.data_location() != onnx::TensorProto::EXTERNAL) {
+      if (static_cast<int64_t>(t.raw_data().size()) <= kDataBytes) {  // typed fields and external data too
         c = t;
         continue;
       }
       c.set_name(t.name());
       c.set_data_type(t.data_type());
       *c.mutable_dims() = t.dims();
-      if (t.raw_data().empty()) c = t;  // typed fields (float_data ...) or external data: as it is
     }
   }
   for (auto& vi : *copy.mutable_graph()->mutable_input()) {
@@ -1629,10 +1628,6 @@ std::string Importer::build_graph(const std::string& base, const std::vector<Ten
   return name;
 }
 
-}  // namespace weft::onnxfe
-
-namespace weft::onnxfe {
-
 std::shared_ptr<onnx::ModelProto> parse_onnx_file(const std::string& path) {
   checked_file_size(path, kMaxOnnxBytes, "an ONNX model");
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -1654,13 +1649,13 @@ OnnxInterface interface_of(const onnx::ModelProto& model, const std::string& pat
       throw Error(ErrorCode::kUnsupported, "'" + vi.name() + "' is not a tensor (sequences, maps and optionals are not supported)",
                   {.file = path, .operand = vi.name()});
     const auto& tt = vi.type().tensor_type();
-    auto dt = onnxfe::boundary_dtype(tt.elem_type());
-    if (!dt) throw Error(ErrorCode::kUnsupported, "'" + vi.name() + "': " + onnxfe::unsupported_type_message(tt.elem_type()),
+    auto dt = boundary_dtype(tt.elem_type());
+    if (!dt) throw Error(ErrorCode::kUnsupported, "'" + vi.name() + "': " + unsupported_type_message(tt.elem_type()),
                          {.file = path, .operand = vi.name()});
     v.dtype = *dt;
-    v.onnx_type = onnxfe::onnx_type_name(tt.elem_type());
-    v.is_unsigned = onnxfe::is_unsigned_onnx(tt.elem_type());
-    v.is_int64 = tt.elem_type() == onnxfe::kOInt64;
+    v.onnx_type = onnx_type_name(tt.elem_type());
+    v.is_unsigned = is_unsigned_onnx(tt.elem_type());
+    v.is_int64 = tt.elem_type() == kOInt64;
     v.has_shape = tt.has_shape();
     for (const auto& d : tt.shape().dim()) v.shape.push_back(d.has_dim_value() && d.dim_value() > 0 ? d.dim_value() : -1);
     return v;
