@@ -194,6 +194,11 @@ class Backend {
   virtual std::string_view description() const = 0;
   // "" when usable on this machine; otherwise why not (e.g. the CPU lacks an instruction set).
   virtual std::string unavailable_reason() const { return {}; }
+  // True when the default priority may list the backend without asking unavailable_reason(), a
+  // costly probe, because takes_by_default() already declines everything except the nodes only it
+  // runs (whose supports() then probes). The Vulkan backend where the drivers installed can only be
+  // CPU implementations: lavapipe is then loaded only for a custom shader operator.
+  virtual bool defers_probe() const { return false; }
   // How the backend groups work. kOperators: one kernel per composite (the RFC's library
   // backend, oneDNN). kRegions: after assignment, every run of consecutive units the backend got
   // is merged into one Region::kSubgraph composite and prepared as a whole (a GPU backend that

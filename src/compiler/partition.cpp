@@ -23,7 +23,7 @@ std::vector<const Backend*> resolve_backends(const std::vector<std::string>& nam
   std::vector<const Backend*> out;
   if (names.empty()) {
     for (const Backend* b : all)
-      if (b->unavailable_reason().empty()) out.push_back(b);
+      if (b->defers_probe() || b->unavailable_reason().empty()) out.push_back(b);
     return out;
   }
   for (const std::string& n : names) {

@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <regex>
 
 #include "vk_test_util.h"
@@ -36,6 +37,41 @@ class CacheDirEnvironment : public ::testing::Environment {
 };
 [[maybe_unused]] ::testing::Environment* const kCacheDir =
     ::testing::AddGlobalTestEnvironment(new CacheDirEnvironment);
+
+// The manifest rule that keeps a CPU-only process from loading lavapipe to learn it has no GPU.
+TEST(VulkanDevice, GpuDriverPossibleFromManifests) {
+  EXPECT_EQ(vk::classify_driver("libvulkan_lvp.so"), vk::DriverKind::kSoftware);
+  EXPECT_EQ(vk::classify_driver("/usr/lib/x86_64-linux-gnu/libvulkan_lvp.so"), vk::DriverKind::kSoftware);
+  EXPECT_EQ(vk::classify_driver("libvk_swiftshader.so"), vk::DriverKind::kSoftware);
+  EXPECT_EQ(vk::classify_driver("/usr/lib/x86_64-linux-gnu/libvulkan_radeon.so"), vk::DriverKind::kRenderNode);
+  EXPECT_EQ(vk::classify_driver("libvulkan_intel_hasvk.so"), vk::DriverKind::kRenderNode);
+  EXPECT_EQ(vk::classify_driver("libGLX_nvidia.so.0"), vk::DriverKind::kOther);
+  EXPECT_EQ(vk::classify_driver("libvulkan_lvp_fork.so"), vk::DriverKind::kOther);  // not a name we know
+  EXPECT_EQ(vk::classify_driver("libvulkan_dzn.so"), vk::DriverKind::kOther);       // WSL: /dev/dxg, not DRM
+
+  char tmpl[] = "/tmp/weft-icd-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  auto manifest = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir + "/" + name) << text;
+    return dir + "/" + name;
+  };
+  auto icd = [](const std::string& lib) {
+    return R"({"file_format_version": "1.0.0", "ICD": {"library_path": ")" + lib + R"(", "api_version": "1.3.255"}})";
+  };
+  const std::string lvp = manifest("lvp.json", icd("/usr/lib/x86_64-linux-gnu/libvulkan_lvp.so"));
+  const std::string radeon = manifest("radeon.json", icd("libvulkan_radeon.so"));
+  const std::string nvidia = manifest("nvidia.json", icd("libGLX_nvidia.so.0"));
+  const std::string broken = manifest("broken.json", "{\"ICD\": {\"library_path\": 3}}");
+  EXPECT_FALSE(vk::gpu_driver_possible({}, false));
+  EXPECT_FALSE(vk::gpu_driver_possible({lvp}, true));
+  EXPECT_FALSE(vk::gpu_driver_possible({lvp, radeon}, false));  // Mesa's GPU drivers without /dev/dri
+  EXPECT_TRUE(vk::gpu_driver_possible({lvp, radeon}, true));
+  EXPECT_TRUE(vk::gpu_driver_possible({lvp, nvidia}, false));   // any other driver: ask the loader
+  EXPECT_TRUE(vk::gpu_driver_possible({lvp, broken}, false));   // a manifest not understood: likewise
+  EXPECT_FALSE(vk::gpu_driver_possible({dir + "/missing.json", lvp}, false));
+  std::filesystem::remove_all(dir);
+}
 
 TEST(VulkanDevice, ListsDevices) {
   WEFT_VK_REQUIRE_DEVICE();

@@ -328,9 +328,11 @@ class VulkanBackend final : public Backend {
     });
     return reason_;
   }
+  bool defers_probe() const override { return !vk::gpu_driver_possible(); }
   Grouping grouping() const override { return Grouping::kRegions; }
   bool takes_by_default(const Graph& g, const Composite& c) const override {
     if (g.node(c.anchor).op == Op::CUSTOM) return true;
+    if (!vk::gpu_driver_possible()) return false;  // only CPU devices could be there: not even opened
     // TOSA operators go to a CPU implementation of Vulkan only when asked for by name. Decided
     // from the device list, so that lavapipe is not opened only to learn that it is a CPU (a
     // CPU-only `weft run` of the BERT encoder: 0.17 s / 121 MB -> 0.11 s / 117 MB); a GPU is then

@@ -67,6 +67,19 @@ struct DeviceInfo {
 // retried on the next call.
 std::vector<DeviceInfo> list_devices();
 
+// Whether list_devices() could find a GPU, decided from the loader's driver manifests without
+// loading a driver (which creating an instance does; lavapipe and its LLVM cost a CPU-only process
+// about 56 MB and 40 ms). False only when every manifest names a CPU driver (lavapipe,
+// SwiftShader) or a Mesa driver for kernel DRM devices on a machine without /dev/dri/renderD*; true
+// for any other driver, an unreadable manifest, or a driver or device named in the environment
+// (VK_DRIVER_FILES, VK_ICD_FILENAMES, VK_ADD_DRIVER_FILES, WEFT_VULKAN_DEVICE). Always true outside
+// Linux. Computed once per process.
+bool gpu_driver_possible();
+enum class DriverKind { kSoftware, kRenderNode, kOther };
+DriverKind classify_driver(std::string_view library_path);  // by the library's file name
+// The rule itself, over given manifest files (tests).
+bool gpu_driver_possible(const std::vector<std::string>& manifests, bool has_render_node);
+
 struct DeviceOptions {
   // A private Device: not shared with, nor registered for, other open_device() calls; destroyed
   // with its last reference. Tests use it to isolate a device (the timeout test, the disk cache).

@@ -50,7 +50,9 @@ TEST(VulkanGraph, DefaultPriorityKeepsTosaOffACpuDevice) {
   for (const KernelPlacement& k : by_default->placement()) default_on_vulkan |= k.backend == "vulkan";
   for (const KernelPlacement& k : named->placement()) named_on_vulkan |= k.backend == "vulkan";
   EXPECT_TRUE(named_on_vulkan) << named->explain();
-  if (devices[i].type == "CPU") EXPECT_FALSE(default_on_vulkan) << devices[i].name << "\n" << by_default->explain();
+  if (devices[i].type == "CPU") {
+    EXPECT_FALSE(default_on_vulkan) << devices[i].name << "\n" << by_default->explain();
+  }
 }
 
 TEST(VulkanGraph, ReshapesAreAliasesInsideAndCopiesAtTheBoundary) {
