@@ -48,6 +48,16 @@ class Buffer {
   // Maps [offset, offset+size) of a file read-only. Throws Error(kIo).
   static Buffer map_file(const std::string& path, size_t offset, size_t size);
 
+  // [offset, offset+size) of this buffer, sharing its owner (and its file, for a mapped one).
+  // Throws Error(kInvalidArgument) past the end.
+  Buffer slice(size_t offset, size_t size) const;
+  // For a buffer mapped from a file: drops its pages from this process's resident memory; they are
+  // read from the file again when touched, with the same bytes. A backend calls it once it has copied
+  // a constant into a layout of its own, so that a model's weights are not held twice. Nothing for
+  // other buffers.
+  void release_resident() const;
+  bool file_backed() const { return file_backed_; }
+
   const uint8_t* data() const { return data_; }
   // Writable pointer; only valid for buffers from allocate() and wrap_mutable(). Throws otherwise.
   uint8_t* mutable_data();
@@ -60,6 +70,7 @@ class Buffer {
   const uint8_t* data_ = nullptr;
   size_t size_ = 0;
   bool writable_ = false;
+  bool file_backed_ = false;  // inside a private read-only mapping of a file (map_file)
 };
 
 class Tensor {

@@ -121,7 +121,30 @@ Buffer Buffer::map_file(const std::string& path, size_t offset, size_t size) {
     throw Error(ErrorCode::kIo, std::string("cannot map: ") + std::strerror(e), {.file = path});
   }
   const uint8_t* data = static_cast<const uint8_t*>(m->base) + (offset - start);
-  return wrap(std::shared_ptr<const void>(m, m.get()), data, size);
+  Buffer b = wrap(std::shared_ptr<const void>(m, m.get()), data, size);
+  b.file_backed_ = true;
+  return b;
+}
+
+Buffer Buffer::slice(size_t offset, size_t size) const {
+  if (offset > size_ || size > size_ - offset)
+    throw Error(ErrorCode::kInvalidArgument, "slice [" + std::to_string(offset) + ", +" + std::to_string(size) +
+                                                 ") runs past the end of a " + std::to_string(size_) + "-byte buffer");
+  Buffer b = *this;
+  b.data_ = data_ + offset;
+  b.size_ = size;
+  return b;
+}
+
+void Buffer::release_resident() const {
+  if (!file_backed_ || size_ == 0) return;
+  // Only the pages wholly inside this buffer: a neighbour sharing the first or last page keeps it.
+  const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(data_) + page - 1) / page * page;
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(data_) + size_) / page * page;
+  // A private mapping that was never written: MADV_DONTNEED only forgets the pages, and the next
+  // read faults them in from the file again. Best effort; a failure changes nothing.
+  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
 
 uint8_t* Buffer::mutable_data() {

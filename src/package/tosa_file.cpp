@@ -78,8 +78,7 @@ Tensor decode(DType t, const TensorType& type, const uint8_t* data, const Buffer
     return Tensor(type, out);
   }
   // Same encoding: shared with the file's bytes.
-  std::shared_ptr<const void> owner(data, [keep = file](const void*) {});
-  return Tensor(type, Buffer::wrap(owner, data, type.byte_size()));
+  return Tensor(type, file.slice(static_cast<size_t>(data - file.data()), type.byte_size()));
 }
 
 std::vector<uint8_t> encode(const Tensor& t) {

@@ -208,14 +208,13 @@ void read_sequence(const VGF::ModelSequenceTable* t, Container& c, std::string_v
   }
 }
 
-// `owner` keeps the bytes alive; every constant's Buffer shares it.
+// Every constant's Buffer is a slice of `bytes` (the mapped file), which it keeps alive.
 void read_constants(const Buffer& bytes, const Section& sec, Container& c, std::string_view source) {
   const uint8_t* p = bytes.data() + sec.offset;
   const uint64_t size = sec.size;
   if (size == 0) return;
-  auto owner = std::make_shared<Buffer>(bytes);
   auto view = [&](const uint8_t* data, uint64_t n) {
-    return Buffer::wrap(owner, data, static_cast<size_t>(n));
+    return bytes.slice(static_cast<size_t>(data - bytes.data()), static_cast<size_t>(n));
   };
 
   if (size >= 8 && std::memcmp(p, kConst00, 8) == 0) {

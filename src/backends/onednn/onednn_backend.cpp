@@ -212,6 +212,7 @@ std::shared_ptr<dn::memory> reorder_constant(const Tensor& src, const dn::memory
   dn::reorder(in, *out).execute(stream(), in, *out);
   stream().wait();
   if (cache) cache->put(key, out);
+  src.buffer().release_resident();  // a weight mapped from a file is not held twice
   return out;
 }
 
@@ -852,6 +853,7 @@ std::unique_ptr<Kernel> prepare_gemv(const Graph& g, const Composite& c, const P
     for (int64_t j = 0; j < cols; ++j)
       for (int64_t i = 0; i < k; ++i) dst[j * k + i] = base[i * sk + j * sn];
     if (o.cache) o.cache->put(key, packed);
+    b->buffer().release_resident();
   }
   const float* w = packed->data();
   return std::make_unique<GemvKernel>(packed, w, k, k, cols, c.input_index(a_src), av.offset, a_stride, std::move(post),

@@ -14,7 +14,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
+#include <optional>
 #include <numeric>
 #include <set>
 #include <sstream>
@@ -145,9 +145,9 @@ Tensor tensor_from_proto(const onnx::TensorProto& t, const std::string& what, co
                                                                              : storage_size(*dt);
   const uint64_t want_bytes = static_cast<uint64_t>(n) * elem_bytes;
 
-  // The little-endian bytes of the data, from raw_data, external data or the typed fields.
-  std::string external;
-  const std::string* raw = nullptr;
+  // The little-endian bytes of the data, from raw_data, external data (mapped) or the typed fields.
+  Buffer external;
+  std::optional<std::string_view> raw;
   if (t.data_location() == onnx::TensorProto::EXTERNAL) {
     std::string location;
     int64_t offset = 0, length = -1;
@@ -181,10 +181,8 @@ Tensor tensor_from_proto(const onnx::TensorProto& t, const std::string& what, co
                       "' is not a file inside the model's folder (relative, no '..', no link out of the folder)");
     if (!std::filesystem::is_regular_file(p, ec))
       throw Error(ErrorCode::kIo, what + ": external data '" + location + "' is not a regular file ('" + p.string() + "')");
-    std::ifstream f(p, std::ios::binary);
-    if (!f) throw Error(ErrorCode::kIo, what + ": cannot open external data file '" + p.string() + "'");
-    f.seekg(0, std::ios::end);
-    const int64_t fsize = f.tellg();
+    const auto fsize = static_cast<int64_t>(std::filesystem::file_size(p, ec));
+    if (ec) throw Error(ErrorCode::kIo, what + ": cannot read the size of external data file '" + p.string() + "': " + ec.message());
     if (length < 0) length = fsize - offset;
     if (offset > fsize || length > fsize - offset)
       throw Error(ErrorCode::kInvalidArgument, what + ": external data range [" + std::to_string(offset) + ", " +
@@ -194,13 +192,16 @@ Tensor tensor_from_proto(const onnx::TensorProto& t, const std::string& what, co
       throw Error(ErrorCode::kInvalidArgument, what + ": external data holds " + std::to_string(length) +
                                                    " bytes, its shape " + shape_str(shape) + " needs " +
                                                    std::to_string(want_bytes));
-    external.resize(static_cast<size_t>(length));
-    f.seekg(offset);
-    f.read(external.data(), length);
-    if (!f) throw Error(ErrorCode::kIo, what + ": cannot read external data file '" + p.string() + "'");
-    raw = &external;
+    // Mapped, not read: a tensor stored as-is then uses the file's pages (see below), and the
+    // backends that copy a weight into a layout of their own release them.
+    try {
+      external = Buffer::map_file(p.string(), static_cast<size_t>(offset), static_cast<size_t>(length));
+    } catch (const Error& e) {
+      throw Error(ErrorCode::kIo, what + ": cannot map external data file '" + p.string() + "': " + e.message());
+    }
+    raw = std::string_view(reinterpret_cast<const char*>(external.data()), external.size());
   } else if (t.has_raw_data()) {
-    raw = &t.raw_data();
+    raw = t.raw_data();
   }
   // Data present against data declared, before the tensor is allocated.
   {
@@ -280,10 +281,11 @@ Tensor tensor_from_proto(const onnx::TensorProto& t, const std::string& what, co
     return out;
   }
   const size_t bytes = type.byte_size();
-  if (raw && owner && raw == &t.raw_data() && raw->size() == bytes && bytes >= 4096 &&
+  if (raw && (owner || external.size() > 0) && raw->size() == bytes && bytes >= 4096 &&
       reinterpret_cast<uintptr_t>(raw->data()) % storage_size(*dt) == 0) {
-    // Stored as-is: borrowed from the parsed model, which `owner` keeps alive.
-    Tensor borrowed(type, Buffer::wrap(owner, raw->data(), bytes));
+    // Stored as-is: borrowed from the parsed model, which `owner` keeps alive, or from the mapping
+    // of the external data file.
+    Tensor borrowed(type, external.size() > 0 ? external : Buffer::wrap(owner, raw->data(), bytes));
     if (exact_ints && (et == kOInt32 || et == kOInt16 || et == kOInt8))
       *exact_ints = std::make_shared<const std::vector<int64_t>>(borrowed.to_ints());
     return borrowed;

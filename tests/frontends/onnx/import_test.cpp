@@ -318,6 +318,74 @@ TEST(OnnxImportHostile, ExternalDataIsConfinedToTheModelsFolder) {
   EXPECT_HAS(msg, "external data holds 8 bytes, its shape [4] needs 16");
 }
 
+// External data is mapped, not read: a tensor stored as-is at an aligned offset uses the file's
+// pages; a misaligned one is copied. Backends that reorder a mapped weight release its pages,
+// and the model still computes from it (they are read from the file again when touched).
+TEST(OnnxImport, ExternalDataIsMappedAndReleasedAfterReorder) {
+  constexpr int64_t M = 4, K = 256, N = 512;
+  std::vector<float> w(static_cast<size_t>(K * N)), w2(static_cast<size_t>(N)), x(static_cast<size_t>(M * K));
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>((i * 7919) % 23) / 23.0f - 0.5f;
+  for (size_t i = 0; i < w2.size(); ++i) w2[i] = static_cast<float>(i % 7) * 0.125f;
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 11) / 11.0f;
+  test::TempDir dir("weft_onnx_test");
+  {
+    std::ofstream f(dir.file("weights.bin"), std::ios::binary);
+    f << std::string(4096, '\0');
+    f.write(reinterpret_cast<const char*>(w.data()), static_cast<std::streamsize>(w.size() * sizeof(float)));
+    f << std::string(2, '\0');  // w2 at an offset that is not a multiple of 4
+    f.write(reinterpret_cast<const char*>(w2.data()), static_cast<std::streamsize>(w2.size() * sizeof(float)));
+  }
+  ModelBuilder mb(13);
+  mb.input("x", kFloat, {M, K}).output("y");
+  auto external = [&](const std::string& name, std::vector<int64_t> dims, size_t offset, size_t bytes) {
+    auto* t = mb.graph()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(kFloat);
+    for (int64_t d : dims) t->add_dims(d);
+    t->set_data_location(onnx::TensorProto::EXTERNAL);
+    for (auto [k, v] : {std::pair<std::string, std::string>{"location", "weights.bin"},
+                        {"offset", std::to_string(offset)}, {"length", std::to_string(bytes)}}) {
+      auto* kv = t->add_external_data();
+      kv->set_key(k);
+      kv->set_value(v);
+    }
+  };
+  const size_t w_bytes = w.size() * sizeof(float);
+  external("w", {K, N}, 4096, w_bytes);
+  external("w2", {N}, 4096 + w_bytes + 2, w2.size() * sizeof(float));
+  mb.node("MatMul", {"x", "w"}, {"h"});
+  mb.node("Add", {"h", "w2"}, {"y"});
+  const std::string path = dir.file("ext.onnx");
+  mb.save(path);
+
+  const Module m = import_onnx(path);
+  int mapped = 0, copied = 0;
+  for (const Node& n : m.main().nodes()) {
+    if (n.op != Op::CONST) continue;
+    const Tensor& t = n.attr_tensor("values");
+    if (t.num_elements() == K * N) mapped += t.buffer().file_backed();
+    if (t.num_elements() == N) copied += !t.buffer().file_backed() && t.buffer().writable();
+  }
+  EXPECT_EQ(mapped, 1) << "the aligned weight was not used from the mapping";
+  EXPECT_EQ(copied, 1) << "the misaligned weight was not copied";
+
+  auto model = Model::load(path);
+  Context ctx(model);
+  std::vector<float> want(static_cast<size_t>(M * N));
+  for (int64_t r = 0; r < M; ++r)
+    for (int64_t c = 0; c < N; ++c) {
+      double acc = w2[static_cast<size_t>(c)];
+      for (int64_t k = 0; k < K; ++k)
+        acc += double(x[static_cast<size_t>(r * K + k)]) * w[static_cast<size_t>(k * N + c)];
+      want[static_cast<size_t>(r * N + c)] = static_cast<float>(acc);
+    }
+  for (int run = 0; run < 2; ++run) expect_near(ctx.run({f32({M, K}, x)})[0], {M, N}, want, 1e-4);
+  // The reference interpreter reads the constant in place after the release: the same bytes.
+  auto exact = Model::load(path, LoadOptions{.backend = {.backends = {"reference"}}});
+  Context ref(exact);
+  expect_near(ref.run({f32({M, K}, x)})[0], {M, N}, want, 1e-4);
+}
+
 }  // namespace
 }  // namespace weft
 
