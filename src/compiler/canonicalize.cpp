@@ -1,6 +1,8 @@
 #include "compiler/canonicalize.h"
 
 #include <algorithm>
+#include <cstring>
+#include <map>
 
 #include "compiler/layout_cleanup.h"
 
@@ -16,6 +18,186 @@ bool const_all(const Graph& g, ValueId v, double want) {
   for (int64_t i = 0; i < t.num_elements(); ++i)
     if (t.at_double(i) != want) return false;
   return true;
+}
+
+const Tensor* const_tensor(const Graph& g, ValueId v) {
+  const int p = g.value(v).producer;
+  return p >= 0 && g.node(p).op == Op::CONST ? &g.node(p).attr_tensor("values") : nullptr;
+}
+
+// One MATMUL of a group of siblings, with the bias ADD after it (-1 when none).
+struct Member {
+  int matmul = -1, add = -1;
+  int64_t n = 0;
+};
+
+// Merges sibling MATMULs (see canonicalize.h) by rebuilding `g`; returns how many MATMULs were
+// folded into another.
+int merge_sibling_matmuls(Graph& g) {
+  std::vector<std::vector<int>> readers(g.values().size());
+  for (size_t i = 0; i < g.nodes().size(); ++i)
+    for (ValueId v : g.node(static_cast<int>(i)).inputs) readers[static_cast<size_t>(v)].push_back(static_cast<int>(i));
+  std::vector<char> is_output(g.values().size(), 0);
+  for (ValueId o : g.outputs()) is_output[static_cast<size_t>(o)] = 1;
+  // The single node reading `v` when it is of kind `op` (and `v` is not a graph output), else -1.
+  auto only_reader = [&](ValueId v, Op op) {
+    const std::vector<int>& r = readers[static_cast<size_t>(v)];
+    return r.size() == 1 && !is_output[static_cast<size_t>(v)] && g.node(r[0]).op == op && g.node(r[0]).inputs[0] == v
+               ? r[0]
+               : -1;
+  };
+
+  // Candidates, grouped by A in node order. Not the 3-D MatMuls of a batch > 1, which the importer
+  // writes as RESHAPE -> MATMUL -> RESHAPE: there the attention's TRANSPOSEs are copies, the
+  // slices would be copies too, and the BERT encoder at batch 4 ran 3% slower on oneDNN.
+  std::map<ValueId, std::vector<Member>> by_a;
+  for (size_t i = 0; i < g.nodes().size(); ++i) {
+    const Node& m = g.node(static_cast<int>(i));
+    if (m.op != Op::MATMUL || m.inputs.size() != 4) continue;
+    const TensorType& a = g.value(m.inputs[0]).type;
+    const Tensor* b = const_tensor(g, m.inputs[1]);
+    if (!b || const_tensor(g, m.inputs[0]) || !const_tensor(g, m.inputs[2]) || !const_tensor(g, m.inputs[3])) continue;
+    if (!is_float(a.dtype) || b->dtype() != a.dtype || b->shape().size() != 3 || b->shape()[0] != 1 || a.shape[0] != 1)
+      continue;
+    Member mem{static_cast<int>(i), -1, b->shape()[2]};
+    const ValueId last = m.outputs[0];
+    if (only_reader(last, Op::RESHAPE) >= 0) continue;
+    if (int r = only_reader(last, Op::ADD); r >= 0) {
+      const Node& add = g.node(r);
+      const Tensor* bias = add.inputs.size() == 2 ? const_tensor(g, add.inputs[1]) : nullptr;
+      const TensorType& t = g.value(last).type;
+      Shape want(t.shape.size(), 1);
+      want.back() = mem.n;
+      if (bias && bias->dtype() == t.dtype && bias->shape() == want && g.value(add.outputs[0]).type == t) mem.add = r;
+    }
+    by_a[m.inputs[0]].push_back(mem);
+  }
+  // Members agreeing with the first of their A on K, types, zero points and having a bias.
+  std::map<int, std::vector<Member>> groups;  // by the first member's node
+  for (auto& [a, list] : by_a) {
+    std::vector<Member> group;
+    for (const Member& mem : list) {
+      if (group.empty()) {
+        group.push_back(mem);
+        continue;
+      }
+      const Member& first = group[0];
+      const Node& f = g.node(first.matmul);
+      const Node& m = g.node(mem.matmul);
+      if (const_tensor(g, m.inputs[1])->shape()[1] != const_tensor(g, f.inputs[1])->shape()[1] ||
+          g.value(m.outputs[0]).type.dtype != g.value(f.outputs[0]).type.dtype || (mem.add < 0) != (first.add < 0) ||
+          !const_tensor(g, m.inputs[2])->identical(*const_tensor(g, f.inputs[2])) ||
+          !const_tensor(g, m.inputs[3])->identical(*const_tensor(g, f.inputs[3])))
+        continue;
+      group.push_back(mem);
+    }
+    if (group.size() >= 2) groups[group[0].matmul] = std::move(group);
+  }
+  if (groups.empty()) return 0;
+
+  std::vector<char> skip(g.nodes().size(), 0);
+  for (const auto& [first, group] : groups)
+    for (const Member& mem : group) {
+      skip[static_cast<size_t>(mem.matmul)] = 1;
+      if (mem.add >= 0) skip[static_cast<size_t>(mem.add)] = 1;
+    }
+  Graph out(g.name());
+  std::vector<ValueId> map(g.values().size(), kNoValue);
+  for (ValueId in : g.inputs()) map[static_cast<size_t>(in)] = out.add_input(g.value(in).name, g.value(in).type);
+  // A name free in both graphs (the old values are copied into `out` after the merged nodes).
+  auto fresh = [&](const std::string& base) {
+    std::string name = base;
+    for (int k = 1; g.find_value(name) || out.find_value(name); ++k) name = base + "_" + std::to_string(k);
+    return name;
+  };
+  auto node = [&](Op op, std::vector<ValueId> inputs, std::vector<AttrValue> attrs, ValueId result, std::string label) {
+    Node n;
+    n.op = op;
+    n.name = std::move(label);
+    n.inputs = std::move(inputs);
+    n.attrs = std::move(attrs);
+    n.outputs = {result};
+    out.add_node(std::move(n));
+  };
+  int merged = 0;
+  for (size_t i = 0; i < g.nodes().size(); ++i) {
+    auto it = groups.find(static_cast<int>(i));
+    if (it != groups.end()) {
+      const std::vector<Member>& group = it->second;
+      const Node& f = g.node(group[0].matmul);
+      const TensorType& a = g.value(f.inputs[0]).type;
+      const Tensor& fb = *const_tensor(g, f.inputs[1]);
+      const int64_t k = fb.shape()[1];
+      int64_t total = 0;
+      for (const Member& mem : group) total += mem.n;
+      const size_t es = storage_size(fb.dtype());
+      Tensor w = Tensor::zeros(TensorType{fb.dtype(), {1, k, total}});
+      Shape out_shape = g.value(f.outputs[0]).type.shape;  // [1, M, N]
+      const DType out_dtype = g.value(f.outputs[0]).type.dtype;
+      Shape bias_shape(out_shape.size(), 1);
+      bias_shape.back() = total;
+      Tensor bias = Tensor::zeros(TensorType{out_dtype, bias_shape});
+      int64_t off = 0;
+      for (const Member& mem : group) {
+        const Tensor& b = *const_tensor(g, g.node(mem.matmul).inputs[1]);
+        for (int64_t r = 0; r < k; ++r)
+          std::memcpy(w.mutable_bytes() + (r * total + off) * es, b.bytes() + r * mem.n * es, static_cast<size_t>(mem.n) * es);
+        if (mem.add >= 0) {
+          const Tensor& bb = *const_tensor(g, g.node(mem.add).inputs[1]);
+          const size_t bs = storage_size(bb.dtype());
+          std::memcpy(bias.mutable_bytes() + off * bs, bb.bytes(), static_cast<size_t>(mem.n) * bs);
+        }
+        off += mem.n;
+      }
+      const std::string base = g.value(f.outputs[0]).name;
+      const ValueId wv = out.add_value(fresh(base + "_merged_weights"), w.type());
+      node(Op::CONST, {}, {std::move(w)}, wv, "");
+      ValueId result = out.add_value(fresh(base + "_merged"), TensorType{out_dtype, {1, a.shape[1], total}});
+      node(Op::MATMUL, {map[static_cast<size_t>(f.inputs[0])], wv, map[static_cast<size_t>(f.inputs[2])],
+                        map[static_cast<size_t>(f.inputs[3])]},
+           {}, result, f.name);
+      out_shape.back() = total;
+      if (group[0].add >= 0) {
+        const ValueId bv = out.add_value(fresh(base + "_merged_bias"), bias.type());
+        node(Op::CONST, {}, {std::move(bias)}, bv, "");
+        const ValueId sum = out.add_value(fresh(base + "_merged_biased"), TensorType{out_dtype, out_shape});
+        node(Op::ADD, {result, bv}, {}, sum, g.node(group[0].add).name);
+        result = sum;
+      }
+      off = 0;
+      const auto rank = static_cast<int64_t>(out_shape.size());
+      for (const Member& mem : group) {
+        const ValueId last = mem.add >= 0 ? g.node(mem.add).outputs[0] : g.node(mem.matmul).outputs[0];
+        const std::string& name = g.value(last).name;
+        std::vector<int64_t> begin(static_cast<size_t>(rank), 0), size(out_shape.begin(), out_shape.end());
+        begin.back() = off;
+        size.back() = mem.n;
+        const ValueId start = out.add_value(fresh(name + "_start"), TensorType{DType::kShape, {rank}});
+        node(Op::CONST_SHAPE, {}, {begin}, start, "");
+        const ValueId sv = out.add_value(fresh(name + "_size"), TensorType{DType::kShape, {rank}});
+        node(Op::CONST_SHAPE, {}, {size}, sv, "");
+        const ValueId piece = out.add_value(name, g.value(last).type);
+        node(Op::SLICE, {result, start, sv}, {}, piece, g.node(mem.matmul).name);
+        map[static_cast<size_t>(last)] = piece;
+        off += mem.n;
+      }
+      merged += static_cast<int>(group.size()) - 1;
+    }
+    if (skip[i]) continue;
+    Node n = g.nodes()[i];
+    for (ValueId& v : n.inputs) v = map[static_cast<size_t>(v)];
+    for (ValueId& v : n.outputs) {
+      const ValueId nv = out.add_value(g.value(v).name, g.value(v).type);
+      map[static_cast<size_t>(v)] = nv;
+      v = nv;
+    }
+    out.add_node(std::move(n));
+  }
+  std::vector<ValueId> outs;
+  for (ValueId o : g.outputs()) outs.push_back(map[static_cast<size_t>(o)]);
+  out.set_outputs(outs);
+  g = prune_graph(out);
+  return merged;
 }
 
 }  // namespace
@@ -52,6 +234,7 @@ CanonicalizeStats canonicalize(Graph& g) {
     ++stats.rsqrt;
   }
   if (stats.rsqrt > 0) g = prune_graph(g);
+  stats.merged_matmuls = merge_sibling_matmuls(g);
   return stats;
 }
 

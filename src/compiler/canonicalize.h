@@ -10,6 +10,7 @@ namespace weft::compiler {
 struct CanonicalizeStats {
   int rsqrt = 0;     // RECIPROCAL(POW(x, 0.5)) -> RSQRT(x)
   int commuted = 0;  // ADD / MUL(constant, x) -> (x, constant)
+  int merged_matmuls = 0;  // MATMULs folded into a sibling's wider one
 };
 
 // Rewrites `g` in place; nodes left without users are pruned.
@@ -19,6 +20,13 @@ struct CanonicalizeStats {
 //  - ADD(c, x) and MUL(c, x) with c a constant and x not -> ADD(x, c), MUL(x, c): both are exactly
 //    commutative (also in floating point) and broadcast both ways, and the fusions look for the
 //    constant second (ConvNeXt's layer scale is exported as Mul(gamma, x)).
+//  - MATMULs that read the same A with constant B's of the same K (attention's query, key and
+//    value projections written as three Linear layers), each with its own constant bias ADD or all
+//    without one -> one MATMUL over the B's concatenated along N (and one ADD of the concatenated
+//    biases), whose column ranges are SLICEd out. Every output element is the same sum in the same
+//    order; the wider GEMM fills a GPU that three 128 x 256 ones left mostly idle, and the slices
+//    are strided views to the attention MATMULs that read them (the form of a fused in_proj, as
+//    nn.MultiheadAttention exports it). The concatenated weights are a new constant.
 CanonicalizeStats canonicalize(Graph& g);
 
 }  // namespace weft::compiler

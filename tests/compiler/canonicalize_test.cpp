@@ -82,5 +82,89 @@ TEST(Canonicalize, ConstantFirstAddAndMulAreCommuted) {
   for (size_t i = 0; i < after.size(); ++i) EXPECT_TRUE(after[i].identical(before[i])) << i;
 }
 
+// x [1, M, K] -> MATMUL with constant B_i [1, K, N_i] (-> ADD of a constant [1, 1, N_i] bias) for
+// each i, every result an output. `ks` gives each B's K (a different K is not a sibling) and
+// `biased` which ones have a bias.
+Graph sibling_matmuls(const std::vector<int64_t>& ns, const std::vector<int64_t>& ks, const std::vector<bool>& biased) {
+  constexpr int64_t M = 5, K = 6;
+  GraphBuilder b;
+  ValueId x = b.input("x", {DType::kFp32, {1, M, K}});
+  ValueId zp = b.constant("zp", Tensor::from_doubles({DType::kFp32, {1}}, std::vector<double>{0}));
+  for (size_t i = 0; i < ns.size(); ++i) {
+    const int64_t n = ns[i], k = ks[i];
+    std::vector<double> w(static_cast<size_t>(k * n)), bias(static_cast<size_t>(n));
+    for (size_t j = 0; j < w.size(); ++j) w[j] = std::sin(double(j * 7 + i * 3)) * 0.5;
+    for (size_t j = 0; j < bias.size(); ++j) bias[j] = double(j) * 0.25 - double(i);
+    ValueId a = x;
+    if (k != K) a = b.op(Op::SLICE, {x, b.constant_shape("s" + std::to_string(i), {0, 0, 0}), b.constant_shape("z" + std::to_string(i), {1, M, k})}, {}, "xs" + std::to_string(i));
+    ValueId wv = b.constant("w" + std::to_string(i), Tensor::from_doubles({DType::kFp32, {1, k, n}}, w));
+    ValueId y = b.op(Op::MATMUL, {a, wv, zp, zp}, {}, "mm" + std::to_string(i));
+    if (biased[i]) y = b.op(Op::ADD, {y, b.constant("b" + std::to_string(i), Tensor::from_doubles({DType::kFp32, {1, 1, n}}, bias))}, {}, "y" + std::to_string(i));
+    b.output(y);
+  }
+  return b.finish();
+}
+
+Tensor sibling_input() {
+  std::vector<double> v(30);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = std::cos(double(i)) * 2;
+  return Tensor::from_doubles({DType::kFp32, {1, 5, 6}}, v);
+}
+
+TEST(Canonicalize, SiblingMatmulsWithBiasesBecomeOneWiderMatmulAndSlices) {
+  Graph g = sibling_matmuls({4, 4, 3}, {6, 6, 6}, {true, true, true});
+  const std::vector<Tensor> before = Interpreter(Module(g)).run({sibling_input()});
+  EXPECT_EQ(canonicalize(g).merged_matmuls, 2);
+  EXPECT_TRUE(verify_module(Module(g)).empty());
+  ASSERT_EQ(count(g, Op::MATMUL), 1);
+  EXPECT_EQ(count(g, Op::ADD), 1);
+  EXPECT_EQ(count(g, Op::SLICE), 3);
+  for (const Node& n : g.nodes())
+    if (n.op == Op::MATMUL) {
+      EXPECT_EQ(g.value(n.outputs[0]).type.shape, (Shape{1, 5, 11}));
+    }
+  // The outputs keep their names and, each element being the same sum in the same order, their bits.
+  const std::vector<Tensor> after = Interpreter(Module(g)).run({sibling_input()});
+  ASSERT_EQ(after.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(g.value(g.outputs()[i]).name, "y" + std::to_string(i));
+    EXPECT_TRUE(after[i].identical(before[i])) << i;
+  }
+}
+
+TEST(Canonicalize, SiblingMatmulsMergeOnlyWhenAlike) {
+  {  // no biases at all: merged too
+    Graph g = sibling_matmuls({2, 3}, {6, 6}, {false, false});
+    const std::vector<Tensor> before = Interpreter(Module(g)).run({sibling_input()});
+    EXPECT_EQ(canonicalize(g).merged_matmuls, 1);
+    EXPECT_EQ(count(g, Op::ADD), 0);
+    const std::vector<Tensor> after = Interpreter(Module(g)).run({sibling_input()});
+    for (size_t i = 0; i < 2; ++i) EXPECT_TRUE(after[i].identical(before[i])) << i;
+  }
+  {  // one with a bias, one without: left alone
+    Graph g = sibling_matmuls({2, 3}, {6, 6}, {true, false});
+    EXPECT_EQ(canonicalize(g).merged_matmuls, 0);
+    EXPECT_EQ(count(g, Op::MATMUL), 2);
+  }
+  {  // different A (a slice of x) and K: left alone
+    Graph g = sibling_matmuls({2, 3}, {6, 4}, {true, true});
+    EXPECT_EQ(canonicalize(g).merged_matmuls, 0);
+    EXPECT_EQ(count(g, Op::MATMUL), 2);
+  }
+  {  // the batch > 1 form, RESHAPE after each MATMUL: left alone (the slices would be copies)
+    GraphBuilder b;
+    ValueId x = b.input("x", {DType::kFp32, {1, 4, 6}});
+    ValueId zp = b.constant("zp", Tensor::from_doubles({DType::kFp32, {1}}, std::vector<double>{0}));
+    for (int i = 0; i < 2; ++i) {
+      ValueId w = b.constant("w" + std::to_string(i), Tensor::from_doubles({DType::kFp32, {1, 6, 3}}, std::vector<double>(18, 0.5)));
+      ValueId y = b.op(Op::MATMUL, {x, w, zp, zp}, {}, "mm" + std::to_string(i));
+      b.output(b.op(Op::RESHAPE, {y, b.constant_shape("shape" + std::to_string(i), {2, 2, 3})}, {}, "r" + std::to_string(i)));
+    }
+    Graph g = b.finish();
+    EXPECT_EQ(canonicalize(g).merged_matmuls, 0);
+    EXPECT_EQ(count(g, Op::MATMUL), 2);
+  }
+}
+
 }  // namespace
 }  // namespace weft::compiler
