@@ -303,7 +303,7 @@ struct Tile {
 Tile pick_tile(int64_t M, int64_t N, int64_t batch, int acc) {
   if (acc == 2) return {"tc_gemm_i32", 64, 64, 16};
   if (acc == 3) return {"tc_gemm_i64", 64, 64, 16};
-  static const Tile kTiles[] = {{"tc_gemm_f2", 32, 32, 16}, {"tc_gemm_f4", 64, 64, 16}, {"tc_gemm_f8", 128, 128, 8}};
+  static const Tile kTiles[] = {{"tc_gemm_f2", 32, 32, 32}, {"tc_gemm_f4", 64, 64, 16}, {"tc_gemm_f8", 128, 128, 8}};
   if (const char* e = std::getenv("WEFT_VULKAN_GEMM_TILE")) {
     for (const Tile& t : kTiles)
       if (std::atoi(e) == t.bm) return t;
