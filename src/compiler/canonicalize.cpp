@@ -183,15 +183,7 @@ int merge_sibling_matmuls(Graph& g) {
       }
       merged += static_cast<int>(group.size()) - 1;
     }
-    if (skip[i]) continue;
-    Node n = g.nodes()[i];
-    for (ValueId& v : n.inputs) v = map[static_cast<size_t>(v)];
-    for (ValueId& v : n.outputs) {
-      const ValueId nv = out.add_value(g.value(v).name, g.value(v).type);
-      map[static_cast<size_t>(v)] = nv;
-      v = nv;
-    }
-    out.add_node(std::move(n));
+    if (!skip[i]) copy_node(g, static_cast<int>(i), out, map);
   }
   std::vector<ValueId> outs;
   for (ValueId o : g.outputs()) outs.push_back(map[static_cast<size_t>(o)]);

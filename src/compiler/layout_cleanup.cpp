@@ -21,6 +21,17 @@ bool transposes_cancel(const Node& a, const Node& b) {
 
 }  // namespace
 
+void copy_node(const Graph& from, int i, Graph& to, std::vector<ValueId>& map) {
+  Node n = from.node(i);
+  for (ValueId& v : n.inputs) v = map[static_cast<size_t>(v)];
+  for (ValueId& v : n.outputs) {
+    const ValueId nv = to.add_value(from.value(v).name, from.value(v).type);
+    map[static_cast<size_t>(v)] = nv;
+    v = nv;
+  }
+  to.add_node(std::move(n));
+}
+
 Graph prune_graph(const Graph& g) {
   std::vector<char> live_value(g.values().size(), 0), live_node(g.nodes().size(), 0);
   for (ValueId o : g.outputs()) live_value[static_cast<size_t>(o)] = 1;
@@ -37,15 +48,7 @@ Graph prune_graph(const Graph& g) {
   std::vector<ValueId> map(g.values().size(), kNoValue);
   for (ValueId in : g.inputs()) map[static_cast<size_t>(in)] = out.add_input(g.value(in).name, g.value(in).type);
   for (size_t i = 0; i < g.nodes().size(); ++i) {
-    if (!live_node[i]) continue;
-    Node n = g.nodes()[i];
-    for (ValueId& v : n.inputs) v = map[static_cast<size_t>(v)];
-    for (ValueId& v : n.outputs) {
-      ValueId nv = out.add_value(g.value(v).name, g.value(v).type);
-      map[static_cast<size_t>(v)] = nv;
-      v = nv;
-    }
-    out.add_node(std::move(n));
+    if (live_node[i]) copy_node(g, static_cast<int>(i), out, map);
   }
   std::vector<ValueId> outs;
   for (ValueId o : g.outputs()) outs.push_back(map[static_cast<size_t>(o)]);

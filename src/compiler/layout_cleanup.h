@@ -5,6 +5,8 @@
 // shader and an NHWC convolution) they cancel here. An optimisation only: the graph means the same.
 #pragma once
 
+#include <vector>
+
 #include "weft/graph.h"
 
 namespace weft::compiler {
@@ -17,6 +19,9 @@ struct LayoutCleanupStats {
 // The graph without nodes whose results nothing needs (nodes without outputs, which have effects,
 // stay). Node order is kept.
 Graph prune_graph(const Graph& g);
+// Appends a copy of node `i` of `from` to `to`: its inputs read through `map` (value of `from` ->
+// value of `to`), its outputs added to `to` under their names and recorded in `map`.
+void copy_node(const Graph& from, int i, Graph& to, std::vector<ValueId>& map);
 
 // Rewrites `g` in place (node order kept; values that become unused stay as values without
 // producers only if they were graph values before — dead nodes are removed).
