@@ -382,8 +382,8 @@ TEST(VulkanLayout, ChainInOneRegion) {
 
 // Device throughput (GPU timestamps of the dispatches, best of 50 runs) on a real GPU, one case
 // per process:
-//   for i in $(seq 0 17); do weft_test_vulkan_ops_layout --gtest_also_run_disabled_tests \
-//     --gtest_filter="*Throughput*/$i"; done
+//   for i in $(seq 0 17); do
+//     weft_test_vulkan_ops_layout --gtest_also_run_disabled_tests --gtest_filter="*Throughput*/$i"; done
 // (on an H200, kernels of the third and later large models of one process ran at a third of the
 // bandwidth of the first ones, whatever they were). Prints GB/s counting the bytes of the input
 // and the output once.
