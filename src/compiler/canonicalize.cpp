@@ -132,11 +132,9 @@ int merge_sibling_matmuls(Graph& g) {
       for (const Member& mem : group) total += mem.n;
       const size_t es = storage_size(fb.dtype());
       Tensor w = Tensor::zeros(TensorType{fb.dtype(), {1, k, total}});
-      Shape out_shape = g.value(f.outputs[0]).type.shape;  // [1, M, N]
       const DType out_dtype = g.value(f.outputs[0]).type.dtype;
-      Shape bias_shape(out_shape.size(), 1);
-      bias_shape.back() = total;
-      Tensor bias = Tensor::zeros(TensorType{out_dtype, bias_shape});
+      const TensorType wide{out_dtype, {1, a.shape[1], total}};  // the merged result; each member [1, M, n]
+      Tensor bias = Tensor::zeros(TensorType{out_dtype, {1, 1, total}});
       int64_t off = 0;
       for (const Member& mem : group) {
         const Tensor& b = *const_tensor(g, g.node(mem.matmul).inputs[1]);
@@ -152,30 +150,25 @@ int merge_sibling_matmuls(Graph& g) {
       const std::string base = g.value(f.outputs[0]).name;
       const ValueId wv = out.add_value(fresh(base + "_merged_weights"), w.type());
       node(Op::CONST, {}, {std::move(w)}, wv, "");
-      ValueId result = out.add_value(fresh(base + "_merged"), TensorType{out_dtype, {1, a.shape[1], total}});
+      ValueId result = out.add_value(fresh(base + "_merged"), wide);
       node(Op::MATMUL, {map[static_cast<size_t>(f.inputs[0])], wv, map[static_cast<size_t>(f.inputs[2])],
                         map[static_cast<size_t>(f.inputs[3])]},
            {}, result, f.name);
-      out_shape.back() = total;
       if (group[0].add >= 0) {
         const ValueId bv = out.add_value(fresh(base + "_merged_bias"), bias.type());
         node(Op::CONST, {}, {std::move(bias)}, bv, "");
-        const ValueId sum = out.add_value(fresh(base + "_merged_biased"), TensorType{out_dtype, out_shape});
+        const ValueId sum = out.add_value(fresh(base + "_merged_biased"), wide);
         node(Op::ADD, {result, bv}, {}, sum, g.node(group[0].add).name);
         result = sum;
       }
       off = 0;
-      const auto rank = static_cast<int64_t>(out_shape.size());
       for (const Member& mem : group) {
         const ValueId last = mem.add >= 0 ? g.node(mem.add).outputs[0] : g.node(mem.matmul).outputs[0];
         const std::string& name = g.value(last).name;
-        std::vector<int64_t> begin(static_cast<size_t>(rank), 0), size(out_shape.begin(), out_shape.end());
-        begin.back() = off;
-        size.back() = mem.n;
-        const ValueId start = out.add_value(fresh(name + "_start"), TensorType{DType::kShape, {rank}});
-        node(Op::CONST_SHAPE, {}, {begin}, start, "");
-        const ValueId sv = out.add_value(fresh(name + "_size"), TensorType{DType::kShape, {rank}});
-        node(Op::CONST_SHAPE, {}, {size}, sv, "");
+        const ValueId start = out.add_value(fresh(name + "_start"), TensorType{DType::kShape, {3}});
+        node(Op::CONST_SHAPE, {}, {std::vector<int64_t>{0, 0, off}}, start, "");
+        const ValueId sv = out.add_value(fresh(name + "_size"), TensorType{DType::kShape, {3}});
+        node(Op::CONST_SHAPE, {}, {std::vector<int64_t>{1, a.shape[1], mem.n}}, sv, "");
         const ValueId piece = out.add_value(name, g.value(last).type);
         node(Op::SLICE, {result, start, sv}, {}, piece, g.node(mem.matmul).name);
         map[static_cast<size_t>(last)] = piece;

@@ -14,8 +14,8 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <optional>
 #include <numeric>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -281,11 +281,12 @@ Tensor tensor_from_proto(const onnx::TensorProto& t, const std::string& what, co
     return out;
   }
   const size_t bytes = type.byte_size();
-  if (raw && (owner || external.size() > 0) && raw->size() == bytes && bytes >= 4096 &&
+  const bool mapped = external.file_backed();
+  if (raw && (owner || mapped) && raw->size() == bytes && bytes >= 4096 &&
       reinterpret_cast<uintptr_t>(raw->data()) % storage_size(*dt) == 0) {
     // Stored as-is: borrowed from the parsed model, which `owner` keeps alive, or from the mapping
     // of the external data file.
-    Tensor borrowed(type, external.size() > 0 ? external : Buffer::wrap(owner, raw->data(), bytes));
+    Tensor borrowed(type, mapped ? external : Buffer::wrap(owner, raw->data(), bytes));
     if (exact_ints && (et == kOInt32 || et == kOInt16 || et == kOInt8))
       *exact_ints = std::make_shared<const std::vector<int64_t>>(borrowed.to_ints());
     return borrowed;
