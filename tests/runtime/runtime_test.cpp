@@ -249,6 +249,36 @@ TEST(Runtime, CallerOwnedOutputsAreWrittenInPlace) {
   EXPECT_TRUE(ctx.output(0).identical(want[0]));
 }
 
+// run(inputs) hands the runtime's output buffers to the caller instead of copying them: what it
+// returned must survive later runs, output() must show the last run, and caller-bound memory is
+// still copied (the caller's array is rewritten by the next run).
+TEST(Runtime, ReturnedOutputsSurviveLaterRuns) {
+  Module m = random_elementwise_module(7, 20);
+  auto model = Model::from_module(m, kReference);
+  Context ctx(model);
+  Interpreter interp(model->module());
+  std::vector<Tensor> in1 = {random_tensor({DType::kFp32, {4, 8}}, 1), random_tensor({DType::kFp32, {4, 8}}, 2)};
+  std::vector<Tensor> in2 = {random_tensor({DType::kFp32, {4, 8}}, 3), random_tensor({DType::kFp32, {4, 8}}, 4)};
+  const auto want1 = interp.run(in1), want2 = interp.run(in2);
+  std::vector<Tensor> r1 = ctx.run(in1);
+  ASSERT_EQ(r1.size(), want1.size());
+  EXPECT_EQ(ctx.output(0).bytes(), r1[0].bytes());  // handed over, not copied
+  std::vector<Tensor> r2 = ctx.run(in2);
+  for (size_t j = 0; j < r1.size(); ++j) {
+    EXPECT_TRUE(r1[j].identical(want1[j])) << j;
+    EXPECT_TRUE(r2[j].identical(want2[j])) << j;
+    EXPECT_TRUE(ctx.output(j).identical(want2[j])) << j;
+  }
+  EXPECT_NE(r1[0].bytes(), r2[0].bytes());
+  std::vector<float> bound(32, -1.f);
+  ctx.bind_output(model->outputs()[0].name, bound.data(), bound.size() * 4);
+  std::vector<Tensor> r3 = ctx.run(in1);
+  EXPECT_NE(r3[0].bytes(), reinterpret_cast<const uint8_t*>(bound.data()));
+  ctx.run(in2);
+  EXPECT_TRUE(r3[0].identical(want1[0]));
+  EXPECT_EQ(std::memcmp(bound.data(), want2[0].bytes(), 128), 0);
+}
+
 TEST(Runtime, BindingErrorsNameTheOperandAndKeepThePreviousBinding) {
   auto model = Model::from_module(random_elementwise_module(3, 5), kReference);
   Context ctx(model);
