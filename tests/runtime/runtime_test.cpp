@@ -249,6 +249,41 @@ TEST(Runtime, CallerOwnedOutputsAreWrittenInPlace) {
   EXPECT_TRUE(ctx.output(0).identical(want[0]));
 }
 
+// The copies (CONCAT, PAD, SLICE, TRANSPOSE, TILE, REVERSE) and the element-wise operators write
+// into arena memory that earlier values left dirty, without zeroing it first: every element must
+// still come out as the interpreter computes it, run after run with new inputs.
+TEST(Runtime, LayoutCopiesOverwriteDirtyArenaMemory) {
+  Module m = parse_weft(R"(
+graph @main(%x: f32[2,3,4], %y: f32[2,3,4]) -> (%out) {
+  %shift: i8[1] = CONST() {values = [0]}
+  %a: f32[2,3,4] = MUL(%x, %y, %shift)
+  %b: f32[2,3,4] = SUB(%a, %x)
+  %t: f32[4,3,2] = TRANSPOSE(%b) {perms = [2, 1, 0]}
+  %r: f32[4,3,2] = REVERSE(%t) {axis = 1}
+  %pads: shape[6] = CONST_SHAPE() {values = [1, 0, 0, 2, 1, 1]}
+  %pc: f32[1] = CONST() {values = [-3]}
+  %p: f32[5,5,4] = PAD(%r, %pads, %pc)
+  %st: shape[3] = CONST_SHAPE() {values = [1, 1, 1]}
+  %sz: shape[3] = CONST_SHAPE() {values = [3, 4, 2]}
+  %s: f32[3,4,2] = SLICE(%p, %st, %sz)
+  %m: shape[3] = CONST_SHAPE() {values = [1, 1, 2]}
+  %l: f32[3,4,4] = TILE(%s, %m)
+  %e: f32[3,4,4] = EXP(%l)
+  %c: f32[3,4,8] = CONCAT(%l, %e) {axis = 2}
+  %out: f32[3,4,8] = ABS(%c)
+  return %out
+}
+)");
+  auto model = Model::from_module(m, kReference);
+  Context ctx(model);
+  Interpreter interp(model->module());
+  for (uint32_t seed = 1; seed <= 6; seed += 2) {
+    std::vector<Tensor> in = {random_tensor({DType::kFp32, {2, 3, 4}}, seed),
+                              random_tensor({DType::kFp32, {2, 3, 4}}, seed + 1)};
+    EXPECT_TRUE(ctx.run(in)[0].identical(interp.run(in)[0])) << "seed " << seed;
+  }
+}
+
 // run(inputs) hands the runtime's output buffers to the caller instead of copying them: what it
 // returned must survive later runs, output() must show the last run, and caller-bound memory is
 // still copied (the caller's array is rewritten by the next run).

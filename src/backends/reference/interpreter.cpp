@@ -133,6 +133,18 @@ bool runs_in_place(Op op) {
   return group == "activation" || group == "elementwise-binary" || group == "elementwise-unary";
 }
 
+bool writes_every_output(Op op) {
+  switch (op) {
+    case Op::CONCAT:
+    case Op::PAD:
+    case Op::REVERSE:
+    case Op::SLICE:
+    case Op::TILE:
+    case Op::TRANSPOSE: return true;
+    default: return runs_in_place(op);
+  }
+}
+
 }  // namespace ref
 
 struct Interpreter::State {

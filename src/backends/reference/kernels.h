@@ -108,6 +108,12 @@ bool forwards_buffer(Op op);
 // element i before writing it: the output may overwrite an input of the same type and shape.
 bool runs_in_place(Op op);
 
+// Operators whose kernels write every element of their outputs when they succeed (the element-wise
+// families and the copies: CONCAT, PAD, REVERSE, SLICE, TILE, TRANSPOSE): the runtime need not
+// zero their planned storage first. The others (reductions into accumulators, convolutions, ...)
+// get zeroed outputs.
+bool writes_every_output(Op op);
+
 // Executes graph `g` on `inputs` (in its input order) with fresh buffers for every value, released
 // after their last use; returns the outputs in order. Used for entry graphs by the Interpreter and
 // for COND_IF / WHILE_LOOP bodies everywhere. `profile`, when set, receives one record per node.
