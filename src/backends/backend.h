@@ -50,14 +50,16 @@ struct PostOp {
   // written out (GPT-2's gelu_new, nn.GELU(approximate="tanh") exported): x^3 as MUL(MUL(x, x), x),
   // then MUL 0.044715, ADD x, MUL sqrt(2/pi), TANH, ADD 1, and the product with x and 0.5 in either
   // order (MUL(MUL(x, 0.5), .) or MUL(MUL(x, .), 0.5)).
-  enum class Kind { kBias, kResidual, kClamp, kSigmoid, kTanh, kSwish, kGeluErf, kHardSwish, kGeluTanh };
+  // kScale: MUL by a one-element float constant (`operand`; the MUL's shift is 0), attention's
+  // 1 / sqrt(d) after Q K^T: exact as a post-op (one fp32 product, as the MUL rounds it).
+  enum class Kind { kBias, kResidual, kClamp, kSigmoid, kTanh, kSwish, kGeluErf, kHardSwish, kGeluTanh, kScale };
   Kind kind;
   int node = -1;        // the ADD, CLAMP, SIGMOID or TANH (kSwish: the SIGMOID; kGeluErf, kHardSwish: the first MUL;
                         // kGeluTanh: the MUL(x, x))
   int mul = -1;         // kSwish: the MUL of the SIGMOID's input by its result
   std::vector<int> more;  // kGeluErf: the ERF, ADD, MUL and MUL after `node`; kHardSwish: the ADD, CLAMP and MUL;
                           // kGeluTanh: the other seven nodes and, last, the final MUL
-  ValueId operand = kNoValue;  // kBias / kResidual: the ADD's other operand
+  ValueId operand = kNoValue;  // kBias / kResidual: the ADD's other operand; kScale: the MUL's constant
 };
 
 // A group of nodes the partitioner found together. Nodes are listed in graph order; every value

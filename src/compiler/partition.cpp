@@ -248,6 +248,12 @@ class Matcher {
         } else {
           break;
         }
+      } else if (n.op == Op::MUL) {
+        const ValueId o = other(n, r);
+        const std::optional<double> s = o == kNoValue || o == r ? std::nullopt : scalar(o);
+        const std::optional<double> shift = n.inputs.size() > 2 ? scalar(n.inputs[2]) : std::optional<double>(0.0);
+        if (!s || !shift || *shift != 0 || !is_float(rt.dtype)) break;
+        ops.push_back({PostOp::Kind::kScale, c, -1, {}, o});
       } else if (n.op == Op::CLAMP) {
         ops.push_back({PostOp::Kind::kClamp, c});
       } else if (n.op == Op::SIGMOID) {
@@ -640,6 +646,7 @@ class Matcher {
         case PostOp::Kind::kGeluErf: pattern += "+GELU"; break;
         case PostOp::Kind::kHardSwish: pattern += "+HARDSWISH"; break;
         case PostOp::Kind::kGeluTanh: pattern += "+GELU_TANH"; break;
+        case PostOp::Kind::kScale: pattern += "+SCALE"; break;
       }
     }
     c.pattern = pattern;

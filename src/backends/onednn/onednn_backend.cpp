@@ -97,6 +97,12 @@ std::vector<int64_t> const_shape(const Graph& g, ValueId v) {
 
 const TensorType& type_of(const Graph& g, ValueId v) { return g.value(v).type; }
 
+std::optional<double> const_scalar(const Graph& g, ValueId v) {
+  const Tensor* t = constant(g, v);
+  if (!t || t->num_elements() != 1) return std::nullopt;
+  return t->at_double(0);
+}
+
 std::optional<int32_t> const_scalar_int(const Graph& g, ValueId v) {
   const Tensor* t = constant(g, v);
   if (!t || t->num_elements() != 1) return std::nullopt;
@@ -296,6 +302,10 @@ void append_post_ops(const Graph& g, const Composite& c, dn::post_ops& ops, std:
       // oneDNN 2.6's hardswish is x * relu6(x + 3) / 6, the same function (its alpha and beta are ignored).
       case PostOp::Kind::kHardSwish: ops.append_eltwise(1.f, dn::algorithm::eltwise_hardswish, 0.f, 0.f); break;
       case PostOp::Kind::kGeluTanh: ops.append_eltwise(1.f, dn::algorithm::eltwise_gelu_tanh, 0.f, 0.f); break;
+      // alpha * x + 0: one rounding, as the MUL.
+      case PostOp::Kind::kScale:
+        ops.append_eltwise(1.f, dn::algorithm::eltwise_linear, static_cast<float>(*const_scalar(g, p.operand)), 0.f);
+        break;
     }
   }
 }
@@ -715,6 +725,7 @@ struct GemvPostOp {
   PostOp::Kind kind;
   std::vector<float> bias;  // kBias: one value per output column
   float lo = 0, hi = 0;     // kClamp
+  float scale = 1;          // kScale
   int input = -1;           // kResidual: the composite's input holding the addend
 };
 
@@ -782,6 +793,9 @@ class GemvKernel final : public Kernel {
         for (int64_t i = n0; i < n1; ++i)
           y[i] = 0.5f * y[i] * (1.0f + std::tanh(0.7978845608f * (y[i] + 0.044715f * y[i] * y[i] * y[i])));
         break;
+      case PostOp::Kind::kScale:
+        for (int64_t i = n0; i < n1; ++i) y[i] *= p.scale;
+        break;
     }
   }
 
@@ -815,7 +829,7 @@ std::unique_ptr<Kernel> prepare_gemv(const Graph& g, const Composite& c, const P
   StridedView av = c.a_view.empty() ? StridedView::contiguous(as) : *compiler::forward_chain(g, c.a_view);
   std::vector<GemvPostOp> post;
   for (const PostOp& p : c.post_ops) {
-    GemvPostOp q{p.kind, {}, 0, 0, -1};
+    GemvPostOp q{p.kind, {}, 0, 0, 1, -1};
     if (p.kind == PostOp::Kind::kBias) {
       const Tensor* t = constant(g, p.operand);
       if (!t || t->dtype() != DType::kFp32 || (t->num_elements() != cols && t->num_elements() != 1)) return nullptr;
@@ -828,6 +842,10 @@ std::unique_ptr<Kernel> prepare_gemv(const Graph& g, const Composite& c, const P
       auto bounds = clamp_bounds(g.node(p.node));
       if (!bounds) return nullptr;
       std::tie(q.lo, q.hi) = *bounds;
+    } else if (p.kind == PostOp::Kind::kScale) {
+      const std::optional<double> s = const_scalar(g, p.operand);
+      if (!s) return nullptr;
+      q.scale = static_cast<float>(*s);
     }
     post.push_back(std::move(q));
   }

@@ -100,7 +100,8 @@ enum EpKind : int32_t {
   kEpSwish,
   kEpGelu,
   kEpHardSwish,
-  kEpGeluTanh
+  kEpGeluTanh,
+  kEpScale
 };
 
 struct Epilogue {
@@ -221,6 +222,14 @@ std::string plan_epilogue(const Graph& g, const Composite& c, Epilogue& ep, Valu
         par[1] = static_cast<float>(*c1);
         par[2] = static_cast<float>(*half);
         ep.result = g.node(p.more.back()).outputs[0];
+        break;
+      }
+      case PostOp::Kind::kScale: {
+        const std::optional<double> s = const_scalar(g, p.operand);
+        if (!s) return "the fused MUL's constant is not one element";
+        kind = kEpScale;
+        par[0] = static_cast<float>(*s);
+        ep.result = n.outputs[0];
         break;
       }
     }

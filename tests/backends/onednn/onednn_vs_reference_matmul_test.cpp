@@ -225,7 +225,7 @@ TEST(OneDnnVsReference, AttentionScoresSoftmax) {
   ValueId scores = net.mul(net.matmul(q, k), net.scalar(0.35355339, 3));
   ValueId out = net.matmul(softmax(net, scores, 2), v);
   Module m = net.finish({out});
-  check_vs_reference(m, net.feeds, {"MATMUL", "SOFTMAX", "MUL"}, kTolAccumulate);
+  check_vs_reference(m, net.feeds, {"MATMUL", "SOFTMAX", "MATMUL+SCALE"}, kTolAccumulate);
 }
 
 // ---- Layer normalization --------------------------------------------------------------------------
@@ -297,7 +297,7 @@ TEST(OneDnnVsReference, TransformerBlockEndToEnd) {
   ValueId h = net.gelu_erf(net.add(net.matmul(ln2, net.weight({1, D, 2 * D}, -0.3, 0.3)), net.weight({1, 1, 2 * D})));
   ValueId y = net.add(net.add(net.matmul(h, net.weight({1, 2 * D, D}, -0.3, 0.3)), net.weight(cs)), att);
   Module m = net.finish({y});
-  check_vs_reference(m, net.feeds, {"LAYER_NORM", "SOFTMAX", "MATMUL+BIAS+GELU", "MATMUL+BIAS+ADD", "TRANSPOSE+MATMUL"},
+  check_vs_reference(m, net.feeds, {"LAYER_NORM", "SOFTMAX", "MATMUL+BIAS+GELU", "MATMUL+BIAS+ADD", "TRANSPOSE+MATMUL+SCALE"},
                      kTolAccumulate);
 }
 
@@ -323,6 +323,8 @@ TEST(OneDnnVsReference, BatchOneMatmulRunsOnTheGemvKernel) {
        [](Net& n, ValueId v) { return n.unary(Op::SIGMOID, n.add(v, n.input({1, 1, 20}))); }},
       {48, 8, true, false, "TRANSPOSE+MATMUL+TANH", [](Net& n, ValueId v) { return n.unary(Op::TANH, v); }},
       {48, 9, false, false, "MATMUL+SWISH", [](Net& n, ValueId v) { return n.swish(v); }},
+      {40, 24, false, false, "MATMUL+BIAS+SCALE",
+       [](Net& n, ValueId v) { return n.mul(n.add(v, n.weight({1, 1, 24})), n.scalar(0.125, 3)); }},
   };
   uint32_t seed = 1200;
   for (const Case& c : cases)

@@ -684,6 +684,29 @@ TEST(VulkanTensor, HardSwishAndGeluTanhEpilogues) {
   }
 }
 
+// A product with a one-element constant after a matmul (attention's 1 / sqrt(d) after Q K^T, behind
+// the importer's RESHAPE at batch > 1) and after a convolution: a post-op of the GEMM, one fp32
+// product as the MUL computes it.
+TEST(VulkanTensor, ScaleEpilogue) {
+  ScopedEnv no_coop("WEFT_VULKAN_NO_COOP", "1");
+  const DType t = DType::kFp32;
+  {
+    Net net(731);
+    ValueId q = net.input({t, {8, 16, 12}}), k = net.input({t, {8, 12, 16}});
+    ValueId s = net.reshape(net.matmul(q, k, t), {2, 4, 16, 16});
+    const std::string ex = check_vs_reference(net.finish({net.mul(s, net.scalar(t, 0.28867513, 4))}), net.feeds, kF32);
+    expect_pattern(ex, "MATMUL+RESHAPE+SCALE");
+  }
+  {
+    Net net(732);
+    ValueId x = net.input({t, {1, 7, 7, 8}}, -2, 2);
+    ValueId c = net.conv(Op::CONV2D, x, net.weight({t, {12, 1, 1, 8}}, -0.5, 0.5), net.weight({t, {12}}), {0, 0, 0, 0},
+                         {1, 1}, {1, 1}, t);
+    const std::string ex = check_vs_reference(net.finish({net.clamp(net.mul(c, net.scalar(t, -1.5, 4)), 0.0, 6.0)}), net.feeds, kF32);
+    expect_pattern(ex, "CONV2D+SCALE+CLAMP");
+  }
+}
+
 // Bias, GELU and a residual add behind the RESHAPE the ONNX importer puts after a 3-D MatMul (BERT
 // at batch 32, ConvNeXt's pointwise layers): one dispatch, the epilogue at the matmul's flat index.
 TEST(VulkanTensor, MatmulPostOpsBehindTheReshape) {
