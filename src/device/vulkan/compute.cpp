@@ -1,6 +1,7 @@
 // The shared dispatch helpers (validation, pipelines, buffers, images, descriptors) and ComputeKernel,
 // a one-dispatch Program.
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <type_traits>
@@ -315,6 +316,43 @@ void detail::validate_dispatch(const Device& dev, const DispatchDesc& desc, std:
   }
 }
 
+namespace {
+// One line per executable of `pipeline`: the driver's compiler statistics (NVIDIA: registers per
+// invocation, spills, shared memory; Mesa: instructions, ...). WEFT_VULKAN_PIPELINE_STATS only.
+void print_pipeline_stats(Device& dev, VkPipeline pipeline, const std::string& k) {
+  auto props_fn = reinterpret_cast<PFN_vkGetPipelineExecutablePropertiesKHR>(
+      vkGetDeviceProcAddr(dev.device, "vkGetPipelineExecutablePropertiesKHR"));
+  auto stats_fn = reinterpret_cast<PFN_vkGetPipelineExecutableStatisticsKHR>(
+      vkGetDeviceProcAddr(dev.device, "vkGetPipelineExecutableStatisticsKHR"));
+  if (!props_fn || !stats_fn) return;
+  VkPipelineInfoKHR pi{VK_STRUCTURE_TYPE_PIPELINE_INFO_KHR};
+  pi.pipeline = pipeline;
+  uint32_t n = 0;
+  if (props_fn(dev.device, &pi, &n, nullptr) != VK_SUCCESS) return;
+  for (uint32_t x = 0; x < n; ++x) {
+    VkPipelineExecutableInfoKHR ei{VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR};
+    ei.pipeline = pipeline;
+    ei.executableIndex = x;
+    uint32_t ns = 0;
+    if (stats_fn(dev.device, &ei, &ns, nullptr) != VK_SUCCESS) continue;
+    std::vector<VkPipelineExecutableStatisticKHR> st(ns, {VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR});
+    if (stats_fn(dev.device, &ei, &ns, st.data()) != VK_SUCCESS) continue;
+    std::string line = "weft: pipeline statistics of " + k + ":";
+    for (const auto& s : st) {
+      line += std::string(" ") + s.name + "=";
+      switch (s.format) {
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_BOOL32_KHR: line += s.value.b32 ? "true" : "false"; break;
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_INT64_KHR: line += std::to_string(s.value.i64); break;
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_UINT64_KHR: line += std::to_string(s.value.u64); break;
+        default: line += std::to_string(s.value.f64); break;
+      }
+      line += ";";
+    }
+    std::fprintf(stderr, "%s\n", line.c_str());
+  }
+}
+}  // namespace
+
 std::shared_ptr<detail::PipelineEntry> detail::dispatch_pipeline(Device& dev, const DispatchDesc& desc,
                                                              const std::vector<Backing>& backings,
                                                              const std::vector<uint8_t>& push) {
@@ -387,8 +425,10 @@ std::shared_ptr<detail::PipelineEntry> detail::dispatch_pipeline(Device& dev, co
                                 desc.spec_constants.size() * 4, desc.spec_constants.data()};
       if (!entries.empty()) ci.stage.pSpecializationInfo = &spec;
       ci.layout = e.layout;
+      if (dev.pipeline_stats) ci.flags |= VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
       check(vkCreateComputePipelines(dev.device, dev.pipeline_cache, 1, &ci, nullptr, &e.pipeline),
             "vkCreateComputePipelines", k + ": ");
+      if (dev.pipeline_stats) print_pipeline_stats(dev, e.pipeline, k);
       vkDestroyShaderModule(dev.device, module, nullptr);
     } catch (...) {
       cleanup();

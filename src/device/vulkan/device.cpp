@@ -440,7 +440,7 @@ std::shared_ptr<Device> create_device(uint32_t index, const DeviceOptions& optio
   vkGetPhysicalDeviceFeatures2(d->physical, &features);
 
   std::vector<const char*> extensions;
-  bool has_coop_nv = false;
+  bool has_coop_nv = false, has_exec_props = false;
   uint32_t ne = 0;
   if (vkEnumerateDeviceExtensionProperties(d->physical, nullptr, &ne, nullptr) == VK_SUCCESS) {
     std::vector<VkExtensionProperties> available(ne);
@@ -449,6 +449,8 @@ std::shared_ptr<Device> create_device(uint32_t index, const DeviceOptions& optio
         if (std::strcmp(available[i].extensionName, "VK_KHR_portability_subset") == 0)
           extensions.push_back("VK_KHR_portability_subset");
         if (std::strcmp(available[i].extensionName, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME) == 0) has_coop_nv = true;
+        if (std::strcmp(available[i].extensionName, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME) == 0)
+          has_exec_props = true;
       }
     }
   }
@@ -493,6 +495,21 @@ std::shared_ptr<Device> create_device(uint32_t index, const DeviceOptions& optio
       coop.cooperativeMatrixRobustBufferAccess = VK_FALSE;
       coop.pNext = features.pNext;
       features.pNext = &coop;
+    }
+  }
+
+  // Compiler statistics per pipeline, asked for by WEFT_VULKAN_PIPELINE_STATS (a tuning aid).
+  VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR exec_props{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
+  if (has_exec_props && std::getenv("WEFT_VULKAN_PIPELINE_STATS") != nullptr) {
+    VkPhysicalDeviceFeatures2 probe{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+    probe.pNext = &exec_props;
+    vkGetPhysicalDeviceFeatures2(d->physical, &probe);
+    if (exec_props.pipelineExecutableInfo) {
+      d->pipeline_stats = true;
+      extensions.push_back(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
+      exec_props.pNext = features.pNext;
+      features.pNext = &exec_props;
     }
   }
 

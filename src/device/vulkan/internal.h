@@ -169,6 +169,9 @@ class Device {
   VkPhysicalDeviceProperties properties{};
   VkPhysicalDeviceMemoryProperties memory{};
   DeviceFeatures features;
+  // WEFT_VULKAN_PIPELINE_STATS set and VK_KHR_pipeline_executable_properties enabled: each new
+  // pipeline's compiler statistics (registers, spills, shared memory, ...) go to stderr.
+  bool pipeline_stats = false;
 
   // The command pool (allocation and recording need it externally synchronized).
   std::mutex pool_mutex;
