@@ -39,13 +39,14 @@ float rte16(float x) {
 // storage width, bool stores v != 0, int48 sign-extends from bit 47; floats round to fp16 when T is
 // DT_F16, a float stored to an integer type truncates: round first). Only the branch of T survives
 // specialization.
-#define TENSOR(B, N, T)                                                                   \
-  layout(std430, set = 0, binding = B) buffer N##_B8 { int8_t N##_i8[]; };              \
-  layout(std430, set = 0, binding = B) buffer N##_B16 { int16_t N##_i16[]; };           \
-  layout(std430, set = 0, binding = B) buffer N##_B32 { int N##_i32[]; };               \
-  layout(std430, set = 0, binding = B) buffer N##_B64 { int64_t N##_i64[]; };           \
-  layout(std430, set = 0, binding = B) buffer N##_BH { float16_t N##_f16[]; };          \
-  layout(std430, set = 0, binding = B) buffer N##_BF { float N##_f32[]; };              \
+#define TENSOR_BUFFERS(B, N, Q)                                                            \
+  layout(std430, set = 0, binding = B) Q buffer N##_B8 { int8_t N##_i8[]; };              \
+  layout(std430, set = 0, binding = B) Q buffer N##_B16 { int16_t N##_i16[]; };           \
+  layout(std430, set = 0, binding = B) Q buffer N##_B32 { int N##_i32[]; };               \
+  layout(std430, set = 0, binding = B) Q buffer N##_B64 { int64_t N##_i64[]; };           \
+  layout(std430, set = 0, binding = B) Q buffer N##_BH { float16_t N##_f16[]; };          \
+  layout(std430, set = 0, binding = B) Q buffer N##_BF { float N##_f32[]; };
+#define TENSOR_LOADS(N, T)                                                                 \
   float N##_ldf(uint i) {                                                               \
     if (T == DT_F32) return N##_f32[i];                                                 \
     if (T == DT_F16) return float(N##_f16[i]);                                          \
@@ -69,7 +70,10 @@ float rte16(float x) {
     if (T == DT_F32) return int64_t(N##_f32[i]);                                        \
     if (T == DT_F16) return int64_t(float(N##_f16[i]));                                 \
     return int64_t(N##_i8[i]);                                                          \
-  }                                                                                     \
+  }
+#define TENSOR(B, N, T)                                                                    \
+  TENSOR_BUFFERS(B, N, )                                                                   \
+  TENSOR_LOADS(N, T)                                                                       \
   void N##_stf(uint i, float v) {                                                       \
     if (T == DT_F32) N##_f32[i] = v;                                                    \
     else if (T == DT_F16) N##_f16[i] = float16_t(rte16(v));                             \
@@ -97,6 +101,12 @@ float rte16(float x) {
     else if (T == DT_BOOL) N##_i8[i] = int8_t(v != 0 ? 1 : 0);                          \
     else N##_i8[i] = int8_t(v);                                                         \
   }
+
+// TENSOR_RO(B, N, T): the same views of an operand the shader only reads (restrict readonly: the
+// compiler may keep its loads in read-only caches), with the loads only.
+#define TENSOR_RO(B, N, T)                                                                 \
+  TENSOR_BUFFERS(B, N, restrict readonly)                                                  \
+  TENSOR_LOADS(N, T)
 
 // Shape decomposition: coordinate d of flat index `i` in a row-major shape given by its strides.
 #define COORD(i, stride, dim) (((i) / uint(stride)) % uint(dim))

@@ -89,9 +89,9 @@ layout(constant_id = 33) const int P2 = 0;
 // Width in bits of the operands' integer type (shifts, BITWISE_NOT wrap on store).
 layout(constant_id = 34) const int BITS = 32;
 
-TENSOR(0, a, TA)
-TENSOR(1, b, TB)
-TENSOR(2, c, TC)
+TENSOR_RO(0, a, TA)
+TENSOR_RO(1, b, TB)
+TENSOR_RO(2, c, TC)
 // The output is always binding 3; operands a unary or binary operator lacks are bound to `a` again
 // (every binding a shader declares must be in the pipeline layout).
 TENSOR(3, o, TO)

@@ -17,10 +17,10 @@ layout(constant_id = 3) const int OP = 0;      // 0: x * c, 1: x + c, 2: x - c
 layout(constant_id = 4) const int C = 1;       // the last dimension
 layout(constant_id = 5) const int TOTAL = 0;   // elements
 
-TENSOR(0, x, T)
-TENSOR(1, cst, T)
-TENSOR(2, bias, T_BIAS)
-TENSOR(3, res, T_RES)
+TENSOR_RO(0, x, T)
+TENSOR_RO(1, cst, T)
+TENSOR_RO(2, bias, T_BIAS)
+TENSOR_RO(3, res, T_RES)
 TENSOR(4, outp, T)
 
 #include "tc_epilogue.glsl"

@@ -28,7 +28,7 @@ layout(constant_id = 12) const int SX_D = 1;
 layout(constant_id = 13) const int OFF_Y = 0;
 layout(constant_id = 14) const int OFF_X = 0;
 
-TENSOR(0, inp, T_IN)
+TENSOR_RO(0, inp, T_IN)
 TENSOR(1, outp, T_OUT)
 
 const bool INT_MODE = T_IN == DT_I8 || T_IN == DT_I16;

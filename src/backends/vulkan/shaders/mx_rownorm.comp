@@ -27,7 +27,7 @@ layout(constant_id = 6) const int EPS_BITS = 0;
 layout(constant_id = 7) const int INV_N_BITS = 0;
 layout(local_size_x_id = 5) in;
 
-TENSOR(0, X, T)
+TENSOR_RO(0, X, T)
 TENSOR(1, Y, T)
 layout(std430, set = 0, binding = 2) readonly buffer Affine { float affine[]; };
 

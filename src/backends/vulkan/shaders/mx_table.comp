@@ -13,8 +13,8 @@ layout(constant_id = 0) const int T_IN = DT_I8;
 layout(constant_id = 1) const int N = 1;
 layout(local_size_x = 64) in;
 
-TENSOR(0, X, T_IN)
-TENSOR(1, TAB, T_IN)
+TENSOR_RO(0, X, T_IN)
+TENSOR_RO(1, TAB, T_IN)
 TENSOR(2, Y, (T_IN == DT_I8 ? DT_I8 : DT_I32))
 
 void main() {

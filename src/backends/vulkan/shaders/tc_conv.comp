@@ -59,10 +59,10 @@ layout(constant_id = 35) const int BIAS_BCAST = 0;
 layout(constant_id = 36) const int TOTAL = 0;  // output elements
 layout(constant_id = 37) const int GROUPS = 1;  // MODE 0: groups of a grouped convolution
 
-TENSOR(0, x, T_IN)
-TENSOR(1, w, T_W)
-TENSOR(2, bias, T_BIAS)
-TENSOR(3, res, T_RES)
+TENSOR_RO(0, x, T_IN)
+TENSOR_RO(1, w, T_W)
+TENSOR_RO(2, bias, T_BIAS)
+TENSOR_RO(3, res, T_RES)
 TENSOR(4, outp, T_OUT)
 
 #include "tc_epilogue.glsl"

@@ -97,10 +97,10 @@ layout(constant_id = 61) const int NBATCH = 1;
 layout(constant_id = 62) const int A_OFF = 0;
 layout(constant_id = 63) const int B_OFF = 0;
 
-TENSOR(0, a, T_A)
-TENSOR(1, b, T_B)
-TENSOR(2, bias, T_BIAS)
-TENSOR(3, res, T_RES)
+TENSOR_RO(0, a, T_A)
+TENSOR_RO(1, b, T_B)
+TENSOR_RO(2, bias, T_BIAS)
+TENSOR_RO(3, res, T_RES)
 TENSOR(4, outp, T_OUT)
 #if defined(ACC_FLOAT)
 layout(std430, set = 0, binding = 5) buffer PartB { float part[]; };

@@ -41,7 +41,7 @@ layout(constant_id = 22) const int TOTAL = 0;
 layout(constant_id = 23) const int INT_MIN_T = -128;  // integer type range
 layout(constant_id = 24) const int INT_MAX_T = 127;
 
-TENSOR(0, x, T_IO)
+TENSOR_RO(0, x, T_IO)
 TENSOR(1, outp, T_IO)
 
 float r16(float v) { return rte16(v); }

@@ -18,8 +18,8 @@ layout(constant_id = 59) const int SPLIT = 1;
 layout(constant_id = 61) const int NBATCH = 1;
 
 layout(std430, set = 0, binding = 0) readonly buffer PartB { float part[]; };
-TENSOR(1, bias, T_BIAS)
-TENSOR(2, res, T_RES)
+TENSOR_RO(1, bias, T_BIAS)
+TENSOR_RO(2, res, T_RES)
 TENSOR(3, outp, T_OUT)
 
 #include "tc_epilogue.glsl"
