@@ -5,7 +5,7 @@
 #include "common.glsl"
 layout(local_size_x = 64) in;
 layout(constant_id = 0) const int N = 1;
-layout(std430, set = 0, binding = 0) readonly buffer Src { uint src[]; };
+layout(std430, set = 0, binding = 0) restrict readonly buffer Src { uint src[]; };
 layout(std430, set = 0, binding = 1) writeonly buffer Dst { uint dst[]; };
 void main() {
   uint i = flat_id();

@@ -23,14 +23,14 @@ layout(constant_id = 9) const int L5 = 0;
 layout(constant_id = 10) const int L6 = 0;
 layout(constant_id = 11) const int L7 = 0;
 
-layout(std430, set = 0, binding = 0) readonly buffer In0 { uint in0[]; };
-layout(std430, set = 0, binding = 1) readonly buffer In1 { uint in1[]; };
-layout(std430, set = 0, binding = 2) readonly buffer In2 { uint in2[]; };
-layout(std430, set = 0, binding = 3) readonly buffer In3 { uint in3[]; };
-layout(std430, set = 0, binding = 4) readonly buffer In4 { uint in4[]; };
-layout(std430, set = 0, binding = 5) readonly buffer In5 { uint in5[]; };
-layout(std430, set = 0, binding = 6) readonly buffer In6 { uint in6[]; };
-layout(std430, set = 0, binding = 7) readonly buffer In7 { uint in7[]; };
+layout(std430, set = 0, binding = 0) restrict readonly buffer In0 { uint in0[]; };
+layout(std430, set = 0, binding = 1) restrict readonly buffer In1 { uint in1[]; };
+layout(std430, set = 0, binding = 2) restrict readonly buffer In2 { uint in2[]; };
+layout(std430, set = 0, binding = 3) restrict readonly buffer In3 { uint in3[]; };
+layout(std430, set = 0, binding = 4) restrict readonly buffer In4 { uint in4[]; };
+layout(std430, set = 0, binding = 5) restrict readonly buffer In5 { uint in5[]; };
+layout(std430, set = 0, binding = 6) restrict readonly buffer In6 { uint in6[]; };
+layout(std430, set = 0, binding = 7) restrict readonly buffer In7 { uint in7[]; };
 layout(std430, set = 0, binding = 8) writeonly buffer Out { uint outp[]; };
 
 const int P1 = L0;

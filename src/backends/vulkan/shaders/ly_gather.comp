@@ -14,12 +14,12 @@ layout(constant_id = 2) const int K = 1;
 layout(constant_id = 3) const int W = 1;
 layout(constant_id = 4) const int CU = 1;     // units per row
 
-layout(std430, set = 0, binding = 0) readonly buffer Val1 { int8_t val1[]; };
-layout(std430, set = 0, binding = 0) readonly buffer Val2 { int16_t val2[]; };
-layout(std430, set = 0, binding = 0) readonly buffer Val4 { uint val4[]; };
-layout(std430, set = 0, binding = 0) readonly buffer Val8 { uvec2 val8[]; };
-layout(std430, set = 0, binding = 0) readonly buffer Val16 { uvec4 val16[]; };
-layout(std430, set = 0, binding = 1) readonly buffer Idx { int idx[]; };
+layout(std430, set = 0, binding = 0) restrict readonly buffer Val1 { int8_t val1[]; };
+layout(std430, set = 0, binding = 0) restrict readonly buffer Val2 { int16_t val2[]; };
+layout(std430, set = 0, binding = 0) restrict readonly buffer Val4 { uint val4[]; };
+layout(std430, set = 0, binding = 0) restrict readonly buffer Val8 { uvec2 val8[]; };
+layout(std430, set = 0, binding = 0) restrict readonly buffer Val16 { uvec4 val16[]; };
+layout(std430, set = 0, binding = 1) restrict readonly buffer Idx { int idx[]; };
 layout(std430, set = 0, binding = 2) writeonly buffer Out1 { int8_t out1[]; };
 layout(std430, set = 0, binding = 2) writeonly buffer Out2 { int16_t out2[]; };
 layout(std430, set = 0, binding = 2) writeonly buffer Out4 { uint out4[]; };

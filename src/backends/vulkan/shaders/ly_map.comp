@@ -38,11 +38,11 @@ DIM(3, 26)
 DIM(4, 32)
 DIM(5, 38)
 
-layout(std430, set = 0, binding = 0) readonly buffer Src1 { int8_t src1[]; };
-layout(std430, set = 0, binding = 0) readonly buffer Src2 { int16_t src2[]; };
-layout(std430, set = 0, binding = 0) readonly buffer Src4 { uint src4[]; };
-layout(std430, set = 0, binding = 0) readonly buffer Src8 { uvec2 src8[]; };
-layout(std430, set = 0, binding = 0) readonly buffer Src16 { uvec4 src16[]; };
+layout(std430, set = 0, binding = 0) restrict readonly buffer Src1 { int8_t src1[]; };
+layout(std430, set = 0, binding = 0) restrict readonly buffer Src2 { int16_t src2[]; };
+layout(std430, set = 0, binding = 0) restrict readonly buffer Src4 { uint src4[]; };
+layout(std430, set = 0, binding = 0) restrict readonly buffer Src8 { uvec2 src8[]; };
+layout(std430, set = 0, binding = 0) restrict readonly buffer Src16 { uvec4 src16[]; };
 layout(std430, set = 0, binding = 1) writeonly buffer Dst1 { int8_t dst1[]; };
 layout(std430, set = 0, binding = 1) writeonly buffer Dst2 { int16_t dst2[]; };
 layout(std430, set = 0, binding = 1) writeonly buffer Dst4 { uint dst4[]; };

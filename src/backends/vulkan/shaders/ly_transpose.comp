@@ -30,9 +30,9 @@ BATCH(3, 17)
 const int TILES_A = (DA + 31) / 32;
 const int TILES_B = (DB + 31) / 32;
 
-layout(std430, set = 0, binding = 0) readonly buffer Src1 { uint8_t src1[]; };
-layout(std430, set = 0, binding = 0) readonly buffer Src2 { uint16_t src2[]; };
-layout(std430, set = 0, binding = 0) readonly buffer Src4 { uint src4[]; };
+layout(std430, set = 0, binding = 0) restrict readonly buffer Src1 { uint8_t src1[]; };
+layout(std430, set = 0, binding = 0) restrict readonly buffer Src2 { uint16_t src2[]; };
+layout(std430, set = 0, binding = 0) restrict readonly buffer Src4 { uint src4[]; };
 layout(std430, set = 0, binding = 1) writeonly buffer Dst1 { uint8_t dst1[]; };
 layout(std430, set = 0, binding = 1) writeonly buffer Dst2 { uint16_t dst2[]; };
 layout(std430, set = 0, binding = 1) writeonly buffer Dst4 { uint dst4[]; };

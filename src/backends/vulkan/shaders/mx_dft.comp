@@ -19,11 +19,11 @@ layout(constant_id = 5) const int SIGN = 1;
 layout(constant_id = 6) const int HAS_IMAG = 1;
 layout(local_size_x = 64) in;
 
-layout(std430, set = 0, binding = 0) readonly buffer InR { float in_r[]; };
-layout(std430, set = 0, binding = 1) readonly buffer InI { float in_i[]; };
+layout(std430, set = 0, binding = 0) restrict readonly buffer InR { float in_r[]; };
+layout(std430, set = 0, binding = 1) restrict readonly buffer InI { float in_i[]; };
 layout(std430, set = 0, binding = 2) writeonly buffer OutR { float out_r[]; };
 layout(std430, set = 0, binding = 3) writeonly buffer OutI { float out_i[]; };
-layout(std430, set = 0, binding = 4) readonly buffer Tw { float tw[]; };
+layout(std430, set = 0, binding = 4) restrict readonly buffer Tw { float tw[]; };
 
 void main() {
   const uint t = flat_id();

@@ -48,7 +48,7 @@ layout(constant_id = 13) const int DIVISOR = 0;
 layout(local_size_x_id = 12) in;
 
 TENSOR_RO(0, X, T_IN)
-layout(std430, set = 0, binding = 1) readonly buffer XIdx { int xidx[]; };
+layout(std430, set = 0, binding = 1) restrict readonly buffer XIdx { int xidx[]; };
 TENSOR(2, Y, T_OUT)
 layout(std430, set = 0, binding = 3) writeonly buffer YIdx { int yidx[]; };
 

@@ -25,7 +25,7 @@ layout(constant_id = 9) const int OUT_HI = 127;
 layout(local_size_x = 64) in;
 
 TENSOR_RO(0, X, T_IN)
-layout(std430, set = 0, binding = 1) readonly buffer Params { int params[]; };
+layout(std430, set = 0, binding = 1) restrict readonly buffer Params { int params[]; };
 TENSOR(2, Y, T_OUT)
 
 void main() {

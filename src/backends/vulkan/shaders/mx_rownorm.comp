@@ -29,7 +29,7 @@ layout(local_size_x_id = 5) in;
 
 TENSOR_RO(0, X, T)
 TENSOR(1, Y, T)
-layout(std430, set = 0, binding = 2) readonly buffer Affine { float affine[]; };
+layout(std430, set = 0, binding = 2) restrict readonly buffer Affine { float affine[]; };
 
 const int CACHE = 16;
 const bool CACHED = K <= LOCAL * CACHE;

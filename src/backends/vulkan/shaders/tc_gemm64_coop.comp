@@ -20,6 +20,6 @@
 #define SGM 2  // subgroups along m and n
 #define SGN 2
 shared float Cs[4 * 256];  // per subgroup: one 16 x 16 fp32 result on its way to the epilogue
-layout(std430, set = 0, binding = 0) readonly buffer AVec { uvec4 a_v[]; };
-layout(std430, set = 0, binding = 1) readonly buffer BVec { uvec4 b_v[]; };
+layout(std430, set = 0, binding = 0) restrict readonly buffer AVec { uvec4 a_v[]; };
+layout(std430, set = 0, binding = 1) restrict readonly buffer BVec { uvec4 b_v[]; };
 #include "tc_gemm.glsl"

@@ -17,7 +17,7 @@ layout(constant_id = 17) const int BIAS_BCAST = 0;
 layout(constant_id = 59) const int SPLIT = 1;
 layout(constant_id = 61) const int NBATCH = 1;
 
-layout(std430, set = 0, binding = 0) readonly buffer PartB { float part[]; };
+layout(std430, set = 0, binding = 0) restrict readonly buffer PartB { float part[]; };
 TENSOR_RO(1, bias, T_BIAS)
 TENSOR_RO(2, res, T_RES)
 TENSOR(3, outp, T_OUT)
