@@ -411,6 +411,17 @@ void emit_gemm(Lowering& l, const Tile& tile, int acc, int64_t M, int64_t N, int
   s.set(59, split);
   s.set(60, kslice);
   s.set(61, batch);
+  // fp32 operands staged as vectors (tc_gemm.glsl's VEC) where the SIMT tile reads them contiguous
+  // and 16-byte aligned: A along k (strided or a plain 1x1 convolution), B along n.
+  const std::string_view sh(tile.shader);
+  if (acc == 0 && (sh == "tc_gemm_f2" || sh == "tc_gemm_f4" || sh == "tc_gemm_f8")) {
+    s.set(64, 0);
+    const auto v = [&](int id) { return static_cast<int64_t>(s.v[static_cast<size_t>(id)]); };
+    const int32_t f32 = code(DType::kFp32);
+    const bool a4 = v(0) == f32 && v(18) == 0 && v(62) % 4 == 0 && v(9) % 4 == 0 && v(8) % 4 == 0 && K % 4 == 0;
+    const bool b4 = v(1) == f32 && v(12) == 1 && v(63) % 4 == 0 && v(11) % 4 == 0 && v(10) % 4 == 0 && N % 4 == 0;
+    s.set(64, (a4 ? 1 : 0) | (b4 ? 2 : 0));
+  }
   const auto groups = [](int64_t x, int64_t y, int64_t z) {
     return std::array<uint32_t, 3>{static_cast<uint32_t>(x), static_cast<uint32_t>(y), static_cast<uint32_t>(z)};
   };

@@ -267,6 +267,23 @@ TEST(VulkanTensor, Conv2dAndMatmulEveryTileSize) {
       ValueId b = net.input({DType::kFp16, {2, 37, 140}});
       check_vs_reference(net.finish({net.matmul(a, b, DType::kFp32)}), net.feeds, kF32);
     }
+    // fp32 with K and N multiples of 4: both operands staged as 4-float vectors (ragged M and N
+    // edges, batches), also split over K; a 1x1 convolution reads its input as A the same way.
+    for (const char* split : {"1", "3"}) {
+      SCOPED_TRACE(std::string("split ") + split);
+      ScopedEnv force_split("WEFT_VULKAN_GEMM_SPLIT", split);
+      Net net(13);
+      ValueId a = net.input({DType::kFp32, {3, 133, 44}});
+      ValueId b = net.input({DType::kFp32, {3, 44, 140}});
+      check_vs_reference(net.finish({net.matmul(a, b, DType::kFp32)}), net.feeds, kF32);
+    }
+    {
+      Net net(14);
+      ValueId x = net.input({DType::kFp32, {1, 11, 13, 24}});
+      ValueId y = net.conv(Op::CONV2D, x, net.weight({DType::kFp32, {36, 1, 1, 24}}), net.weight({DType::kFp32, {36}}),
+                           {0, 0, 0, 0}, {1, 1}, {1, 1}, DType::kFp32);
+      check_vs_reference(net.finish({y}), net.feeds, kF32);
+    }
   }
 }
 

@@ -96,9 +96,16 @@ layout(constant_id = 61) const int NBATCH = 1;
 // the partitioner absorbed): the element offset of A's and B's first element.
 layout(constant_id = 62) const int A_OFF = 0;
 layout(constant_id = 63) const int B_OFF = 0;
+// fp32 operands staged as 4-float vectors (SIMT tiles; the lowering checks alignment): bit 0 A (a
+// strided MATMUL operand or a plain 1x1 convolution: k contiguous, A_OFF / A_ROW / A_BATCH / K
+// multiples of 4), bit 1 B (n contiguous, B_OFF / B_K / B_BATCH / N multiples of 4). Every
+// invocation then loads one vector of each per K step.
+layout(constant_id = 64) const int VEC = 0;
 
 TENSOR_RO(0, a, T_A)
 TENSOR_RO(1, b, T_B)
+layout(std430, set = 0, binding = 0) restrict readonly buffer AV4 { vec4 a_v4[]; };
+layout(std430, set = 0, binding = 1) restrict readonly buffer BV4 { vec4 b_v4[]; };
 TENSOR_RO(2, bias, T_BIAS)
 TENSOR_RO(3, res, T_RES)
 TENSOR(4, outp, T_OUT)
@@ -288,6 +295,15 @@ void main() {
 #endif
 
   SH_T ra[A_LOADS], rb[B_LOADS];
+#if defined(ACC_FLOAT) && !defined(COOP)
+  const bool va = (VEC & 1) != 0, vb = (VEC & 2) != 0;
+  // Vector staging: A row var, k = vak .. vak + 3; B row vbk, columns vbn .. vbn + 3.
+  const int vak = int(lid % uint(BK / 4)) * 4, var_ = int(lid / uint(BK / 4));
+  const int vbn = int(lid % uint(BN / 4)) * 4, vbk = int(lid / uint(BN / 4));
+  vec4 ra4 = vec4(0), rb4 = vec4(0);
+#else
+  const bool va = false, vb = false;
+#endif
 
   // Iteration s loads step s + 1 into registers while step s is multiplied from shared memory
   // (s = -1 only loads the first step: one copy of the load code).
@@ -298,7 +314,17 @@ void main() {
       const int k0 = kbeg + (s + 1) * BK, k = k0 + ak;
       int ic = 0, kd = 0, ky = 0, kx = 0;
       if (CONV != 0) conv_tap(k, ic, kd, ky, kx);
-      [[unroll]] for (int p = 0; p < A_LOADS; ++p) {
+#if defined(ACC_FLOAT) && !defined(COOP)
+      if (va) {
+        const int m = m0 + var_, kv = k0 + vak;
+        ra4 = m < M && kv < kend ? a_v4[uint(A_OFF + batch * A_BATCH + m * A_ROW + kv) / 4u] : vec4(0);
+      }
+      if (vb) {
+        const int kb = k0 + vbk, n = n0 + vbn;
+        rb4 = kb < kend && n < N ? b_v4[uint(B_OFF + batch * B_BATCH + kb * B_K + n) / 4u] : vec4(0);
+      }
+#endif
+      if (!va) [[unroll]] for (int p = 0; p < A_LOADS; ++p) {
         SH_T v = SH_T(0);
         if (row_ok[p] && k < kend) {
           if (CONV == 0) {
@@ -311,7 +337,7 @@ void main() {
         }
         ra[p] = v;
       }
-      [[unroll]] for (int p = 0; p < B_LOADS; ++p) {
+      if (!vb) [[unroll]] for (int p = 0; p < B_LOADS; ++p) {
         const int kb = k0 + bk + B_ROWS * p, n = n0 + bn;
         rb[p] = (kb < kend && n < N) ? b_value(uint(B_OFF + batch * B_BATCH + kb * B_K + n * B_N)) : SH_T(0);
       }
@@ -374,11 +400,29 @@ void main() {
       [[unroll]] for (int p = 0; p < A_LOADS; ++p) Sm[ak * AS_STRIDE + ar + A_ROWS * p] = ra[p];
       [[unroll]] for (int p = 0; p < B_LOADS; ++p) Sm[AS_SIZE + (bk + B_ROWS * p) * BS_STRIDE + bn] = rb[p];
 #else
-      [[unroll]] for (int p = 0; p < A_LOADS; ++p) {
+#if defined(ACC_FLOAT)
+      if (va) {
+        [[unroll]] for (int j = 0; j < 4; ++j) {
+          const int i = (vak + j) * AS_STRIDE + var_;
+          Sm[i / CW][i % CW] = ra4[j];
+        }
+      }
+      if (vb) {
+        const int i = AS_SIZE + vbk * BS_STRIDE + vbn;
+        [[unroll]] for (int j = 0; j < 4; j += CW) {
+#if CW == 4
+          Sm[i / CW] = rb4;
+#else
+          Sm[(i + j) / CW] = SV(rb4[j], rb4[j + 1]);
+#endif
+        }
+      }
+#endif
+      if (!va) [[unroll]] for (int p = 0; p < A_LOADS; ++p) {
         const int i = ak * AS_STRIDE + ar + A_ROWS * p;
         Sm[i / CW][i % CW] = ra[p];
       }
-      [[unroll]] for (int p = 0; p < B_LOADS; ++p) {
+      if (!vb) [[unroll]] for (int p = 0; p < B_LOADS; ++p) {
         const int i = AS_SIZE + (bk + B_ROWS * p) * BS_STRIDE + bn;
         Sm[i / CW][i % CW] = rb[p];
       }
