@@ -418,7 +418,8 @@ void emit_gemm(Lowering& l, const Tile& tile, int acc, int64_t M, int64_t N, int
     s.set(64, 0);
     const auto v = [&](int id) { return static_cast<int64_t>(s.v[static_cast<size_t>(id)]); };
     const int32_t f32 = code(DType::kFp32);
-    const bool a4 = v(0) == f32 && v(18) == 0 && v(62) % 4 == 0 && v(9) % 4 == 0 && v(8) % 4 == 0 && K % 4 == 0;
+    const bool a4 = v(0) == f32 && K % 4 == 0 &&
+                    (v(18) == 0 ? v(62) % 4 == 0 && v(9) % 4 == 0 && v(8) % 4 == 0 : v(18) == 1 && v(19) % 4 == 0);
     const bool b4 = v(1) == f32 && v(12) == 1 && v(63) % 4 == 0 && v(11) % 4 == 0 && v(10) % 4 == 0 && N % 4 == 0;
     s.set(64, (a4 ? 1 : 0) | (b4 ? 2 : 0));
   }

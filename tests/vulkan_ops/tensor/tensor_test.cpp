@@ -277,6 +277,15 @@ TEST(VulkanTensor, Conv2dAndMatmulEveryTileSize) {
       ValueId b = net.input({DType::kFp32, {3, 44, 140}});
       check_vs_reference(net.finish({net.matmul(a, b, DType::kFp32)}), net.feeds, kF32);
     }
+    {  // a gathered convolution with IC % 4 == 0: padding, stride, dilation, a folded PAD's fill
+      Net net(15);
+      ValueId x = net.input({DType::kFp32, {2, 12, 11, 8}});
+      ValueId p = net.pad_hw(x, {1, 2, 2, 0}, 0.5);
+      ValueId y = net.conv(Op::CONV2D, p, net.weight({DType::kFp32, {68, 3, 3, 8}}), net.weight({DType::kFp32, {68}}),
+                           {1, 1, 1, 1}, {2, 1}, {1, 2}, DType::kFp32);
+      const std::string ex = check_vs_reference(net.finish({y}), net.feeds, kF32);
+      expect_pattern(ex, "PAD+CONV2D");
+    }
     {
       Net net(14);
       ValueId x = net.input({DType::kFp32, {1, 11, 13, 24}});

@@ -98,7 +98,7 @@ layout(constant_id = 62) const int A_OFF = 0;
 layout(constant_id = 63) const int B_OFF = 0;
 // fp32 operands staged as 4-float vectors (SIMT tiles; the lowering checks alignment): bit 0 A (a
 // strided MATMUL operand or a plain 1x1 convolution: k contiguous, A_OFF / A_ROW / A_BATCH / K
-// multiples of 4), bit 1 B (n contiguous, B_OFF / B_K / B_BATCH / N multiples of 4). Every
+// multiples of 4; a gathered convolution: IC a multiple of 4), bit 1 B (n contiguous, B_OFF / B_K / B_BATCH / N multiples of 4). Every
 // invocation then loads one vector of each per K step.
 layout(constant_id = 64) const int VEC = 0;
 
@@ -301,6 +301,9 @@ void main() {
   const int vak = int(lid % uint(BK / 4)) * 4, var_ = int(lid / uint(BK / 4));
   const int vbn = int(lid % uint(BN / 4)) * 4, vbk = int(lid / uint(BN / 4));
   vec4 ra4 = vec4(0), rb4 = vec4(0);
+  // Convolutions (IC a multiple of 4): the four k of a vector are four channels of one tap.
+  int vrow_n = 0, vrow_d = 0, vrow_y = 0, vrow_x = 0;
+  if (va && CONV != 0) conv_row(m0 + var_, vrow_n, vrow_d, vrow_y, vrow_x);
 #else
   const bool va = false, vb = false;
 #endif
@@ -317,7 +320,18 @@ void main() {
 #if defined(ACC_FLOAT) && !defined(COOP)
       if (va) {
         const int m = m0 + var_, kv = k0 + vak;
-        ra4 = m < M && kv < kend ? a_v4[uint(A_OFF + batch * A_BATCH + m * A_ROW + kv) / 4u] : vec4(0);
+        ra4 = vec4(0);
+        if (m < M && kv < kend) {
+          if (CONV == 0) {
+            ra4 = a_v4[uint(A_OFF + batch * A_BATCH + m * A_ROW + kv) / 4u];
+          } else {
+            int vic, vkd, vky, vkx;
+            conv_tap(kv, vic, vkd, vky, vkx);
+            const int src = conv_source(vrow_n, vrow_d, vrow_y, vrow_x, vkd, vky, vkx, vic);
+            if (src >= 0) ra4 = a_v4[uint(src) / 4u];
+            else if (src == -2) ra4 = vec4(fill_value());
+          }
+        }
       }
       if (vb) {
         const int kb = k0 + vbk, n = n0 + vbn;
