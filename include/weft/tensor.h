@@ -64,6 +64,8 @@ class Buffer {
   size_t size() const { return size_; }
   bool writable() const { return writable_; }
   bool same_storage(const Buffer& o) const { return data_ == o.data_; }
+  // Whether this is the only Buffer (or Tensor) holding its bytes' owner: nobody else can see them.
+  bool unique() const { return owner_ && owner_.use_count() == 1; }
 
  private:
   std::shared_ptr<const void> owner_;
