@@ -52,14 +52,16 @@ struct PostOp {
   // order (MUL(MUL(x, 0.5), .) or MUL(MUL(x, .), 0.5)).
   // kScale: MUL by a one-element float constant (`operand`; the MUL's shift is 0), attention's
   // 1 / sqrt(d) after Q K^T: exact as a post-op (one fp32 product, as the MUL rounds it).
-  enum class Kind { kBias, kResidual, kClamp, kSigmoid, kTanh, kSwish, kGeluErf, kHardSwish, kGeluTanh, kScale };
+  // kShift: ADD of a one-element float constant (`operand`) that is not a bias (hard-sigmoid's + 0.5
+  // after its scale): one fp32 sum, as the ADD.
+  enum class Kind { kBias, kResidual, kClamp, kSigmoid, kTanh, kSwish, kGeluErf, kHardSwish, kGeluTanh, kScale, kShift };
   Kind kind;
   int node = -1;        // the ADD, CLAMP, SIGMOID or TANH (kSwish: the SIGMOID; kGeluErf, kHardSwish: the first MUL;
                         // kGeluTanh: the MUL(x, x))
   int mul = -1;         // kSwish: the MUL of the SIGMOID's input by its result
   std::vector<int> more;  // kGeluErf: the ERF, ADD, MUL and MUL after `node`; kHardSwish: the ADD, CLAMP and MUL;
                           // kGeluTanh: the other seven nodes and, last, the final MUL
-  ValueId operand = kNoValue;  // kBias / kResidual: the ADD's other operand; kScale: the MUL's constant
+  ValueId operand = kNoValue;  // kBias / kResidual / kShift: the ADD's other operand; kScale: the MUL's constant
 };
 
 // A group of nodes the partitioner found together. Nodes are listed in graph order; every value

@@ -245,6 +245,8 @@ class Matcher {
         } else if (!had_residual && ot == rt) {
           ops.push_back({PostOp::Kind::kResidual, c, -1, {}, other});
           had_residual = true;
+        } else if (is_float(rt.dtype) && scalar(other)) {
+          ops.push_back({PostOp::Kind::kShift, c, -1, {}, other});
         } else {
           break;
         }
@@ -647,6 +649,7 @@ class Matcher {
         case PostOp::Kind::kHardSwish: pattern += "+HARDSWISH"; break;
         case PostOp::Kind::kGeluTanh: pattern += "+GELU_TANH"; break;
         case PostOp::Kind::kScale: pattern += "+SCALE"; break;
+        case PostOp::Kind::kShift: pattern += "+SHIFT"; break;
       }
     }
     c.pattern = pattern;

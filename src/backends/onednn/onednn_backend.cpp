@@ -306,6 +306,15 @@ void append_post_ops(const Graph& g, const Composite& c, dn::post_ops& ops, std:
       case PostOp::Kind::kScale:
         ops.append_eltwise(1.f, dn::algorithm::eltwise_linear, static_cast<float>(*const_scalar(g, p.operand)), 0.f);
         break;
+      // A binary add of the one-element constant, not eltwise_linear(1, c): oneDNN 2.6's matmul
+      // dropped the beta of a linear post-op that followed another (MATMUL+SCALE+SHIFT, LRN).
+      case PostOp::Kind::kShift: {
+        const dn::memory::dims dims(dst_md.dims().size(), 1);
+        dn::memory::desc md = plain_md(TensorType{DType::kFp32, Shape(dims.begin(), dims.end())});
+        ops.append_binary(dn::algorithm::binary_add, md);
+        args.push_back({DNNL_ARG_ATTR_MULTIPLE_POST_OP(ops.len() - 1) | DNNL_ARG_SRC_1, md, c.input_index(p.operand)});
+        break;
+      }
     }
   }
 }
@@ -329,7 +338,8 @@ Support post_ops_supported(const Graph& g, const Composite& c) {
   for (const PostOp& p : c.post_ops) {
     if (p.kind == PostOp::Kind::kClamp && !clamp_bounds(g.node(p.node)))
       return Support::no("CLAMP bounds of a non-fp32 type cannot be fused");
-    if ((p.kind == PostOp::Kind::kBias || p.kind == PostOp::Kind::kResidual) && type_of(g, p.operand).dtype != DType::kFp32)
+    if ((p.kind == PostOp::Kind::kBias || p.kind == PostOp::Kind::kResidual || p.kind == PostOp::Kind::kShift) &&
+        type_of(g, p.operand).dtype != DType::kFp32)
       return Support::no("only fp32 adds are fused");
   }
   return Support::yes();
@@ -725,7 +735,7 @@ struct GemvPostOp {
   PostOp::Kind kind;
   std::vector<float> bias;  // kBias: one value per output column
   float lo = 0, hi = 0;     // kClamp
-  float scale = 1;          // kScale
+  float scale = 1;          // kScale; kShift: the addend
   int input = -1;           // kResidual: the composite's input holding the addend
 };
 
@@ -796,6 +806,9 @@ class GemvKernel final : public Kernel {
       case PostOp::Kind::kScale:
         for (int64_t i = n0; i < n1; ++i) y[i] *= p.scale;
         break;
+      case PostOp::Kind::kShift:
+        for (int64_t i = n0; i < n1; ++i) y[i] += p.scale;
+        break;
     }
   }
 
@@ -842,7 +855,7 @@ std::unique_ptr<Kernel> prepare_gemv(const Graph& g, const Composite& c, const P
       auto bounds = clamp_bounds(g.node(p.node));
       if (!bounds) return nullptr;
       std::tie(q.lo, q.hi) = *bounds;
-    } else if (p.kind == PostOp::Kind::kScale) {
+    } else if (p.kind == PostOp::Kind::kScale || p.kind == PostOp::Kind::kShift) {
       const std::optional<double> s = const_scalar(g, p.operand);
       if (!s) return nullptr;
       q.scale = static_cast<float>(*s);
@@ -1169,9 +1182,8 @@ std::unique_ptr<Kernel> prepare_binary_chain(const Graph& g, const Composite& c,
     }
     Composite one = c;
     one.post_ops = {p};
-    std::vector<Arg> none;
     int unused = -1;
-    append_post_ops(g, one, ops, none, dst_md, nhwc, &unused);
+    append_post_ops(g, one, ops, args, dst_md, nhwc, &unused);
   }
   attr.set_post_ops(ops);
   dn::binary::desc d(*binary_of(n.op), m0, m1, dst_md);

@@ -101,7 +101,8 @@ enum EpKind : int32_t {
   kEpGelu,
   kEpHardSwish,
   kEpGeluTanh,
-  kEpScale
+  kEpScale,
+  kEpShift
 };
 
 struct Epilogue {
@@ -224,10 +225,11 @@ std::string plan_epilogue(const Graph& g, const Composite& c, Epilogue& ep, Valu
         ep.result = g.node(p.more.back()).outputs[0];
         break;
       }
-      case PostOp::Kind::kScale: {
+      case PostOp::Kind::kScale:
+      case PostOp::Kind::kShift: {
         const std::optional<double> s = const_scalar(g, p.operand);
-        if (!s) return "the fused MUL's constant is not one element";
-        kind = kEpScale;
+        if (!s) return "the fused operation's constant is not one element";
+        kind = p.kind == PostOp::Kind::kScale ? kEpScale : kEpShift;
         par[0] = static_cast<float>(*s);
         ep.result = n.outputs[0];
         break;

@@ -222,10 +222,10 @@ TEST(OneDnnVsReference, AttentionScoresSoftmax) {
   ValueId q = net.input({4, 6, 8});
   ValueId k = net.input({4, 8, 6});
   ValueId v = net.input({4, 6, 8});
-  ValueId scores = net.mul(net.matmul(q, k), net.scalar(0.35355339, 3));
+  ValueId scores = net.add(net.mul(net.matmul(q, k), net.scalar(0.35355339, 3)), net.scalar(-0.75, 3));
   ValueId out = net.matmul(softmax(net, scores, 2), v);
   Module m = net.finish({out});
-  check_vs_reference(m, net.feeds, {"MATMUL", "SOFTMAX", "MATMUL+SCALE"}, kTolAccumulate);
+  check_vs_reference(m, net.feeds, {"MATMUL", "SOFTMAX", "MATMUL+SCALE+SHIFT"}, kTolAccumulate);
 }
 
 // ---- Layer normalization --------------------------------------------------------------------------
@@ -323,8 +323,8 @@ TEST(OneDnnVsReference, BatchOneMatmulRunsOnTheGemvKernel) {
        [](Net& n, ValueId v) { return n.unary(Op::SIGMOID, n.add(v, n.input({1, 1, 20}))); }},
       {48, 8, true, false, "TRANSPOSE+MATMUL+TANH", [](Net& n, ValueId v) { return n.unary(Op::TANH, v); }},
       {48, 9, false, false, "MATMUL+SWISH", [](Net& n, ValueId v) { return n.swish(v); }},
-      {40, 24, false, false, "MATMUL+BIAS+SCALE",
-       [](Net& n, ValueId v) { return n.mul(n.add(v, n.weight({1, 1, 24})), n.scalar(0.125, 3)); }},
+      {40, 24, false, false, "MATMUL+BIAS+SCALE+SHIFT",
+       [](Net& n, ValueId v) { return n.add(n.mul(n.add(v, n.weight({1, 1, 24})), n.scalar(0.125, 3)), n.scalar(1.5, 3)); }},
   };
   uint32_t seed = 1200;
   for (const Case& c : cases)

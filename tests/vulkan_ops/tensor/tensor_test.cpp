@@ -711,8 +711,8 @@ TEST(VulkanTensor, HardSwishAndGeluTanhEpilogues) {
 }
 
 // A product with a one-element constant after a matmul (attention's 1 / sqrt(d) after Q K^T, behind
-// the importer's RESHAPE at batch > 1) and after a convolution: a post-op of the GEMM, one fp32
-// product as the MUL computes it.
+// the importer's RESHAPE at batch > 1) and after a convolution, and a sum with one (hard-sigmoid's
+// + 0.5): post-ops of the GEMM, one fp32 product / sum as the MUL / ADD computes it.
 TEST(VulkanTensor, ScaleEpilogue) {
   ScopedEnv no_coop("WEFT_VULKAN_NO_COOP", "1");
   const DType t = DType::kFp32;
@@ -730,6 +730,15 @@ TEST(VulkanTensor, ScaleEpilogue) {
                          {1, 1}, {1, 1}, t);
     const std::string ex = check_vs_reference(net.finish({net.clamp(net.mul(c, net.scalar(t, -1.5, 4)), 0.0, 6.0)}), net.feeds, kF32);
     expect_pattern(ex, "CONV2D+SCALE+CLAMP");
+  }
+  {  // hard-sigmoid as the ONNX importer lowers it: MUL 1/6, ADD 0.5 (a one-element constant: SHIFT), CLAMP
+    Net net(733);
+    ValueId x = net.input({t, {1, 5, 6, 8}}, -2, 2);
+    ValueId c = net.conv(Op::CONV2D, x, net.weight({t, {12, 1, 1, 8}}, -0.5, 0.5), net.weight({t, {12}}), {0, 0, 0, 0},
+                         {1, 1}, {1, 1}, t);
+    ValueId hs = net.clamp(net.add(net.mul(c, net.scalar(t, 1.0 / 6.0, 4)), net.scalar(t, 0.5, 4)), 0.0, 1.0);
+    const std::string ex = check_vs_reference(net.finish({hs}), net.feeds, kF32);
+    expect_pattern(ex, "CONV2D+SCALE+SHIFT+CLAMP");
   }
 }
 

@@ -23,6 +23,7 @@
 #define EP_HARDSWISH 9     // x * clamp(x * p0 + p1, 0, 1)  (p0 ~ 1/6, p1 ~ 0.5); NaN stays NaN
 #define EP_GELU_TANH 10    // (x * p2) * (1 + tanh((x + x^3 * p1) * p0))  (p0 ~ sqrt(2/pi), p1 ~ 0.044715, p2 ~ 0.5)
 #define EP_SCALE 11        // x * p0
+#define EP_SHIFT 12        // x + p0
 
 layout(constant_id = 40) const int EP_K0 = EP_NONE;
 layout(constant_id = 41) const int EP_K1 = EP_NONE;
@@ -81,6 +82,7 @@ float ep_apply(int kind, float p0, float p1, float p2, float v, uint idx, uint c
   if (kind == EP_HARDSWISH) return isnan(v) ? v : v * min(max(v * p0 + p1, 0.0), 1.0);
   if (kind == EP_GELU_TANH) return (v * p2) * (1.0 + tc_tanh((v + ((v * v) * v) * p1) * p0));
   if (kind == EP_SCALE) return v * p0;
+  if (kind == EP_SHIFT) return v + p0;
   return v;
 }
 
