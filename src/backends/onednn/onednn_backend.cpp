@@ -302,16 +302,14 @@ void append_post_ops(const Graph& g, const Composite& c, dn::post_ops& ops, std:
       // oneDNN 2.6's hardswish is x * relu6(x + 3) / 6, the same function (its alpha and beta are ignored).
       case PostOp::Kind::kHardSwish: ops.append_eltwise(1.f, dn::algorithm::eltwise_hardswish, 0.f, 0.f); break;
       case PostOp::Kind::kGeluTanh: ops.append_eltwise(1.f, dn::algorithm::eltwise_gelu_tanh, 0.f, 0.f); break;
-      // alpha * x + 0: one rounding, as the MUL.
+      // A binary multiply / add by the one-element constant (one rounding, as the MUL / ADD), not
+      // eltwise_linear: oneDNN 2.6's matmul dropped the beta of a linear post-op that followed
+      // another (MATMUL+SCALE+SHIFT; the LRN node test failed with it).
       case PostOp::Kind::kScale:
-        ops.append_eltwise(1.f, dn::algorithm::eltwise_linear, static_cast<float>(*const_scalar(g, p.operand)), 0.f);
-        break;
-      // A binary add of the one-element constant, not eltwise_linear(1, c): oneDNN 2.6's matmul
-      // dropped the beta of a linear post-op that followed another (MATMUL+SCALE+SHIFT, LRN).
       case PostOp::Kind::kShift: {
         const dn::memory::dims dims(dst_md.dims().size(), 1);
         dn::memory::desc md = plain_md(TensorType{DType::kFp32, Shape(dims.begin(), dims.end())});
-        ops.append_binary(dn::algorithm::binary_add, md);
+        ops.append_binary(p.kind == PostOp::Kind::kScale ? dn::algorithm::binary_mul : dn::algorithm::binary_add, md);
         args.push_back({DNNL_ARG_ATTR_MULTIPLE_POST_OP(ops.len() - 1) | DNNL_ARG_SRC_1, md, c.input_index(p.operand)});
         break;
       }
@@ -338,7 +336,8 @@ Support post_ops_supported(const Graph& g, const Composite& c) {
   for (const PostOp& p : c.post_ops) {
     if (p.kind == PostOp::Kind::kClamp && !clamp_bounds(g.node(p.node)))
       return Support::no("CLAMP bounds of a non-fp32 type cannot be fused");
-    if ((p.kind == PostOp::Kind::kBias || p.kind == PostOp::Kind::kResidual || p.kind == PostOp::Kind::kShift) &&
+    if ((p.kind == PostOp::Kind::kBias || p.kind == PostOp::Kind::kResidual || p.kind == PostOp::Kind::kShift ||
+         p.kind == PostOp::Kind::kScale) &&
         type_of(g, p.operand).dtype != DType::kFp32)
       return Support::no("only fp32 adds are fused");
   }

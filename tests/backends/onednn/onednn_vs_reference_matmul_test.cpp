@@ -222,10 +222,11 @@ TEST(OneDnnVsReference, AttentionScoresSoftmax) {
   ValueId q = net.input({4, 6, 8});
   ValueId k = net.input({4, 8, 6});
   ValueId v = net.input({4, 6, 8});
-  ValueId scores = net.add(net.mul(net.matmul(q, k), net.scalar(0.35355339, 3)), net.scalar(-0.75, 3));
+  ValueId scores =
+      net.add(net.mul(net.mul(net.matmul(q, k), net.scalar(0.35355339, 3)), net.scalar(1.25, 3)), net.scalar(-0.75, 3));
   ValueId out = net.matmul(softmax(net, scores, 2), v);
   Module m = net.finish({out});
-  check_vs_reference(m, net.feeds, {"MATMUL", "SOFTMAX", "MATMUL+SCALE+SHIFT"}, kTolAccumulate);
+  check_vs_reference(m, net.feeds, {"MATMUL", "SOFTMAX", "MATMUL+SCALE+SCALE+SHIFT"}, kTolAccumulate);
 }
 
 // ---- Layer normalization --------------------------------------------------------------------------
