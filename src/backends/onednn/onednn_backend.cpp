@@ -336,9 +336,7 @@ Support post_ops_supported(const Graph& g, const Composite& c) {
   for (const PostOp& p : c.post_ops) {
     if (p.kind == PostOp::Kind::kClamp && !clamp_bounds(g.node(p.node)))
       return Support::no("CLAMP bounds of a non-fp32 type cannot be fused");
-    if ((p.kind == PostOp::Kind::kBias || p.kind == PostOp::Kind::kResidual || p.kind == PostOp::Kind::kShift ||
-         p.kind == PostOp::Kind::kScale) &&
-        type_of(g, p.operand).dtype != DType::kFp32)
+    if (p.operand != kNoValue && type_of(g, p.operand).dtype != DType::kFp32)
       return Support::no("only fp32 adds are fused");
   }
   return Support::yes();
@@ -734,7 +732,7 @@ struct GemvPostOp {
   PostOp::Kind kind;
   std::vector<float> bias;  // kBias: one value per output column
   float lo = 0, hi = 0;     // kClamp
-  float scale = 1;          // kScale; kShift: the addend
+  float value = 0;          // kScale: the factor; kShift: the addend
   int input = -1;           // kResidual: the composite's input holding the addend
 };
 
@@ -803,10 +801,10 @@ class GemvKernel final : public Kernel {
           y[i] = 0.5f * y[i] * (1.0f + std::tanh(0.7978845608f * (y[i] + 0.044715f * y[i] * y[i] * y[i])));
         break;
       case PostOp::Kind::kScale:
-        for (int64_t i = n0; i < n1; ++i) y[i] *= p.scale;
+        for (int64_t i = n0; i < n1; ++i) y[i] *= p.value;
         break;
       case PostOp::Kind::kShift:
-        for (int64_t i = n0; i < n1; ++i) y[i] += p.scale;
+        for (int64_t i = n0; i < n1; ++i) y[i] += p.value;
         break;
     }
   }
@@ -841,7 +839,7 @@ std::unique_ptr<Kernel> prepare_gemv(const Graph& g, const Composite& c, const P
   StridedView av = c.a_view.empty() ? StridedView::contiguous(as) : *compiler::forward_chain(g, c.a_view);
   std::vector<GemvPostOp> post;
   for (const PostOp& p : c.post_ops) {
-    GemvPostOp q{p.kind, {}, 0, 0, 1, -1};
+    GemvPostOp q{p.kind, {}, 0, 0, 0, -1};
     if (p.kind == PostOp::Kind::kBias) {
       const Tensor* t = constant(g, p.operand);
       if (!t || t->dtype() != DType::kFp32 || (t->num_elements() != cols && t->num_elements() != 1)) return nullptr;
@@ -857,7 +855,7 @@ std::unique_ptr<Kernel> prepare_gemv(const Graph& g, const Composite& c, const P
     } else if (p.kind == PostOp::Kind::kScale || p.kind == PostOp::Kind::kShift) {
       const std::optional<double> s = const_scalar(g, p.operand);
       if (!s) return nullptr;
-      q.scale = static_cast<float>(*s);
+      q.value = static_cast<float>(*s);
     }
     post.push_back(std::move(q));
   }

@@ -417,7 +417,7 @@ void emit_gemm(Lowering& l, const Tile& tile, int acc, int64_t M, int64_t N, int
   // and 16-byte aligned: A along k (strided or a plain 1x1 convolution), B along n.
   const std::string_view sh(tile.shader);
   if (acc == 0 && (sh == "tc_gemm_f2" || sh == "tc_gemm_f4" || sh == "tc_gemm_f8")) {
-    s.set(64, 0);
+    s.set(64, 0);  // every id up to 64 now has a value (unset ones 0)
     const auto v = [&](int id) { return static_cast<int64_t>(s.v[static_cast<size_t>(id)]); };
     const int32_t f32 = code(DType::kFp32);
     const bool a4 = v(0) == f32 && K % 4 == 0 &&

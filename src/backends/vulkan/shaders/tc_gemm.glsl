@@ -96,10 +96,11 @@ layout(constant_id = 61) const int NBATCH = 1;
 // the partitioner absorbed): the element offset of A's and B's first element.
 layout(constant_id = 62) const int A_OFF = 0;
 layout(constant_id = 63) const int B_OFF = 0;
-// fp32 operands staged as 4-float vectors (SIMT tiles; the lowering checks alignment): bit 0 A (a
-// strided MATMUL operand or a plain 1x1 convolution: k contiguous, A_OFF / A_ROW / A_BATCH / K
-// multiples of 4; a gathered convolution: IC a multiple of 4), bit 1 B (n contiguous, B_OFF / B_K / B_BATCH / N multiples of 4). Every
-// invocation then loads one vector of each per K step.
+// fp32 operands staged as 4-float vectors (SIMT tiles; the lowering checks alignment):
+//   bit 0: A, a strided MATMUL operand or a plain 1x1 convolution (k contiguous; A_OFF, A_ROW,
+//          A_BATCH and K multiples of 4) or a gathered convolution (IC a multiple of 4);
+//   bit 1: B (n contiguous; B_OFF, B_K, B_BATCH and N multiples of 4).
+// Every invocation then loads one vector of each per K step.
 layout(constant_id = 64) const int VEC = 0;
 
 TENSOR_RO(0, a, T_A)
