@@ -50,10 +50,12 @@ struct PostOp {
   // written out (GPT-2's gelu_new, nn.GELU(approximate="tanh") exported): x^3 as MUL(MUL(x, x), x),
   // then MUL 0.044715, ADD x, MUL sqrt(2/pi), TANH, ADD 1, and the product with x and 0.5 in either
   // order (MUL(MUL(x, 0.5), .) or MUL(MUL(x, .), 0.5)).
-  // kScale: MUL by a one-element float constant (`operand`; the MUL's shift is 0), attention's
-  // 1 / sqrt(d) after Q K^T: exact as a post-op (one fp32 product, as the MUL rounds it).
-  // kShift: ADD of a one-element float constant (`operand`) that is not a bias (hard-sigmoid's + 0.5
-  // after its scale): one fp32 sum, as the ADD.
+  // kScale: MUL by a float constant (`operand`; the MUL's shift is 0) holding one value, attention's
+  // 1 / sqrt(d) after Q K^T, or one value per index of the result's last axis (the output channel;
+  // 1 along every other axis), ConvNeXt's layer scale: exact as a post-op (one fp32 product, as the
+  // MUL rounds it).
+  // kShift: ADD of such a constant (`operand`) that is not a bias (hard-sigmoid's + 0.5 after its
+  // scale, a per-channel shift after a per-channel scale): one fp32 sum, as the ADD.
   enum class Kind { kBias, kResidual, kClamp, kSigmoid, kTanh, kSwish, kGeluErf, kHardSwish, kGeluTanh, kScale, kShift };
   Kind kind;
   int node = -1;        // the ADD, CLAMP, SIGMOID or TANH (kSwish: the SIGMOID; kGeluErf, kHardSwish: the first MUL;

@@ -245,16 +245,16 @@ class Matcher {
         } else if (!had_residual && ot == rt) {
           ops.push_back({PostOp::Kind::kResidual, c, -1, {}, other});
           had_residual = true;
-        } else if (is_float(rt.dtype) && scalar(other)) {
+        } else if (is_float(rt.dtype) && (scalar(other) || per_column(other, rt))) {
           ops.push_back({PostOp::Kind::kShift, c, -1, {}, other});
         } else {
           break;
         }
       } else if (n.op == Op::MUL) {
         const ValueId o = other(n, r);
-        const std::optional<double> s = o == kNoValue || o == r ? std::nullopt : scalar(o);
+        const bool factor = o != kNoValue && o != r && (scalar(o) || per_column(o, rt));
         const std::optional<double> shift = n.inputs.size() > 2 ? scalar(n.inputs[2]) : std::optional<double>(0.0);
-        if (!s || !shift || *shift != 0 || !is_float(rt.dtype)) break;
+        if (!factor || !shift || *shift != 0 || !is_float(rt.dtype)) break;
         ops.push_back({PostOp::Kind::kScale, c, -1, {}, o});
       } else if (n.op == Op::CLAMP) {
         ops.push_back({PostOp::Kind::kClamp, c});
@@ -270,6 +270,14 @@ class Matcher {
     return ops;
   }
 
+  // A constant of `rt`'s element type holding one value per index of `rt`'s last axis (the output
+  // channel), of no higher rank and 1 along every other axis: ConvNeXt's layer scale [1,1,1,C].
+  bool per_column(ValueId v, const TensorType& rt) const {
+    if (!is_const(v)) return false;
+    const TensorType& t = g_.value(v).type;
+    return t.dtype == rt.dtype && t.rank() >= 1 && t.rank() <= rt.rank() && rt.rank() >= 1 &&
+           t.shape.back() == rt.shape.back() && shape_elements(t.shape) == t.shape.back();
+  }
   // A constant holding one value (any shape of one element).
   std::optional<double> scalar(ValueId v) const {
     int p = g_.value(v).producer;

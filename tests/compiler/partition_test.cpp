@@ -514,9 +514,9 @@ TEST(Partition, ConvReadTwiceByOneAddIsNotAResidual) {
   EXPECT_EQ(summary(g, p), (std::vector<std::string>{"fake CONV2D [conv]", "fake ADD [twice]"}));
 }
 
-TEST(Partition, BroadcastAddAfterConvIsNotFused) {
-  // A constant broadcast along channels is a bias only for MATMUL; for a conv it is neither a bias
-  // nor a residual (its type differs from the conv result).
+TEST(Partition, BroadcastAddAfterConvIsAPerChannelShift) {
+  // A constant broadcast along channels is a bias only for MATMUL; after a conv it is a per-channel
+  // SHIFT post-op (one fp32 sum, as the ADD), and the CLAMP after it joins too.
   Net n;
   ValueId x = n.input("x", {1, 4, 4, 2});
   ValueId c = n.conv(x, 3, "conv");
@@ -526,9 +526,7 @@ TEST(Partition, BroadcastAddAfterConvIsNotFused) {
   const Graph& g = m.main();
   FakeBackend fake("fake", {{"CONV2D", "ADD", "CLAMP"}, any_composite});
   Partition p = partition(m, {&fake, ref()});
-  // The broadcast ADD then anchors an element-wise chain of its own (ADD by a per-channel
-  // constant, then the CLAMP): one pass, but not part of the convolution.
-  EXPECT_EQ(summary(g, p), (std::vector<std::string>{"fake CONV2D [conv]", "fake ADD+CLAMP [badd,relu]"}));
+  EXPECT_EQ(summary(g, p), (std::vector<std::string>{"fake CONV2D+SHIFT+CLAMP [conv,badd,relu]"}));
 }
 
 TEST(Partition, OnlyOneResidualAddIsFused) {
@@ -871,12 +869,12 @@ TEST(Partition, MatmulBiasRules) {
          n.output(n.clamp(n.add(y, n.add(n.constant("bias", {1, 1, 5}), mm, "biased"), "res"), "clamp"));
        },
        {"fake MATMUL+BIAS+ADD+CLAMP [mm,biased,res,clamp]"}},
-      {"a bias after a residual is not fused",
+      {"a per-column constant after a residual is a shift, not a bias",
        [](Net& n, ValueId mm, ValueId y) { n.output(n.add(n.add(mm, y, "res"), n.constant("bias", {1, 1, 5}), "biased")); },
-       {"fake MATMUL+ADD [mm,res]", "fake ADD [biased]"}},
-      {"a bias after an activation is not fused",
+       {"fake MATMUL+ADD+SHIFT [mm,res,biased]"}},
+      {"a per-column constant after an activation is a shift, not a bias",
        [](Net& n, ValueId mm, ValueId) { n.output(n.add(n.clamp(mm, "clamp"), n.constant("bias", {1, 1, 5}), "biased")); },
-       {"fake MATMUL+CLAMP [mm,clamp]", "fake ADD [biased]"}},
+       {"fake MATMUL+CLAMP+SHIFT [mm,clamp,biased]"}},
       {"a constant varying along rows is no bias",
        [](Net& n, ValueId mm, ValueId) { n.output(n.add(mm, n.constant("bias", {1, 8, 5}), "biased")); },
        {"fake MATMUL [mm]", "fake ADD [biased]"}},
@@ -886,11 +884,16 @@ TEST(Partition, MatmulBiasRules) {
       {"a full-size constant is a residual",
        [](Net& n, ValueId mm, ValueId) { n.output(n.add(mm, n.constant("bias", {2, 8, 5}), "biased")); },
        {"fake MATMUL+ADD [mm,biased]"}},
-      {"two biases: the second is not fused",
+      {"two biases: the second is a shift",
        [](Net& n, ValueId mm, ValueId) {
          n.output(n.add(n.add(mm, n.constant("bias", {1, 1, 5}), "biased"), n.constant("bias2", {1, 1, 5}), "biased2"));
        },
-       {"fake MATMUL+BIAS [mm,biased]", "fake ADD [biased2]"}},
+       {"fake MATMUL+BIAS+SHIFT [mm,biased,biased2]"}},
+      {"a per-column factor is a scale; one varying along rows is not",
+       [](Net& n, ValueId mm, ValueId) {
+         n.output(n.mul(n.mul(mm, n.constant("s", {1, 1, 5}), "scaled"), n.constant("s2", {1, 8, 5}), "scaled2"));
+       },
+       {"fake MATMUL+SCALE [mm,scaled]", "fake MUL [scaled2]"}},
   };
   for (const Case& tc : cases) {
     SCOPED_TRACE(tc.what);
@@ -902,7 +905,7 @@ TEST(Partition, MatmulBiasRules) {
     tc.tail(n, mm, y);
     Module m = n.finish();
     const Graph& g = m.main();
-    FakeBackend fake("fake", {{"MATMUL", "ADD"}, any_composite});
+    FakeBackend fake("fake", {{"MATMUL", "ADD", "MUL"}, any_composite});
     Partition p = partition(m, {&fake, ref()});
     EXPECT_EQ(summary(g, p), tc.want);
   }

@@ -97,12 +97,6 @@ std::vector<int64_t> const_shape(const Graph& g, ValueId v) {
 
 const TensorType& type_of(const Graph& g, ValueId v) { return g.value(v).type; }
 
-std::optional<double> const_scalar(const Graph& g, ValueId v) {
-  const Tensor* t = constant(g, v);
-  if (!t || t->num_elements() != 1) return std::nullopt;
-  return t->at_double(0);
-}
-
 std::optional<int32_t> const_scalar_int(const Graph& g, ValueId v) {
   const Tensor* t = constant(g, v);
   if (!t || t->num_elements() != 1) return std::nullopt;
@@ -302,12 +296,16 @@ void append_post_ops(const Graph& g, const Composite& c, dn::post_ops& ops, std:
       // oneDNN 2.6's hardswish is x * relu6(x + 3) / 6, the same function (its alpha and beta are ignored).
       case PostOp::Kind::kHardSwish: ops.append_eltwise(1.f, dn::algorithm::eltwise_hardswish, 0.f, 0.f); break;
       case PostOp::Kind::kGeluTanh: ops.append_eltwise(1.f, dn::algorithm::eltwise_gelu_tanh, 0.f, 0.f); break;
-      // A binary multiply / add by the one-element constant (one rounding, as the MUL / ADD), not
+      // A binary multiply / add by the constant (one rounding, as the MUL / ADD), not
       // eltwise_linear: oneDNN 2.6's matmul dropped the beta of a linear post-op that followed
       // another (MATMUL+SCALE+SHIFT; the LRN node test failed with it).
+      // A per-channel constant is broadcast along the channel: oneDNN's logical dimension 1 of a
+      // convolution's NCHW, the last of a matmul's.
       case PostOp::Kind::kScale:
       case PostOp::Kind::kShift: {
-        const dn::memory::dims dims(dst_md.dims().size(), 1);
+        dn::memory::dims dims(dst_md.dims().size(), 1);
+        const int64_t values = shape_elements(type_of(g, p.operand).shape);
+        if (values > 1) dims[nhwc ? 1 : dims.size() - 1] = values;
         dn::memory::desc md = plain_md(TensorType{DType::kFp32, Shape(dims.begin(), dims.end())});
         ops.append_binary(p.kind == PostOp::Kind::kScale ? dn::algorithm::binary_mul : dn::algorithm::binary_add, md);
         args.push_back({DNNL_ARG_ATTR_MULTIPLE_POST_OP(ops.len() - 1) | DNNL_ARG_SRC_1, md, c.input_index(p.operand)});
@@ -730,10 +728,9 @@ Support matmul_supported(const Graph& g, const Composite& c) {
 // A fp32 post-op applied to each result element in the GEMV kernel (the result is one row).
 struct GemvPostOp {
   PostOp::Kind kind;
-  std::vector<float> bias;  // kBias: one value per output column
-  float lo = 0, hi = 0;     // kClamp
-  float value = 0;          // kScale: the factor; kShift: the addend
-  int input = -1;           // kResidual: the composite's input holding the addend
+  std::vector<float> column;  // kBias: the addend, kScale: the factor, kShift: the addend; one per output column
+  float lo = 0, hi = 0;       // kClamp
+  int input = -1;             // kResidual: the composite's input holding the addend
 };
 
 class GemvKernel final : public Kernel {
@@ -771,7 +768,8 @@ class GemvKernel final : public Kernel {
   static void apply(const GemvPostOp& p, const ExecArgs& a, float* y, int64_t n0, int64_t n1) {
     switch (p.kind) {
       case PostOp::Kind::kBias:
-        for (int64_t i = n0; i < n1; ++i) y[i] += p.bias[static_cast<size_t>(i)];
+      case PostOp::Kind::kShift:
+        for (int64_t i = n0; i < n1; ++i) y[i] += p.column[static_cast<size_t>(i)];
         break;
       case PostOp::Kind::kResidual: {
         const float* r = a.in[static_cast<size_t>(p.input)]->data<float>();
@@ -801,10 +799,7 @@ class GemvKernel final : public Kernel {
           y[i] = 0.5f * y[i] * (1.0f + std::tanh(0.7978845608f * (y[i] + 0.044715f * y[i] * y[i] * y[i])));
         break;
       case PostOp::Kind::kScale:
-        for (int64_t i = n0; i < n1; ++i) y[i] *= p.value;
-        break;
-      case PostOp::Kind::kShift:
-        for (int64_t i = n0; i < n1; ++i) y[i] += p.value;
+        for (int64_t i = n0; i < n1; ++i) y[i] *= p.column[static_cast<size_t>(i)];
         break;
     }
   }
@@ -839,12 +834,13 @@ std::unique_ptr<Kernel> prepare_gemv(const Graph& g, const Composite& c, const P
   StridedView av = c.a_view.empty() ? StridedView::contiguous(as) : *compiler::forward_chain(g, c.a_view);
   std::vector<GemvPostOp> post;
   for (const PostOp& p : c.post_ops) {
-    GemvPostOp q{p.kind, {}, 0, 0, 0, -1};
-    if (p.kind == PostOp::Kind::kBias) {
+    GemvPostOp q{p.kind, {}, 0, 0, -1};
+    if (p.kind == PostOp::Kind::kBias || p.kind == PostOp::Kind::kScale || p.kind == PostOp::Kind::kShift) {
+      // One value, or one per output column, spread over the columns.
       const Tensor* t = constant(g, p.operand);
       if (!t || t->dtype() != DType::kFp32 || (t->num_elements() != cols && t->num_elements() != 1)) return nullptr;
-      q.bias.resize(static_cast<size_t>(cols));
-      for (int64_t i = 0; i < cols; ++i) q.bias[static_cast<size_t>(i)] = t->data<float>()[t->num_elements() == 1 ? 0 : i];
+      q.column.resize(static_cast<size_t>(cols));
+      for (int64_t i = 0; i < cols; ++i) q.column[static_cast<size_t>(i)] = t->data<float>()[t->num_elements() == 1 ? 0 : i];
     } else if (p.kind == PostOp::Kind::kResidual) {
       if (shape_elements(type_of(g, p.operand).shape) != cols) return nullptr;
       q.input = c.input_index(p.operand);
@@ -852,10 +848,6 @@ std::unique_ptr<Kernel> prepare_gemv(const Graph& g, const Composite& c, const P
       auto bounds = clamp_bounds(g.node(p.node));
       if (!bounds) return nullptr;
       std::tie(q.lo, q.hi) = *bounds;
-    } else if (p.kind == PostOp::Kind::kScale || p.kind == PostOp::Kind::kShift) {
-      const std::optional<double> s = const_scalar(g, p.operand);
-      if (!s) return nullptr;
-      q.value = static_cast<float>(*s);
     }
     post.push_back(std::move(q));
   }

@@ -102,7 +102,9 @@ enum EpKind : int32_t {
   kEpHardSwish,
   kEpGeluTanh,
   kEpScale,
-  kEpShift
+  kEpShift,
+  kEpColumnScale,
+  kEpColumnShift
 };
 
 struct Epilogue {
@@ -110,6 +112,11 @@ struct Epilogue {
   float p[4][3] = {};
   ValueId bias = kNoValue, residual = kNoValue;
   ValueId result = kNoValue;  // the value the composite writes
+  // Per-column constants of kScale / kShift post-ops (one value per output channel), in post-op
+  // order. They travel in the bias binding after `cols` bias values (column_block): the j-th at
+  // offset (j + 1) * cols, which the post-op carries as its parameter.
+  std::vector<ValueId> columns;
+  int64_t cols = 0;
 };
 
 // The single-element constant among the first two operands of binary node n.
@@ -120,8 +127,10 @@ std::optional<double> scalar_operand(const Graph& g, const Node& n) {
 }
 
 // `base`: the value the post-ops apply to (kNoValue: the anchor's result; a grouped convolution's is
-// its CONCAT's).
-std::string plan_epilogue(const Graph& g, const Composite& c, Epilogue& ep, ValueId base = kNoValue) {
+// its CONCAT's). `columns_ok`: the caller packs per-column constants into the bias binding
+// (convolutions and MATMUL; not the element-wise chain, whose bias binding is the graph's).
+std::string plan_epilogue(const Graph& g, const Composite& c, Epilogue& ep, ValueId base = kNoValue,
+                          bool columns_ok = true) {
   const Node& a = g.node(c.anchor);
   if (base == kNoValue) base = a.outputs[0];
   ep.result = base;
@@ -227,11 +236,24 @@ std::string plan_epilogue(const Graph& g, const Composite& c, Epilogue& ep, Valu
       }
       case PostOp::Kind::kScale:
       case PostOp::Kind::kShift: {
-        const std::optional<double> s = const_scalar(g, p.operand);
-        if (!s) return "the fused operation's constant is not one element";
-        kind = p.kind == PostOp::Kind::kScale ? kEpScale : kEpShift;
-        par[0] = static_cast<float>(*s);
+        const bool scale = p.kind == PostOp::Kind::kScale;
         ep.result = n.outputs[0];
+        if (const std::optional<double> s = const_scalar(g, p.operand)) {
+          kind = scale ? kEpScale : kEpShift;
+          par[0] = static_cast<float>(*s);
+          break;
+        }
+        const Tensor* t = const_tensor(g, p.operand);
+        const int64_t cols = rt.shape.empty() ? 1 : rt.shape.back();
+        if (!t || t->dtype() != rt.dtype || t->num_elements() != cols)
+          return "the fused operation's constant is neither one value nor one per output column";
+        if (!columns_ok) return "a per-channel constant is fused only after a convolution or MATMUL";
+        ep.cols = cols;
+        ep.columns.push_back(p.operand);
+        const int64_t offset = static_cast<int64_t>(ep.columns.size()) * cols;
+        if (offset >= (int64_t{1} << 24)) return "too many output columns for a fused per-channel constant";
+        kind = scale ? kEpColumnScale : kEpColumnShift;
+        par[0] = static_cast<float>(offset);
         break;
       }
     }
@@ -245,6 +267,19 @@ std::string plan_epilogue(const Graph& g, const Composite& c, Epilogue& ep, Valu
 void gemm_geometry_defaults(Spec& s) {
   for (int id = 19; id <= 38; ++id) s.set(id, id == 31 || id == 32 ? 0 : 1);
   for (int id = 56; id <= 58; ++id) s.set(id, 0);
+}
+
+// The bias binding of a kernel whose epilogue has per-column constants: `cols` bias values (`bias`:
+// `bias_elems` = 1 or `cols` elements, spread over the columns; null: zeros) and then each of
+// ep.columns, all of type `t`.
+std::vector<uint8_t> column_block(const Graph& g, const Epilogue& ep, const uint8_t* bias, int64_t bias_elems, DType t) {
+  const size_t es = storage_size(t), cols = static_cast<size_t>(ep.cols);
+  std::vector<uint8_t> out((1 + ep.columns.size()) * cols * es, 0);
+  if (bias)
+    for (size_t i = 0; i < cols; ++i) std::memcpy(out.data() + i * es, bias + (bias_elems == 1 ? 0 : i) * es, es);
+  for (size_t j = 0; j < ep.columns.size(); ++j)
+    std::memcpy(out.data() + (j + 1) * cols * es, const_tensor(g, ep.columns[j])->bytes(), cols * es);
+  return out;
 }
 
 void epilogue_spec(Spec& s, const Epilogue& ep) {
@@ -629,6 +664,10 @@ std::string plan_conv(const Graph& g, const Composite& c, const Caps& caps, Conv
   p.bias_bcast = bt.shape[0] == 1 && p.OC != 1;
   if (std::string r = plan_window(g, c, p.win); !r.empty()) return r;
   if (std::string r = plan_epilogue(g, c, p.ep); !r.empty()) return r;
+  if (!p.ep.columns.empty()) {
+    if (!const_tensor(g, n.inputs[2])) return "a per-channel constant is fused only where the bias is a constant";
+    p.bias_bcast = false;  // spread over the columns in front of the per-channel constants
+  }
 
   const Tensor* wc = const_tensor(g, n.inputs[1]);
   if (!is_float(p.in_t))
@@ -730,7 +769,11 @@ void lower_conv(Lowering& l, const Composite& c) {
     std::vector<uint8_t> wb, bb;
     grouped_operands(l.graph, c, p, wb, bb);
     w_arg = l.data(std::move(wb));
+    if (!p.ep.columns.empty()) bb = column_block(l.graph, p.ep, bb.data(), p.OC, p.out_t);
     bias_arg = l.data(std::move(bb));
+  } else if (!p.ep.columns.empty()) {
+    const Tensor* bc = l.constant(bias);
+    bias_arg = l.data(column_block(l.graph, p.ep, bc->bytes(), bc->num_elements(), p.out_t));
   }
   const Arg residual = l.in(p.ep.residual != kNoValue ? p.ep.residual : x);
   const bool integer = !is_float(p.in_t);
@@ -795,7 +838,7 @@ void lower_conv(Lowering& l, const Composite& c) {
     s.set(56, p.pad_d);
     s.set(57, p.pad_y);
     s.set(58, p.pad_x);
-    emit_gemm(l, p.tile, p.acc, p.pixels(), p.OC, p.K(), 1, std::move(s), l.in(x), b, l.in(bias), residual,
+    emit_gemm(l, p.tile, p.acc, p.pixels(), p.OC, p.K(), 1, std::move(s), l.in(x), b, bias_arg, residual,
               l.out(p.ep.result));
     return;
   }
@@ -935,7 +978,7 @@ void lower_matmul(Lowering& l, const Composite& c) {
   }
   s.set(0, code(p.in_t));
   s.set(1, code(b_t));
-  s.set(2, code(type_of(l.graph, bias).dtype));
+  s.set(2, code(p.ep.columns.empty() ? type_of(l.graph, bias).dtype : p.out_t));  // column_block's type
   s.set(3, code(type_of(l.graph, res).dtype));
   s.set(4, code(p.out_t));
   s.set(5, p.H);
@@ -952,7 +995,12 @@ void lower_matmul(Lowering& l, const Composite& c) {
   s.set(14, p.bzp);
   s.set(15, p.acc == 1);
   gemm_geometry_defaults(s);
-  emit_gemm(l, p.tile, p.acc, p.H, p.W, p.C, p.N, std::move(s), l.in(a), b_arg, l.in(bias), l.in(res),
+  Arg bias_arg = l.in(bias);
+  if (!p.ep.columns.empty()) {
+    const Tensor* bc = p.ep.bias != kNoValue ? l.constant(p.ep.bias) : nullptr;
+    bias_arg = l.data(column_block(l.graph, p.ep, bc ? bc->bytes() : nullptr, bc ? bc->num_elements() : 0, p.out_t));
+  }
+  emit_gemm(l, p.tile, p.acc, p.H, p.W, p.C, p.N, std::move(s), l.in(a), b_arg, bias_arg, l.in(res),
             l.out(p.ep.result));
 }
 
@@ -1067,14 +1115,14 @@ std::string check_ew_chain(const Graph& g, const Composite& c, const Caps&) {
   }
   if (!fits_int32(rt)) return "too large for 32-bit shader indexing";
   Epilogue ep;
-  return plan_epilogue(g, c, ep);
+  return plan_epilogue(g, c, ep, kNoValue, false);
 }
 
 void lower_ew_chain(Lowering& l, const Composite& c) {
   if (std::string r = check_ew_chain(l.graph, c, l.caps); !r.empty()) l.fail(r);
   const Node& n = l.n();
   Epilogue ep;
-  plan_epilogue(l.graph, c, ep);
+  plan_epilogue(l.graph, c, ep, kNoValue, false);
   const TensorType& rt = l.type(n.outputs[0]);
   const ValueId bias = ep.bias != kNoValue ? ep.bias : n.inputs[0], res = ep.residual != kNoValue ? ep.residual : n.inputs[0];
   Spec s;

@@ -445,6 +445,23 @@ TEST(OneDnnVsReference, HardSwishAfterConvolutionsFuses) {
   }
 }
 
+TEST(OneDnnVsReference, PerChannelScaleAndShiftAfterConvolutions) {
+  // A batch norm left behind a convolution (x * s[c] + t[c]) and a clamp: binary post-ops broadcast
+  // along the channel, after a convolution with a one-element bias and after a depthwise one.
+  for (int depthwise = 0; depthwise < 2; ++depthwise) {
+    SCOPED_TRACE(depthwise ? "DEPTHWISE_CONV2D" : "CONV2D");
+    Net net(1410 + static_cast<uint32_t>(depthwise));
+    ValueId x = net.input({1, 9, 9, 8}, -3, 3);
+    ValueId c = depthwise ? net.depthwise(x, net.weight({3, 3, 8, 1}), net.weight({8}), {1, 1, 1, 1}, {1, 1}, {1, 1})
+                          : net.conv2d(x, net.weight({12, 3, 3, 8}), net.weight({1}), {1, 1, 1, 1}, {1, 1}, {1, 1});
+    const int64_t oc = depthwise ? 8 : 12;
+    ValueId y = net.clamp(net.add(net.mul(c, net.weight({1, 1, 1, oc}, 0.5, 2)), net.weight({1, 1, 1, oc})), -1, 1);
+    Module m = net.finish({y});
+    check_vs_reference(m, net.feeds, {depthwise ? "DEPTHWISE_CONV2D+SCALE+SHIFT+CLAMP" : "CONV2D+SCALE+SHIFT+CLAMP"},
+                       kTolAccumulate);
+  }
+}
+
 // ---- Grouped convolutions (SLICE per group -> CONV2D -> CONCAT) ----------------------------------
 
 // A grouped convolution as the ONNX importer writes it: the input's channels sliced into `groups`,

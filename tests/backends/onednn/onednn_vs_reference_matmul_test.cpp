@@ -125,6 +125,19 @@ TEST(OneDnnVsReference, PostOpsBehindTheReshapeOfAMatmulFuse) {
   }
 }
 
+TEST(OneDnnVsReference, PerChannelLayerScaleFusesAfterTheMatmul) {
+  // ConvNeXt's block end: pointwise MATMUL behind the importer's RESHAPE, bias, the layer scale
+  // gamma [1,1,1,C] (a per-channel MUL) and the residual add: one matmul with binary post-ops.
+  Net net(1117);
+  ValueId x = net.input({1, 6, 5, 24}, -2, 2);
+  ValueId r = net.input({1, 6, 5, 40});
+  ValueId m2 = net.matmul(net.reshape(x, {1, 30, 24}), net.weight({1, 24, 40}, -0.3, 0.3));
+  ValueId h = net.add(net.reshape(m2, {1, 6, 5, 40}), net.weight({1, 1, 1, 40}));
+  ValueId y = net.add(net.mul(h, net.weight({1, 1, 1, 40}, 1e-3, 1.0)), r);
+  Module m = net.finish({y});
+  check_vs_reference(m, net.feeds, {"MATMUL+RESHAPE+BIAS+SCALE+ADD"}, kTolAccumulate);
+}
+
 TEST(OneDnnVsReference, MatmulAttentionStyleTransposedOperands) {
   // q, k, v [1,S,H,D] -> TRANSPOSE [0,2,1,3] -> RESHAPE [H,S,D]; k additionally as [H,D,S] through
   // TRANSPOSE [0,2,3,1]. scores = q k^T (both operands strided views), then scores v.
@@ -326,6 +339,8 @@ TEST(OneDnnVsReference, BatchOneMatmulRunsOnTheGemvKernel) {
       {48, 9, false, false, "MATMUL+SWISH", [](Net& n, ValueId v) { return n.swish(v); }},
       {40, 24, false, false, "MATMUL+BIAS+SCALE+SHIFT",
        [](Net& n, ValueId v) { return n.add(n.mul(n.add(v, n.weight({1, 1, 24})), n.scalar(0.125, 3)), n.scalar(1.5, 3)); }},
+      {40, 27, false, false, "MATMUL+BIAS+SCALE+ADD",  // a per-column factor (the addend has the result's shape)
+       [](Net& n, ValueId v) { return n.add(n.mul(n.add(v, n.weight({1, 1, 27})), n.weight({1, 1, 27}, 0.5, 2)), n.weight({1, 1, 27})); }},
   };
   uint32_t seed = 1200;
   for (const Case& c : cases)

@@ -742,6 +742,51 @@ TEST(VulkanTensor, ScaleEpilogue) {
   }
 }
 
+// A product with, or a sum of, a constant holding one value per output channel ([1,..,1,C]:
+// ConvNeXt's layer scale, a batch norm left behind a convolution): the constants travel behind the
+// bias in the bias binding. MATMUL behind the importer's RESHAPE with bias and residual (fp32 and
+// fp16), MATMUL without a bias and split over K, a 3x3 convolution with a one-element bias, a
+// depthwise one (the direct kernel), and a grouped one.
+TEST(VulkanTensor, PerChannelScaleAndShiftEpilogue) {
+  ScopedEnv no_coop("WEFT_VULKAN_NO_COOP", "1");
+  for (DType t : {DType::kFp32, DType::kFp16}) {
+    SCOPED_TRACE(std::string("ConvNeXt block end, ") + std::string(dtype_name(t)));
+    Net net(734);
+    ValueId x = net.input({t, {1, 6, 5, 24}}, -2, 2);
+    ValueId m = net.matmul(net.reshape(x, {1, 30, 24}), net.weight({t, {1, 24, 40}}, -0.3, 0.3), t);
+    ValueId h = net.add(net.reshape(m, {1, 6, 5, 40}), net.weight({t, {1, 1, 1, 40}}));
+    ValueId y = net.add(net.mul(h, net.weight({t, {1, 1, 1, 40}}, 1e-3, 1.0)), net.input({t, {1, 6, 5, 40}}));
+    const std::string ex = check_vs_reference(net.finish({y}), net.feeds, t == DType::kFp32 ? kF32 : kF16Fused);
+    expect_pattern(ex, "MATMUL+RESHAPE+BIAS+SCALE+ADD");
+  }
+  for (const char* split : {"1", "4"}) {
+    SCOPED_TRACE(std::string("MATMUL+SCALE+SHIFT, split ") + split);
+    ScopedEnv force_split("WEFT_VULKAN_GEMM_SPLIT", split);
+    const DType t = DType::kFp32;
+    Net net(735);
+    ValueId a = net.input({t, {2, 9, 512}}, -1, 1);
+    ValueId mm = net.matmul(a, net.weight({t, {2, 512, 33}}, -0.1, 0.1), t);
+    ValueId y = net.add(net.mul(mm, net.weight({t, {1, 1, 33}}, 0.5, 2.0)), net.weight({t, {1, 1, 33}}));
+    const std::string ex = check_vs_reference(net.finish({y}), net.feeds, kF32);
+    expect_pattern(ex, "MATMUL+SCALE+SHIFT");
+  }
+  for (int depthwise = 0; depthwise < 2; ++depthwise) {
+    SCOPED_TRACE(depthwise ? "DEPTHWISE_CONV2D" : "CONV2D, one-element bias");
+    const DType t = DType::kFp32;
+    Net net(736 + static_cast<uint32_t>(depthwise));
+    ValueId x = net.input({t, {1, 9, 9, 8}}, -2, 2);
+    const int64_t oc = depthwise ? 8 : 12;
+    ValueId c = depthwise ? net.conv(Op::DEPTHWISE_CONV2D, x, net.weight({t, {3, 3, 8, 1}}), net.weight({t, {8}}),
+                                     {1, 1, 1, 1}, {1, 1}, {1, 1}, t)
+                          : net.conv(Op::CONV2D, x, net.weight({t, {12, 3, 3, 8}}, -0.5, 0.5), net.weight({t, {1}}),
+                                     {1, 1, 1, 1}, {1, 1}, {1, 1}, t);
+    ValueId y = net.clamp(net.add(net.mul(c, net.weight({t, {1, 1, 1, oc}}, 0.5, 2.0)), net.weight({t, {1, 1, 1, oc}})),
+                          -1.0, 1.0);
+    const std::string ex = check_vs_reference(net.finish({y}), net.feeds, kF32);
+    expect_pattern(ex, depthwise ? "DEPTHWISE_CONV2D+SCALE+SHIFT+CLAMP" : "CONV2D+SCALE+SHIFT+CLAMP");
+  }
+}
+
 // Bias, GELU and a residual add behind the RESHAPE the ONNX importer puts after a 3-D MatMul (BERT
 // at batch 32, ConvNeXt's pointwise layers): one dispatch, the epilogue at the matmul's flat index.
 TEST(VulkanTensor, MatmulPostOpsBehindTheReshape) {
@@ -1015,6 +1060,13 @@ TEST(VulkanTensor, GroupedConv2dRunsAsOneDispatch) {
       pattern += "+CLAMP";
     }
     expect_one_dispatch(net.finish({y}), net.feeds, kF32, pattern);
+  }
+  {  // a per-channel scale after it: packed behind the stacked biases
+    Net net(seed);
+    ValueId x = net.input({DType::kFp32, {1, 8, 8, 16}});
+    ValueId y = grouped_conv(net, x, kConvRows[0], 4, 4, 3, {1, 1, 1, 1}, {1, 1});
+    y = net.mul(y, net.weight({DType::kFp32, {1, 1, 1, 16}}, 0.5, 2.0));
+    expect_one_dispatch(net.finish({y}), net.feeds, kF32, "GROUPED_CONV2D+SCALE");
   }
 }
 

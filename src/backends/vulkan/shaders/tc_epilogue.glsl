@@ -3,7 +3,8 @@
 // src/backends/backend.h) to one result before it is stored.
 //
 // The including shader declares, before including this file:
-//   TENSOR(.., bias, T_BIAS)  the per-column operand of a kBias post-op (MATMUL) / conv bias;
+//   TENSOR(.., bias, T_BIAS)  the per-column operand of a kBias post-op (MATMUL) / conv bias, and
+//                             behind it any per-column constants of scale / shift post-ops;
 //   TENSOR(.., res, T_RES)    the residual operand (same shape and index as the output).
 //
 // Post-ops run in fp32 on the result already rounded as the anchor's own output, and the final
@@ -24,6 +25,8 @@
 #define EP_GELU_TANH 10    // (x * p2) * (1 + tanh((x + x^3 * p1) * p0))  (p0 ~ sqrt(2/pi), p1 ~ 0.044715, p2 ~ 0.5)
 #define EP_SCALE 11        // x * p0
 #define EP_SHIFT 12        // x + p0
+#define EP_COL_SCALE 13    // x * bias[p0 + column]  (a per-channel constant packed behind the bias)
+#define EP_COL_SHIFT 14    // x + bias[p0 + column]
 
 layout(constant_id = 40) const int EP_K0 = EP_NONE;
 layout(constant_id = 41) const int EP_K1 = EP_NONE;
@@ -83,6 +86,8 @@ float ep_apply(int kind, float p0, float p1, float p2, float v, uint idx, uint c
   if (kind == EP_GELU_TANH) return (v * p2) * (1.0 + tc_tanh((v + ((v * v) * v) * p1) * p0));
   if (kind == EP_SCALE) return v * p0;
   if (kind == EP_SHIFT) return v + p0;
+  if (kind == EP_COL_SCALE) return v * bias_ldf(col + uint(p0));
+  if (kind == EP_COL_SHIFT) return v + bias_ldf(col + uint(p0));
   return v;
 }
 
