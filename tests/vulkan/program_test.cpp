@@ -110,6 +110,48 @@ TEST(VulkanProgram, LargeInputsAndOutputsCrossWhole) {
   }
 }
 
+// Staged inputs and outputs of a megabyte and more move straight between the caller's memory and the
+// device where it can import host memory (VK_EXT_external_memory_host; lavapipe can): the caller's
+// buffers need no alignment (the pages around them are imported, and only their bytes are copied),
+// the bytes around an output stay as they were, and the results match the staging path's.
+TEST(VulkanProgram, LargeStagedTransfersImportTheCallersMemory) {
+  WEFT_VK_REQUIRE_DEVICE();
+  const uint32_t n = 600'001;  // 2.4 MB per tensor
+  vk::ProgramDesc d = chain(n, Role::kOutput);
+  d.map_device_memory = false;  // staged, as on a discrete GPU
+  vk::Program prog(vk::open_device(), d);
+  const bool imports = vk::stats(*prog.device()).host_import;
+  if (!imports) GTEST_LOG_(INFO) << "this device cannot import host memory: the staging path is checked instead";
+  // Unaligned on purpose: one float into larger vectors, whose neighbours must not change.
+  std::vector<float> xs(n + 2), ts(n + 2, -3.0f), zs(n + 2, -5.0f);
+  for (uint32_t i = 0; i < n + 2; ++i) xs[i] = static_cast<float>(i % 977) * 0.25f - 11.0f;
+  for (int run = 0; run < 2; ++run) {
+    prog.run({xs.data() + 1}, {ts.data() + 1, zs.data() + 1});
+    for (uint32_t i = 0; i < n; ++i) {
+      const float x = xs[i + 1];
+      ASSERT_EQ(ts[i + 1], 2.0f * x + 1.0f) << i;
+      ASSERT_EQ(zs[i + 1], (2.0f * x + 1.0f) * x) << i;
+    }
+    EXPECT_EQ(ts[0], -3.0f);
+    EXPECT_EQ(ts[n + 1], -3.0f);
+    EXPECT_EQ(zs[0], -5.0f);
+    EXPECT_EQ(zs[n + 1], -5.0f);
+    const vk::ProgramStats s = prog.stats();
+    EXPECT_EQ(s.bytes_uploaded, n * sizeof(float));
+    EXPECT_EQ(s.bytes_downloaded, 2 * n * sizeof(float));
+    EXPECT_EQ(s.bytes_imported, imports ? 3 * n * sizeof(float) : 0u);
+    for (uint32_t i = 0; i < n + 2; ++i) xs[i] = -xs[i];  // the next run reads the new values
+  }
+  // A small program on the same device stages its transfers (below the import threshold).
+  vk::ProgramDesc small = chain(1000, Role::kInternal);
+  small.map_device_memory = false;
+  vk::Program little(prog.device(), small);
+  std::vector<float> x(1000, 1.5f), z(1000);
+  little.run({x.data()}, {z.data()});
+  EXPECT_EQ(z[999], 6.0f);
+  EXPECT_EQ(little.stats().bytes_imported, 0u);
+}
+
 // Runs without timestamps (the runtime's unprofiled runs) give the same results and no dispatch
 // times; timed runs before and after them still have theirs.
 TEST(VulkanProgram, UntimedRunsSkipTheTimestamps) {

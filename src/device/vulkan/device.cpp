@@ -440,7 +440,7 @@ std::shared_ptr<Device> create_device(uint32_t index, const DeviceOptions& optio
   vkGetPhysicalDeviceFeatures2(d->physical, &features);
 
   std::vector<const char*> extensions;
-  bool has_coop_nv = false, has_exec_props = false;
+  bool has_coop_nv = false, has_exec_props = false, has_host_import = false;
   uint32_t ne = 0;
   if (vkEnumerateDeviceExtensionProperties(d->physical, nullptr, &ne, nullptr) == VK_SUCCESS) {
     std::vector<VkExtensionProperties> available(ne);
@@ -449,6 +449,7 @@ std::shared_ptr<Device> create_device(uint32_t index, const DeviceOptions& optio
         if (std::strcmp(available[i].extensionName, "VK_KHR_portability_subset") == 0)
           extensions.push_back("VK_KHR_portability_subset");
         if (std::strcmp(available[i].extensionName, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME) == 0) has_coop_nv = true;
+        if (std::strcmp(available[i].extensionName, VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME) == 0) has_host_import = true;
         if (std::strcmp(available[i].extensionName, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME) == 0)
           has_exec_props = true;
       }
@@ -513,6 +514,22 @@ std::shared_ptr<Device> create_device(uint32_t index, const DeviceOptions& optio
     }
   }
 
+  // Host memory imported as device memory (VK_EXT_external_memory_host; core VK_KHR_external_memory
+  // is in Vulkan 1.1): inputs and outputs without staging copies. WEFT_VULKAN_HOST_IMPORT=0 turns it off.
+  if (has_host_import && d->api_version >= VK_API_VERSION_1_1 && env("WEFT_VULKAN_HOST_IMPORT") != "0") {
+    VkPhysicalDeviceExternalMemoryHostPropertiesEXT hp{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_MEMORY_HOST_PROPERTIES_EXT};
+    VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+    p2.pNext = &hp;
+    vkGetPhysicalDeviceProperties2(d->physical, &p2);
+    const long page = sysconf(_SC_PAGESIZE);
+    if (hp.minImportedHostPointerAlignment > 0 && page > 0 &&
+        hp.minImportedHostPointerAlignment <= static_cast<VkDeviceSize>(page)) {
+      extensions.push_back(VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME);
+      d->host_import_alignment = hp.minImportedHostPointerAlignment;
+      d->host_import = true;
+    }
+  }
+
   float priority = 1.0f;
   VkDeviceQueueCreateInfo qci{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
   qci.queueFamilyIndex = d->queue_family;
@@ -527,6 +544,11 @@ std::shared_ptr<Device> create_device(uint32_t index, const DeviceOptions& optio
   check(vkCreateDevice(d->physical, &dci, nullptr, &d->device), "vkCreateDevice",
         "cannot open Vulkan " + d->label() + ": ");
   vkGetDeviceQueue(d->device, d->queue_family, 0, &d->queue);
+  if (d->host_import) {
+    d->host_pointer_properties = reinterpret_cast<PFN_vkGetMemoryHostPointerPropertiesEXT>(
+        vkGetDeviceProcAddr(d->device, "vkGetMemoryHostPointerPropertiesEXT"));
+    d->host_import = d->host_pointer_properties != nullptr;
+  }
 
   VkCommandPoolCreateInfo pci{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
   pci.queueFamilyIndex = d->queue_family;
@@ -725,7 +747,7 @@ void Device::save_pipeline_cache() {
   cache_saves.fetch_add(1);
 }
 
-void Device::submit_and_wait(VkCommandBuffer command_buffer, VkFence fence, uint32_t timeout_ms,
+void Device::submit_and_wait(std::vector<VkCommandBuffer> command_buffers, VkFence fence, uint32_t timeout_ms,
                              const std::string& name) {
   check_usable();
   {
@@ -743,8 +765,8 @@ void Device::submit_and_wait(VkCommandBuffer command_buffer, VkFence fence, uint
             q->jobs.pop_front();
           }
           VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
-          si.commandBufferCount = 1;
-          si.pCommandBuffers = &job->command_buffer;
+          si.commandBufferCount = static_cast<uint32_t>(job->command_buffers.size());
+          si.pCommandBuffers = job->command_buffers.data();
           VkResult r = vkQueueSubmit(vq, 1, &si, job->fence);
           {
             std::lock_guard<std::mutex> lock(q->mutex);
@@ -758,7 +780,7 @@ void Device::submit_and_wait(VkCommandBuffer command_buffer, VkFence fence, uint
     }
   }
   auto job = std::make_shared<detail::SubmitJob>();
-  job->command_buffer = command_buffer;
+  job->command_buffers = std::move(command_buffers);
   job->fence = fence;
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   auto q = submit_queue_;
@@ -875,6 +897,7 @@ DeviceStats stats(const Device& device) {
   s.disk_cache_status = device.cache_status;
   s.timestamps = device.timestamp_valid_bits > 0;
   s.lost = device.lost.load();
+  s.host_import = device.host_import;
   return s;
 }
 

@@ -61,7 +61,7 @@ struct PipelineEntry {
 // whose vkQueueSubmit executes the work synchronously (lavapipe) cannot block the caller past its
 // timeout. The state lives apart from the Device: a thread stuck in the driver may outlive it.
 struct SubmitJob {
-  VkCommandBuffer command_buffer = VK_NULL_HANDLE;
+  std::vector<VkCommandBuffer> command_buffers;
   VkFence fence = VK_NULL_HANDLE;
   VkResult result = VK_SUCCESS;
   bool done = false;                  // under SubmitQueue::mutex
@@ -172,6 +172,13 @@ class Device {
   // WEFT_VULKAN_PIPELINE_STATS set and VK_KHR_pipeline_executable_properties enabled: each new
   // pipeline's compiler statistics (registers, spills, shared memory, ...) go to stderr.
   bool pipeline_stats = false;
+  // VK_EXT_external_memory_host enabled (unless WEFT_VULKAN_HOST_IMPORT=0): large external inputs
+  // and outputs of a staged Program move straight between the caller's memory and the device
+  // (Program::Impl::run), without the staging copy. `host_import_alignment`: the extension's
+  // minImportedHostPointerAlignment (used only when it is at most the page size).
+  bool host_import = false;
+  VkDeviceSize host_import_alignment = 0;
+  PFN_vkGetMemoryHostPointerPropertiesEXT host_pointer_properties = nullptr;
 
   // The command pool (allocation and recording need it externally synchronized).
   std::mutex pool_mutex;
@@ -203,10 +210,14 @@ class Device {
   void mark_lost(const std::string& reason);
   void check_usable() const;  // throws Error(kRuntime) when lost
 
-  // Submits `command_buffer` signalling `fence` (unsignalled) and waits for it. Throws
-  // Error(kRuntime) on timeout (marking the device lost), device loss or submission failure.
-  void submit_and_wait(VkCommandBuffer command_buffer, VkFence fence, uint32_t timeout_ms,
+  // Submits `command_buffers` (in order, one submission) signalling `fence` (unsignalled) and waits
+  // for it. Throws Error(kRuntime) on timeout (marking the device lost), device loss or submission
+  // failure.
+  void submit_and_wait(std::vector<VkCommandBuffer> command_buffers, VkFence fence, uint32_t timeout_ms,
                        const std::string& name);
+  void submit_and_wait(VkCommandBuffer command_buffer, VkFence fence, uint32_t timeout_ms, const std::string& name) {
+    submit_and_wait(std::vector<VkCommandBuffer>{command_buffer}, fence, timeout_ms, name);
+  }
 
   // A memory type in `bits` with `required` flags, preferring those that also have `preferred`;
   // UINT32_MAX if none.

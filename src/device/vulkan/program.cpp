@@ -73,6 +73,83 @@ struct Range {
   bool overlaps(const Range& o) const { return buffer == o.buffer && begin < o.end && o.begin < end; }
 };
 
+// Host memory of the caller's imported as a transfer buffer for one run (VK_EXT_external_memory_host):
+// the whole pages around [ptr, ptr + bytes) (the import's alignment is at most the page size, so they
+// are the caller's mapped pages); the data starts at `offset` in `buffer`. Freed with the object.
+struct HostImport {
+  Device* dev = nullptr;
+  VkBuffer buffer = VK_NULL_HANDLE;
+  VkDeviceMemory memory = VK_NULL_HANDLE;
+  VkDeviceSize offset = 0;
+  HostImport() = default;
+  HostImport(const HostImport&) = delete;
+  HostImport& operator=(const HostImport&) = delete;
+  HostImport(HostImport&& o) noexcept { *this = std::move(o); }
+  HostImport& operator=(HostImport&& o) noexcept {
+    std::swap(dev, o.dev), std::swap(buffer, o.buffer), std::swap(memory, o.memory), std::swap(offset, o.offset);
+    return *this;
+  }
+  ~HostImport() {
+    if (!dev) return;
+    if (dev->lost.load()) {  // the device may still be using it
+      detail::keep_forever({detail::handle_ptr(buffer), detail::handle_ptr(memory)});
+      return;
+    }
+    if (buffer) vkDestroyBuffer(dev->device, buffer, nullptr);
+    if (memory) vkFreeMemory(dev->device, memory, nullptr);
+  }
+};
+
+// Large transfers only: below this the staging memcpy costs about what the import does.
+constexpr size_t kHostImportMin = size_t{1} << 20;
+
+// `ptr`'s pages as a transfer buffer, or an empty HostImport when the device cannot import them
+// (the caller then stages the copy): no extension, memory the driver refuses (a read-only file
+// mapping, say) or no host-coherent memory type for it.
+HostImport import_host(Device& dev, const void* ptr, size_t bytes) {
+  HostImport h;
+  if (!dev.host_import || bytes < kHostImportMin || !ptr) return h;
+  const uintptr_t a = static_cast<uintptr_t>(dev.host_import_alignment);
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(ptr) / a * a;
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(ptr) + bytes + a - 1) / a * a;
+  void* base = reinterpret_cast<void*>(begin);
+  VkMemoryHostPointerPropertiesEXT props{VK_STRUCTURE_TYPE_MEMORY_HOST_POINTER_PROPERTIES_EXT};
+  if (dev.host_pointer_properties(dev.device, VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT, base, &props) !=
+      VK_SUCCESS)
+    return h;
+  VkExternalMemoryBufferCreateInfo ext{VK_STRUCTURE_TYPE_EXTERNAL_MEMORY_BUFFER_CREATE_INFO};
+  ext.handleTypes = VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT;
+  VkBufferCreateInfo ci{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+  ci.pNext = &ext;
+  ci.size = end - begin;
+  ci.usage = VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+  ci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+  h.dev = &dev;
+  if (vkCreateBuffer(dev.device, &ci, nullptr, &h.buffer) != VK_SUCCESS) {
+    h.buffer = VK_NULL_HANDLE;
+    return HostImport{};
+  }
+  VkMemoryRequirements req;
+  vkGetBufferMemoryRequirements(dev.device, h.buffer, &req);
+  const uint32_t type = dev.find_memory_type(req.memoryTypeBits & props.memoryTypeBits,
+                                             VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
+  if (type == UINT32_MAX || req.size > ci.size) return HostImport{};
+  VkImportMemoryHostPointerInfoEXT import{VK_STRUCTURE_TYPE_IMPORT_MEMORY_HOST_POINTER_INFO_EXT};
+  import.handleType = VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT;
+  import.pHostPointer = base;
+  VkMemoryAllocateInfo ai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+  ai.pNext = &import;
+  ai.allocationSize = ci.size;
+  ai.memoryTypeIndex = type;
+  if (vkAllocateMemory(dev.device, &ai, nullptr, &h.memory) != VK_SUCCESS) {
+    h.memory = VK_NULL_HANDLE;
+    return HostImport{};
+  }
+  if (vkBindBufferMemory(dev.device, h.buffer, h.memory, 0) != VK_SUCCESS) return HostImport{};
+  h.offset = reinterpret_cast<uintptr_t>(ptr) - begin;
+  return h;
+}
+
 // A primary command buffer from the device's pool; the caller holds dev.pool_mutex. `p` prefixes
 // the error.
 VkCommandBuffer allocate_primary(Device& dev, const std::string& p) {
@@ -104,6 +181,9 @@ struct Program::Impl {
   // H200). Each is recorded on its first use.
   VkCommandBuffer command_buffer = VK_NULL_HANDLE;  // timed
   VkCommandBuffer plain_buffer = VK_NULL_HANDLE;    // untimed
+  // The transfers between staging memory and the staged external slots, submitted before and after
+  // the dispatches (recorded on first use). A run that imports the caller's memory records its own.
+  VkCommandBuffer stage_in = VK_NULL_HANDLE, stage_out = VK_NULL_HANDLE;
   VkFence fence = VK_NULL_HANDLE;
   VkQueryPool query_pool = VK_NULL_HANDLE;
   VkBuffer arena = VK_NULL_HANDLE;
@@ -120,6 +200,10 @@ struct Program::Impl {
   void create_slots();
   void upload_constants();
   void record(bool timed);
+  // Copies into the staged input slots (`in`) or out of the staged output slots, from / to their
+  // staging buffers or, where `imports` has one for the slot's index, the caller's imported memory.
+  // Returns false when there is nothing to copy.
+  bool record_transfers(VkCommandBuffer cb, bool in, const std::vector<HostImport>* imports);
   void run(const std::vector<const void*>& inputs, const std::vector<void*>& outputs, bool timed);
 };
 
@@ -127,8 +211,8 @@ Program::Impl::~Impl() {
   if (!device || !device->device) return;
   if (device->lost.load()) {
     using detail::handle_ptr;
-    detail::keep_forever({handle_ptr(command_buffer), handle_ptr(plain_buffer), handle_ptr(fence), handle_ptr(query_pool),
-                          handle_ptr(arena), handle_ptr(arena_memory)});
+    detail::keep_forever({handle_ptr(command_buffer), handle_ptr(plain_buffer), handle_ptr(stage_in), handle_ptr(stage_out),
+                          handle_ptr(fence), handle_ptr(query_pool), handle_ptr(arena), handle_ptr(arena_memory)});
     for (const Step& s : steps) {
       detail::keep_forever({handle_ptr(s.descriptor_pool)});
       for (const Backing& b : s.backings)
@@ -142,7 +226,7 @@ Program::Impl::~Impl() {
     return;
   }
   VkDevice d = device->device;
-  for (VkCommandBuffer* cb : {&command_buffer, &plain_buffer}) {
+  for (VkCommandBuffer* cb : {&command_buffer, &plain_buffer, &stage_in, &stage_out}) {
     if (!*cb) continue;
     std::lock_guard<std::mutex> lock(device->pool_mutex);
     vkFreeCommandBuffers(d, device->command_pool, 1, cb);
@@ -466,12 +550,12 @@ void Program::Impl::record(bool timed) {
   const VkAccessFlags kShaderAccess = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_UNIFORM_READ_BIT;
   const VkAccessFlags kTransferAccess = VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
 
-  // 1. Uploads of staged external inputs.
+  // 1. Staged external inputs are written by the transfers submitted just before this command
+  // buffer (record_transfers): their first readers wait for them (a barrier's first scope is every
+  // earlier command in submission order).
   for (uint32_t s : input_slots) {
     const SlotMemory& m = slots[s];
     if (!m.staged || m.b.bytes == 0) continue;
-    VkBufferCopy region{0, m.b.offset, m.b.bytes};
-    vkCmdCopyBuffer(cb, m.b.staging, m.b.buffer, 1, &region);
     touch(static_cast<int>(s), true, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT);
   }
 
@@ -591,23 +675,40 @@ void Program::Impl::record(bool timed) {
     }
   }
 
-  // 3. Downloads of staged external outputs, then make everything visible to the host.
+  // 3. Everything visible to the host and to the downloads of staged external outputs submitted
+  // after this command buffer (record_transfers).
   bool copies = false;
   for (uint32_t s : output_slots) copies |= slots[s].staged && slots[s].b.bytes > 0;
   if (pending_stages || copies)
     barrier(0, VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_HOST_BIT,
             VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_HOST_READ_BIT, {});
-  if (copies) {
-    for (uint32_t s : output_slots) {
-      const SlotMemory& m = slots[s];
-      if (!m.staged || m.b.bytes == 0) continue;
-      VkBufferCopy region{m.b.offset, 0, m.b.bytes};
-      vkCmdCopyBuffer(cb, m.b.buffer, m.b.staging, 1, &region);
-      touch(static_cast<int>(s), true, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT);
-    }
-    barrier(0, VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT, {});
-  }
   check(vkEndCommandBuffer(cb), "vkEndCommandBuffer", p + ": ");
+}
+
+bool Program::Impl::record_transfers(VkCommandBuffer cb, bool in, const std::vector<HostImport>* imports) {
+  const std::vector<uint32_t>& external = in ? input_slots : output_slots;
+  bool any = false;
+  VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+  check(vkBeginCommandBuffer(cb, &bi), "vkBeginCommandBuffer", what() + ": ");
+  for (size_t i = 0; i < external.size(); ++i) {
+    const SlotMemory& m = slots[external[i]];
+    if (!m.staged || m.b.bytes == 0) continue;
+    const HostImport* h = imports && (*imports)[i].buffer ? &(*imports)[i] : nullptr;
+    const VkBuffer host = h ? h->buffer : m.b.staging;
+    const VkDeviceSize host_offset = h ? h->offset : 0;
+    VkBufferCopy region = in ? VkBufferCopy{host_offset, m.b.offset, m.b.bytes} : VkBufferCopy{m.b.offset, host_offset, m.b.bytes};
+    if (in) vkCmdCopyBuffer(cb, host, m.b.buffer, 1, &region);
+    else vkCmdCopyBuffer(cb, m.b.buffer, host, 1, &region);
+    any = true;
+  }
+  if (any && !in) {
+    VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+    mb.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+    mb.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+    vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, nullptr, 0, nullptr);
+  }
+  check(vkEndCommandBuffer(cb), "vkEndCommandBuffer", what() + ": ");
+  return any;
 }
 
 void Program::Impl::run(const std::vector<const void*>& inputs, const std::vector<void*>& outputs, bool timed) {
@@ -628,12 +729,28 @@ void Program::Impl::run(const std::vector<const void*>& inputs, const std::vecto
   for (size_t i = 0; i < output_slots.size(); ++i)
     if (!outputs[i] && slots[output_slots[i]].b.bytes > 0)
       throw Error(ErrorCode::kInvalidArgument, p + ": no host memory for output " + std::to_string(i));
-  size_t up = 0, down = 0;
+  size_t up = 0, down = 0, imported = 0;
+  // Large staged inputs and outputs move straight from / to the caller's memory where the device can
+  // import it; the others go through staging memory.
+  std::vector<HostImport> in_imports(input_slots.size()), out_imports(output_slots.size());
+  bool any_import = false;
+  for (size_t i = 0; i < input_slots.size(); ++i) {
+    const SlotMemory& m = slots[input_slots[i]];
+    if (m.staged && (in_imports[i] = import_host(*device, inputs[i], m.b.bytes)).buffer) any_import = true;
+  }
+  for (size_t i = 0; i < output_slots.size(); ++i) {
+    const SlotMemory& m = slots[output_slots[i]];
+    if (m.staged && (out_imports[i] = import_host(*device, outputs[i], m.b.bytes)).buffer) any_import = true;
+  }
   for (size_t i = 0; i < input_slots.size(); ++i) {
     const Backing& b = slots[input_slots[i]].b;
     if (b.bytes == 0) continue;
-    staging_copy(b.host(), inputs[i], b.bytes);
     up += b.bytes;
+    if (in_imports[i].buffer) {
+      imported += b.bytes;
+      continue;
+    }
+    staging_copy(b.host(), inputs[i], b.bytes);
     if (!b.host_coherent()) {
       VkMappedMemoryRange r{VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE, nullptr, b.host_memory(), 0, VK_WHOLE_SIZE};
       check(vkFlushMappedMemoryRanges(d, 1, &r), "vkFlushMappedMemoryRanges", p + ": ");
@@ -641,7 +758,43 @@ void Program::Impl::run(const std::vector<const void*>& inputs, const std::vecto
   }
   check(vkResetFences(d, 1, &fence), "vkResetFences", p + ": ");
   if (!timed && !plain_buffer) record(false);
-  device->submit_and_wait(timed ? command_buffer : plain_buffer, fence, timeout_ms, desc.name);
+  // The transfers: recorded once for staging, per run around imported memory (freed when done).
+  struct RunBuffers {
+    Device* dev;
+    std::vector<VkCommandBuffer> cbs;
+    ~RunBuffers() {
+      if (cbs.empty() || dev->lost.load()) return;
+      std::lock_guard<std::mutex> lock(dev->pool_mutex);
+      vkFreeCommandBuffers(dev->device, dev->command_pool, static_cast<uint32_t>(cbs.size()), cbs.data());
+    }
+  } per_run{device.get(), {}};
+  VkCommandBuffer pre = VK_NULL_HANDLE, post = VK_NULL_HANDLE;
+  {
+    std::lock_guard<std::mutex> lock(device->pool_mutex);
+    bool has_in = false, has_out = false;
+    for (uint32_t s : input_slots) has_in |= slots[s].staged && slots[s].b.bytes > 0;
+    for (uint32_t s : output_slots) has_out |= slots[s].staged && slots[s].b.bytes > 0;
+    if (any_import) {
+      if (has_in) {
+        per_run.cbs.push_back(pre = allocate_primary(*device, p));
+        record_transfers(pre, true, &in_imports);
+      }
+      if (has_out) {
+        per_run.cbs.push_back(post = allocate_primary(*device, p));
+        record_transfers(post, false, &out_imports);
+      }
+    } else {
+      if (has_in && !stage_in) record_transfers(stage_in = allocate_primary(*device, p), true, nullptr);
+      if (has_out && !stage_out) record_transfers(stage_out = allocate_primary(*device, p), false, nullptr);
+      pre = has_in ? stage_in : VK_NULL_HANDLE;
+      post = has_out ? stage_out : VK_NULL_HANDLE;
+    }
+  }
+  std::vector<VkCommandBuffer> submission;
+  if (pre) submission.push_back(pre);
+  submission.push_back(timed ? command_buffer : plain_buffer);
+  if (post) submission.push_back(post);
+  device->submit_and_wait(std::move(submission), fence, timeout_ms, desc.name);
   // A loop cut short by llvmpipe: the outputs are wrong, and not handed out.
   for (size_t k = 0; k < guard_slots.size(); ++k) {
     const Backing& b = slots[guard_slots[k]].b;
@@ -662,6 +815,11 @@ void Program::Impl::run(const std::vector<const void*>& inputs, const std::vecto
   for (size_t i = 0; i < output_slots.size(); ++i) {
     const Backing& b = slots[output_slots[i]].b;
     if (b.bytes == 0) continue;
+    if (out_imports[i].buffer) {  // already in the caller's memory
+      down += b.bytes;
+      imported += b.bytes;
+      continue;
+    }
     if (!b.host_coherent()) {
       VkMappedMemoryRange r{VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE, nullptr, b.host_memory(), 0, VK_WHOLE_SIZE};
       check(vkInvalidateMappedMemoryRanges(d, 1, &r), "vkInvalidateMappedMemoryRanges", p + ": ");
@@ -678,6 +836,7 @@ void Program::Impl::run(const std::vector<const void*>& inputs, const std::vecto
   }
   stats.bytes_uploaded = up;
   stats.bytes_downloaded = down;
+  stats.bytes_imported = imported;
   ++stats.runs;
   total_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   detail::check_validation(validation_before, "running", p);

@@ -139,6 +139,7 @@ struct DeviceStats {
   std::string disk_cache_status;    // "disabled", "absent", "loaded", "ignored: <why>"
   bool timestamps = false;          // the queue supports timestamp queries
   bool lost = false;                // the device is no longer used (see ComputeKernel::run)
+  bool host_import = false;         // imports the caller's memory for large transfers (ProgramStats::bytes_imported)
 };
 DeviceStats stats(const Device& device);
 // Kernels that reused an existing pipeline (stats(d).pipeline_cache_hits).
@@ -267,6 +268,8 @@ struct ProgramDesc {
 struct ProgramStats {
   size_t bytes_uploaded = 0;    // host -> device bytes of the last run (external inputs)
   size_t bytes_downloaded = 0;  // device -> host bytes of the last run (external outputs)
+  size_t bytes_imported = 0;    // of those, moved straight from / to the caller's memory, imported as
+                                // device memory (VK_EXT_external_memory_host), without a staging copy
   size_t barriers = 0;          // vkCmdPipelineBarrier calls recorded
   size_t images = 0;            // image objects (one per image resource of each dispatch)
   size_t runs = 0;
