@@ -116,10 +116,11 @@ TEST(VulkanProgram, LargeInputsAndOutputsCrossWhole) {
 // the bytes around an output stay as they were, and the results match the staging path's.
 TEST(VulkanProgram, LargeStagedTransfersImportTheCallersMemory) {
   WEFT_VK_REQUIRE_DEVICE();
+  vk_test::ScopedEnv opt_in("WEFT_VULKAN_HOST_IMPORT", "1");  // read when the device opens: a fresh one below
   const uint32_t n = 600'001;  // 2.4 MB per tensor
   vk::ProgramDesc d = chain(n, Role::kOutput);
   d.map_device_memory = false;  // staged, as on a discrete GPU
-  vk::Program prog(vk::open_device(), d);
+  vk::Program prog(vk::open_device("", {.exclusive = true}), d);
   const bool imports = vk::stats(*prog.device()).host_import;
   if (!imports) GTEST_LOG_(INFO) << "this device cannot import host memory: the staging path is checked instead";
   // Unaligned on purpose: one float into larger vectors, whose neighbours must not change.

@@ -515,8 +515,11 @@ std::shared_ptr<Device> create_device(uint32_t index, const DeviceOptions& optio
   }
 
   // Host memory imported as device memory (VK_EXT_external_memory_host; core VK_KHR_external_memory
-  // is in Vulkan 1.1): inputs and outputs without staging copies. WEFT_VULKAN_HOST_IMPORT=0 turns it off.
-  if (has_host_import && d->api_version >= VK_API_VERSION_1_1 && env("WEFT_VULKAN_HOST_IMPORT") != "0") {
+  // is in Vulkan 1.1): inputs and outputs without staging copies, asked for by WEFT_VULKAN_HOST_IMPORT=1.
+  // Off by default: on an H100 (driver 580) importing and releasing the pages per run cost more than
+  // the staging memcpy it saves (bench/vulkan_transfer_bench: a 4 MiB round trip 1.62 ms against
+  // 1.00 ms staged, 64 MiB 17.1 against 8.0 ms; docs/vulkan.md).
+  if (has_host_import && d->api_version >= VK_API_VERSION_1_1 && env("WEFT_VULKAN_HOST_IMPORT") == "1") {
     VkPhysicalDeviceExternalMemoryHostPropertiesEXT hp{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_MEMORY_HOST_PROPERTIES_EXT};
     VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
     p2.pNext = &hp;

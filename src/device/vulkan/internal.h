@@ -172,7 +172,7 @@ class Device {
   // WEFT_VULKAN_PIPELINE_STATS set and VK_KHR_pipeline_executable_properties enabled: each new
   // pipeline's compiler statistics (registers, spills, shared memory, ...) go to stderr.
   bool pipeline_stats = false;
-  // VK_EXT_external_memory_host enabled (unless WEFT_VULKAN_HOST_IMPORT=0): large external inputs
+  // VK_EXT_external_memory_host enabled (WEFT_VULKAN_HOST_IMPORT=1 and the device has it): large external inputs
   // and outputs of a staged Program move straight between the caller's memory and the device
   // (Program::Impl::run), without the staging copy. `host_import_alignment`: the extension's
   // minImportedHostPointerAlignment (used only when it is at most the page size).
