@@ -172,7 +172,9 @@ class Matcher {
       v = g_.node(p).inputs[0];
     }
     // Shortest source-side trim that is expressible (a reshape that needs a copy ends the chain).
-    while (!chain.empty() && !forward_chain(g_, chain)) chain.erase(chain.begin());
+    // (A split batch axis, attention's heads of a batch, is offered too: backends that cannot
+    // address one decline the composite and run the chain on its own.)
+    while (!chain.empty() && !forward_chain(g_, chain, true)) chain.erase(chain.begin());
     // A chain of reshapes alone is a free alias anyway; a TRANSPOSE or SLICE (q/k/v split out of
     // one projection) in it is a copy the strided view saves.
     bool copies = false;
@@ -192,7 +194,7 @@ class Matcher {
       chain.push_back(c);
       r = g_.node(c).outputs[0];
     }
-    while (!chain.empty() && (!backward_chain(g_, chain) || g_.node(chain.back()).op == Op::RESHAPE)) chain.pop_back();
+    while (!chain.empty() && (!backward_chain(g_, chain, true) || g_.node(chain.back()).op == Op::RESHAPE)) chain.pop_back();
     // (Trailing RESHAPEs are trimmed above: they are free aliases of the chain's result.)
     bool has_transpose = false;
     for (int ni : chain) has_transpose |= g_.node(ni).op == Op::TRANSPOSE;

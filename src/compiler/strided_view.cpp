@@ -10,6 +10,7 @@ StridedView StridedView::contiguous(const Shape& dims) {
 }
 
 bool StridedView::is_contiguous() const {
+  if (split > 1) return false;
   StridedView c = contiguous(dims);
   for (size_t i = 0; i < dims.size(); ++i)
     if (dims[i] != 1 && strides[i] != c.strides[i]) return false;
@@ -29,7 +30,10 @@ StridedView transpose_view(const StridedView& v, const std::vector<int64_t>& per
 // Groups the old and new dimensions into runs of equal element count; within a run the old
 // dimensions must be laid out contiguously relative to each other, and the new dimensions take
 // strides from the run's innermost stride.
-std::optional<StridedView> reshape_view(const StridedView& v, const Shape& to) {
+namespace {
+
+// reshape_view without split views: nullopt when strides cannot express it.
+std::optional<StridedView> plain_reshape(const StridedView& v, const Shape& to) {
   // Size-1 dimensions carry no addressing information: drop them from the source.
   Shape od;
   std::vector<int64_t> os;
@@ -80,15 +84,40 @@ std::optional<StridedView> reshape_view(const StridedView& v, const Shape& to) {
   return r;
 }
 
+}  // namespace
+
+std::optional<StridedView> reshape_view(const StridedView& v, const Shape& to, bool allow_split) {
+  if (v.split > 1) {
+    if (to == v.dims) return v;
+    return std::nullopt;
+  }
+  if (auto r = plain_reshape(v, to)) return r;
+  if (!allow_split) return std::nullopt;
+  // [d0, d1, rest...] -> [d0 * d1, rest...] with d0's and d1's strides unrelated: a split axis.
+  if (v.dims.size() < 2 || to.size() + 1 != v.dims.size() || to[0] != v.dims[0] * v.dims[1] || v.dims[1] < 2)
+    return std::nullopt;
+  for (size_t i = 1; i < to.size(); ++i)
+    if (to[i] != v.dims[i + 1]) return std::nullopt;
+  StridedView r;
+  r.dims = to;
+  r.strides.push_back(v.strides[1]);
+  r.strides.insert(r.strides.end(), v.strides.begin() + 2, v.strides.end());
+  r.offset = v.offset;
+  r.split = v.dims[1];
+  r.outer = v.strides[0];
+  return r;
+}
+
 StridedView slice_view(const StridedView& v, const std::vector<int64_t>& start, const Shape& size) {
   StridedView r{size, v.strides, v.offset};
   for (size_t i = 0; i < start.size() && i < v.strides.size(); ++i) r.offset += start[i] * v.strides[i];
   return r;
 }
 
-std::optional<StridedView> apply_node(const Graph& g, const Node& n, const StridedView& v) {
+std::optional<StridedView> apply_node(const Graph& g, const Node& n, const StridedView& v, bool allow_split) {
+  if (v.split > 1 && n.op != Op::RESHAPE) return std::nullopt;
   if (n.op == Op::TRANSPOSE) return transpose_view(v, n.attr_ints("perms"));
-  if (n.op == Op::RESHAPE) return reshape_view(v, g.value(n.outputs[0]).type.shape);
+  if (n.op == Op::RESHAPE) return reshape_view(v, g.value(n.outputs[0]).type.shape, allow_split);
   if (n.op == Op::SLICE) {
     const int p = g.value(n.inputs[1]).producer;
     if (p < 0 || g.node(p).op != Op::CONST_SHAPE) return std::nullopt;
@@ -97,21 +126,22 @@ std::optional<StridedView> apply_node(const Graph& g, const Node& n, const Strid
   return std::nullopt;
 }
 
-std::optional<StridedView> forward_chain(const Graph& g, const std::vector<int>& chain) {
+std::optional<StridedView> forward_chain(const Graph& g, const std::vector<int>& chain, bool allow_split) {
   if (chain.empty()) return std::nullopt;
   StridedView v = StridedView::contiguous(g.value(g.node(chain.front()).inputs[0]).type.shape);
   for (int ni : chain) {
-    auto next = apply_node(g, g.node(ni), v);
+    auto next = apply_node(g, g.node(ni), v, allow_split);
     if (!next) return std::nullopt;
     v = *next;
   }
   return v;
 }
 
-std::optional<StridedView> backward_chain(const Graph& g, const std::vector<int>& chain) {
+std::optional<StridedView> backward_chain(const Graph& g, const std::vector<int>& chain, bool allow_split) {
   if (chain.empty()) return std::nullopt;
   StridedView v = StridedView::contiguous(g.value(g.node(chain.back()).outputs[0]).type.shape);
   for (size_t k = chain.size(); k-- > 0;) {
+    if (v.split > 1) return std::nullopt;
     const Node& n = g.node(chain[k]);
     const Shape& in_shape = g.value(n.inputs[0]).type.shape;
     std::optional<StridedView> prev;
@@ -121,7 +151,7 @@ std::optional<StridedView> backward_chain(const Graph& g, const std::vector<int>
       for (size_t i = 0; i < p.size(); ++i) inverse[static_cast<size_t>(p[i])] = static_cast<int64_t>(i);
       prev = transpose_view(v, inverse);
     } else if (n.op == Op::RESHAPE) {
-      prev = reshape_view(v, in_shape);
+      prev = reshape_view(v, in_shape, allow_split);
     }  // SLICE: its output is not all of its input
     if (!prev) return std::nullopt;
     v = *prev;

@@ -16,6 +16,11 @@ struct StridedView {
   Shape dims;
   std::vector<int64_t> strides;  // in elements
   int64_t offset = 0;            // of element [0,...,0] from the base, in elements (after a SLICE)
+  // split > 1: dims[0] is two axes merged that one stride cannot address (attention's batch and
+  // heads, [B, H, S, dh] read as [B*H, S, dh]): index i of dims[0] is at (i / split) * outer +
+  // (i % split) * strides[0]. Only reshape_view makes it (merging the first two axes, and only as
+  // a last step: nothing applies to a split view but an identity reshape).
+  int64_t split = 0, outer = 0;
 
   static StridedView contiguous(const Shape& dims);
   bool is_contiguous() const;
@@ -24,19 +29,20 @@ struct StridedView {
 // The view after a TRANSPOSE with `perms`.
 StridedView transpose_view(const StridedView& v, const std::vector<int64_t>& perms);
 // The view of the same elements (in row-major order) with shape `to`, or nullopt when that is not
-// expressible with strides (it would need a copy).
-std::optional<StridedView> reshape_view(const StridedView& v, const Shape& to);
+// expressible with strides (it would need a copy). With `allow_split`, merging the first two axes
+// where strides cannot gives a split view (StridedView::split), for consumers that address one.
+std::optional<StridedView> reshape_view(const StridedView& v, const Shape& to, bool allow_split = false);
 // The view of SLICE(start, size) of `v`.
 StridedView slice_view(const StridedView& v, const std::vector<int64_t>& start, const Shape& size);
 // Applies TRANSPOSE, RESHAPE or SLICE node `n` of `g` to `v`; nullopt for other ops, a
 // copy-needing reshape, or a SLICE whose start is not a constant.
-std::optional<StridedView> apply_node(const Graph& g, const Node& n, const StridedView& v);
+std::optional<StridedView> apply_node(const Graph& g, const Node& n, const StridedView& v, bool allow_split = false);
 // The view of the value entering `chain` (node indices, in order, each consuming the previous
 // one's output) as seen at the chain's end, starting from contiguous memory.
-std::optional<StridedView> forward_chain(const Graph& g, const std::vector<int>& chain);
+std::optional<StridedView> forward_chain(const Graph& g, const std::vector<int>& chain, bool allow_split = false);
 // For a chain from value M to value Y: where M's elements live inside Y's contiguous memory,
 // i.e. the view of M that writes Y. nullopt when not expressible (a SLICE never is: it drops
 // elements).
-std::optional<StridedView> backward_chain(const Graph& g, const std::vector<int>& chain);
+std::optional<StridedView> backward_chain(const Graph& g, const std::vector<int>& chain, bool allow_split = false);
 
 }  // namespace weft::compiler

@@ -290,6 +290,54 @@ TEST(StridedView, BackwardChainMergingHeads) {
   EXPECT_EQ(v->strides, (std::vector<int64_t>{4, 8, 1}));
 }
 
+// Heads of a batch: [B, S, H, D] -> TRANSPOSE [0,2,1,3] -> RESHAPE [B*H, S, D]. The merged axis
+// steps by D within a batch and by S*H*D between batches: no stride expresses it, a split axis does
+// (only when asked for). Every element's address is checked against the index math, forward and
+// backward (the attention output going back to [B, S, H*D]).
+TEST(StridedView, ChainsSplitTheBatchOfHeads) {
+  const int64_t B = 3, S = 4, H = 2, D = 5;
+  auto split_address = [](const StridedView& v, int64_t i, int64_t s, int64_t d) {
+    return v.offset + (i / v.split) * v.outer + (i % v.split) * v.strides[0] + s * v.strides[1] + d * v.strides[2];
+  };
+  {
+    GraphBuilder b("main");
+    ValueId x = b.input("x", {DType::kFp32, {B, S, H, D}});
+    ValueId t = b.op(Op::TRANSPOSE, {x}, {{"perms", std::vector<int64_t>{0, 2, 1, 3}}}, "t");  // node 0
+    b.output(b.op(Op::RESHAPE, {t, b.constant_shape("s", {B * H, S, D})}, {}, "r"));  // nodes 1, 2
+    Module m(b.finish());
+    EXPECT_FALSE(compiler::forward_chain(m.main(), {0, 2}));
+    auto v = compiler::forward_chain(m.main(), {0, 2}, true);
+    ASSERT_TRUE(v);
+    EXPECT_EQ(v->dims, (Shape{B * H, S, D}));
+    EXPECT_EQ(v->split, H);
+    EXPECT_FALSE(v->is_contiguous());
+    for (int64_t bh = 0; bh < B * H; ++bh)
+      for (int64_t s0 = 0; s0 < S; ++s0)
+        for (int64_t d = 0; d < D; ++d)  // x[b, s, h, d]
+          ASSERT_EQ(split_address(*v, bh, s0, d), ((bh / H * S + s0) * H + bh % H) * D + d) << bh << " " << s0 << " " << d;
+    // Nothing but an identity reshape applies to a split view.
+    EXPECT_TRUE(compiler::reshape_view(*v, {B * H, S, D}, true));
+    EXPECT_FALSE(compiler::reshape_view(*v, {B * H, S * D}, true));
+    EXPECT_FALSE(compiler::apply_node(m.main(), m.main().node(0), *v, true));
+  }
+  {
+    GraphBuilder b("main");
+    ValueId mv = b.input("m", {DType::kFp32, {B * H, S, D}});
+    ValueId r1 = b.op(Op::RESHAPE, {mv, b.constant_shape("s1", {B, H, S, D})}, {}, "r1");  // nodes 0, 1
+    ValueId t = b.op(Op::TRANSPOSE, {r1}, {{"perms", std::vector<int64_t>{0, 2, 1, 3}}}, "t");  // node 2
+    b.output(b.op(Op::RESHAPE, {t, b.constant_shape("s2", {B, S, H * D})}, {}, "y"));  // nodes 3, 4
+    Module m(b.finish());
+    EXPECT_FALSE(compiler::backward_chain(m.main(), {1, 2, 4}));
+    auto v = compiler::backward_chain(m.main(), {1, 2, 4}, true);
+    ASSERT_TRUE(v);
+    EXPECT_EQ(v->dims, (Shape{B * H, S, D}));
+    for (int64_t bh = 0; bh < B * H; ++bh)
+      for (int64_t s0 = 0; s0 < S; ++s0)
+        for (int64_t d = 0; d < D; ++d)  // y[b, s, h * D + d]
+          ASSERT_EQ(split_address(*v, bh, s0, d), (bh / H * S + s0) * H * D + bh % H * D + d) << bh << " " << s0 << " " << d;
+  }
+}
+
 TEST(StridedView, BackwardChainThatNeedsACopy) {
   // M [6,4] -> RESHAPE [2,3,4] -> TRANSPOSE [1,0,2] -> Y [3,2,4]: M's rows are not evenly spaced
   // in Y, so no view of M writes Y; the suffix from the TRANSPOSE alone is a view.

@@ -701,6 +701,13 @@ std::unique_ptr<Kernel> prepare_pool(const Graph& g, const Composite& c, const P
 Support matmul_supported(const Graph& g, const Composite& c) {
   const Node& n = g.node(c.anchor);
   const TensorType& a = type_of(g, n.inputs[0]);
+  // Attention's heads of a batch ([B, H, S, dh] as [B*H, S, dh]) have no single batch stride: the
+  // memory descriptors here are 3-D, so those TRANSPOSEs stay separate.
+  for (const std::vector<int>* chain : {&c.a_view, &c.b_view, &c.out_view}) {
+    if (chain->empty()) continue;
+    auto v = chain == &c.out_view ? compiler::backward_chain(g, *chain, true) : compiler::forward_chain(g, *chain, true);
+    if (v && v->split > 1) return Support::no("a MATMUL operand read through a split batch axis (heads of a batch) is not offloaded");
+  }
   if (a.dtype == DType::kInt8) {
     if (!dnnl_int8_exact_isa()) return Support::no("int8 MATMUL: this CPU has no VNNI, where oneDNN's int8 kernels can saturate");
     auto zp = const_scalar_int(g, n.inputs[2]);

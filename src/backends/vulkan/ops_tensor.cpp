@@ -453,11 +453,13 @@ void emit_gemm(Lowering& l, const Tile& tile, int acc, int64_t M, int64_t N, int
   const std::string_view sh(tile.shader);
   if (acc == 0 && (sh == "tc_gemm_f2" || sh == "tc_gemm_f4" || sh == "tc_gemm_f8")) {
     s.set(64, 0);  // every id up to 64 now has a value (unset ones 0)
-    const auto v = [&](int id) { return static_cast<int64_t>(s.v[static_cast<size_t>(id)]); };
+    const auto v = [&](int id) { return id < static_cast<int>(s.v.size()) ? static_cast<int64_t>(s.v[static_cast<size_t>(id)]) : 0; };
     const int32_t f32 = code(DType::kFp32);
     const bool a4 = v(0) == f32 && K % 4 == 0 &&
-                    (v(18) == 0 ? v(62) % 4 == 0 && v(9) % 4 == 0 && v(8) % 4 == 0 : v(18) == 1 && v(19) % 4 == 0);
-    const bool b4 = v(1) == f32 && v(12) == 1 && v(63) % 4 == 0 && v(11) % 4 == 0 && v(10) % 4 == 0 && N % 4 == 0;
+                    (v(18) == 0 ? v(62) % 4 == 0 && v(9) % 4 == 0 && v(8) % 4 == 0 && v(66) % 4 == 0
+                                : v(18) == 1 && v(19) % 4 == 0);
+    const bool b4 = v(1) == f32 && v(12) == 1 && v(63) % 4 == 0 && v(11) % 4 == 0 && v(10) % 4 == 0 && v(68) % 4 == 0 &&
+                    N % 4 == 0;
     s.set(64, (a4 ? 1 : 0) | (b4 ? 2 : 0));
   }
   const auto groups = [](int64_t x, int64_t y, int64_t z) {
@@ -908,7 +910,7 @@ std::string plan_matmul(const Graph& g, const Composite& c, const Caps& caps, Ma
   auto view = [&](const std::vector<int>& chain, ValueId v, ValueId& src, compiler::StridedView& out) {
     src = chain.empty() ? v : g.node(chain.front()).inputs[0];
     auto sv = chain.empty() ? std::optional<compiler::StridedView>(compiler::StridedView::contiguous(type_of(g, v).shape))
-                            : compiler::forward_chain(g, chain);
+                            : compiler::forward_chain(g, chain, true);
     if (!sv || sv->dims.size() != 3) return false;
     out = *sv;
     return true;
@@ -916,10 +918,13 @@ std::string plan_matmul(const Graph& g, const Composite& c, const Caps& caps, Ma
   if (!view(c.a_view, n.inputs[0], p.a_src, p.av) || !view(c.b_view, n.inputs[1], p.b_src, p.bv))
     return "a MATMUL operand view that is not three strided dimensions";
   if (p.av.strides[2] != 1) return "A read through a view whose reduction axis is not contiguous";
-  for (const compiler::StridedView* v : {&p.av, &p.bv})
-    for (int64_t st : v->strides)
+  for (const compiler::StridedView* v : {&p.av, &p.bv}) {
+    std::vector<int64_t> strides = v->strides;
+    strides.push_back(v->outer);
+    for (int64_t st : strides)
       if (st < 0 || st > std::numeric_limits<int32_t>::max() || v->offset > std::numeric_limits<int32_t>::max())
         return "a MATMUL operand view beyond 32-bit shader indexing";
+  }
   p.in_t = type_of(g, n.inputs[0]).dtype;
   p.out_t = type_of(g, n.outputs[0]).dtype;
   if (std::string r = zero_point(g, n.inputs[2], p.in_t, "A_zp", p.azp); !r.empty()) return r;
@@ -943,7 +948,8 @@ std::string plan_matmul(const Graph& g, const Composite& c, const Caps& caps, Ma
   p.tile = pick_tile(p.H, p.W, p.N, p.acc);
   if (p.in_t == DType::kFp16 && use_coop(caps)) {
     bool vectors = p.C % 8 == 0 && p.W % 8 == 0 && p.bv.strides[2] == 1;
-    for (int64_t v : {p.av.strides[0], p.av.strides[1], p.av.offset, p.bv.strides[0], p.bv.strides[1], p.bv.offset})
+    for (int64_t v : {p.av.strides[0], p.av.strides[1], p.av.offset, p.av.outer, p.bv.strides[0], p.bv.strides[1],
+                      p.bv.offset, p.bv.outer})
       vectors = vectors && v % 8 == 0;
     p.acc = 0;
     p.tile = pick_fp16_tile(p.H, p.W, p.C, p.N, vectors, const_tensor(g, p.b_src) != nullptr, caps);
@@ -991,6 +997,10 @@ void lower_matmul(Lowering& l, const Composite& c) {
   s.set(12, p.bv.strides[2]);
   s.set(62, p.av.offset);
   s.set(63, p.bv.offset);
+  s.set(65, p.av.split > 1 ? p.av.split : 0);  // a split batch axis (attention's heads of a batch)
+  s.set(66, p.av.outer);
+  s.set(67, p.bv.split > 1 ? p.bv.split : 0);
+  s.set(68, p.bv.outer);
   s.set(13, p.azp);
   s.set(14, p.bzp);
   s.set(15, p.acc == 1);

@@ -363,6 +363,27 @@ TEST(VulkanTensor, MatmulReadsOperandViewsInPlace) {
     // Both matmuls read their operands in place: no SLICE, RESHAPE or TRANSPOSE runs on its own.
     expect_pattern(ex, "regions made of: 2 x TRANSPOSE+MATMUL\n");
   }
+  // Batches of heads: [B, S, H*D] -> [B, H, S, D] -> [B*H, S, D] has no single batch stride (b and h
+  // step by S*H*D and D): the split batch axis, two batch strides in the GEMM. D = 8 stages vectors,
+  // D = 6 scalars; SLICEs of a fused projection give the offsets.
+  for (int64_t D : {8, 6}) {
+    SCOPED_TRACE("D " + std::to_string(D));
+    const int64_t B = 3, S = 10, H = 2;
+    Net net(18);
+    ValueId qkv = net.input({DType::kFp32, {B, S, 3 * H * D}});
+    auto head = [&](int which, std::vector<int64_t> perms, std::vector<int64_t> to) {
+      ValueId part = net.slice(qkv, {0, 0, which * H * D}, {B, S, H * D});
+      ValueId r = net.reshape(part, {B, S, H, D});
+      return net.reshape(net.b.op(Op::TRANSPOSE, {r}, {{"perms", std::move(perms)}}), std::move(to));
+    };
+    ValueId q = head(0, {0, 2, 1, 3}, {B * H, S, D});
+    ValueId kt = head(1, {0, 2, 3, 1}, {B * H, D, S});
+    ValueId v = head(2, {0, 2, 1, 3}, {B * H, S, D});
+    ValueId scores = net.matmul(q, kt, DType::kFp32);  // [B*H, S, S]
+    ValueId out = net.matmul(scores, v, DType::kFp32);  // [B*H, S, D]
+    const std::string ex = check_vs_reference(net.finish({out}), net.feeds, kF32);
+    expect_pattern(ex, "regions made of: 2 x TRANSPOSE+MATMUL\n");
+  }
 }
 
 // Integer results take no fused operations: CONV2D + CLAMP on int32 is declined as a composite.

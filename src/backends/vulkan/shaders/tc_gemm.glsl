@@ -55,6 +55,14 @@ layout(constant_id = 9) const int A_ROW = 0;
 layout(constant_id = 10) const int B_BATCH = 0;  // B strides: batch, k, n
 layout(constant_id = 11) const int B_K = 0;
 layout(constant_id = 12) const int B_N = 1;
+// A batch axis that is two axes merged (attention's batch and heads, read in place as [B*H, ...]):
+// with A_SPLIT > 1, A's batch b starts at (b / A_SPLIT) * A_OUTER + (b % A_SPLIT) * A_BATCH. Same for B.
+layout(constant_id = 65) const int A_SPLIT = 0;
+layout(constant_id = 66) const int A_OUTER = 0;
+layout(constant_id = 67) const int B_SPLIT = 0;
+layout(constant_id = 68) const int B_OUTER = 0;
+int a_batch(int b) { return A_SPLIT > 1 ? (b / A_SPLIT) * A_OUTER + (b % A_SPLIT) * A_BATCH : b * A_BATCH; }
+int b_batch(int b) { return B_SPLIT > 1 ? (b / B_SPLIT) * B_OUTER + (b % B_SPLIT) * B_BATCH : b * B_BATCH; }
 layout(constant_id = 13) const int A_ZP = 0;  // integer zero points, subtracted on load
 layout(constant_id = 14) const int B_ZP = 0;
 layout(constant_id = 15) const int ACC16 = 0;       // ACC_FLOAT: fp16 accumulation
@@ -98,8 +106,8 @@ layout(constant_id = 62) const int A_OFF = 0;
 layout(constant_id = 63) const int B_OFF = 0;
 // fp32 operands staged as 4-float vectors (SIMT tiles; the lowering checks alignment):
 //   bit 0: A, a strided MATMUL operand or a plain 1x1 convolution (k contiguous; A_OFF, A_ROW,
-//          A_BATCH and K multiples of 4) or a gathered convolution (IC a multiple of 4);
-//   bit 1: B (n contiguous; B_OFF, B_K, B_BATCH and N multiples of 4).
+//          A_BATCH, A_OUTER and K multiples of 4) or a gathered convolution (IC a multiple of 4);
+//   bit 1: B (n contiguous; B_OFF, B_K, B_BATCH, B_OUTER and N multiples of 4).
 // Every invocation then loads one vector of each per K step.
 layout(constant_id = 64) const int VEC = 0;
 
@@ -324,7 +332,7 @@ void main() {
         ra4 = vec4(0);
         if (m < M && kv < kend) {
           if (CONV == 0) {
-            ra4 = a_v4[uint(A_OFF + batch * A_BATCH + m * A_ROW + kv) / 4u];
+            ra4 = a_v4[uint(A_OFF + a_batch(batch) + m * A_ROW + kv) / 4u];
           } else {
             int vic, vkd, vky, vkx;
             conv_tap(kv, vic, vkd, vky, vkx);
@@ -336,14 +344,14 @@ void main() {
       }
       if (vb) {
         const int kb = k0 + vbk, n = n0 + vbn;
-        rb4 = kb < kend && n < N ? b_v4[uint(B_OFF + batch * B_BATCH + kb * B_K + n) / 4u] : vec4(0);
+        rb4 = kb < kend && n < N ? b_v4[uint(B_OFF + b_batch(batch) + kb * B_K + n) / 4u] : vec4(0);
       }
 #endif
       if (!va) [[unroll]] for (int p = 0; p < A_LOADS; ++p) {
         SH_T v = SH_T(0);
         if (row_ok[p] && k < kend) {
           if (CONV == 0) {
-            v = a_value(uint(A_OFF + batch * A_BATCH + (m0 + ar + A_ROWS * p) * A_ROW + k));
+            v = a_value(uint(A_OFF + a_batch(batch) + (m0 + ar + A_ROWS * p) * A_ROW + k));
           } else {
             const int src = conv_source(row_n[p], row_d[p], row_y[p], row_x[p], kd, ky, kx, ic);
             if (src >= 0) v = a_value(uint(src));
@@ -354,7 +362,7 @@ void main() {
       }
       if (!vb) [[unroll]] for (int p = 0; p < B_LOADS; ++p) {
         const int kb = k0 + bk + B_ROWS * p, n = n0 + bn;
-        rb[p] = (kb < kend && n < N) ? b_value(uint(B_OFF + batch * B_BATCH + kb * B_K + n * B_N)) : SH_T(0);
+        rb[p] = (kb < kend && n < N) ? b_value(uint(B_OFF + b_batch(batch) + kb * B_K + n * B_N)) : SH_T(0);
       }
     }
     if (s >= 0) {

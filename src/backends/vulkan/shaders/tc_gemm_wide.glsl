@@ -68,7 +68,7 @@ void main() {
         uvec4 v = uvec4(0);
         if (row_ok[p] && k < kend) {
           if (CONV == 0) {
-            v = a_v[uint(A_OFF + batch * A_BATCH + (m0 + ar + A_PASS * p) * A_ROW + k) / 8u];
+            v = a_v[uint(A_OFF + a_batch(batch) + (m0 + ar + A_PASS * p) * A_ROW + k) / 8u];
           } else {
             const int src = conv_source(row_n[p], row_d[p], row_y[p], row_x[p], kd, ky, kx, ic);
             if (src >= 0) v = a_v[uint(src) / 8u];
@@ -79,7 +79,7 @@ void main() {
       }
       [[unroll]] for (int p = 0; p < BV; ++p) {
         const int kb = kbeg + (s + 1) * BK + bk + B_PASS * p, n = n0 + bq * 8;
-        rb[p] = (kb < kend && n < N) ? b_v[uint(B_OFF + batch * B_BATCH + kb * B_K + n) / 8u] : uvec4(0);
+        rb[p] = (kb < kend && n < N) ? b_v[uint(B_OFF + b_batch(batch) + kb * B_K + n) / 8u] : uvec4(0);
       }
     }
     if (s >= 0) {
