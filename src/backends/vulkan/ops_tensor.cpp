@@ -136,7 +136,8 @@ std::string plan_epilogue(const Graph& g, const Composite& c, Epilogue& ep, Valu
   ep.result = base;
   if ((!c.a_view.empty() || !c.b_view.empty()) && a.op != Op::MATMUL)
     return "strided operand views are read only by MATMUL";
-  if (!c.out_view.empty()) return "MATMUL writing through a strided view of its result (RESHAPE / TRANSPOSE chain) is not lowered";
+  if (!c.out_view.empty() && (a.op != Op::MATMUL || !c.post_ops.empty()))
+    return "only a MATMUL without fused operations writes through a strided view of its result";
   if (c.post_ops.empty()) return {};
   const TensorType& rt = type_of(g, base);
   // Behind a post_reshape (a RESHAPE keeping the last dimension: the ONNX importer's 3-D MatMul
@@ -893,6 +894,8 @@ struct MatmulPlan {
   // The operands as read: the value bound and its view ([N, H, C] and [N, C, W] strides, offset).
   ValueId a_src = kNoValue, b_src = kNoValue;
   compiler::StridedView av, bv;
+  // The destination: contiguous, or (out_view) a strided view of the RESHAPE / TRANSPOSE chain's result.
+  std::optional<compiler::StridedView> dv;
   DType in_t{}, out_t{};
   int acc = 0;
   int64_t azp = 0, bzp = 0;
@@ -918,6 +921,13 @@ std::string plan_matmul(const Graph& g, const Composite& c, const Caps& caps, Ma
   if (!view(c.a_view, n.inputs[0], p.a_src, p.av) || !view(c.b_view, n.inputs[1], p.b_src, p.bv))
     return "a MATMUL operand view that is not three strided dimensions";
   if (p.av.strides[2] != 1) return "A read through a view whose reduction axis is not contiguous";
+  if (!c.out_view.empty()) {
+    p.dv = compiler::backward_chain(g, c.out_view, true);
+    if (!p.dv || p.dv->dims.size() != 3 || p.dv->strides[2] != 1 || p.dv->offset != 0)
+      return "a MATMUL destination view that is not three strided dimensions with contiguous columns";
+    for (int64_t st : {p.dv->strides[0], p.dv->strides[1], p.dv->outer})
+      if (st < 0 || st > std::numeric_limits<int32_t>::max()) return "a MATMUL destination view beyond 32-bit shader indexing";
+  }
   for (const compiler::StridedView* v : {&p.av, &p.bv}) {
     std::vector<int64_t> strides = v->strides;
     strides.push_back(v->outer);
@@ -930,6 +940,7 @@ std::string plan_matmul(const Graph& g, const Composite& c, const Caps& caps, Ma
   if (std::string r = zero_point(g, n.inputs[2], p.in_t, "A_zp", p.azp); !r.empty()) return r;
   if (std::string r = zero_point(g, n.inputs[3], p.in_t, "B_zp", p.bzp); !r.empty()) return r;
   if (std::string r = plan_epilogue(g, c, p.ep); !r.empty()) return r;
+  if (p.dv) p.ep.result = g.node(c.out_view.back()).outputs[0];
   if (is_float(p.in_t)) {
     p.acc = p.out_t == DType::kFp16 ? 1 : 0;  // out_t is acc_t
   } else {
@@ -1001,6 +1012,13 @@ void lower_matmul(Lowering& l, const Composite& c) {
   s.set(66, p.av.outer);
   s.set(67, p.bv.split > 1 ? p.bv.split : 0);
   s.set(68, p.bv.outer);
+  if (p.dv) {
+    s.set(69, 1);
+    s.set(70, p.dv->strides[0]);
+    s.set(71, p.dv->strides[1]);
+    s.set(72, p.dv->split > 1 ? p.dv->split : 0);
+    s.set(73, p.dv->outer);
+  }
   s.set(13, p.azp);
   s.set(14, p.bzp);
   s.set(15, p.acc == 1);

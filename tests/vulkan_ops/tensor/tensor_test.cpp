@@ -386,6 +386,33 @@ TEST(VulkanTensor, MatmulReadsOperandViewsInPlace) {
   }
 }
 
+// A MATMUL without post-ops writes straight through the RESHAPE / TRANSPOSE chain after it: the
+// heads going back to [B, S, H*D] (a split batch axis when B > 1), also when split over K (the
+// second pass stores through the view) and on the integer kernel.
+TEST(VulkanTensor, MatmulWritesThroughTheHeadMerge) {
+  ScopedEnv no_coop("WEFT_VULKAN_NO_COOP", "1");
+  struct Case {
+    int64_t B, S, H, D, K;
+    const char* split;
+    DType t;
+  };
+  for (const Case& c : {Case{1, 10, 3, 8, 12, "1", DType::kFp32}, Case{3, 10, 2, 6, 12, "1", DType::kFp32},
+                        Case{2, 5, 2, 4, 600, "3", DType::kFp32}, Case{2, 7, 3, 5, 9, "1", DType::kInt8}}) {
+    SCOPED_TRACE("B " + std::to_string(c.B) + " K " + std::to_string(c.K) + " split " + c.split);
+    ScopedEnv force_split("WEFT_VULKAN_GEMM_SPLIT", c.split);
+    Net net(19);
+    const bool i8 = c.t == DType::kInt8;
+    ValueId p = net.input({c.t, {c.B * c.H, c.S, c.K}}, i8 ? -100 : -1, i8 ? 100 : 1);
+    ValueId v = net.input({c.t, {c.B * c.H, c.K, c.D}}, i8 ? -100 : -1, i8 ? 100 : 1);
+    ValueId m = net.matmul(p, v, i8 ? DType::kInt32 : DType::kFp32);  // [B*H, S, D]
+    ValueId r = net.reshape(m, {c.B, c.H, c.S, c.D});
+    ValueId t = net.b.op(Op::TRANSPOSE, {r}, {{"perms", std::vector<int64_t>{0, 2, 1, 3}}});
+    ValueId y = net.reshape(t, {c.B, c.S, c.H * c.D});
+    const std::string ex = check_vs_reference(net.finish({y}), net.feeds, i8 ? 0.0 : kF32);
+    expect_pattern(ex, "regions made of: 1 x MATMUL+TRANSPOSE\n");
+  }
+}
+
 // Integer results take no fused operations: CONV2D + CLAMP on int32 is declined as a composite.
 TEST(VulkanTensor, IntegerPostOpsDeclined) {
   Net net(16);

@@ -61,6 +61,19 @@ layout(constant_id = 65) const int A_SPLIT = 0;
 layout(constant_id = 66) const int A_OUTER = 0;
 layout(constant_id = 67) const int B_SPLIT = 0;
 layout(constant_id = 68) const int B_OUTER = 0;
+// OUT_VIEW: the result is written through a strided view of the tensor a RESHAPE / TRANSPOSE chain
+// after the MATMUL makes (attention's heads going back to [B, S, H*dh]): batch b's row m, column n
+// at OUT_BATCH-strided (split like A's) b + m * OUT_ROW + n.
+layout(constant_id = 69) const int OUT_VIEW = 0;
+layout(constant_id = 70) const int OUT_BATCH = 0;
+layout(constant_id = 71) const int OUT_ROW = 0;
+layout(constant_id = 72) const int OUT_SPLIT = 0;
+layout(constant_id = 73) const int OUT_OUTER = 0;
+uint out_index(int b, int m, int n) {
+  if (OUT_VIEW == 0) return uint((b * M + m) * N + n);
+  const int ob = OUT_SPLIT > 1 ? (b / OUT_SPLIT) * OUT_OUTER + (b % OUT_SPLIT) * OUT_BATCH : b * OUT_BATCH;
+  return uint(ob + m * OUT_ROW + n);
+}
 int a_batch(int b) { return A_SPLIT > 1 ? (b / A_SPLIT) * A_OUTER + (b % A_SPLIT) * A_BATCH : b * A_BATCH; }
 int b_batch(int b) { return B_SPLIT > 1 ? (b / B_SPLIT) * B_OUTER + (b % B_SPLIT) * B_BATCH : b * B_BATCH; }
 layout(constant_id = 13) const int A_ZP = 0;  // integer zero points, subtracted on load
@@ -219,7 +232,7 @@ void finish(int batch, int slice, int m, int n, float v) {
     const float bb = bias_ldf(BIAS_BCAST != 0 ? 0u : uint(n));
     v = T_OUT == DT_F16 ? r16(r16(v) + bb) : v + bb;
   }
-  outp_stf(o, epilogue(v, o, uint(n)));
+  outp_stf(out_index(batch, m, n), epilogue(v, o, uint(n)));
 }
 #endif
 
@@ -497,10 +510,9 @@ void main() {
     [[unroll]] for (int j = 0; j < TN; ++j) {
       const int m = m0 + (i / CW) * 16 * CW + ty * CW + i % CW, n = n0 + (j / CW) * 16 * CW + tx * CW + j % CW;
       if (m < M && n < N) {
-        const uint o = uint((batch * M + m) * N + n);
         int64_t v = int64_t(acc[i][j]);
         if (OUT_BIAS != 0) v += bias_ldl(BIAS_BCAST != 0 ? 0u : uint(n));
-        outp_stl(o, v);
+        outp_stl(out_index(batch, m, n), v);
       }
     }
   }

@@ -16,6 +16,11 @@ layout(constant_id = 16) const int OUT_BIAS = 0;
 layout(constant_id = 17) const int BIAS_BCAST = 0;
 layout(constant_id = 59) const int SPLIT = 1;
 layout(constant_id = 61) const int NBATCH = 1;
+layout(constant_id = 69) const int OUT_VIEW = 0;  // a strided destination (tc_gemm.glsl's out_index)
+layout(constant_id = 70) const int OUT_BATCH = 0;
+layout(constant_id = 71) const int OUT_ROW = 0;
+layout(constant_id = 72) const int OUT_SPLIT = 0;
+layout(constant_id = 73) const int OUT_OUTER = 0;
 
 layout(std430, set = 0, binding = 0) restrict readonly buffer PartB { float part[]; };
 TENSOR_RO(1, bias, T_BIAS)
@@ -35,5 +40,11 @@ void main() {
     const float bb = bias_ldf(BIAS_BCAST != 0 ? 0u : n);
     v = T_OUT == DT_F16 ? r16(r16(v) + bb) : v + bb;
   }
-  outp_stf(o, epilogue(v, o, n));
+  uint at = o;
+  if (OUT_VIEW != 0) {
+    const int b = int(o / uint(M * N)), m = int((o / uint(N)) % uint(M));
+    const int ob = OUT_SPLIT > 1 ? (b / OUT_SPLIT) * OUT_OUTER + (b % OUT_SPLIT) * OUT_BATCH : b * OUT_BATCH;
+    at = uint(ob + m * OUT_ROW) + n;
+  }
+  outp_stf(at, epilogue(v, o, n));
 }
