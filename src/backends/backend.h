@@ -93,6 +93,11 @@ struct Composite {
   std::string pattern;            // e.g. "PAD+CONV2D+ADD+CLAMP"; the op name for single nodes
   int anchor = -1;                // the main node (the only node of a single)
   int pad = -1;                   // PAD in front of a convolution or pooling (or SLICE before a conv)
+  // CONV2D: a MUL in front by a factor per image and input channel ([N,1,1,C], the other operand
+  // of the convolution's input type): squeeze-and-excitation's x * s read as the convolution's
+  // input (`scale_in_source` is x, `scale_in_factor` s). -1 when absent.
+  int scale_in = -1;
+  ValueId scale_in_source = kNoValue, scale_in_factor = kNoValue;
   // MATMUL: RESHAPE/TRANSPOSE/SLICE chains from a source value into operand A / B (source side first);
   // the operand is read as a strided view of the source (compiler/strided_view.h).
   std::vector<int> a_view, b_view;

@@ -100,6 +100,7 @@ class Matcher {
       // PAD, or a SLICE cropping the end of H/W (ONNX strided convs whose last rows no window
       // reaches: TOSA requires exact division), folds into the window's padding.
       if (p >= 0 && (g_.node(p).op == Op::PAD || (conv && g_.node(p).op == Op::SLICE))) full.pad = p;
+      if (p >= 0 && n.op == Op::CONV2D && g_.node(p).op == Op::MUL) scale_in(p, full);
     }
     if (matmul) {
       full.a_view = view_chain(n.inputs[0], a);
@@ -121,13 +122,16 @@ class Matcher {
     }
     if (matmul && full.post_ops.empty()) full.out_view = out_chain(n.outputs[0]);
 
-    const bool has_prefix = full.pad >= 0 || !full.a_view.empty() || !full.b_view.empty();
+    const bool has_prefix = full.pad >= 0 || full.scale_in >= 0 || !full.a_view.empty() || !full.b_view.empty();
     for (int with_prefix = has_prefix ? 1 : 0; with_prefix >= 0; --with_prefix) {
       for (size_t k = full.post_ops.size() + 1; k-- > 0;) {
         Composite c;
         c.anchor = a;
         if (with_prefix) {
           c.pad = full.pad;
+          c.scale_in = full.scale_in;
+          c.scale_in_source = full.scale_in_source;
+          c.scale_in_factor = full.scale_in_factor;
           c.a_view = full.a_view;
           c.b_view = full.b_view;
         }
@@ -139,7 +143,7 @@ class Matcher {
           finish(with_out);
           out.push_back(std::move(with_out));
         }
-        if (c.pad < 0 && c.a_view.empty() && c.b_view.empty() && c.post_ops.empty()) continue;
+        if (c.pad < 0 && c.scale_in < 0 && c.a_view.empty() && c.b_view.empty() && c.post_ops.empty()) continue;
         finish(c);
         out.push_back(std::move(c));
       }
@@ -279,6 +283,24 @@ class Matcher {
     const TensorType& t = g_.value(v).type;
     return t.dtype == rt.dtype && t.rank() >= 1 && t.rank() <= rt.rank() && rt.rank() >= 1 &&
            t.shape.back() == rt.shape.back() && shape_elements(t.shape) == t.shape.back();
+  }
+  // Fills c.scale_in when MUL node `m` (read only by the convolution after it) multiplies a tensor of
+  // its own type by a float factor per image and channel ([N,1,1,C]; shift 0), in either order.
+  void scale_in(int m, Composite& c) const {
+    const Node& n = g_.node(m);
+    const TensorType& rt = g_.value(n.outputs[0]).type;
+    const std::optional<double> shift = n.inputs.size() > 2 ? scalar(n.inputs[2]) : std::optional<double>(0.0);
+    if (!is_float(rt.dtype) || rt.rank() != 4 || !shift || *shift != 0) return;
+    for (int k = 0; k < 2; ++k) {
+      const ValueId x = n.inputs[static_cast<size_t>(k)], s = n.inputs[static_cast<size_t>(1 - k)];
+      const TensorType& st = g_.value(s).type;
+      if (g_.value(x).type == rt && st.dtype == rt.dtype && st.shape == Shape{rt.shape[0], 1, 1, rt.shape[3]}) {
+        c.scale_in = m;
+        c.scale_in_source = x;
+        c.scale_in_factor = s;
+        return;
+      }
+    }
   }
   // A constant holding one value (any shape of one element).
   std::optional<double> scalar(ValueId v) const {
@@ -611,6 +633,7 @@ class Matcher {
       if (ni >= 0) members.insert(ni);
     };
     add(c.pad);
+    add(c.scale_in);
     for (int ni : c.a_view) add(ni);
     for (int ni : c.b_view) add(ni);
     for (int ni : c.out_view) add(ni);
@@ -639,6 +662,7 @@ class Matcher {
       return;
     }
     if (c.pad >= 0) pattern = std::string(op_name(g_.node(c.pad).op)) + "+";
+    if (c.scale_in >= 0) pattern = "MUL+";
     if (!c.a_view.empty() || !c.b_view.empty()) pattern += "TRANSPOSE+";
     if (!c.out_view.empty()) {
       c.pattern = pattern + std::string(op_name(g_.node(c.anchor).op)) + "+TRANSPOSE";

@@ -1268,6 +1268,8 @@ class OneDnnBackend final : public Backend {
   }
   Support supports(const Module&, const Graph& g, const Composite& c) const override {
     const Node& n = g.node(c.anchor);
+    // oneDNN has no per-image, per-channel scale of a convolution's source: the MUL runs apart.
+    if (c.scale_in >= 0) return Support::no("a MUL by a factor per image and channel in front of a convolution is not fused");
     Support s;
     if (c.region == Composite::Region::kGroupedConv) s = grouped_conv_supported(g, c);
     else if (c.region != Composite::Region::kNone) s = region_supported(g, c);

@@ -441,7 +441,8 @@ int64_t pick_split(int64_t groups, int64_t K, int acc, const Caps& caps, int64_t
 // but the split ones), split over K when pick_split says so: the slices' partial sums go to a
 // scratch buffer and tc_splitk adds them and finishes the outputs.
 void emit_gemm(Lowering& l, const Tile& tile, int acc, int64_t M, int64_t N, int64_t K, int64_t batch, Spec s,
-               const Arg& a, const Arg& b, const Arg& bias, const Arg& res, const Arg& out) {
+               const Arg& a, const Arg& b, const Arg& bias, const Arg& res, const Arg& out,
+               const std::optional<Arg>& a_scale = std::nullopt) {
   const int64_t gx = (N + tile.bn - 1) / tile.bn, gy = (M + tile.bm - 1) / tile.bm;
   int64_t split = pick_split(gx * gy * batch, K, acc, l.caps, batch);
   const int64_t kslice = ((K + split - 1) / split + tile.bk - 1) / tile.bk * tile.bk;
@@ -470,12 +471,17 @@ void emit_gemm(Lowering& l, const Tile& tile, int acc, int64_t M, int64_t N, int
     l.dispatch(tile.shader, std::move(s.v), {a, b, bias, res, out}, groups(gx, gy, batch));
     return;
   }
+  // The SIMT float tiles declare the scaled-input factor at binding 6 (A_SCALE; `a` when unused).
+  const bool simt = sh == "tc_gemm_f2" || sh == "tc_gemm_f4" || sh == "tc_gemm_f8";
+  if (a_scale && !simt) l.fail(std::string("internal: a scaled input on ") + tile.shader);
+  const Arg part = split == 1 ? l.scratch(4, true) : l.scratch(static_cast<size_t>(split * batch * M * N) * sizeof(float), true);
+  std::vector<Arg> args = {a, b, bias, res, out, part};
+  if (simt) args.push_back(a_scale ? *a_scale : a);
   if (split == 1) {
-    l.dispatch(tile.shader, std::move(s.v), {a, b, bias, res, out, l.scratch(4, true)}, groups(gx, gy, batch));
+    l.dispatch(tile.shader, std::move(s.v), std::move(args), groups(gx, gy, batch));
     return;
   }
-  const Arg part = l.scratch(static_cast<size_t>(split * batch * M * N) * sizeof(float), true);
-  l.dispatch(tile.shader, s.v, {a, b, bias, res, out, part}, groups(gx, gy, batch * split));
+  l.dispatch(tile.shader, s.v, std::move(args), groups(gx, gy, batch * split));
   const Arg part_in{Arg::Kind::kScratch, kNoValue, part.index, false};
   l.dispatch("tc_splitk", std::move(s.v), {part_in, bias, res, out}, l.grid(static_cast<uint64_t>(batch * M * N)));
 }
@@ -513,6 +519,8 @@ struct ConvPlan {
   int64_t izp = 0, wzp = 0;
   bool bias_bcast = false;
   bool gemm = false;
+  bool plain = false;     // gemm: a 1x1 convolution with unit strides and no padding, A read as [pixels][IC]
+  bool scale_in = false;  // c.scale_in: A's elements multiplied by the factor (tc_gemm's A_SCALE)
   int64_t groups = 1;  // a grouped convolution (Region::kGroupedConv): IC and OC are the whole tensors'
   Tile tile{};
   int64_t taps() const { return KD * KH * KW; }
@@ -666,6 +674,7 @@ std::string plan_conv(const Graph& g, const Composite& c, const Caps& caps, Conv
     return "the bias has neither 1 nor OC elements of the output type";
   p.bias_bcast = bt.shape[0] == 1 && p.OC != 1;
   if (std::string r = plan_window(g, c, p.win); !r.empty()) return r;
+  if (c.scale_in >= 0) p.win.src = c.scale_in_source;  // A is x; the factor applies as it is loaded
   if (std::string r = plan_epilogue(g, c, p.ep); !r.empty()) return r;
   if (!p.ep.columns.empty()) {
     if (!const_tensor(g, n.inputs[2])) return "a per-channel constant is fused only where the bias is a constant";
@@ -698,6 +707,15 @@ std::string plan_conv(const Graph& g, const Composite& c, const Caps& caps, Conv
     }
     // A device below the tile's workgroup size runs the direct kernel (64 invocations) instead.
     if (!check_tile_invocations(p.tile, caps).empty()) p.gemm = false;
+  }
+  p.plain = p.gemm && !p.transpose && p.taps() == 1 && c.pad < 0 && p.sy == 1 && p.sx == 1 && p.sd == 1 &&
+            p.pad_d == 0 && p.pad_y == 0 && p.pad_x == 0 && p.OH == p.VH && p.OW == p.VW && p.OD == p.VD;
+  if (c.scale_in >= 0) {
+    const std::string_view sh = p.gemm ? p.tile.shader : "";
+    if (!p.plain || (sh != "tc_gemm_f2" && sh != "tc_gemm_f4" && sh != "tc_gemm_f8") || !is_float(p.in_t) ||
+        type_of(g, c.scale_in_source).dtype != p.in_t)
+      return "a MUL by a factor per image and channel folds only into a 1x1 float convolution on the SIMT GEMM tiles";
+    p.scale_in = true;
   }
   if (p.gemm) {
     if (gemm_steps(p.K(), p.tile, p.acc) > kLoopLimit) return "reduction of " + str(p.K()) + " elements is too long";
@@ -796,8 +814,11 @@ void lower_conv(Lowering& l, const Composite& c) {
       if (widen) b_t = DType::kFp32;
     }
     // A 1x1 convolution with unit strides and no padding reads the input as A [pixels][IC].
-    const bool plain = !p.transpose && p.taps() == 1 && c.pad < 0 && p.sy == 1 && p.sx == 1 && p.sd == 1 &&
-                       p.pad_d == 0 && p.pad_y == 0 && p.pad_x == 0 && p.OH == p.VH && p.OW == p.VW && p.OD == p.VD;
+    const bool plain = p.plain;
+    if (p.scale_in) {
+      s.set(74, 1);
+      s.set(75, p.OD * p.OH * p.OW);  // A rows (pixels) per image
+    }
     s.set(0, code(p.in_t));
     s.set(1, code(b_t));
     s.set(2, code(p.out_t));
@@ -842,7 +863,7 @@ void lower_conv(Lowering& l, const Composite& c) {
     s.set(57, p.pad_y);
     s.set(58, p.pad_x);
     emit_gemm(l, p.tile, p.acc, p.pixels(), p.OC, p.K(), 1, std::move(s), l.in(x), b, bias_arg, residual,
-              l.out(p.ep.result));
+              l.out(p.ep.result), p.scale_in ? std::optional<Arg>(l.in(c.scale_in_factor)) : std::nullopt);
     return;
   }
   s.set(0, code(p.in_t));

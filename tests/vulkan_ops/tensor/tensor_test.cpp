@@ -835,6 +835,42 @@ TEST(VulkanTensor, PerChannelScaleAndShiftEpilogue) {
   }
 }
 
+// Squeeze-and-excitation's x * s (s per image and channel, [N,1,1,C], either operand order) in
+// front of a 1x1 convolution is applied as the GEMM loads A: one dispatch instead of a MUL pass.
+// fp32 with vector staging (IC % 4 == 0) and scalar (IC = 6), fp16, each tile, split over K, a
+// batch of images with their own factors; the product is rounded as the MUL's.
+TEST(VulkanTensor, ScaledInputOfAOneByOneConvolution) {
+  ScopedEnv no_coop("WEFT_VULKAN_NO_COOP", "1");
+  struct Case {
+    DType t;
+    int64_t n, hw, ic, oc;
+    const char* tile;
+    const char* split;
+    bool factor_first, residual;
+  };
+  const std::vector<Case> cases = {
+      {DType::kFp32, 2, 7, 16, 24, "64", "1", true, true},   {DType::kFp32, 1, 9, 6, 12, "32", "1", false, false},
+      {DType::kFp32, 2, 5, 40, 36, "128", "1", true, false}, {DType::kFp32, 1, 3, 600, 8, "32", "3", true, true},
+      {DType::kFp16, 2, 6, 16, 20, "64", "1", true, false},
+  };
+  uint32_t seed = 760;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(dtype_name(c.t)) + " N" + std::to_string(c.n) + " IC" + std::to_string(c.ic) + " tile " +
+                 c.tile + " split " + c.split);
+    ScopedEnv tile("WEFT_VULKAN_GEMM_TILE", c.tile);
+    ScopedEnv split("WEFT_VULKAN_GEMM_SPLIT", c.split);
+    Net net(seed++);
+    ValueId x = net.input({c.t, {c.n, c.hw, c.hw, c.ic}}, -2, 2);
+    ValueId f = net.input({c.t, {c.n, 1, 1, c.ic}}, 0, 1);
+    ValueId scaled = c.factor_first ? net.mul(f, x) : net.mul(x, f);
+    ValueId y = net.conv(Op::CONV2D, scaled, net.weight({c.t, {c.oc, 1, 1, c.ic}}, -0.5, 0.5), net.weight({c.t, {c.oc}}),
+                         {0, 0, 0, 0}, {1, 1}, {1, 1}, DType::kFp32);
+    if (c.residual) y = net.add(y, net.input(net.type(y)));
+    const std::string ex = check_vs_reference(net.finish({y}), net.feeds, c.t == DType::kFp32 ? kF32 : kF16Fused);
+    expect_pattern(ex, c.residual ? "MUL+CONV2D+ADD" : "MUL+CONV2D");
+  }
+}
+
 // Bias, GELU and a residual add behind the RESHAPE the ONNX importer puts after a 3-D MatMul (BERT
 // at batch 32, ConvNeXt's pointwise layers): one dispatch, the epilogue at the matmul's flat index.
 TEST(VulkanTensor, MatmulPostOpsBehindTheReshape) {

@@ -123,6 +123,11 @@ layout(constant_id = 63) const int B_OFF = 0;
 //   bit 1: B (n contiguous; B_OFF, B_K, B_BATCH, B_OUTER and N multiples of 4).
 // Every invocation then loads one vector of each per K step.
 layout(constant_id = 64) const int VEC = 0;
+// A_SCALE (SIMT float tiles, CONV == 0: a 1x1 convolution read as A [pixels][IC]): A's element
+// (m, k) is multiplied by ascale[(m / A_SCALE_ROWS) * K + k] as it is loaded, squeeze-and-excitation's
+// x * s folded in front of the convolution (rounded to fp16 for fp16 inputs, as the MUL rounds).
+layout(constant_id = 74) const int A_SCALE = 0;
+layout(constant_id = 75) const int A_SCALE_ROWS = 1;
 
 TENSOR_RO(0, a, T_A)
 TENSOR_RO(1, b, T_B)
@@ -136,6 +141,14 @@ layout(std430, set = 0, binding = 5) buffer PartB { float part[]; };
 #endif
 
 #include "tc_epilogue.glsl"
+#if defined(ACC_FLOAT) && !defined(COOP) && !defined(COOP_WIDE)
+TENSOR_RO(6, ascale, T_A)
+// A's element (m, k) of a scaled 1x1 convolution input.
+float a_scaled(float v, int m, int k) {
+  const float x = v * ascale_ldf(uint((m / A_SCALE_ROWS) * K + k));
+  return T_A == DT_F16 ? r16(x) : x;
+}
+#endif
 
 #define A_LOADS (BM * BK / WG)  // A elements each invocation stages per K step
 #define B_LOADS (BN * BK / WG)
@@ -346,6 +359,10 @@ void main() {
         if (m < M && kv < kend) {
           if (CONV == 0) {
             ra4 = a_v4[uint(A_OFF + a_batch(batch) + m * A_ROW + kv) / 4u];
+            if (A_SCALE != 0) {
+              const uint si = uint((m / A_SCALE_ROWS) * K + kv);
+              ra4 *= vec4(ascale_ldf(si), ascale_ldf(si + 1u), ascale_ldf(si + 2u), ascale_ldf(si + 3u));
+            }
           } else {
             int vic, vkd, vky, vkx;
             conv_tap(kv, vic, vkd, vky, vkx);
@@ -365,6 +382,9 @@ void main() {
         if (row_ok[p] && k < kend) {
           if (CONV == 0) {
             v = a_value(uint(A_OFF + a_batch(batch) + (m0 + ar + A_ROWS * p) * A_ROW + k));
+#if defined(ACC_FLOAT) && !defined(COOP)
+            if (A_SCALE != 0) v = SH_T(a_scaled(float(v), m0 + ar + A_ROWS * p, k));
+#endif
           } else {
             const int src = conv_source(row_n[p], row_d[p], row_y[p], row_x[p], kd, ky, kx, ic);
             if (src >= 0) v = a_value(uint(src));
