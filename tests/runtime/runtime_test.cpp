@@ -287,6 +287,37 @@ graph @main(%x: f32[2,3,4], %y: f32[2,3,4]) -> (%out) {
 // run(inputs) hands the runtime's output buffers to the caller instead of copying them: what it
 // returned must survive later runs, output() must show the last run, and caller-bound memory is
 // still copied (the caller's array is rewritten by the next run).
+// Shape operands (CONST_SHAPE: RESHAPE's shape, PAD's padding, SLICE's start and size) and constants
+// are set up by a context's first run only, in storage of their own: later runs, whose arena
+// values overwrite each other, still read the right shapes (bit-identical to the interpreter on
+// every run, with different inputs and each run's results dropped).
+TEST(Runtime, ConstantsAndShapesSetByTheFirstRunStayValid) {
+  GraphBuilder b;
+  const TensorType t{DType::kFp32, {2, 3, 4}};
+  ValueId x = b.input("x", t);
+  ValueId y = b.input("y", t);
+  ValueId w = b.constant("w", random_tensor(t, 9));
+  ValueId a = b.op(Op::ADD, {x, w});
+  ValueId r = b.op(Op::RESHAPE, {a, b.constant_shape("s1", {6, 4})});
+  ValueId p = b.op(Op::PAD, {r, b.constant_shape("pads", {1, 0, 2, 1}),
+                             b.constant("pv", Tensor::from_doubles({DType::kFp32, {1}}, std::vector<double>{0.5}))});
+  ValueId sl = b.op(Op::SLICE, {p, b.constant_shape("st", {1, 1}), b.constant_shape("sz", {6, 4})});
+  ValueId m = b.op(Op::TANH, {b.op(Op::ADD, {sl, b.op(Op::RESHAPE, {y, b.constant_shape("s2", {6, 4})})})});
+  b.output(b.op(Op::RESHAPE, {m, b.constant_shape("s3", {2, 3, 4})}));
+  Module mod(b.finish());
+  auto model = Model::from_module(mod, kReference);
+  Context ctx(model);
+  Interpreter interp(model->module());
+  for (uint32_t run = 0; run < 4; ++run) {
+    SCOPED_TRACE("run " + std::to_string(run));
+    std::vector<Tensor> in = {random_tensor(t, 20 + run), random_tensor(t, 40 + run)};
+    const auto want = interp.run(in);
+    const std::vector<Tensor> got = ctx.run(in);
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_TRUE(got[0].identical(want[0]));
+  }
+}
+
 TEST(Runtime, ReturnedOutputsSurviveLaterRuns) {
   Module m = random_elementwise_module(7, 20);
   auto model = Model::from_module(m, kReference);
