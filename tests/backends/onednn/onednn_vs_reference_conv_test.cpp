@@ -431,34 +431,33 @@ TEST(OneDnnVsReference, PadAvgPoolFusion) {
   check_vs_reference(m, net.feeds, {"PAD+AVG_POOL2D"}, kTolElementwise);
 }
 
-TEST(OneDnnVsReference, HardSwishAfterConvolutionsFuses) {
+// A 3x3 convolution of x f32[1,9,9,8] (12 output channels; `bias_elems` 12 or 1) or a depthwise one
+// (8 channels), padded to keep 9x9.
+ValueId small_conv(Net& net, ValueId x, bool depthwise, int64_t bias_elems) {
+  return depthwise ? net.depthwise(x, net.weight({3, 3, 8, 1}), net.weight({8}), {1, 1, 1, 1}, {1, 1}, {1, 1})
+                   : net.conv2d(x, net.weight({12, 3, 3, 8}), net.weight({bias_elems}), {1, 1, 1, 1}, {1, 1}, {1, 1});
+}
+
+TEST(OneDnnVsReference, HardSwishAndPerChannelScaleShiftAfterConvolutionsFuse) {
   // HardSwish as the ONNX frontend lowers it: x * clamp(x * 1/6 + 0.5, 0, 1) (MobileNetV3).
   for (int depthwise = 0; depthwise < 2; ++depthwise) {
     SCOPED_TRACE(depthwise ? "DEPTHWISE_CONV2D" : "CONV2D");
     Net net(1400 + static_cast<uint32_t>(depthwise));
-    ValueId x = net.input({1, 9, 9, 8}, -3, 3);
-    ValueId c = depthwise ? net.depthwise(x, net.weight({3, 3, 8, 1}), net.weight({8}), {1, 1, 1, 1}, {1, 1}, {1, 1})
-                          : net.conv2d(x, net.weight({12, 3, 3, 8}), net.weight({12}), {1, 1, 1, 1}, {1, 1}, {1, 1});
+    ValueId c = small_conv(net, net.input({1, 9, 9, 8}, -3, 3), depthwise, 12);
     ValueId hs = net.mul(c, net.clamp(net.add(net.mul(c, net.scalar(1.0 / 6.0, 4)), net.scalar(0.5, 4)), 0, 1));
-    Module m = net.finish({hs});
-    check_vs_reference(m, net.feeds, {depthwise ? "DEPTHWISE_CONV2D+HARDSWISH" : "CONV2D+HARDSWISH"}, kTolAccumulate);
+    check_vs_reference(net.finish({hs}), net.feeds, {depthwise ? "DEPTHWISE_CONV2D+HARDSWISH" : "CONV2D+HARDSWISH"},
+                       kTolAccumulate);
   }
-}
-
-TEST(OneDnnVsReference, PerChannelScaleAndShiftAfterConvolutions) {
   // A batch norm left behind a convolution (x * s[c] + t[c]) and a clamp: binary post-ops broadcast
   // along the channel, after a convolution with a one-element bias and after a depthwise one.
   for (int depthwise = 0; depthwise < 2; ++depthwise) {
-    SCOPED_TRACE(depthwise ? "DEPTHWISE_CONV2D" : "CONV2D");
+    SCOPED_TRACE(depthwise ? "DEPTHWISE_CONV2D, per-channel" : "CONV2D, per-channel");
     Net net(1410 + static_cast<uint32_t>(depthwise));
-    ValueId x = net.input({1, 9, 9, 8}, -3, 3);
-    ValueId c = depthwise ? net.depthwise(x, net.weight({3, 3, 8, 1}), net.weight({8}), {1, 1, 1, 1}, {1, 1}, {1, 1})
-                          : net.conv2d(x, net.weight({12, 3, 3, 8}), net.weight({1}), {1, 1, 1, 1}, {1, 1}, {1, 1});
+    ValueId c = small_conv(net, net.input({1, 9, 9, 8}, -3, 3), depthwise, 1);
     const int64_t oc = depthwise ? 8 : 12;
     ValueId y = net.clamp(net.add(net.mul(c, net.weight({1, 1, 1, oc}, 0.5, 2)), net.weight({1, 1, 1, oc})), -1, 1);
-    Module m = net.finish({y});
-    check_vs_reference(m, net.feeds, {depthwise ? "DEPTHWISE_CONV2D+SCALE+SHIFT+CLAMP" : "CONV2D+SCALE+SHIFT+CLAMP"},
-                       kTolAccumulate);
+    check_vs_reference(net.finish({y}), net.feeds,
+                       {depthwise ? "DEPTHWISE_CONV2D+SCALE+SHIFT+CLAMP" : "CONV2D+SCALE+SHIFT+CLAMP"}, kTolAccumulate);
   }
 }
 
