@@ -100,7 +100,8 @@ struct HostImport {
   }
 };
 
-// Large transfers only: below this the staging memcpy costs about what the import does.
+// Large transfers only: below this the import could not pay even where it is cheap (on the H100 it
+// did not pay at any size: docs/vulkan.md, hence WEFT_VULKAN_HOST_IMPORT=1 to ask for it).
 constexpr size_t kHostImportMin = size_t{1} << 20;
 
 // `ptr`'s pages as a transfer buffer, or an empty HostImport when the device cannot import them
