@@ -203,8 +203,7 @@ struct Program::Impl {
   void record(bool timed);
   // Copies into the staged input slots (`in`) or out of the staged output slots, from / to their
   // staging buffers or, where `imports` has one for the slot's index, the caller's imported memory.
-  // Returns false when there is nothing to copy.
-  bool record_transfers(VkCommandBuffer cb, bool in, const std::vector<HostImport>* imports);
+  void record_transfers(VkCommandBuffer cb, bool in, const std::vector<HostImport>* imports);
   void run(const std::vector<const void*>& inputs, const std::vector<void*>& outputs, bool timed);
 };
 
@@ -686,7 +685,7 @@ void Program::Impl::record(bool timed) {
   check(vkEndCommandBuffer(cb), "vkEndCommandBuffer", p + ": ");
 }
 
-bool Program::Impl::record_transfers(VkCommandBuffer cb, bool in, const std::vector<HostImport>* imports) {
+void Program::Impl::record_transfers(VkCommandBuffer cb, bool in, const std::vector<HostImport>* imports) {
   const std::vector<uint32_t>& external = in ? input_slots : output_slots;
   bool any = false;
   VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
@@ -709,7 +708,6 @@ bool Program::Impl::record_transfers(VkCommandBuffer cb, bool in, const std::vec
     vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, nullptr, 0, nullptr);
   }
   check(vkEndCommandBuffer(cb), "vkEndCommandBuffer", what() + ": ");
-  return any;
 }
 
 void Program::Impl::run(const std::vector<const void*>& inputs, const std::vector<void*>& outputs, bool timed) {
@@ -731,23 +729,28 @@ void Program::Impl::run(const std::vector<const void*>& inputs, const std::vecto
     if (!outputs[i] && slots[output_slots[i]].b.bytes > 0)
       throw Error(ErrorCode::kInvalidArgument, p + ": no host memory for output " + std::to_string(i));
   size_t up = 0, down = 0, imported = 0;
-  // Large staged inputs and outputs move straight from / to the caller's memory where the device can
-  // import it; the others go through staging memory.
-  std::vector<HostImport> in_imports(input_slots.size()), out_imports(output_slots.size());
+  // With WEFT_VULKAN_HOST_IMPORT=1, large staged inputs and outputs move straight from / to the
+  // caller's memory where the device can import it; the others go through staging memory.
+  std::vector<HostImport> in_imports, out_imports;  // empty without host import
   bool any_import = false;
-  for (size_t i = 0; i < input_slots.size(); ++i) {
-    const SlotMemory& m = slots[input_slots[i]];
-    if (m.staged && (in_imports[i] = import_host(*device, inputs[i], m.b.bytes)).buffer) any_import = true;
+  if (device->host_import) {
+    in_imports.resize(input_slots.size());
+    out_imports.resize(output_slots.size());
+    for (size_t i = 0; i < input_slots.size(); ++i) {
+      const SlotMemory& m = slots[input_slots[i]];
+      if (m.staged && (in_imports[i] = import_host(*device, inputs[i], m.b.bytes)).buffer) any_import = true;
+    }
+    for (size_t i = 0; i < output_slots.size(); ++i) {
+      const SlotMemory& m = slots[output_slots[i]];
+      if (m.staged && (out_imports[i] = import_host(*device, outputs[i], m.b.bytes)).buffer) any_import = true;
+    }
   }
-  for (size_t i = 0; i < output_slots.size(); ++i) {
-    const SlotMemory& m = slots[output_slots[i]];
-    if (m.staged && (out_imports[i] = import_host(*device, outputs[i], m.b.bytes)).buffer) any_import = true;
-  }
+  auto imported_at = [&](const std::vector<HostImport>& v, size_t i) { return any_import && v[i].buffer; };
   for (size_t i = 0; i < input_slots.size(); ++i) {
     const Backing& b = slots[input_slots[i]].b;
     if (b.bytes == 0) continue;
     up += b.bytes;
-    if (in_imports[i].buffer) {
+    if (imported_at(in_imports, i)) {
       imported += b.bytes;
       continue;
     }
@@ -769,27 +772,28 @@ void Program::Impl::run(const std::vector<const void*>& inputs, const std::vecto
       vkFreeCommandBuffers(dev->device, dev->command_pool, static_cast<uint32_t>(cbs.size()), cbs.data());
     }
   } per_run{device.get(), {}};
+  bool has_in = false, has_out = false;
+  for (uint32_t s : input_slots) has_in |= slots[s].staged && slots[s].b.bytes > 0;
+  for (uint32_t s : output_slots) has_out |= slots[s].staged && slots[s].b.bytes > 0;
   VkCommandBuffer pre = VK_NULL_HANDLE, post = VK_NULL_HANDLE;
-  {
+  if (any_import) {
     std::lock_guard<std::mutex> lock(device->pool_mutex);
-    bool has_in = false, has_out = false;
-    for (uint32_t s : input_slots) has_in |= slots[s].staged && slots[s].b.bytes > 0;
-    for (uint32_t s : output_slots) has_out |= slots[s].staged && slots[s].b.bytes > 0;
-    if (any_import) {
-      if (has_in) {
-        per_run.cbs.push_back(pre = allocate_primary(*device, p));
-        record_transfers(pre, true, &in_imports);
-      }
-      if (has_out) {
-        per_run.cbs.push_back(post = allocate_primary(*device, p));
-        record_transfers(post, false, &out_imports);
-      }
-    } else {
+    if (has_in) {
+      per_run.cbs.push_back(pre = allocate_primary(*device, p));
+      record_transfers(pre, true, &in_imports);
+    }
+    if (has_out) {
+      per_run.cbs.push_back(post = allocate_primary(*device, p));
+      record_transfers(post, false, &out_imports);
+    }
+  } else {
+    if ((has_in && !stage_in) || (has_out && !stage_out)) {
+      std::lock_guard<std::mutex> lock(device->pool_mutex);
       if (has_in && !stage_in) record_transfers(stage_in = allocate_primary(*device, p), true, nullptr);
       if (has_out && !stage_out) record_transfers(stage_out = allocate_primary(*device, p), false, nullptr);
-      pre = has_in ? stage_in : VK_NULL_HANDLE;
-      post = has_out ? stage_out : VK_NULL_HANDLE;
     }
+    pre = has_in ? stage_in : VK_NULL_HANDLE;
+    post = has_out ? stage_out : VK_NULL_HANDLE;
   }
   std::vector<VkCommandBuffer> submission;
   if (pre) submission.push_back(pre);
@@ -816,7 +820,7 @@ void Program::Impl::run(const std::vector<const void*>& inputs, const std::vecto
   for (size_t i = 0; i < output_slots.size(); ++i) {
     const Backing& b = slots[output_slots[i]].b;
     if (b.bytes == 0) continue;
-    if (out_imports[i].buffer) {  // already in the caller's memory
+    if (imported_at(out_imports, i)) {  // already in the caller's memory
       down += b.bytes;
       imported += b.bytes;
       continue;
