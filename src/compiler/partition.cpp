@@ -259,8 +259,7 @@ class Matcher {
       } else if (n.op == Op::MUL) {
         const ValueId o = other(n, r);
         const bool factor = o != kNoValue && o != r && (scalar(o) || per_column(o, rt));
-        const std::optional<double> shift = n.inputs.size() > 2 ? scalar(n.inputs[2]) : std::optional<double>(0.0);
-        if (!factor || !shift || *shift != 0 || !is_float(rt.dtype)) break;
+        if (!factor || !zero_shift(n) || !is_float(rt.dtype)) break;
         ops.push_back({PostOp::Kind::kScale, c, -1, {}, o});
       } else if (n.op == Op::CLAMP) {
         ops.push_back({PostOp::Kind::kClamp, c});
@@ -289,8 +288,7 @@ class Matcher {
   void scale_in(int m, Composite& c) const {
     const Node& n = g_.node(m);
     const TensorType& rt = g_.value(n.outputs[0]).type;
-    const std::optional<double> shift = n.inputs.size() > 2 ? scalar(n.inputs[2]) : std::optional<double>(0.0);
-    if (!is_float(rt.dtype) || rt.rank() != 4 || !shift || *shift != 0) return;
+    if (!is_float(rt.dtype) || rt.rank() != 4 || !zero_shift(n)) return;
     for (int k = 0; k < 2; ++k) {
       const ValueId x = n.inputs[static_cast<size_t>(k)], s = n.inputs[static_cast<size_t>(1 - k)];
       const TensorType& st = g_.value(s).type;
@@ -301,6 +299,11 @@ class Matcher {
         return;
       }
     }
+  }
+  // Whether MUL node `n`'s shift operand is absent or a constant 0 (a plain product).
+  bool zero_shift(const Node& n) const {
+    const std::optional<double> shift = n.inputs.size() > 2 ? scalar(n.inputs[2]) : std::optional<double>(0.0);
+    return shift && *shift == 0;
   }
   // A constant holding one value (any shape of one element).
   std::optional<double> scalar(ValueId v) const {

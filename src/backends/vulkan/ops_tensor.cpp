@@ -283,6 +283,11 @@ std::vector<uint8_t> column_block(const Graph& g, const Epilogue& ep, const uint
   return out;
 }
 
+// column_block of a constant bias tensor (null: none) as prepared data.
+Arg column_arg(Lowering& l, const Epilogue& ep, const Tensor* bias, DType t) {
+  return l.data(column_block(l.graph, ep, bias ? bias->bytes() : nullptr, bias ? bias->num_elements() : 0, t));
+}
+
 void epilogue_spec(Spec& s, const Epilogue& ep) {
   for (int i = 0; i < 4; ++i) {
     s.set(40 + i, ep.kind[i]);
@@ -437,6 +442,13 @@ int64_t pick_split(int64_t groups, int64_t K, int acc, const Caps& caps, int64_t
   return std::max<int64_t>(1, std::min<int64_t>(split, caps.max_groups[2] / std::max<int64_t>(batch, 1)));
 }
 
+// Whether `t` is one of the SIMT float tiles (tc_gemm_f2/f4/f8): vector staging (VEC) and the
+// scaled input (A_SCALE, binding 6) are theirs.
+bool simt_float_tile(const Tile& t) {
+  const std::string_view sh(t.shader);
+  return sh == "tc_gemm_f2" || sh == "tc_gemm_f4" || sh == "tc_gemm_f8";
+}
+
 // One tiled GEMM (tc_gemm_* / tc_matmul_coop with the spec constants of tc_gemm.glsl already set
 // but the split ones), split over K when pick_split says so: the slices' partial sums go to a
 // scratch buffer and tc_splitk adds them and finishes the outputs.
@@ -452,8 +464,8 @@ void emit_gemm(Lowering& l, const Tile& tile, int acc, int64_t M, int64_t N, int
   s.set(61, batch);
   // fp32 operands staged as vectors (tc_gemm.glsl's VEC) where the SIMT tile reads them contiguous
   // and 16-byte aligned: A along k (strided or a plain 1x1 convolution), B along n.
-  const std::string_view sh(tile.shader);
-  if (acc == 0 && (sh == "tc_gemm_f2" || sh == "tc_gemm_f4" || sh == "tc_gemm_f8")) {
+  const bool simt = simt_float_tile(tile);
+  if (acc == 0 && simt) {
     s.set(64, 0);  // every id up to 64 now has a value (unset ones 0)
     const auto v = [&](int id) { return id < static_cast<int>(s.v.size()) ? static_cast<int64_t>(s.v[static_cast<size_t>(id)]) : 0; };
     const int32_t f32 = code(DType::kFp32);
@@ -472,7 +484,6 @@ void emit_gemm(Lowering& l, const Tile& tile, int acc, int64_t M, int64_t N, int
     return;
   }
   // The SIMT float tiles declare the scaled-input factor at binding 6 (A_SCALE; `a` when unused).
-  const bool simt = sh == "tc_gemm_f2" || sh == "tc_gemm_f4" || sh == "tc_gemm_f8";
   if (a_scale && !simt) l.fail(std::string("internal: a scaled input on ") + tile.shader);
   const Arg part = split == 1 ? l.scratch(4, true) : l.scratch(static_cast<size_t>(split * batch * M * N) * sizeof(float), true);
   std::vector<Arg> args = {a, b, bias, res, out, part};
@@ -711,8 +722,7 @@ std::string plan_conv(const Graph& g, const Composite& c, const Caps& caps, Conv
   p.plain = p.gemm && !p.transpose && p.taps() == 1 && c.pad < 0 && p.sy == 1 && p.sx == 1 && p.sd == 1 &&
             p.pad_d == 0 && p.pad_y == 0 && p.pad_x == 0 && p.OH == p.VH && p.OW == p.VW && p.OD == p.VD;
   if (c.scale_in >= 0) {
-    const std::string_view sh = p.gemm ? p.tile.shader : "";
-    if (!p.plain || (sh != "tc_gemm_f2" && sh != "tc_gemm_f4" && sh != "tc_gemm_f8") || !is_float(p.in_t) ||
+    if (!p.plain || !simt_float_tile(p.tile) || !is_float(p.in_t) ||
         type_of(g, c.scale_in_source).dtype != p.in_t)
       return "a MUL by a factor per image and channel folds only into a 1x1 float convolution on the SIMT GEMM tiles";
     p.scale_in = true;
@@ -793,8 +803,7 @@ void lower_conv(Lowering& l, const Composite& c) {
     if (!p.ep.columns.empty()) bb = column_block(l.graph, p.ep, bb.data(), p.OC, p.out_t);
     bias_arg = l.data(std::move(bb));
   } else if (!p.ep.columns.empty()) {
-    const Tensor* bc = l.constant(bias);
-    bias_arg = l.data(column_block(l.graph, p.ep, bc->bytes(), bc->num_elements(), p.out_t));
+    bias_arg = column_arg(l, p.ep, l.constant(bias), p.out_t);
   }
   const Arg residual = l.in(p.ep.residual != kNoValue ? p.ep.residual : x);
   const bool integer = !is_float(p.in_t);
@@ -1044,11 +1053,8 @@ void lower_matmul(Lowering& l, const Composite& c) {
   s.set(14, p.bzp);
   s.set(15, p.acc == 1);
   gemm_geometry_defaults(s);
-  Arg bias_arg = l.in(bias);
-  if (!p.ep.columns.empty()) {
-    const Tensor* bc = p.ep.bias != kNoValue ? l.constant(p.ep.bias) : nullptr;
-    bias_arg = l.data(column_block(l.graph, p.ep, bc ? bc->bytes() : nullptr, bc ? bc->num_elements() : 0, p.out_t));
-  }
+  const Arg bias_arg = p.ep.columns.empty() ? l.in(bias)
+                                             : column_arg(l, p.ep, p.ep.bias != kNoValue ? l.constant(p.ep.bias) : nullptr, p.out_t);
   emit_gemm(l, p.tile, p.acc, p.H, p.W, p.C, p.N, std::move(s), l.in(a), b_arg, bias_arg, l.in(res),
             l.out(p.ep.result));
 }
