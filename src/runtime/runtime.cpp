@@ -161,7 +161,7 @@ std::shared_ptr<const Model::Impl::Prepared> Model::Impl::prepare(int threads) c
     st.in_place_ok = kernel->in_place_ok();
     st.in_place_input = kernel->in_place_input();
     st.workspace_bytes = kernel->workspace_bytes();
-    p->is_view.push_back(st.constant || st.forwards || anchor.op == Op::CONST_SHAPE);
+    p->is_view.push_back(st.constant || st.forwards);
     p->is_constant.push_back(st.constant);
     steps.push_back(std::move(st));
     p->kernels.push_back(std::move(kernel));
@@ -491,12 +491,12 @@ struct Context::Impl {
     exec.start_run();
     const std::optional<std::chrono::steady_clock::time_point> deadline = exec.deadline();
     for (size_t ui = 0; ui < units.size(); ++ui) {
+      if (constants_set && prep->is_constant[ui]) continue;
       if (deadline && std::chrono::steady_clock::now() > *deadline)
         throw Error(ErrorCode::kRuntime,
                     "the run passed its deadline of " + std::to_string(exec.deadline_ms()) +
                         " ms (ContextOptions::deadline_ms, weft run --deadline-ms) before unit " + std::to_string(ui),
                     {.file = m.source, .graph = g.name(), .node = g.node_label(units[ui].composite.anchor)});
-      if (constants_set && prep->is_constant[ui]) continue;
       const backend::Composite& c = units[ui].composite;
       const backend::Kernel& kernel = *prep->kernels[ui];
       std::vector<Tensor>& outs = unit_outs[ui];

@@ -335,7 +335,7 @@ Support post_ops_supported(const Graph& g, const Composite& c) {
     if (p.kind == PostOp::Kind::kClamp && !clamp_bounds(g.node(p.node)))
       return Support::no("CLAMP bounds of a non-fp32 type cannot be fused");
     if (p.operand != kNoValue && type_of(g, p.operand).dtype != DType::kFp32)
-      return Support::no("only fp32 adds are fused");
+      return Support::no("only fp32 operands of fused adds and products are fused");
   }
   return Support::yes();
 }
