@@ -110,3 +110,9 @@ float rte16(float x) {
 
 // Shape decomposition: coordinate d of flat index `i` in a row-major shape given by its strides.
 #define COORD(i, stride, dim) (((i) / uint(stride)) % uint(dim))
+
+// Element offset of batch b along a batch axis that may be two axes merged (attention's batch and
+// heads read in place as [B*H, ...]): with split > 1, (b / split) * outer + (b % split) * stride.
+int split_batch_offset(int b, int split, int stride, int outer) {
+  return split > 1 ? (b / split) * outer + (b % split) * stride : b * stride;
+}

@@ -71,11 +71,10 @@ layout(constant_id = 72) const int OUT_SPLIT = 0;
 layout(constant_id = 73) const int OUT_OUTER = 0;
 uint out_index(int b, int m, int n) {
   if (OUT_VIEW == 0) return uint((b * M + m) * N + n);
-  const int ob = OUT_SPLIT > 1 ? (b / OUT_SPLIT) * OUT_OUTER + (b % OUT_SPLIT) * OUT_BATCH : b * OUT_BATCH;
-  return uint(ob + m * OUT_ROW + n);
+  return uint(split_batch_offset(b, OUT_SPLIT, OUT_BATCH, OUT_OUTER) + m * OUT_ROW + n);
 }
-int a_batch(int b) { return A_SPLIT > 1 ? (b / A_SPLIT) * A_OUTER + (b % A_SPLIT) * A_BATCH : b * A_BATCH; }
-int b_batch(int b) { return B_SPLIT > 1 ? (b / B_SPLIT) * B_OUTER + (b % B_SPLIT) * B_BATCH : b * B_BATCH; }
+int a_batch(int b) { return split_batch_offset(b, A_SPLIT, A_BATCH, A_OUTER); }
+int b_batch(int b) { return split_batch_offset(b, B_SPLIT, B_BATCH, B_OUTER); }
 layout(constant_id = 13) const int A_ZP = 0;  // integer zero points, subtracted on load
 layout(constant_id = 14) const int B_ZP = 0;
 layout(constant_id = 15) const int ACC16 = 0;       // ACC_FLOAT: fp16 accumulation

@@ -43,8 +43,7 @@ void main() {
   uint at = o;
   if (OUT_VIEW != 0) {
     const int b = int(o / uint(M * N)), m = int((o / uint(N)) % uint(M));
-    const int ob = OUT_SPLIT > 1 ? (b / OUT_SPLIT) * OUT_OUTER + (b % OUT_SPLIT) * OUT_BATCH : b * OUT_BATCH;
-    at = uint(ob + m * OUT_ROW) + n;
+    at = uint(split_batch_offset(b, OUT_SPLIT, OUT_BATCH, OUT_OUTER) + m * OUT_ROW) + n;
   }
   outp_stf(at, epilogue(v, o, n));
 }
