@@ -216,6 +216,11 @@ class Backend {
   // records a command buffer per region, a compiler that fuses across operators).
   enum class Grouping { kOperators, kRegions };
   virtual Grouping grouping() const { return Grouping::kOperators; }
+  // Whether its GEMMs read a split batch view in place (compiler/strided_view.h: attention's heads
+  // of a batch sliced out of one wider projection). When the leading backend does, the model's
+  // batched sibling MATMULs are merged before partitioning (compiler::merge_sibling_matmuls);
+  // where it does not, the slices would be copies.
+  virtual bool reads_split_views() const { return false; }
   // Whether it runs operator `def` with the types of `row` of the operator table at all (alone or
   // as the main node of a fused group); per-node conditions (constant weights, zero points,
   // broadcasting, ...) are left to supports(). `weft ops` prints this per row.

@@ -25,15 +25,17 @@ const Tensor* const_tensor(const Graph& g, ValueId v) {
   return p >= 0 && g.node(p).op == Op::CONST ? &g.node(p).attr_tensor("values") : nullptr;
 }
 
-// One MATMUL of a group of siblings, with the bias ADD after it (-1 when none).
+// One MATMUL of a group of siblings: the RESHAPE in front of it and after it (batched form, -1
+// when none) and the bias ADD after that (-1 when none).
 struct Member {
-  int matmul = -1, add = -1;
+  int matmul = -1, reshape_in = -1, reshape_out = -1, add = -1;
   int64_t n = 0;
+  ValueId last = kNoValue;  // the member's result: the ADD's, else the RESHAPE's, else the MATMUL's
 };
 
-// Merges sibling MATMULs (see canonicalize.h) by rebuilding `g`; returns how many MATMULs were
-// folded into another.
-int merge_sibling_matmuls(Graph& g) {
+}  // namespace
+
+int merge_sibling_matmuls(Graph& g, bool through_reshapes) {
   std::vector<std::vector<int>> readers(g.values().size());
   for (size_t i = 0; i < g.nodes().size(); ++i)
     for (ValueId v : g.node(static_cast<int>(i)).inputs) readers[static_cast<size_t>(v)].push_back(static_cast<int>(i));
@@ -47,9 +49,7 @@ int merge_sibling_matmuls(Graph& g) {
                : -1;
   };
 
-  // Candidates, grouped by A in node order. Not the 3-D MatMuls of a batch > 1, which the importer
-  // writes as RESHAPE -> MATMUL -> RESHAPE: there the attention's TRANSPOSEs are copies, the
-  // slices would be copies too, and the BERT encoder at batch 4 ran 3% slower on oneDNN.
+  // Candidates, grouped by A (by the tensor reshaped into A, in the batched form) in node order.
   std::map<ValueId, std::vector<Member>> by_a;
   for (size_t i = 0; i < g.nodes().size(); ++i) {
     const Node& m = g.node(static_cast<int>(i));
@@ -59,20 +59,34 @@ int merge_sibling_matmuls(Graph& g) {
     if (!b || const_tensor(g, m.inputs[0]) || !const_tensor(g, m.inputs[2]) || !const_tensor(g, m.inputs[3])) continue;
     if (!is_float(a.dtype) || b->dtype() != a.dtype || b->shape().size() != 3 || b->shape()[0] != 1 || a.shape[0] != 1)
       continue;
-    Member mem{static_cast<int>(i), -1, b->shape()[2]};
-    const ValueId last = m.outputs[0];
-    if (only_reader(last, Op::RESHAPE) >= 0) continue;
-    if (int r = only_reader(last, Op::ADD); r >= 0) {
+    Member mem{.matmul = static_cast<int>(i), .n = b->shape()[2], .last = m.outputs[0]};
+    ValueId key = m.inputs[0];
+    if (const int r = only_reader(mem.last, Op::RESHAPE); r >= 0) {
+      // The batched form: x [B, S, K] -> RESHAPE [1, B*S, K] -> MATMUL -> RESHAPE [B, S, N].
+      const int p = g.value(key).producer;
+      const ValueId after = g.node(r).outputs[0];
+      if (!through_reshapes || p < 0 || g.node(p).op != Op::RESHAPE || only_reader(key, Op::MATMUL) != mem.matmul ||
+          g.value(after).type.shape.back() != mem.n)
+        continue;
+      mem.reshape_in = p;
+      mem.reshape_out = r;
+      mem.last = after;
+      key = g.node(p).inputs[0];
+    }
+    if (int r = only_reader(mem.last, Op::ADD); r >= 0) {
       const Node& add = g.node(r);
       const Tensor* bias = add.inputs.size() == 2 ? const_tensor(g, add.inputs[1]) : nullptr;
-      const TensorType& t = g.value(last).type;
+      const TensorType& t = g.value(mem.last).type;
       Shape want(t.shape.size(), 1);
       want.back() = mem.n;
-      if (bias && bias->dtype() == t.dtype && bias->shape() == want && g.value(add.outputs[0]).type == t) mem.add = r;
+      if (bias && bias->dtype() == t.dtype && bias->shape() == want && g.value(add.outputs[0]).type == t) {
+        mem.add = r;
+        mem.last = add.outputs[0];
+      }
     }
-    by_a[m.inputs[0]].push_back(mem);
+    by_a[key].push_back(mem);
   }
-  // Members agreeing with the first of their A on K, types, zero points and having a bias.
+  // Members agreeing with the first of their A on K, types, zero points, form and having a bias.
   std::map<int, std::vector<Member>> groups;  // by the first member's node
   for (auto& [a, list] : by_a) {
     std::vector<Member> group;
@@ -84,8 +98,12 @@ int merge_sibling_matmuls(Graph& g) {
       const Member& first = group[0];
       const Node& f = g.node(first.matmul);
       const Node& m = g.node(mem.matmul);
+      Shape fs = g.value(first.last).type.shape, ms = g.value(mem.last).type.shape;
+      fs.back() = ms.back() = 0;
       if (const_tensor(g, m.inputs[1])->shape()[1] != const_tensor(g, f.inputs[1])->shape()[1] ||
           g.value(m.outputs[0]).type.dtype != g.value(f.outputs[0]).type.dtype || (mem.add < 0) != (first.add < 0) ||
+          (mem.reshape_in < 0) != (first.reshape_in < 0) || fs != ms ||
+          g.value(m.inputs[0]).type != g.value(f.inputs[0]).type ||
           !const_tensor(g, m.inputs[2])->identical(*const_tensor(g, f.inputs[2])) ||
           !const_tensor(g, m.inputs[3])->identical(*const_tensor(g, f.inputs[3])))
         continue;
@@ -97,10 +115,9 @@ int merge_sibling_matmuls(Graph& g) {
 
   std::vector<char> skip(g.nodes().size(), 0);
   for (const auto& [first, group] : groups)
-    for (const Member& mem : group) {
-      skip[static_cast<size_t>(mem.matmul)] = 1;
-      if (mem.add >= 0) skip[static_cast<size_t>(mem.add)] = 1;
-    }
+    for (const Member& mem : group)
+      for (int n : {mem.matmul, mem.reshape_in, mem.reshape_out, mem.add})
+        if (n >= 0) skip[static_cast<size_t>(n)] = 1;
   Graph out(g.name());
   std::vector<ValueId> map(g.values().size(), kNoValue);
   for (ValueId in : g.inputs()) map[static_cast<size_t>(in)] = out.add_input(g.value(in).name, g.value(in).type);
@@ -119,6 +136,11 @@ int merge_sibling_matmuls(Graph& g) {
     n.outputs = {result};
     out.add_node(std::move(n));
   };
+  auto shape_value = [&](const std::string& base, const Shape& s) {
+    const ValueId v = out.add_value(fresh(base), TensorType{DType::kShape, {static_cast<int64_t>(s.size())}});
+    node(Op::CONST_SHAPE, {}, {std::vector<int64_t>(s.begin(), s.end())}, v, "");
+    return v;
+  };
   int merged = 0;
   for (size_t i = 0; i < g.nodes().size(); ++i) {
     auto it = groups.find(static_cast<int>(i));
@@ -133,8 +155,11 @@ int merge_sibling_matmuls(Graph& g) {
       const size_t es = storage_size(fb.dtype());
       Tensor w = Tensor::zeros(TensorType{fb.dtype(), {1, k, total}});
       const DType out_dtype = g.value(f.outputs[0]).type.dtype;
-      const TensorType wide{out_dtype, {1, a.shape[1], total}};  // the merged result; each member [1, M, n]
-      Tensor bias = Tensor::zeros(TensorType{out_dtype, {1, 1, total}});
+      TensorType wide = g.value(group[0].last).type;  // the merged result; each member's is a slice
+      wide.shape.back() = total;
+      Shape bias_shape(wide.shape.size(), 1);
+      bias_shape.back() = total;
+      Tensor bias = Tensor::zeros(TensorType{out_dtype, bias_shape});
       int64_t off = 0;
       for (const Member& mem : group) {
         const Tensor& b = *const_tensor(g, g.node(mem.matmul).inputs[1]);
@@ -148,12 +173,24 @@ int merge_sibling_matmuls(Graph& g) {
         off += mem.n;
       }
       const std::string base = g.value(f.outputs[0]).name;
+      ValueId lhs = map[static_cast<size_t>(f.inputs[0])];
+      if (group[0].reshape_in >= 0) {
+        const Node& r = g.node(group[0].reshape_in);
+        lhs = out.add_value(fresh(base + "_merged_lhs"), a);
+        node(Op::RESHAPE, {map[static_cast<size_t>(r.inputs[0])], shape_value(base + "_merged_lhs_shape", a.shape)}, {},
+             lhs, r.name);
+      }
       const ValueId wv = out.add_value(fresh(base + "_merged_weights"), w.type());
       node(Op::CONST, {}, {std::move(w)}, wv, "");
-      ValueId result = out.add_value(fresh(base + "_merged"), wide);
-      node(Op::MATMUL, {map[static_cast<size_t>(f.inputs[0])], wv, map[static_cast<size_t>(f.inputs[2])],
-                        map[static_cast<size_t>(f.inputs[3])]},
-           {}, result, f.name);
+      ValueId result = out.add_value(fresh(base + "_merged"), TensorType{out_dtype, {1, a.shape[1], total}});
+      node(Op::MATMUL, {lhs, wv, map[static_cast<size_t>(f.inputs[2])], map[static_cast<size_t>(f.inputs[3])]}, {},
+           result, f.name);
+      if (group[0].reshape_out >= 0) {
+        const ValueId shaped = out.add_value(fresh(base + "_merged_shaped"), wide);
+        node(Op::RESHAPE, {result, shape_value(base + "_merged_shape", wide.shape)}, {}, shaped,
+             g.node(group[0].reshape_out).name);
+        result = shaped;
+      }
       if (group[0].add >= 0) {
         const ValueId bv = out.add_value(fresh(base + "_merged_bias"), bias.type());
         node(Op::CONST, {}, {std::move(bias)}, bv, "");
@@ -163,15 +200,14 @@ int merge_sibling_matmuls(Graph& g) {
       }
       off = 0;
       for (const Member& mem : group) {
-        const ValueId last = mem.add >= 0 ? g.node(mem.add).outputs[0] : g.node(mem.matmul).outputs[0];
-        const std::string& name = g.value(last).name;
-        const ValueId start = out.add_value(fresh(name + "_start"), TensorType{DType::kShape, {3}});
-        node(Op::CONST_SHAPE, {}, {std::vector<int64_t>{0, 0, off}}, start, "");
-        const ValueId sv = out.add_value(fresh(name + "_size"), TensorType{DType::kShape, {3}});
-        node(Op::CONST_SHAPE, {}, {std::vector<int64_t>{1, a.shape[1], mem.n}}, sv, "");
-        const ValueId piece = out.add_value(name, g.value(last).type);
-        node(Op::SLICE, {result, start, sv}, {}, piece, g.node(mem.matmul).name);
-        map[static_cast<size_t>(last)] = piece;
+        const TensorType& t = g.value(mem.last).type;
+        const std::string& name = g.value(mem.last).name;
+        Shape start(t.shape.size(), 0);
+        start.back() = off;
+        const ValueId piece = out.add_value(name, t);
+        node(Op::SLICE, {result, shape_value(name + "_start", start), shape_value(name + "_size", t.shape)}, {}, piece,
+             g.node(mem.matmul).name);
+        map[static_cast<size_t>(mem.last)] = piece;
         off += mem.n;
       }
       merged += static_cast<int>(group.size()) - 1;
@@ -185,7 +221,6 @@ int merge_sibling_matmuls(Graph& g) {
   return merged;
 }
 
-}  // namespace
 
 CanonicalizeStats canonicalize(Graph& g) {
   CanonicalizeStats stats;
@@ -219,7 +254,7 @@ CanonicalizeStats canonicalize(Graph& g) {
     ++stats.rsqrt;
   }
   if (stats.rsqrt > 0) g = prune_graph(g);
-  stats.merged_matmuls = merge_sibling_matmuls(g);
+  stats.merged_matmuls = merge_sibling_matmuls(g, /*through_reshapes=*/false);
   return stats;
 }
 

@@ -27,6 +27,18 @@ struct CanonicalizeStats {
 //    order; the wider GEMM fills a GPU that three 128 x 256 ones left mostly idle, and the slices
 //    are strided views to the attention MATMULs that read them (the form of a fused in_proj, as
 //    nn.MultiheadAttention exports it). The concatenated weights are a new constant.
+//    The 3-D MatMuls of a batch > 1, which the importer writes as RESHAPE -> MATMUL -> RESHAPE,
+//    are left alone here: a backend that cannot read the slices' strided views in place (oneDNN
+//    with attention's split batch axis) would copy them, and the BERT encoder at batch 4 ran 3%
+//    slower so.
 CanonicalizeStats canonicalize(Graph& g);
+
+// The sibling-MATMUL merge on its own (canonicalize() runs it without `through_reshapes`). With
+// `through_reshapes`, also the batched form x [B, S, K] -> RESHAPE [1, B*S, K] -> MATMUL ->
+// RESHAPE [B, S, N] (-> ADD): the siblings reshaping the same x become one RESHAPE, MATMUL over
+// the concatenated B's, RESHAPE [B, S, N_total] (and ADD), and each member's result a SLICE of
+// that. Model::from_module asks for it when the leading backend reads split-batch views in place
+// (Backend::reads_split_views: the Vulkan GEMMs). Returns how many MATMULs were folded into another.
+int merge_sibling_matmuls(Graph& g, bool through_reshapes);
 
 }  // namespace weft::compiler

@@ -15,6 +15,7 @@
 #include "backends/backend.h"
 #include "backends/reference/kernels.h"
 #include "backends/reference/parallel.h"
+#include "compiler/canonicalize.h"
 #include "compiler/narrow.h"
 #include "frontends/onnx/importer.h"
 #include "compiler/partition.h"
@@ -112,6 +113,14 @@ std::shared_ptr<const Model> Model::from_module(Module module, const BackendOpti
                                                                     /*preserve_io=*/true);
     module.add_note("precision fp16: narrowed " + compiler::narrow_summary(st));
   }
+  const std::vector<const backend::Backend*> priority = compiler::resolve_backends(options.backends);
+  if (!priority.empty() && priority.front()->reads_split_views()) {
+    // q/k/v projections of a batch as one wider GEMM, whose slices the leading backend reads in place.
+    Graph& main = module.main();
+    if (const int merged = compiler::merge_sibling_matmuls(main, /*through_reshapes=*/true); merged > 0)
+      module.add_note("merged " + std::to_string(merged) + " batched sibling MATMUL" + (merged == 1 ? "" : "s") +
+                      " into wider ones (" + std::string(priority.front()->name()) + " reads their slices in place)");
+  }
   auto impl = std::make_unique<Impl>();
   impl->module = std::move(module);
   const Graph& g = impl->graph();
@@ -120,7 +129,7 @@ std::shared_ptr<const Model> Model::from_module(Module module, const BackendOpti
 
   // Partition, then prepare every unit's kernel (primitives, reordered weights) for one thread;
   // contexts with other thread counts prepare theirs when they are created.
-  impl->partition = compiler::partition_graph(impl->module, g, compiler::resolve_backends(options.backends),
+  impl->partition = compiler::partition_graph(impl->module, g, priority,
                                               {.nan_exact = options.nan_exact,
                                                .default_priority = options.backends.empty()});
   impl->backend_options = options;

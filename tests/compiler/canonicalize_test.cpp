@@ -166,5 +166,61 @@ TEST(Canonicalize, SiblingMatmulsMergeOnlyWhenAlike) {
   }
 }
 
+// The batched form: x [2, 3, 6] -> RESHAPE [1, 6, 6] -> MATMUL -> RESHAPE [2, 3, N_i] -> ADD, each.
+// Merged only when asked (through_reshapes), bit for bit as before.
+TEST(Canonicalize, BatchedSiblingMatmulsMergeThroughTheirReshapesWhenAsked) {
+  auto build = [](bool other_k) {
+    GraphBuilder b;
+    ValueId x = b.input("x", {DType::kFp32, {2, 3, 6}});
+    ValueId zp = b.constant("zp", Tensor::from_doubles({DType::kFp32, {1}}, std::vector<double>{0}));
+    const std::vector<int64_t> ns = {4, 2, 3};
+    for (size_t i = 0; i < ns.size(); ++i) {
+      const std::string s = std::to_string(i);
+      const int64_t n = ns[i], k = other_k && i == 2 ? 3 : 6;
+      std::vector<double> w(static_cast<size_t>(k * n)), bias(static_cast<size_t>(n));
+      for (size_t j = 0; j < w.size(); ++j) w[j] = std::sin(double(j * 5 + i)) * 0.5;
+      for (size_t j = 0; j < bias.size(); ++j) bias[j] = double(j) * 0.5 - double(i);
+      ValueId a = b.op(Op::RESHAPE, {x, b.constant_shape("in" + s, {1, 6, 6})}, {}, "flat" + s);
+      if (k != 6) a = b.op(Op::SLICE, {a, b.constant_shape("st" + s, {0, 0, 0}), b.constant_shape("sz" + s, {1, 6, k})}, {}, "part" + s);
+      ValueId y = b.op(Op::MATMUL, {a, b.constant("w" + s, Tensor::from_doubles({DType::kFp32, {1, k, n}}, w)), zp, zp}, {}, "mm" + s);
+      y = b.op(Op::RESHAPE, {y, b.constant_shape("out" + s, {2, 3, n})}, {}, "r" + s);
+      b.output(b.op(Op::ADD, {y, b.constant("b" + s, Tensor::from_doubles({DType::kFp32, {1, 1, n}}, bias))}, {}, "y" + s));
+    }
+    return b.finish();
+  };
+  std::vector<double> in(36);
+  for (size_t i = 0; i < in.size(); ++i) in[i] = std::cos(double(i) * 0.7) * 2;
+  const Tensor x = Tensor::from_doubles({DType::kFp32, {2, 3, 6}}, in);
+  {
+    Graph g = build(false);
+    EXPECT_EQ(canonicalize(g).merged_matmuls, 0);  // the import-time form leaves them
+    const std::vector<Tensor> before = Interpreter(Module(g)).run({x});
+    EXPECT_EQ(merge_sibling_matmuls(g, /*through_reshapes=*/true), 2);
+    EXPECT_TRUE(verify_module(Module(g)).empty());
+    EXPECT_EQ(count(g, Op::MATMUL), 1);
+    EXPECT_EQ(count(g, Op::RESHAPE), 2);
+    EXPECT_EQ(count(g, Op::ADD), 1);
+    EXPECT_EQ(count(g, Op::SLICE), 3);
+    for (const Node& n : g.nodes())
+      if (n.op == Op::ADD) {
+        EXPECT_EQ(g.value(n.outputs[0]).type.shape, (Shape{2, 3, 9}));
+      }
+    const std::vector<Tensor> after = Interpreter(Module(g)).run({x});
+    ASSERT_EQ(after.size(), 3u);
+    for (size_t i = 0; i < 3; ++i) {
+      EXPECT_EQ(g.value(g.outputs()[i]).name, "y" + std::to_string(i));
+      EXPECT_TRUE(after[i].identical(before[i])) << i;
+    }
+  }
+  {  // the third reads a slice of the reshaped x (another A, another K): the first two merge
+    Graph g = build(true);
+    const std::vector<Tensor> before = Interpreter(Module(g)).run({x});
+    EXPECT_EQ(merge_sibling_matmuls(g, /*through_reshapes=*/true), 1);
+    EXPECT_EQ(count(g, Op::MATMUL), 2);
+    const std::vector<Tensor> after = Interpreter(Module(g)).run({x});
+    for (size_t i = 0; i < 3; ++i) EXPECT_TRUE(after[i].identical(before[i])) << i;
+  }
+}
+
 }  // namespace
 }  // namespace weft::compiler

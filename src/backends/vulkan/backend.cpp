@@ -330,6 +330,7 @@ class VulkanBackend final : public Backend {
   }
   bool defers_probe() const override { return !vk::gpu_driver_possible(); }
   Grouping grouping() const override { return Grouping::kRegions; }
+  bool reads_split_views() const override { return true; }
   bool takes_by_default(const Graph& g, const Composite& c) const override {
     if (g.node(c.anchor).op == Op::CUSTOM) return true;
     if (!vk::gpu_driver_possible()) return false;  // only CPU devices could be there: not even opened

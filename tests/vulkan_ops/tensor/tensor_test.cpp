@@ -386,6 +386,38 @@ TEST(VulkanTensor, MatmulReadsOperandViewsInPlace) {
   }
 }
 
+// Attention's three projections of a batch, as the ONNX importer writes them (x [B, S, E] ->
+// RESHAPE [1, B*S, E] -> MATMUL -> RESHAPE [B, S, H*D] -> ADD bias, each), become one wider GEMM
+// when Vulkan leads (Backend::reads_split_views), and the heads are read from its slices in place:
+// no SLICE, RESHAPE or TRANSPOSE runs on its own.
+TEST(VulkanTensor, BatchedSiblingProjectionsMergeIntoOneGemm) {
+  ScopedEnv no_coop("WEFT_VULKAN_NO_COOP", "1");
+  const int64_t B = 2, S = 6, E = 12, H = 2, D = 4;
+  Net net(21);
+  ValueId x = net.input({DType::kFp32, {B, S, E}});
+  auto head = [&](std::vector<int64_t> perms, std::vector<int64_t> to) {
+    ValueId flat = net.reshape(x, {1, B * S, E});
+    ValueId p = net.matmul(flat, net.weight({DType::kFp32, {1, E, H * D}}), DType::kFp32);
+    ValueId y = net.b.op(Op::ADD, {net.reshape(p, {B, S, H * D}), net.weight({DType::kFp32, {1, 1, H * D}})});
+    ValueId r = net.reshape(y, {B, S, H, D});
+    return net.reshape(net.b.op(Op::TRANSPOSE, {r}, {{"perms", std::move(perms)}}), std::move(to));
+  };
+  ValueId q = head({0, 2, 1, 3}, {B * H, S, D});
+  ValueId kt = head({0, 2, 3, 1}, {B * H, D, S});
+  ValueId v = head({0, 2, 1, 3}, {B * H, S, D});
+  ValueId scores = net.matmul(q, kt, DType::kFp32);
+  ValueId out = net.matmul(scores, v, DType::kFp32);
+  const Module m = net.finish({out});
+  // 3 SLICEs, 3 x (RESHAPE, TRANSPOSE, RESHAPE) and 2 attention MATMULs around one projection
+  // (RESHAPE, MATMUL, RESHAPE, ADD).
+  const std::string ex = check_vs_reference(m, net.feeds, kF32, 18);
+  EXPECT_NE(ex.find("note: merged 2 batched sibling MATMULs into wider ones"), std::string::npos) << ex;
+  expect_pattern(ex, "regions made of: 2 x TRANSPOSE+MATMUL, 1 x MATMUL+RESHAPE+BIAS\n");
+  // The CPU backends leading: left as three GEMMs (oneDNN would copy the split views).
+  const std::string cpu = Model::from_module(m, reference_only())->explain();
+  EXPECT_EQ(cpu.find("merged"), std::string::npos) << cpu;
+}
+
 // A MATMUL without post-ops writes straight through the RESHAPE / TRANSPOSE chain after it: the
 // heads going back to [B, S, H*D] (a split batch axis when B > 1), also when split over K (the
 // second pass stores through the view) and on the integer kernel.
