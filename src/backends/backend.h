@@ -98,6 +98,10 @@ struct Composite {
   // input (`scale_in_source` is x, `scale_in_factor` s). -1 when absent.
   int scale_in = -1;
   ValueId scale_in_source = kNoValue, scale_in_factor = kNoValue;
+  // An element-wise chain (a MUL / ADD / SUB by a per-channel constant, then post-ops): a CONCAT
+  // along the last axis in front, read by the chain alone. The chain reads the CONCAT's inputs
+  // (its pieces, in order) and the concatenation is never written. -1 when absent.
+  int concat_in = -1;
   // MATMUL: RESHAPE/TRANSPOSE/SLICE chains from a source value into operand A / B (source side first);
   // the operand is read as a strided view of the source (compiler/strided_view.h).
   std::vector<int> a_view, b_view;

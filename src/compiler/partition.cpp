@@ -383,13 +383,20 @@ class Matcher {
                              shape_elements(ct.shape) == ct.shape.back() && g_.value(n.inputs[0]).type == rt;
     if (per_channel && (rt.dtype == DType::kFp32 || rt.dtype == DType::kFp16)) {
       const std::vector<PostOp> all = post_ops(n.outputs[0], true);
-      for (size_t k = all.size(); k >= 1; --k) {
-        Composite v;
-        v.anchor = a;
-        v.post_ops.assign(all.begin(), all.begin() + static_cast<long>(k));
-        finish(v);
-        out.push_back(std::move(v));
-      }
+      // A CONCAT along the last axis in front, read by the chain alone (DenseNet's features going
+      // into each layer's BN + ReLU): the chain can read its pieces, and the concatenation is
+      // never written.
+      int cat = private_producer(n.inputs[0], a);
+      if (cat >= 0 && (g_.node(cat).op != Op::CONCAT || g_.node(cat).attr_int("axis") != rt.rank() - 1)) cat = -1;
+      for (int with_concat = cat >= 0 ? 1 : 0; with_concat >= 0; --with_concat)
+        for (size_t k = all.size(); k + with_concat >= 1; --k) {  // without the CONCAT, the operator alone comes last
+          Composite v;
+          v.anchor = a;
+          if (with_concat) v.concat_in = cat;
+          v.post_ops.assign(all.begin(), all.begin() + static_cast<long>(k));
+          finish(v);
+          out.push_back(std::move(v));
+        }
     }
     out.push_back(single(a));
     return out;
@@ -637,6 +644,7 @@ class Matcher {
     };
     add(c.pad);
     add(c.scale_in);
+    add(c.concat_in);
     for (int ni : c.a_view) add(ni);
     for (int ni : c.b_view) add(ni);
     for (int ni : c.out_view) add(ni);
@@ -666,6 +674,7 @@ class Matcher {
     }
     if (c.pad >= 0) pattern = std::string(op_name(g_.node(c.pad).op)) + "+";
     if (c.scale_in >= 0) pattern = "MUL+";
+    if (c.concat_in >= 0) pattern = "CONCAT+";
     if (!c.a_view.empty() || !c.b_view.empty()) pattern += "TRANSPOSE+";
     if (!c.out_view.empty()) {
       c.pattern = pattern + std::string(op_name(g_.node(c.anchor).op)) + "+TRANSPOSE";

@@ -1159,6 +1159,7 @@ std::string check_ew_chain(const Graph& g, const Composite& c, const Caps&) {
     return "element-wise chains are fused only from MUL, ADD or SUB by a per-channel constant";
   if (rt.dtype != DType::kFp32 && rt.dtype != DType::kFp16) return "element-wise chains are fused for fp32 and fp16 only";
   if (c.post_ops.empty() || c.pad >= 0) return "not an element-wise chain";
+  if (c.concat_in >= 0) return "a CONCAT in front of an element-wise chain is not fused (it runs on its own)";
   if (type_of(g, n.inputs[0]) != rt) return "the chain's first operand is broadcast";
   const TensorType& ct = type_of(g, n.inputs[1]);
   if (!const_tensor(g, n.inputs[1]) || ct.dtype != rt.dtype || rt.shape.empty() ||

@@ -145,6 +145,53 @@ TEST(OneDnnVsReference, ElementwiseChainsByPerChannelConstantsFuse) {
   }
 }
 
+// A CONCAT along the channels read only by such a chain (DenseNet's features going into each
+// layer's BN + ReLU): the chain reads the pieces, and the concatenation is never written. Bit for
+// bit the reference's result (each operation rounded as the operator rounds it; NaN through CLAMP),
+// on one thread and on two, with pieces whose widths leave vector tails.
+TEST(OneDnnVsReference, ConcatInFrontOfAChannelChainReadsThePieces) {
+  const double inf = std::numeric_limits<double>::infinity();
+  uint32_t seed = 2280;
+  for (int threads : {1, 2}) {
+    SCOPED_TRACE("threads " + std::to_string(threads));
+    {  // NHWC, MUL -> ADD -> CLAMP, three pieces (16 + 5 + 35 channels: 2400 rows, two threads
+     // when asked), a NaN in one of them
+      Net net(seed++);
+      ValueId a = net.input({1, 48, 50, 16}), b = net.input({1, 48, 50, 5}), c = net.input({1, 48, 50, 35});
+      for (int i : {0, 1}) net.feeds[static_cast<size_t>(i)].mutable_data<float>()[7] = std::numeric_limits<float>::quiet_NaN();
+      ValueId cat = net.concat({a, b, c}, 3);
+      ValueId y = net.clamp(net.add(net.mul(cat, net.weight({1, 1, 1, 56})), net.weight({1, 1, 1, 56})), 0, inf);
+      auto dnn = check_vs_reference(net.finish({y}), net.feeds, {"CONCAT+MUL+BIAS+CLAMP"}, 0.0, true, threads);
+      EXPECT_EQ(dnn->placement().size(), 1u) << dnn->explain();
+    }
+    {  // 3-D, SUB then a per-channel scale and shift (the chain's other steps), two pieces
+      Net net(seed++);
+      ValueId a = net.input({2, 5, 19}), b = net.input({2, 5, 13});
+      ValueId y = net.sub(net.concat({a, b}, 2), net.weight({1, 1, 32}));
+      y = net.add(net.mul(y, net.weight({1, 1, 32})), net.weight({1, 1, 32}));
+      check_vs_reference(net.finish({y}), net.feeds, {"CONCAT+SUB+SCALE+SHIFT"}, 0.0, true, threads);
+    }
+  }
+  {  // an activation the loop does not have: the CONCAT still joins the chain before it
+    Net net(seed++);
+    ValueId cat = net.concat({net.input({1, 4, 4, 8}), net.input({1, 4, 4, 8})}, 3);
+    ValueId y = net.unary(Op::SIGMOID, net.add(net.mul(cat, net.weight({1, 1, 1, 16})), net.weight({1, 1, 1, 16})));
+    check_vs_reference(net.finish({y}), net.feeds, {"CONCAT+MUL+BIAS", "SIGMOID"}, kTolElementwise);
+  }
+  {  // the concatenation is also an output, or along another axis: it is written, on its own
+    Net net(seed++);
+    ValueId cat = net.concat({net.input({1, 4, 4, 8}), net.input({1, 4, 4, 8})}, 3);
+    ValueId y = net.clamp(net.add(net.mul(cat, net.weight({1, 1, 1, 16})), net.weight({1, 1, 1, 16})), 0, inf);
+    auto dnn = check_vs_reference(net.finish({y, cat}), net.feeds, {"MUL+BIAS+CLAMP"}, kTolElementwise, false);
+    EXPECT_EQ(dnn->explain().find("CONCAT+"), std::string::npos) << dnn->explain();
+    Net net2(seed++);
+    ValueId cat2 = net2.concat({net2.input({1, 2, 4, 8}), net2.input({1, 3, 4, 8})}, 1);
+    ValueId y2 = net2.clamp(net2.add(net2.mul(cat2, net2.weight({1, 1, 1, 8})), net2.weight({1, 1, 1, 8})), 0, inf);
+    auto dnn2 = check_vs_reference(net2.finish({y2}), net2.feeds, {"MUL+BIAS+CLAMP"}, kTolElementwise, false);
+    EXPECT_EQ(dnn2->explain().find("CONCAT+"), std::string::npos) << dnn2->explain();
+  }
+}
+
 TEST(OneDnnVsReference, BinaryBothOperandsTheSameValue) {
   // x * x, x + x, max(x, x): one value bound to both primitive arguments.
   uint32_t seed = 2300;
