@@ -918,10 +918,20 @@ void lower_conv(Lowering& l, const Composite& c) {
   s.set(33, p.izp);
   s.set(34, p.wzp);
   s.set(35, p.bias_bcast);
-  s.set(36, p.pixels() * p.OC);
+  // Depthwise, float accumulation, stride and dilation 1 along x: XB outputs along x per invocation
+  // (tc_conv's depthwise_rows). On an H100, ConvNeXt-T's eighteen 7 x 7 layers took 0.270 ms of GPU
+  // time with one output per invocation, 0.129 with two, 0.146 with four, 0.181 with eight;
+  // MobileNetV2's and EfficientNet-B0's 3 x 3 / 5 x 5 layers 0.105 / 0.131 ms with one, 0.087 /
+  // 0.112 with four (two: within 1%).
+  const int64_t xb = p.depthwise && p.acc <= 1 && p.sx == 1 && p.dx == 1 && !p.transpose
+                         ? std::min<int64_t>(p.KW >= 7 ? 2 : 4, p.OW)
+                         : 1;
+  const int64_t invocations = p.pixels() / p.OW * ((p.OW + xb - 1) / xb) * p.OC;
+  s.set(36, invocations);
   s.set(37, p.groups);
+  s.set(38, xb);
   l.dispatch("tc_conv", std::move(s.v), {l.in(x), w_arg, bias_arg, residual, l.out(p.ep.result)},
-             l.grid(static_cast<uint64_t>(p.pixels() * p.OC)));
+             l.grid(static_cast<uint64_t>(invocations)));
 }
 
 // ---- MATMUL ---------------------------------------------------------------------------------------

@@ -531,6 +531,10 @@ TEST(VulkanTensor, DepthwiseConv2dEveryRowMatchesReference) {
       {1, 8, 7, 5, 1, 3, 3, {1, 1, 1, 1}, {1, 1}, {1, 1}},
       {2, 9, 9, 3, 2, 3, 3, {1, 1, 1, 1}, {2, 2}, {1, 1}},  // channel multiplier 2, stride 2
       {1, 7, 8, 4, 1, 2, 3, {2, 1, 0, 3}, {1, 2}, {2, 1}},  // dilation, asymmetric padding
+      // Stride and dilation 1 along x: four outputs along x per invocation (depthwise_rows), also
+      // where OW leaves a partial block; strided / dilated along y.
+      {1, 9, 10, 6, 1, 7, 7, {3, 3, 3, 3}, {1, 1}, {1, 1}},
+      {2, 8, 9, 4, 2, 3, 5, {1, 2, 0, 2}, {2, 1}, {2, 1}},
   };
   uint32_t seed = 200;
   for (const ConvRow& row : kConvRows) {
@@ -544,6 +548,22 @@ TEST(VulkanTensor, DepthwiseConv2dEveryRowMatchesReference) {
                            zp_for(row.w, -4));
       check_vs_reference(net.finish({y}), net.feeds, tol_of(row));
     }
+  }
+}
+
+// Taps outside the input are skipped, not multiplied by 0: with an infinite weight on a border tap
+// the padded outputs stay finite, as in the reference (also four outputs per invocation).
+TEST(VulkanTensor, DepthwiseSkipsTapsInThePadding) {
+  for (int64_t sx : {1, 2}) {
+    SCOPED_TRACE("stride " + std::to_string(sx));
+    Net net(260);
+    ValueId x = net.input({DType::kFp32, {1, 6, 11, 3}});
+    std::vector<double> wv(7 * 7 * 3, 0.25);
+    wv[0] = std::numeric_limits<double>::infinity();  // tap (0, 0) of channel 0
+    ValueId w = net.constant(Tensor::from_doubles({DType::kFp32, {7, 7, 3, 1}}, wv));
+    ValueId bias = net.weight({DType::kFp32, {3}});
+    ValueId y = net.conv(Op::DEPTHWISE_CONV2D, x, w, bias, {3, 3, 3, 3}, {1, sx}, {1, 1}, DType::kFp32);
+    check_vs_reference(net.finish({y}), net.feeds, kF32);
   }
 }
 

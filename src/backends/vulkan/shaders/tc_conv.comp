@@ -58,6 +58,12 @@ layout(constant_id = 34) const int WZP = 0;
 layout(constant_id = 35) const int BIAS_BCAST = 0;
 layout(constant_id = 36) const int TOTAL = 0;  // output elements
 layout(constant_id = 37) const int GROUPS = 1;  // MODE 0: groups of a grouped convolution
+// MODE 2 with float accumulation, stride 1 and dilation 1 along x: XB > 1 consecutive outputs along
+// x per invocation (TOTAL then counts invocations: N * OD * OH * ceil(OW / XB) * OC). Each input row
+// segment is loaded once for all XB outputs and every weight once per tap, instead of once per
+// output and tap (ConvNeXt's 7 x 7 depthwise convolutions); each output still sums its taps in the
+// reference's order.
+layout(constant_id = 38) const int XB = 1;
 
 TENSOR_RO(0, x, T_IN)
 TENSOR_RO(1, w, T_W)
@@ -67,7 +73,63 @@ TENSOR(4, outp, T_OUT)
 
 #include "tc_epilogue.glsl"
 
+void depthwise_rows() {
+  const uint o = flat_id();
+  if (o >= uint(TOTAL)) return;
+  const int OWB = (OW + XB - 1) / XB;
+  const int oc = int(o % uint(OC));
+  int t = int(o / uint(OC));
+  const int ox0 = (t % OWB) * XB;
+  t /= OWB;
+  const int oy = t % OH;
+  t /= OH;
+  const int od = t % OD, n = t / OD;
+  const int c0 = oc / MULT;
+  precise float acc[XB];
+  [[unroll]] for (int j = 0; j < XB; ++j) acc[j] = 0.0;
+  for (int kd = 0; kd < KD; ++kd) {
+    const int d = od * STR_D - PAD_D + kd * DIL_D;
+    if (d < 0 || d >= VD) continue;
+    for (int ky = 0; ky < KH; ++ky) {
+      const int y = oy * STR_Y - PAD_Y + ky * DIL_Y;
+      if (y < 0 || y >= VH) continue;
+      const int sy = y - PT;
+      // The row segment every output of this invocation reads: columns ox0 - PAD_X + i.
+      float xv[XB + KW - 1];
+      bool ok[XB + KW - 1];
+      [[unroll]] for (int i = 0; i < XB + KW - 1; ++i) {
+        const int xx = ox0 - PAD_X + i, sx = xx - PL;
+        ok[i] = xx >= 0 && xx < VW;
+        const bool in_source = ok[i] && sy >= 0 && sy < SH && sx >= 0 && sx < SW;
+        xv[i] = in_source ? x_ldf(uint((((n * VD + d) * SH + sy) * SW + sx) * IC + c0)) : intBitsToFloat(FILL);
+      }
+      const int wb = oc + ((kd * KH + ky) * KW) * OC;
+      [[unroll]] for (int kx = 0; kx < KW; ++kx) {
+        const float wv = w_ldf(uint(wb + kx * OC));
+        [[unroll]] for (int j = 0; j < XB; ++j) {
+          if (!ok[j + kx]) continue;  // a skipped tap
+          if (ACC == 1)
+            acc[j] = r16(acc[j] + r16(xv[j + kx] * wv));
+          else
+            acc[j] = acc[j] + xv[j + kx] * wv;
+        }
+      }
+    }
+  }
+  const float bb = bias_ldf(BIAS_BCAST != 0 ? 0u : uint(oc));
+  [[unroll]] for (int j = 0; j < XB; ++j) {
+    if (ox0 + j >= OW) break;
+    const uint oj = uint((((n * OD + od) * OH + oy) * OW + ox0 + j) * OC + oc);
+    const float v = T_OUT == DT_F16 ? r16(r16(acc[j]) + bb) : acc[j] + bb;
+    outp_stf(oj, epilogue(v, oj, uint(oc)));
+  }
+}
+
 void main() {
+  if (MODE == 2 && XB > 1) {
+    depthwise_rows();
+    return;
+  }
   const uint o = flat_id();
   if (o >= uint(TOTAL)) return;
   const int oc = int(o % uint(OC));
