@@ -63,6 +63,7 @@ Caps caps_of(const vk::Device& d) {
   c.max_shared_bytes = f.max_shared_memory;
   c.max_buffer_bytes = info.max_storage_buffer_range;
   c.subgroup_size = f.subgroup_size;
+  c.subgroup_arithmetic = f.subgroup_arithmetic;
   c.coop_matrix_f16 = f.coop_matrix_f16 && std::getenv("WEFT_VULKAN_NO_COOP") == nullptr;
   c.fp16_arith = f.float16;
   return c;

@@ -52,6 +52,7 @@ struct Caps {
   uint32_t max_shared_bytes = 16384;  // maxComputeSharedMemorySize
   uint64_t max_buffer_bytes = 134217728;  // maxStorageBufferRange: the largest tensor a shader binds
   uint32_t subgroup_size = 0;         // 0: unknown
+  bool subgroup_arithmetic = false;   // subgroup arithmetic and vote operations in compute shaders
   // Cooperative matrices with a 16x16x16 fp16 x fp16 + fp32 subgroup shape. Debian 12's glslang knows
   // only GL_NV_cooperative_matrix (not GL_KHR_cooperative_matrix), so shaders use the NV extension and
   // the device must expose VK_NV_cooperative_matrix (NVIDIA GPUs do).

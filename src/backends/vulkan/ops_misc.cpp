@@ -241,12 +241,28 @@ void lower_region(Lowering& l, const Composite& c) {
     affine = l.data_of(a);
     inv_n = layer_norm_inv_n(l.graph, c, v.k);
   }
-  l.dispatch("mx_rownorm",
-             {softmax ? 0 : 1, code(t.dtype), static_cast<int32_t>(v.outer), static_cast<int32_t>(v.k),
-              static_cast<int32_t>(v.inner), static_cast<int32_t>(local), f32_bits(static_cast<float>(c.epsilon)),
-              f32_bits(inv_n)},
-             {l.in(c.source), l.out(c.outputs[0]), affine},
-             l.grid(static_cast<uint64_t>(v.outer * v.inner) * static_cast<uint64_t>(local), static_cast<uint32_t>(local)));
+  std::vector<int32_t> spec = {softmax ? 0 : 1, code(t.dtype), static_cast<int32_t>(v.outer), static_cast<int32_t>(v.k),
+                               static_cast<int32_t>(v.inner), static_cast<int32_t>(local),
+                               f32_bits(static_cast<float>(c.epsilon)), f32_bits(inv_n)};
+  const uint64_t rows = static_cast<uint64_t>(v.outer * v.inner);
+  // Where there are rows enough for 256 workgroups, rows that one subgroup holds in registers (16
+  // values per invocation) run several to a workgroup, each reduced with subgroup operations: no
+  // shared memory, no barriers. On an H100: BERT's softmax at batch 32 (16384 rows of 128) 0.055 ->
+  // 0.027 ms of GPU time, ConvNeXt-T's layer norms 0.117 -> 0.112 ms. With fewer rows the packed
+  // workgroups leave SMs idle (ConvNeXt-T's layer norms with every row count: 0.146 ms).
+  const int64_t sg = l.caps.subgroup_size;
+  const int64_t per_group = sg > 0 ? std::max<int64_t>(1, std::min<int64_t>(128, max_local(l.caps)) / sg) : 1;
+  if (l.caps.subgroup_arithmetic && sg >= 8 && v.k <= 16 * sg && rows >= static_cast<uint64_t>(256 * per_group)) {
+    spec[5] = static_cast<int32_t>(sg);
+    spec.push_back(static_cast<int32_t>(per_group));
+    spec.push_back(static_cast<int32_t>(per_group * sg));
+    const uint64_t groups = (rows + static_cast<uint64_t>(per_group) - 1) / static_cast<uint64_t>(per_group);
+    l.dispatch("mx_rownorm_sg", std::move(spec), {l.in(c.source), l.out(c.outputs[0]), affine},
+               l.grid(groups * static_cast<uint64_t>(per_group * sg), static_cast<uint32_t>(per_group * sg)));
+    return;
+  }
+  l.dispatch("mx_rownorm", std::move(spec), {l.in(c.source), l.out(c.outputs[0]), affine},
+             l.grid(rows * static_cast<uint64_t>(local), static_cast<uint32_t>(local)));
 }
 
 // ---- TABLE (mx_table) -----------------------------------------------------------------------------

@@ -471,6 +471,9 @@ std::shared_ptr<Device> create_device(uint32_t index, const DeviceOptions& optio
     p2.pNext = &sp;
     vkGetPhysicalDeviceProperties2(d->physical, &p2);
     df.subgroup_size = sp.subgroupSize;
+    const VkSubgroupFeatureFlags need = VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_VOTE_BIT |
+                                        VK_SUBGROUP_FEATURE_ARITHMETIC_BIT;
+    df.subgroup_arithmetic = (sp.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) && (sp.supportedOperations & need) == need;
   }
   VkPhysicalDeviceCooperativeMatrixFeaturesNV coop{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
   if (has_coop_nv && d->api_version >= VK_API_VERSION_1_3) {

@@ -123,6 +123,8 @@ struct DeviceFeatures {
   // VK_NV_cooperative_matrix enabled, with a subgroup-scope 16x16x16 fp16 x fp16 + fp32 shape.
   bool coop_matrix_f16 = false;
   uint32_t subgroup_size = 0;
+  // Subgroup arithmetic and vote operations (GL_KHR_shader_subgroup_arithmetic / _vote) in compute.
+  bool subgroup_arithmetic = false;
   uint32_t max_shared_memory = 0;  // maxComputeSharedMemorySize
   // "" when every TOSA shader can run; else the missing features, e.g. "shaderInt64, storageBuffer8BitAccess".
   std::string missing() const;
