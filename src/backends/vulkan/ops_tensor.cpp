@@ -396,8 +396,9 @@ bool use_coop(const Caps& caps) {
 // The fp16 GEMM kernel on a device with cooperative matrices, for an M x N (x batch) problem.
 // Where the operands move in 8-half vectors (`vectors`): tc_gemm128_coop where its grid has at
 // least kFullGrid workgroups, else tc_gemm64_coop from kSmallGrid (tensor cores even where a
-// batch-1 layer leaves part of the GPU idle; not for K < 64: MobileNetV2's 1x1 convolutions of 16 to
-// 32 channels ran faster on the SIMT tiles), or on any grid from K = kSplitK, where pick_split
+// batch-1 layer leaves part of the GPU idle). Neither for K < 64: MobileNetV2's 1x1 convolutions of
+// 16 to 32 channels ran faster on the SIMT tiles (batch 32 in the fp16 mode on an H100: 3.48 ms of
+// GPU time with them on tc_gemm128_coop, 2.83 on the SIMT tiles), or on any grid from K = kSplitK, where pick_split
 // multiplies a small grid by K slices (ConvNeXt-T's last stages, M = 49 or 196 rows and K up to 3072,
 // had run on the SIMT tiles: 1.33 -> 1.13 ms of GPU time in the fp16 mode on an H100; ResNet-50
 // b1 1.31 -> 1.03, MobileNetV3-L 0.82 -> 0.78). Otherwise tc_matmul_coop (scalar loads) from
@@ -409,7 +410,7 @@ bool use_coop(const Caps& caps) {
 // WEFT_VULKAN_COOP=128|64|0 forces the tile (tests, tuning): 128 and 64 where the kernel applies.
 Tile pick_fp16_tile(int64_t M, int64_t N, int64_t K, int64_t batch, bool vectors, bool widened_b, const Caps& caps) {
   constexpr int64_t kSmallGrid = 32, kFullGrid = 96, kHugeGrid = 1024, kSplitK = 512;
-  const bool wide = vectors && caps.max_invocations >= 256 && caps.max_shared_bytes >= 46080;
+  const bool wide = vectors && K >= 64 && caps.max_invocations >= 256 && caps.max_shared_bytes >= 46080;
   const bool vec64 = vectors && K >= 64 && caps.max_shared_bytes >= 23552;
   auto grid = [&](int64_t t) { return ((M + t - 1) / t) * ((N + t - 1) / t) * batch; };
   const char* e = std::getenv("WEFT_VULKAN_COOP");
@@ -475,11 +476,11 @@ void emit_gemm(Lowering& l, const Tile& tile, int acc, int64_t M, int64_t N, int
   if (acc == 0 && simt) {
     s.set(64, 0);  // every id up to 64 now has a value (unset ones 0)
     const auto v = [&](int id) { return id < static_cast<int>(s.v.size()) ? static_cast<int64_t>(s.v[static_cast<size_t>(id)]) : 0; };
-    const int32_t f32 = code(DType::kFp32);
-    const bool a4 = v(0) == f32 && K % 4 == 0 &&
+    const int32_t f32 = code(DType::kFp32), f16 = code(DType::kFp16);
+    const bool a4 = (v(0) == f32 || v(0) == f16) && K % 4 == 0 &&
                     (v(18) == 0 ? v(62) % 4 == 0 && v(9) % 4 == 0 && v(8) % 4 == 0 && v(66) % 4 == 0
                                 : v(18) == 1 && v(19) % 4 == 0);
-    const bool b4 = v(1) == f32 && v(12) == 1 && v(63) % 4 == 0 && v(11) % 4 == 0 && v(10) % 4 == 0 && v(68) % 4 == 0 &&
+    const bool b4 = (v(1) == f32 || v(1) == f16) && v(12) == 1 && v(63) % 4 == 0 && v(11) % 4 == 0 && v(10) % 4 == 0 && v(68) % 4 == 0 &&
                     N % 4 == 0;
     s.set(64, (a4 ? 1 : 0) | (b4 ? 2 : 0));
   }

@@ -116,7 +116,8 @@ layout(constant_id = 61) const int NBATCH = 1;
 // the partitioner absorbed): the element offset of A's and B's first element.
 layout(constant_id = 62) const int A_OFF = 0;
 layout(constant_id = 63) const int B_OFF = 0;
-// fp32 operands staged as 4-float vectors (SIMT tiles; the lowering checks alignment):
+// fp32 and fp16 operands staged as 4-element vectors (SIMT tiles; fp16 read as four halves and
+// widened; the lowering checks alignment, in elements):
 //   bit 0: A, a strided MATMUL operand or a plain 1x1 convolution (k contiguous; A_OFF, A_ROW,
 //          A_BATCH, A_OUTER and K multiples of 4) or a gathered convolution (IC a multiple of 4);
 //   bit 1: B (n contiguous; B_OFF, B_K, B_BATCH, B_OUTER and N multiples of 4).
@@ -132,6 +133,19 @@ TENSOR_RO(0, a, T_A)
 TENSOR_RO(1, b, T_B)
 layout(std430, set = 0, binding = 0) restrict readonly buffer AV4 { vec4 a_v4[]; };
 layout(std430, set = 0, binding = 1) restrict readonly buffer BV4 { vec4 b_v4[]; };
+layout(std430, set = 0, binding = 0) restrict readonly buffer AH4 { uvec2 a_h4[]; };  // fp16 operands: 4 halves
+layout(std430, set = 0, binding = 1) restrict readonly buffer BH4 { uvec2 b_h4[]; };
+// Four consecutive elements of A / B starting at element i (a multiple of 4), widened to fp32.
+vec4 a_vec4(uint i) {
+  if (T_A != DT_F16) return a_v4[i / 4u];
+  const uvec2 h = a_h4[i / 4u];
+  return vec4(unpackHalf2x16(h.x), unpackHalf2x16(h.y));
+}
+vec4 b_vec4(uint i) {
+  if (T_B != DT_F16) return b_v4[i / 4u];
+  const uvec2 h = b_h4[i / 4u];
+  return vec4(unpackHalf2x16(h.x), unpackHalf2x16(h.y));
+}
 TENSOR_RO(2, bias, T_BIAS)
 TENSOR_RO(3, res, T_RES)
 TENSOR(4, outp, T_OUT)
@@ -357,23 +371,24 @@ void main() {
         ra4 = vec4(0);
         if (m < M && kv < kend) {
           if (CONV == 0) {
-            ra4 = a_v4[uint(A_OFF + a_batch(batch) + m * A_ROW + kv) / 4u];
+            ra4 = a_vec4(uint(A_OFF + a_batch(batch) + m * A_ROW + kv));
             if (A_SCALE != 0) {
               const uint si = uint((m / A_SCALE_ROWS) * K + kv);
               ra4 *= vec4(ascale_ldf(si), ascale_ldf(si + 1u), ascale_ldf(si + 2u), ascale_ldf(si + 3u));
+              if (T_A == DT_F16) ra4 = vec4(r16(ra4.x), r16(ra4.y), r16(ra4.z), r16(ra4.w));  // as the MUL rounds
             }
           } else {
             int vic, vkd, vky, vkx;
             conv_tap(kv, vic, vkd, vky, vkx);
             const int src = conv_source(vrow_n, vrow_d, vrow_y, vrow_x, vkd, vky, vkx, vic);
-            if (src >= 0) ra4 = a_v4[uint(src) / 4u];
+            if (src >= 0) ra4 = a_vec4(uint(src));
             else if (src == -2) ra4 = vec4(fill_value());
           }
         }
       }
       if (vb) {
         const int kb = k0 + vbk, n = n0 + vbn;
-        rb4 = kb < kend && n < N ? b_v4[uint(B_OFF + b_batch(batch) + kb * B_K + n) / 4u] : vec4(0);
+        rb4 = kb < kend && n < N ? b_vec4(uint(B_OFF + b_batch(batch) + kb * B_K + n)) : vec4(0);
       }
 #endif
       if (!va) [[unroll]] for (int p = 0; p < A_LOADS; ++p) {
