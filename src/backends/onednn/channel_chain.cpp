@@ -1,29 +1,12 @@
 #include "backends/onednn/channel_chain.h"
 
-#include <cstring>
+#include "backends/onednn/lanes.h"
 
-// One copy of the loops per instruction set, picked at load time (as gemv.cpp). The file is built
-// with -ffp-contract=off (CMakeLists.txt): x * s + b stays two roundings, as MUL and ADD are.
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-#define WEFT_CHAIN_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define WEFT_CHAIN_CLONES
-#endif
-
-#pragma GCC diagnostic ignored "-Wpsabi"
+// The file is built with -ffp-contract=off (CMakeLists.txt): x * s + b stays two roundings, as MUL
+// and ADD are.
 
 namespace weft::backend::cpu {
 namespace {
-
-typedef float Lanes __attribute__((vector_size(64)));
-
-__attribute__((always_inline)) inline Lanes load(const float* p) {
-  Lanes v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-
-__attribute__((always_inline)) inline void store(float* p, const Lanes& v) { std::memcpy(p, &v, sizeof v); }
 
 __attribute__((always_inline)) inline float apply(const ChannelStep& s, float x, int64_t c) {
   switch (s.kind) {
@@ -37,7 +20,7 @@ __attribute__((always_inline)) inline float apply(const ChannelStep& s, float x,
 
 }  // namespace
 
-WEFT_CHAIN_CLONES
+WEFT_CPU_CLONES
 void channel_chain_rows(const std::vector<const float*>& pieces, const std::vector<int64_t>& widths, int64_t channels,
                         const std::vector<ChannelStep>& steps, int64_t r0, int64_t r1, float* out) {
   for (int64_t r = r0; r < r1; ++r) {
@@ -48,18 +31,18 @@ void channel_chain_rows(const std::vector<const float*>& pieces, const std::vect
       const float* src = pieces[j] + r * w;
       int64_t c = 0;
       for (; c + 16 <= w; c += 16) {
-        Lanes x = load(src + c);
+        Lanes x = load_lanes(src + c);
         for (const ChannelStep& s : steps) {
           if (s.kind == ChannelStep::Kind::kClamp) {
             const Lanes lo = Lanes{} + s.lo, hi = Lanes{} + s.hi;
             x = x < lo ? lo : x;  // a NaN compares false both times and stays
             x = x > hi ? hi : x;
           } else {
-            const Lanes v = load(s.v.data() + off + c);
+            const Lanes v = load_lanes(s.v.data() + off + c);
             x = s.kind == ChannelStep::Kind::kMul ? x * v : s.kind == ChannelStep::Kind::kAdd ? x + v : x - v;
           }
         }
-        store(dst + off + c, x);
+        store_lanes(dst + off + c, x);
       }
       for (; c < w; ++c) {
         float x = src[c];

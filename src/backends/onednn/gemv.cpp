@@ -1,29 +1,9 @@
 #include "backends/onednn/gemv.h"
 
-#include <cstring>
-
-// GCC builds one copy of the kernel per instruction set and picks one at load time (ifunc); the
-// vector type below becomes zmm, ymm or xmm operations in each copy.
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-#define WEFT_GEMV_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define WEFT_GEMV_CLONES
-#endif
-
-// The helpers pass 64-byte vectors by value; they are always inlined into the kernel's clones, so
-// GCC's note that such values travel differently without AVX-512 does not apply.
-#pragma GCC diagnostic ignored "-Wpsabi"
+#include "backends/onednn/lanes.h"
 
 namespace weft::backend::cpu {
 namespace {
-
-typedef float Lanes __attribute__((vector_size(64)));
-
-__attribute__((always_inline)) inline Lanes load(const float* p) {
-  Lanes v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
 
 __attribute__((always_inline)) inline float sum_lanes(const Lanes& v) {
   float s = 0;
@@ -33,7 +13,7 @@ __attribute__((always_inline)) inline float sum_lanes(const Lanes& v) {
 
 }  // namespace
 
-WEFT_GEMV_CLONES
+WEFT_CPU_CLONES
 void gemv_rows(const float* w, int64_t ldw, const float* x, int64_t k, int64_t n0, int64_t n1, float* y) {
   const int64_t kv = k / 16 * 16;
   int64_t n = n0;
@@ -45,11 +25,11 @@ void gemv_rows(const float* w, int64_t ldw, const float* x, int64_t k, int64_t n
     const float* r3 = r2 + ldw;
     Lanes a0 = {}, a1 = {}, a2 = {}, a3 = {};
     for (int64_t i = 0; i < kv; i += 16) {
-      const Lanes xv = load(x + i);
-      a0 += load(r0 + i) * xv;
-      a1 += load(r1 + i) * xv;
-      a2 += load(r2 + i) * xv;
-      a3 += load(r3 + i) * xv;
+      const Lanes xv = load_lanes(x + i);
+      a0 += load_lanes(r0 + i) * xv;
+      a1 += load_lanes(r1 + i) * xv;
+      a2 += load_lanes(r2 + i) * xv;
+      a3 += load_lanes(r3 + i) * xv;
     }
     float s0 = sum_lanes(a0), s1 = sum_lanes(a1), s2 = sum_lanes(a2), s3 = sum_lanes(a3);
     for (int64_t i = kv; i < k; ++i) {
@@ -66,7 +46,7 @@ void gemv_rows(const float* w, int64_t ldw, const float* x, int64_t k, int64_t n
   for (; n < n1; ++n) {
     const float* r = w + n * ldw;
     Lanes a = {};
-    for (int64_t i = 0; i < kv; i += 16) a += load(r + i) * load(x + i);
+    for (int64_t i = 0; i < kv; i += 16) a += load_lanes(r + i) * load_lanes(x + i);
     float s = sum_lanes(a);
     for (int64_t i = kv; i < k; ++i) s += r[i] * x[i];
     y[n] = s;
