@@ -376,6 +376,9 @@ TEST(VulkanMisc, SoftmaxRegion) {
       {DType::kFp32, {6, 33}, 1},       {DType::kFp32, {3, 7, 2}, 0},      {DType::kFp32, {4, 1}, 1},
       {DType::kFp32, {2, 5000}, 1},     {DType::kFp32, {3, 768}, 1},       {DType::kFp16, {2, 3, 4, 17}, 3},
       {DType::kFp16, {2, 12, 64}, 2},   {DType::kFp16, {5, 3, 2}, 1},
+      // Rows enough for several rows per workgroup, one subgroup each (mx_rownorm_sg: from 4096 rows
+      // with lavapipe's subgroups of 8, 1024 with 32), the last workgroup partly past the end.
+      {DType::kFp32, {2, 2100, 40}, 2}, {DType::kFp16, {4200, 17}, 1},
   };
   std::mt19937 rng(1200);
   for (const Case& c : cases) {
@@ -428,7 +431,7 @@ TEST(VulkanMisc, LayerNormRegion) {
   const std::vector<Case> cases = {
       {{2, 5, 16}, 1e-5, true, true},   {{1, 2, 3, 24}, 1e-6, true, true}, {{4, 7}, 1e-5, true, false},
       {{3, 9, 10}, 1e-3, false, false}, {{1, 8, 768}, 1e-12, true, true}, {{2, 5000}, 1e-5, true, true},
-      {{3, 1}, 1e-5, true, true},
+      {{3, 1}, 1e-5, true, true},       {{4200, 24}, 1e-5, true, true}, {{2, 2050, 96}, 1e-6, true, false},
   };
   std::mt19937 rng(1300);
   for (const Case& c : cases) {
