@@ -394,14 +394,14 @@ bool use_coop(const Caps& caps) {
 }
 
 // The fp16 GEMM kernel on a device with cooperative matrices, for an M x N (x batch) problem.
-// Where the operands move in 8-half vectors (`vectors`): tc_gemm128_coop where its grid has at
-// least kFullGrid workgroups, else tc_gemm64_coop from kSmallGrid (tensor cores even where a
-// batch-1 layer leaves part of the GPU idle). Neither for K < 64: MobileNetV2's 1x1 convolutions of
-// 16 to 32 channels ran faster on the SIMT tiles (batch 32 in the fp16 mode on an H100: 3.48 ms of
-// GPU time with them on tc_gemm128_coop, 2.83 on the SIMT tiles), or on any grid from K = kSplitK, where pick_split
-// multiplies a small grid by K slices (ConvNeXt-T's last stages, M = 49 or 196 rows and K up to 3072,
-// had run on the SIMT tiles: 1.33 -> 1.13 ms of GPU time in the fp16 mode on an H100; ResNet-50
-// b1 1.31 -> 1.03, MobileNetV3-L 0.82 -> 0.78). Otherwise tc_matmul_coop (scalar loads) from
+// Where the operands move in 8-half vectors (`vectors`) and K >= 64: tc_gemm128_coop where its grid
+// has at least kFullGrid workgroups, else tc_gemm64_coop from kSmallGrid workgroups (tensor cores
+// even where a batch-1 layer leaves part of the GPU idle) or on any grid from K = kSplitK, where
+// pick_split multiplies a small grid by K slices (ConvNeXt-T's last stages, M = 49 or 196 rows and K
+// up to 3072, had run on the SIMT tiles: 1.33 -> 1.13 ms of GPU time in the fp16 mode on an H100;
+// ResNet-50 b1 1.31 -> 1.03, MobileNetV3-L 0.82 -> 0.78). Not for K < 64: MobileNetV2's 1x1
+// convolutions of 16 to 32 channels ran faster on the SIMT tiles (batch 32 in the fp16 mode: 3.48 ms
+// of GPU time with them on tc_gemm128_coop, 2.83 on the SIMT tiles). Otherwise tc_matmul_coop (scalar loads) from
 // kFullGrid workgroups, or only from kHugeGrid where B is constant and the SIMT tile reads it
 // widened to fp32 (`widened_b`: convolution weights); else the SIMT tile (split over K where the
 // grid is small: matrix-vector shapes). On an H200: MobileNetV2 / ResNet-50 at batch 1 took

@@ -56,7 +56,7 @@ layout(constant_id = 32) const int FILL = 0;  // folded PAD value (float bits fo
 layout(constant_id = 33) const int IZP = 0;
 layout(constant_id = 34) const int WZP = 0;
 layout(constant_id = 35) const int BIAS_BCAST = 0;
-layout(constant_id = 36) const int TOTAL = 0;  // output elements
+layout(constant_id = 36) const int TOTAL = 0;  // invocations: output elements (XB = 1)
 layout(constant_id = 37) const int GROUPS = 1;  // MODE 0: groups of a grouped convolution
 // MODE 2 with float accumulation, stride 1 and dilation 1 along x: XB > 1 consecutive outputs along
 // x per invocation (TOTAL then counts invocations: N * OD * OH * ceil(OW / XB) * OC). Each input row
