@@ -396,7 +396,10 @@ bool use_coop(const Caps& caps) {
 // The fp16 GEMM kernel on a device with cooperative matrices, for an M x N (x batch) problem.
 // Where the operands move in 8-half vectors (`vectors`) and K >= 64: tc_gemm128_coop where its grid
 // has at least kFullGrid workgroups, else tc_gemm64_coop from kSmallGrid workgroups (tensor cores
-// even where a batch-1 layer leaves part of the GPU idle) or on any grid from K = kSplitK, where
+// even where a batch-1 layer leaves part of the GPU idle; from 64 workgroups rather than 32, since
+// below that the SIMT tiles, which fuse more post-ops, were faster: GPU time in the fp16 mode on an
+// H100, MobileNetV2 b1 0.497 -> 0.463 ms, MobileNetV3-L 0.675 -> 0.642, MnasNet 0.527 -> 0.475,
+// EfficientNet-B0 0.922 -> 0.887, ResNet-50 0.906 -> 0.899) or on any grid from K = kSplitK, where
 // pick_split multiplies a small grid by K slices (ConvNeXt-T's last stages, M = 49 or 196 rows and K
 // up to 3072, had run on the SIMT tiles: 1.33 -> 1.13 ms of GPU time in the fp16 mode on an H100;
 // ResNet-50 b1 1.31 -> 1.03, MobileNetV3-L 0.82 -> 0.78). Not for K < 64: MobileNetV2's 1x1
@@ -409,7 +412,7 @@ bool use_coop(const Caps& caps) {
 // tiles; a 1024^3 MATMUL (fp16 B) 0.10 ms with tc_matmul_coop, 0.18 ms with SIMT.
 // WEFT_VULKAN_COOP=128|64|0 forces the tile (tests, tuning): 128 and 64 where the kernel applies.
 Tile pick_fp16_tile(int64_t M, int64_t N, int64_t K, int64_t batch, bool vectors, bool widened_b, const Caps& caps) {
-  constexpr int64_t kSmallGrid = 32, kFullGrid = 96, kHugeGrid = 1024, kSplitK = 512;
+  constexpr int64_t kSmallGrid = 64, kFullGrid = 96, kHugeGrid = 1024, kSplitK = 512;
   const bool wide = vectors && K >= 64 && caps.max_invocations >= 256 && caps.max_shared_bytes >= 46080;
   const bool vec64 = vectors && K >= 64 && caps.max_shared_bytes >= 23552;
   auto grid = [&](int64_t t) { return ((M + t - 1) / t) * ((N + t - 1) / t) * batch; };
@@ -718,7 +721,12 @@ std::string plan_conv(const Graph& g, const Composite& c, const Caps& caps, Conv
   p.gemm = !p.depthwise && finite && p.OC >= 4;
   if (p.gemm) {
     p.tile = pick_tile(p.pixels(), p.OC, 1, p.acc);
-    if (p.in_t == DType::kFp16 && p.w_t == DType::kFp16 && use_coop(caps)) {
+    // Not where a squeeze-and-excitation MUL folds in front (scale_in): only the SIMT tiles scale A
+    // as it loads, and the MUL apart plus the cooperative tile cost more than the fused SIMT GEMM
+    // (MobileNetV3-L's 1x1 convolutions after an SE block in the fp16 mode on an H100: 0.022 ms of
+    // MULs + 0.090 ms as CONV2D+ADD on tc_gemm64_coop, against 0.052 ms fused on the SIMT tile;
+    // whole-model GPU time, MobileNetV3-L 0.687 -> 0.675 ms, EfficientNet-B0 0.970 -> 0.922).
+    if (p.in_t == DType::kFp16 && p.w_t == DType::kFp16 && use_coop(caps) && c.scale_in < 0) {
       // Vectors: eight channels of one tap are contiguous (IC % 8), weights become [K][OC] (OC % 8).
       const bool vectors = !p.transpose && p.groups == 1 && p.IC % 8 == 0 && p.OC % 8 == 0 && wc != nullptr;
       p.acc = 0;
