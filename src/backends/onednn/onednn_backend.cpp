@@ -12,6 +12,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -22,6 +23,7 @@
 
 #include "backends/backend.h"
 #include "backends/onednn/channel_chain.h"
+#include "backends/onednn/gemm.h"
 #include "backends/onednn/gemv.h"
 #include "backends/reference/parallel.h"
 #include "compiler/strided_view.h"
@@ -823,6 +825,33 @@ class GemvKernel final : public Kernel {
   int max_threads_ = 1 << 20;
 };
 
+// The composite's post-ops for a result of `rows` x `cols` written row-major, as the GEMV and
+// GEMM kernels apply them; nullopt where one does not fit (a constant neither scalar nor one per
+// column, a residual other than the result's shape, CLAMP bounds that are not fp32).
+std::optional<std::vector<GemvPostOp>> row_post_ops(const Graph& g, const Composite& c, int64_t rows, int64_t cols) {
+  std::vector<GemvPostOp> post;
+  for (const PostOp& p : c.post_ops) {
+    GemvPostOp q{p.kind, {}, 0, 0, -1};
+    if (p.kind == PostOp::Kind::kBias || p.kind == PostOp::Kind::kScale || p.kind == PostOp::Kind::kShift) {
+      // One value, or one per output column, spread over the columns.
+      const Tensor* t = constant(g, p.operand);
+      if (!t || t->dtype() != DType::kFp32 || (t->num_elements() != cols && t->num_elements() != 1)) return std::nullopt;
+      q.column.resize(static_cast<size_t>(cols));
+      for (int64_t i = 0; i < cols; ++i) q.column[static_cast<size_t>(i)] = t->data<float>()[t->num_elements() == 1 ? 0 : i];
+    } else if (p.kind == PostOp::Kind::kResidual) {
+      const TensorType& rt = type_of(g, p.operand);
+      if (rt.dtype != DType::kFp32 || shape_elements(rt.shape) != rows * cols || rt.shape.back() != cols) return std::nullopt;
+      q.input = c.input_index(p.operand);
+    } else if (p.kind == PostOp::Kind::kClamp) {
+      auto bounds = clamp_bounds(g.node(p.node));
+      if (!bounds) return std::nullopt;
+      std::tie(q.lo, q.hi) = *bounds;
+    }
+    post.push_back(std::move(q));
+  }
+  return post;
+}
+
 // The GEMV kernel for `c` when it is a fp32 matmul of one row (batch 1, M = 1) by constant weights
 // written straight to its output; nullptr otherwise. Weights whose rows (one per output column)
 // are contiguous in k, as Gemm's transB = 1 and MatMul over a transposed initializer leave them,
@@ -840,25 +869,9 @@ std::unique_ptr<Kernel> prepare_gemv(const Graph& g, const Composite& c, const P
   StridedView bv = c.b_view.empty() ? StridedView::contiguous(bs) : *compiler::forward_chain(g, c.b_view);
   const ValueId a_src = c.a_view.empty() ? n.inputs[0] : g.node(c.a_view.front()).inputs[0];
   StridedView av = c.a_view.empty() ? StridedView::contiguous(as) : *compiler::forward_chain(g, c.a_view);
-  std::vector<GemvPostOp> post;
-  for (const PostOp& p : c.post_ops) {
-    GemvPostOp q{p.kind, {}, 0, 0, -1};
-    if (p.kind == PostOp::Kind::kBias || p.kind == PostOp::Kind::kScale || p.kind == PostOp::Kind::kShift) {
-      // One value, or one per output column, spread over the columns.
-      const Tensor* t = constant(g, p.operand);
-      if (!t || t->dtype() != DType::kFp32 || (t->num_elements() != cols && t->num_elements() != 1)) return nullptr;
-      q.column.resize(static_cast<size_t>(cols));
-      for (int64_t i = 0; i < cols; ++i) q.column[static_cast<size_t>(i)] = t->data<float>()[t->num_elements() == 1 ? 0 : i];
-    } else if (p.kind == PostOp::Kind::kResidual) {
-      if (shape_elements(type_of(g, p.operand).shape) != cols) return nullptr;
-      q.input = c.input_index(p.operand);
-    } else if (p.kind == PostOp::Kind::kClamp) {
-      auto bounds = clamp_bounds(g.node(p.node));
-      if (!bounds) return nullptr;
-      std::tie(q.lo, q.hi) = *bounds;
-    }
-    post.push_back(std::move(q));
-  }
+  auto post_ops = row_post_ops(g, c, 1, cols);
+  if (!post_ops) return nullptr;
+  std::vector<GemvPostOp> post = std::move(*post_ops);
   const int64_t a_stride = av.strides[2];
   const int64_t sk = bv.strides[1], sn = bv.strides[2];
   if (g_dry_run)
@@ -888,8 +901,137 @@ std::unique_ptr<Kernel> prepare_gemv(const Graph& g, const Composite& c, const P
                                       packed->size() * sizeof(float));
 }
 
+// ---- fp32 matmuls by constant weights where oneDNN has no brgemm: Weft's GEMM (gemm.h) ----------
+
+// Whether fp32 matmuls by constant weights take Weft's AVX2 GEMM: oneDNN's effective instruction
+// set is below AVX-512 (oneDNN 2.6 has no brgemm matmul there and runs `gemm:jit`) while this CPU
+// has AVX2 and FMA. ONEDNN_MAX_CPU_ISA=AVX2 on an AVX-512 machine therefore takes it too.
+bool weft_gemm_isa() {
+  static const bool yes = [] {
+    const auto isa = static_cast<unsigned>(dn::get_effective_cpu_isa());
+    auto has = [&](dn::cpu_isa want) { return (isa & static_cast<unsigned>(want)) == static_cast<unsigned>(want); };
+    return !has(dn::cpu_isa::avx512_core) && has(dn::cpu_isa::avx2) && cpu::gemm_avx2_supported();
+  }();
+  return yes;
+}
+
+class GemmKernel final : public Kernel {
+ public:
+  static constexpr size_t kMaxOps = 8;
+
+  // out[t][i][j] = sum_k a[t * a_batch + i * lda + k] * B[t][k][j] for `batches` x M rows, then
+  // the post-ops.
+  GemmKernel(std::shared_ptr<const cpu::PackedB> b, int64_t batches, int64_t m, int a_input, int64_t a_offset,
+             int64_t a_batch, int64_t lda, std::vector<GemvPostOp> post)
+      : b_(std::move(b)), batches_(batches), m_(m), a_input_(a_input), a_offset_(a_offset), a_batch_(a_batch),
+        lda_(lda), post_(std::move(post)) {
+    // Rows in chunks of whole 6-row blocks, at most 48 per chunk, as even as that allows.
+    const int64_t chunks = (m_ + 47) / 48;
+    rows_ = (m_ + chunks - 1) / chunks;
+    rows_ = std::min<int64_t>(m_, (rows_ + 5) / 6 * 6);
+  }
+
+  size_t prepared_bytes() const override { return b_ ? b_->data.size() * sizeof(float) : 0; }
+  std::string implementation() const override { return "weft_gemm:avx2"; }
+  void set_max_threads(int n) { max_threads_ = n; }
+
+  void execute(ExecArgs& a) const override {
+    const float* x = a.in[static_cast<size_t>(a_input_)]->data<float>() + a_offset_;
+    float* y = a.out[0].mutable_data<float>();
+    const int64_t n = b_->n, panels = b_->panels(), chunks = (m_ + rows_ - 1) / rows_;
+    // The post-ops, applied in registers.
+    std::array<cpu::EpilogueOp, kMaxOps> ops;
+    const int nops = static_cast<int>(post_.size());
+    for (size_t o = 0; o < post_.size(); ++o) {
+      const GemvPostOp& q = post_[o];
+      switch (q.kind) {
+        case PostOp::Kind::kBias:
+        case PostOp::Kind::kShift: ops[o] = {cpu::EpilogueOp::Kind::kAddColumns, q.column.data()}; break;
+        case PostOp::Kind::kScale: ops[o] = {cpu::EpilogueOp::Kind::kMulColumns, q.column.data()}; break;
+        case PostOp::Kind::kResidual:
+          ops[o] = {cpu::EpilogueOp::Kind::kAddMatrix, a.in[static_cast<size_t>(q.input)]->data<float>(), n};
+          break;
+        case PostOp::Kind::kClamp: ops[o] = {cpu::EpilogueOp::Kind::kClamp, nullptr, 0, q.lo, q.hi}; break;
+        case PostOp::Kind::kGeluErf: ops[o] = {cpu::EpilogueOp::Kind::kGeluErf}; break;
+        case PostOp::Kind::kSigmoid: ops[o] = {cpu::EpilogueOp::Kind::kSigmoid}; break;
+        case PostOp::Kind::kTanh: ops[o] = {cpu::EpilogueOp::Kind::kTanh}; break;
+        case PostOp::Kind::kSwish: ops[o] = {cpu::EpilogueOp::Kind::kSwish}; break;
+        case PostOp::Kind::kHardSwish: ops[o] = {cpu::EpilogueOp::Kind::kHardSwish}; break;
+        case PostOp::Kind::kGeluTanh: ops[o] = {cpu::EpilogueOp::Kind::kGeluTanh}; break;
+      }
+    }
+    // Work items: one 16-column panel of one row chunk of one batch, those of one panel
+    // consecutive (its weights stay in cache). Each output is computed whole by one item, so the
+    // result does not depend on the thread count.
+    const int64_t min_items = std::max<int64_t>(1, 65536 / std::max<int64_t>(1, rows_ * 16 * b_->k));
+    ref::parallel_for(std::min(a.threads, max_threads_), batches_ * panels * chunks, [&](int64_t i0, int64_t i1) {
+      std::array<cpu::EpilogueOp, kMaxOps> batch_ops = ops;
+      for (int64_t i = i0; i < i1; ++i) {
+        const int64_t t = i / (panels * chunks), p = i / chunks % panels;
+        const int64_t r0 = (i % chunks) * rows_, r1 = std::min(m_, r0 + rows_);
+        float* yt = y + t * m_ * n;
+        for (int o = 0; o < nops; ++o)  // a residual's rows of this batch
+          if (ops[static_cast<size_t>(o)].kind == cpu::EpilogueOp::Kind::kAddMatrix)
+            batch_ops[static_cast<size_t>(o)].v = ops[static_cast<size_t>(o)].v + t * m_ * n;
+        cpu::gemm_avx2(x + t * a_batch_, lda_, r0, r1, *b_, t, p, p + 1, yt, n, batch_ops.data(), nops);
+      }
+    }, min_items);
+  }
+
+ private:
+  std::shared_ptr<const cpu::PackedB> b_;
+  int64_t batches_, m_, rows_ = 0;
+  int a_input_;
+  int64_t a_offset_, a_batch_, lda_;
+  std::vector<GemvPostOp> post_;
+  int max_threads_ = 1 << 20;
+};
+
+// Weft's GEMM for `c` where weft_gemm_isa() and `c` is a fp32 matmul by constant weights (as the
+// ONNX frontend writes a Linear layer: [1, rows, K] x [1, K, N]; or batched), A's k contiguous,
+// written straight to its output; nullptr otherwise (oneDNN runs it). The weights are packed once
+// (shared through `o.cache`) and the constant's resident pages released.
+std::unique_ptr<Kernel> prepare_weft_gemm(const Graph& g, const Composite& c, const PrepareOptions& o) {
+  if (!weft_gemm_isa()) return nullptr;
+  const Node& n = g.node(c.anchor);
+  if (type_of(g, n.inputs[0]).dtype != DType::kFp32 || !c.out_view.empty()) return nullptr;
+  const Shape& as = type_of(g, n.inputs[0]).shape;  // [batches, M, K]
+  const Shape& bs = type_of(g, n.inputs[1]).shape;  // [batches, K, N]
+  if (as.size() != 3 || bs.size() != 3 || as[0] != bs[0] || as[0] < 1 || as[1] < 1 || bs[1] < 1 || bs[2] < 1)
+    return nullptr;
+  const ValueId b_src = c.b_view.empty() ? n.inputs[1] : g.node(c.b_view.front()).inputs[0];
+  const Tensor* b = constant(g, b_src);
+  if (!b || b->dtype() != DType::kFp32) return nullptr;
+  const int64_t batches = as[0], m = as[1], k = bs[1], cols = bs[2];
+  const ValueId a_src = c.a_view.empty() ? n.inputs[0] : g.node(c.a_view.front()).inputs[0];
+  StridedView av = c.a_view.empty() ? StridedView::contiguous(as) : *compiler::forward_chain(g, c.a_view);
+  if (av.strides[2] != 1) return nullptr;
+  auto post = row_post_ops(g, c, batches * m, cols);
+  if (!post || post->size() > GemmKernel::kMaxOps) return nullptr;
+  auto kernel = [&](std::shared_ptr<const cpu::PackedB> packed) {
+    return std::make_unique<GemmKernel>(std::move(packed), batches, m, c.input_index(a_src), av.offset, av.strides[0],
+                                        av.strides[1], std::move(*post));
+  };
+  if (g_dry_run) return kernel(nullptr);
+  StridedView bv = c.b_view.empty() ? StridedView::contiguous(bs) : *compiler::forward_chain(g, c.b_view);
+  const float* base = b->data<float>() + bv.offset;
+  const int64_t sb = bv.strides[0], sk = bv.strides[1], sn = bv.strides[2];
+  const std::string key = "gemm:" + std::to_string(reinterpret_cast<uintptr_t>(base)) + ":" + std::to_string(sb) + ":" +
+                          std::to_string(sk) + ":" + std::to_string(sn) + ":" + std::to_string(batches) + ":" +
+                          std::to_string(k) + ":" + std::to_string(cols);
+  std::shared_ptr<cpu::PackedB> packed;
+  if (o.cache) packed = std::static_pointer_cast<cpu::PackedB>(o.cache->find(key));
+  if (!packed) {
+    packed = std::make_shared<cpu::PackedB>(cpu::pack_b(base, batches, k, cols, sb, sk, sn));
+    if (o.cache) o.cache->put(key, packed);
+    b->buffer().release_resident();
+  }
+  return kernel(std::move(packed));
+}
+
 std::unique_ptr<Kernel> prepare_matmul(const Graph& g, const Composite& c, const PrepareOptions& o) {
   if (auto k = prepare_gemv(g, c, o)) return k;
+  if (auto k = prepare_weft_gemm(g, c, o)) return k;
   const Node& n = g.node(c.anchor);
   auto operand = [&](const std::vector<int>& chain, ValueId v) -> std::pair<ValueId, StridedView> {
     if (chain.empty()) return {v, StridedView::contiguous(type_of(g, v).shape)};
@@ -1478,6 +1620,7 @@ class OneDnnBackend final : public Backend {
       auto k = prepare_impl(g, c, options);
       if (auto* dk = dynamic_cast<OneDnnKernel*>(k.get())) dk->set_max_threads(threads);
       else if (auto* ck = dynamic_cast<ChannelChainKernel*>(k.get())) ck->set_max_threads(threads);
+      else if (auto* gk = dynamic_cast<GemmKernel*>(k.get())) gk->set_max_threads(threads);
       else static_cast<GemvKernel&>(*k).set_max_threads(threads);
       return k;
     } catch (const dn::error& e) {

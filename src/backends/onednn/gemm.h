@@ -1,0 +1,56 @@
+// Weft's own fp32 GEMM for the CPU backend on machines whose best instruction set is AVX2 + FMA
+// (no AVX-512). There oneDNN 2.6's matmul has no brgemm kernel and falls back to `gemm:jit`, which
+// ran the BERT encoder's 128 x 1024 x 256 feed-forward GEMMs at about half of AVX2's FMA rate and
+// applied fused GELU and residual adds slowly or not at all (docs/backends.md). The matmuls this
+// serves have constant weights (Linear layers), packed once at preparation.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace weft::backend::cpu {
+
+// B [batches][K][N] repacked for gemm_avx2: per batch, column panels of kPanel floats, each
+// [K][kPanel], the columns past N zero.
+struct PackedB {
+  static constexpr int64_t kPanel = 16;
+  std::vector<float> data;
+  int64_t batches = 1, k = 0, n = 0;
+  int64_t panels() const { return (n + kPanel - 1) / kPanel; }
+  const float* panel(int64_t batch, int64_t p) const { return data.data() + ((batch * panels() + p) * k) * kPanel; }
+};
+
+// Packs B, element (batch, k, n) at b[batch * sb + k * sk + n * sn].
+PackedB pack_b(const float* b, int64_t batches, int64_t k, int64_t n, int64_t sb, int64_t sk, int64_t sn);
+
+// Whether this CPU runs gemm_avx2 (AVX2 and FMA).
+bool gemm_avx2_supported();
+
+// An operation applied to each result while it is still in registers, in order: y += v[j] or
+// y *= v[j] (per output column j), y += v[i * ld + j] (a residual of the result's shape), CLAMP to
+// [lo, hi] (NaN stays NaN), GELU, or an activation through a vectorised exp (within 2 ulp):
+// sigmoid 1 / (1 + e^-y), tanh 2 sigmoid(2y) - 1 (within 3e-7 absolute), swish y sigmoid(y),
+// hard-swish y min(max(y / 6 + 1/2, 0), 1), GELU's tanh form.
+struct EpilogueOp {
+  enum class Kind : uint8_t { kAddColumns, kMulColumns, kAddMatrix, kClamp, kGeluErf, kSigmoid, kTanh, kSwish,
+                              kHardSwish, kGeluTanh };
+  Kind kind = Kind::kAddColumns;
+  const float* v = nullptr;
+  int64_t ld = 0;
+  float lo = 0, hi = 0;
+};
+
+// C[i][j] = sum_k A[i * lda + k] * B[batch][k][j] for rows [m0, m1) and the columns of panels
+// [p0, p1) (C row stride ldc), then ops[0, nops) (their row index i counts from A's and C's row 0). Each output sums its products in ascending k in one fp32
+// accumulator (with fused multiply-adds), so a result does not depend on the block or thread that
+// computes it.
+void gemm_avx2(const float* a, int64_t lda, int64_t m0, int64_t m1, const PackedB& b, int64_t batch, int64_t p0,
+               int64_t p1, float* c, int64_t ldc, const EpilogueOp* ops = nullptr, int nops = 0);
+
+// The epilogue's activation `kind` (kGeluErf and the exp-based ones) in place over n floats, as
+// gemm_avx2 applies it (AVX2 + FMA). GELU's erf comes from a rational approximation within 4e-7
+// of the exact value.
+void activation_avx2(EpilogueOp::Kind kind, float* y, int64_t n);
+
+}  // namespace weft::backend::cpu

@@ -1,0 +1,172 @@
+// The CPU backend as it runs on a machine without AVX-512: this binary runs with oneDNN capped at
+// AVX2 (ONEDNN_MAX_CPU_ISA=AVX2, set by tests/CMakeLists.txt), so fp32 matmuls by constant weights
+// take Weft's AVX2 GEMM (src/backends/onednn/gemm.h) instead of oneDNN's gemm:jit. Checked against
+// the reference backend on ragged shapes and every post-op, and for results that do not depend on
+// the thread count.
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+
+#include "backends/onednn/gemm.h"
+#include "onednn/onednn_test_util.h"
+
+namespace weft::onednn_test {
+namespace {
+
+// Skips unless this process runs as an AVX2-only machine would.
+#define REQUIRE_AVX2_CAP()                                                                             \
+  do {                                                                                                 \
+    const char* cap = std::getenv("ONEDNN_MAX_CPU_ISA");                                               \
+    if (!backend::cpu::gemm_avx2_supported()) GTEST_SKIP() << "this CPU has no AVX2 + FMA";            \
+    if (!cap || std::strcmp(cap, "AVX2") != 0) GTEST_SKIP() << "run with ONEDNN_MAX_CPU_ISA=AVX2 (ctest does)"; \
+  } while (0)
+
+// Each in-register activation against its definition in double precision, over [-100, 100] in
+// steps of 1/512, special values and a ragged tail. Bounds: absolute 3e-7 * |x| + 1e-7 * |y| for the
+// GELUs (erf within 4e-7), 4 ulp of the result for sigmoid and swish, 3e-7 absolute for tanh, and
+// for hard-swish 2 ulp plus the rounding of x / 6 (which near x = -3 dominates a small result).
+TEST(WeftGemmAvx2, ActivationsMatchTheirDefinitions) {
+  if (!backend::cpu::gemm_avx2_supported()) GTEST_SKIP() << "this CPU has no AVX2 + FMA";
+  using K = backend::cpu::EpilogueOp::Kind;
+  std::vector<float> x;
+  for (double v = -100.0; v <= 100.0; v += 1.0 / 512) x.push_back(static_cast<float>(v));
+  for (float v : {0.0f, -0.0f, 1e-30f, -1e-30f, 3.9f, 4.0f, 4.1f, -4.1f, 87.0f, -87.0f, 89.0f, -89.0f, 1e30f, -1e30f})
+    x.push_back(v);
+  x.push_back(std::numeric_limits<float>::infinity());
+  x.push_back(-std::numeric_limits<float>::infinity());
+  x.push_back(std::numeric_limits<float>::quiet_NaN());
+  const double c = std::sqrt(2.0 / 3.14159265358979323846);
+  auto sig = [](double v) { return 1.0 / (1.0 + std::exp(-v)); };
+  struct Act {
+    K kind;
+    const char* name;
+    std::function<double(double)> f;
+    std::function<double(double, double)> bound;  // (x, exact)
+  };
+  const double ulp = std::ldexp(1.0, -23);
+  const std::vector<Act> acts = {
+      {K::kGeluErf, "gelu_erf", [](double v) { return 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0))); },
+       [](double v, double y) { return 3e-7 * std::abs(v) + 1e-7 * std::abs(y) + 1e-37; }},
+      {K::kGeluTanh, "gelu_tanh", [c](double v) { return 0.5 * v * (1.0 + std::tanh(c * (v + 0.044715 * v * v * v))); },
+       [](double v, double y) { return 3e-7 * std::abs(v) + 1e-7 * std::abs(y) + 1e-37; }},
+      {K::kSigmoid, "sigmoid", sig, [ulp](double, double y) { return 4 * ulp * std::abs(y) + 1e-37; }},
+      {K::kSwish, "swish", [sig](double v) { return v * sig(v); },
+       [ulp](double, double y) { return 4 * ulp * std::abs(y) + 1e-37; }},
+      {K::kTanh, "tanh", [](double v) { return std::tanh(v); }, [](double, double) { return 3e-7; }},
+      {K::kHardSwish, "hard_swish", [](double v) { return v * std::min(std::max(v / 6 + 0.5, 0.0), 1.0); },
+       [ulp](double v, double y) { return 2 * ulp * std::abs(y) + ulp * v * v / 6 + 1e-37; }},
+  };
+  for (const Act& a : acts) {
+    SCOPED_TRACE(a.name);
+    std::vector<float> y = x;
+    backend::cpu::activation_avx2(a.kind, y.data(), static_cast<int64_t>(y.size()));
+    int bad = 0;
+    for (size_t i = 0; i < x.size() && bad < 5; ++i) {
+      const double v = x[i], want = a.f(v);
+      if (std::isnan(want)) {
+        // -inf * 0 in the GELUs and swish, NaN in: NaN as the reference computes it.
+        bad += !std::isnan(y[i]);
+        EXPECT_TRUE(std::isnan(y[i])) << "x = " << v << ": " << y[i];
+        continue;
+      }
+      const double err = std::isinf(want) && y[i] == want ? 0.0 : std::abs(y[i] - want);
+      const bool ok = err <= a.bound(v, want) || (std::abs(want) < 1e-36 && std::abs(y[i]) < 1e-36);
+      bad += !ok;
+      EXPECT_TRUE(ok) << "x = " << v << ": " << y[i] << " vs " << want << " (error " << err << ")";
+    }
+  }
+}
+
+struct Case {
+  int64_t m, k, n;
+  std::string pattern;
+  std::function<ValueId(Net&, ValueId, int64_t m, int64_t n)> after;
+  bool transposed_b = false;
+  int64_t batches = 1;
+};
+
+TEST(WeftGemmAvx2, MatchesTheReferenceAndTheThreadCount) {
+  REQUIRE_AVX2_CAP();
+  const std::vector<Case> cases = {
+      {2, 5, 3, "MATMUL", [](Net&, ValueId v, int64_t, int64_t) { return v; }},
+      {7, 17, 33, "MATMUL+BIAS", [](Net& t, ValueId v, int64_t, int64_t n) { return t.add(v, t.weight({1, 1, n})); }},
+      // K over one block of 256 (C carried between k blocks), rows not a multiple of 6, a partial panel.
+      {13, 300, 31, "MATMUL+BIAS+GELU",
+       [](Net& t, ValueId v, int64_t, int64_t n) { return t.gelu_erf(t.add(v, t.weight({1, 1, n}))); }},
+      {50, 513, 40, "MATMUL+BIAS+ADD",
+       [](Net& t, ValueId v, int64_t m, int64_t n) { return t.add(t.add(v, t.weight({1, 1, n})), t.input({1, m, n})); }},
+      {6, 16, 16, "MATMUL+BIAS+CLAMP", [](Net& t, ValueId v, int64_t, int64_t n) { return t.relu(t.add(t.weight({1, 1, n}), v)); }},
+      {61, 64, 48, "MATMUL+BIAS+CLAMP",
+       [](Net& t, ValueId v, int64_t, int64_t n) { return t.clamp(t.add(v, t.weight({1, 1, n})), -0.5, 0.75); }},
+      {20, 40, 24, "MATMUL+BIAS+SCALE+SHIFT",
+       [](Net& t, ValueId v, int64_t, int64_t n) {
+         return t.add(t.mul(t.add(v, t.weight({1, 1, n})), t.weight({1, 1, n}, 0.5, 2)), t.scalar(1.5, 3));
+       }},
+      {9, 33, 20, "MATMUL+BIAS+SIGMOID",
+       [](Net& t, ValueId v, int64_t, int64_t n) { return t.unary(Op::SIGMOID, t.add(v, t.weight({1, 1, n}))); }},
+      {128, 256, 100, "MATMUL+SWISH", [](Net& t, ValueId v, int64_t, int64_t) { return t.swish(v); }},
+      {12, 24, 20, "MATMUL+TANH", [](Net& t, ValueId v, int64_t, int64_t) { return t.unary(Op::TANH, v); }},
+      // Weights read through a TRANSPOSE (Gemm transB = 1).
+      {10, 70, 19, "TRANSPOSE+MATMUL+BIAS", [](Net& t, ValueId v, int64_t, int64_t n) { return t.add(v, t.weight({1, 1, n})); },
+       true},
+      // Batched, weights per batch, a residual of the result's shape.
+      {11, 40, 21, "MATMUL+BIAS+ADD",
+       [](Net& t, ValueId v, int64_t m, int64_t n) { return t.add(t.add(v, t.weight({1, 1, n})), t.input({3, m, n})); },
+       false, 3},
+  };
+  uint32_t seed = 4100;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.pattern + " M" + std::to_string(c.m) + " K" + std::to_string(c.k) + " N" + std::to_string(c.n));
+    Net net(seed++);
+    ValueId a = net.input({c.batches, c.m, c.k}, -2, 2);
+    ValueId b = c.transposed_b ? net.transpose(net.weight({c.batches, c.n, c.k}, -0.3, 0.3), {0, 2, 1})
+                               : net.weight({c.batches, c.k, c.n}, -0.3, 0.3);
+    Module m = net.finish({c.after(net, net.matmul(a, b), c.m, c.n)});
+    std::vector<Tensor> by_threads[2];
+    for (int threads : {1, 2}) {
+      auto model = check_vs_reference(m, net.feeds, {c.pattern}, kTolAccumulate, true, threads);
+      Context ctx(model, {.threads = threads});
+      ctx.set_profiling(true);
+      by_threads[threads - 1] = ctx.run(net.feeds);
+      bool gemm = false;
+      for (const KernelProfile& k : ctx.profile()) gemm |= k.implementation == "weft_gemm:avx2";
+      EXPECT_TRUE(gemm) << "no kernel ran on weft_gemm:avx2 (threads " << threads << ")";
+    }
+    ASSERT_EQ(by_threads[0].size(), 1u);
+    EXPECT_EQ(std::memcmp(by_threads[0][0].bytes(), by_threads[1][0].bytes(), by_threads[0][0].byte_size()), 0)
+        << "1 and 2 threads differ";
+  }
+}
+
+// A NaN and infinities in A reach the outputs they feed, through CLAMP as TOSA's (NaN stays NaN).
+TEST(WeftGemmAvx2, NonFiniteInputsPropagate) {
+  REQUIRE_AVX2_CAP();
+  Net net(4200);
+  ValueId a = net.input({1, 8, 20});
+  Module m = net.finish({net.clamp(net.add(net.matmul(a, net.weight({1, 20, 18})), net.weight({1, 1, 18})), -1, 1)});
+  float* x = net.feeds[0].mutable_data<float>();
+  x[3] = std::numeric_limits<float>::quiet_NaN();            // row 0
+  x[2 * 20 + 5] = std::numeric_limits<float>::infinity();    // row 2
+  check_vs_reference(m, net.feeds, {"MATMUL+BIAS+CLAMP"}, kTolAccumulate);
+  auto model = Model::from_module(m, kOneDnn);
+  std::vector<Tensor> got = run_model(model, net.feeds);
+  const float* y = got[0].data<float>();
+  for (int j = 0; j < 18; ++j) EXPECT_TRUE(std::isnan(y[j])) << "column " << j;
+}
+
+// A's rows read through a transposed view (k not contiguous) stay on oneDNN.
+TEST(WeftGemmAvx2, TransposedARunsOnOneDnn) {
+  REQUIRE_AVX2_CAP();
+  Net net(4300);
+  ValueId a = net.transpose(net.input({1, 24, 9}), {0, 2, 1});
+  Module m = net.finish({net.matmul(a, net.weight({1, 24, 20}))});
+  auto model = check_vs_reference(m, net.feeds, {"TRANSPOSE+MATMUL"}, kTolAccumulate);
+  Context ctx(model, {.threads = 1});
+  ctx.set_profiling(true);
+  ctx.run(net.feeds);
+  for (const KernelProfile& k : ctx.profile()) EXPECT_NE(k.implementation, "weft_gemm:avx2");
+}
+
+}  // namespace
+}  // namespace weft::onednn_test
