@@ -411,10 +411,13 @@ bool use_coop(const Caps& caps) {
 // 0.87 / 2.52 ms of GPU time with tc_matmul_coop from 96 groups, 0.71 / 1.75 ms with widened SIMT
 // tiles; a 1024^3 MATMUL (fp16 B) 0.10 ms with tc_matmul_coop, 0.18 ms with SIMT.
 // WEFT_VULKAN_COOP=128|64|0 forces the tile (tests, tuning): 128 and 64 where the kernel applies.
-Tile pick_fp16_tile(int64_t M, int64_t N, int64_t K, int64_t batch, bool vectors, bool widened_b, const Caps& caps) {
+Tile pick_fp16_tile(int64_t M, int64_t N, int64_t K, int64_t batch, bool vectors, bool widened_b, const Caps& caps,
+                    bool b_nk = false) {
   constexpr int64_t kSmallGrid = 64, kFullGrid = 96, kHugeGrid = 1024, kSplitK = 512;
-  const bool wide = vectors && K >= 64 && caps.max_invocations >= 256 && caps.max_shared_bytes >= 46080;
-  const bool vec64 = vectors && K >= 64 && caps.max_shared_bytes >= 23552;
+  // Shared memory of the vector tiles (tc_gemm_wide.glsl): two stages of A and B plus the result
+  // staging; B staged as [n][k] (b_nk) takes BN rows of A's pitch instead of BK rows of its own.
+  const bool wide = vectors && K >= 64 && caps.max_invocations >= 256 && caps.max_shared_bytes >= (b_nk ? 49152 : 46080);
+  const bool vec64 = vectors && K >= 64 && caps.max_shared_bytes >= (b_nk ? 24576 : 23552);
   auto grid = [&](int64_t t) { return ((M + t - 1) / t) * ((N + t - 1) / t) * batch; };
   const char* e = std::getenv("WEFT_VULKAN_COOP");
   const int forced = e ? std::atoi(e) : -1;
@@ -957,6 +960,7 @@ struct MatmulPlan {
   int64_t azp = 0, bzp = 0;
   Epilogue ep;
   Tile tile{};
+  bool b_nk = false;  // tc_gemm_wide.glsl's B_NK: B read as vectors along k
 };
 
 std::string plan_matmul(const Graph& g, const Composite& c, const Caps& caps, MatmulPlan& p) {
@@ -1014,12 +1018,18 @@ std::string plan_matmul(const Graph& g, const Composite& c, const Caps& caps, Ma
   }
   p.tile = pick_tile(p.H, p.W, p.N, p.acc);
   if (p.in_t == DType::kFp16 && use_coop(caps)) {
-    bool vectors = p.C % 8 == 0 && p.W % 8 == 0 && p.bv.strides[2] == 1;
-    for (int64_t v : {p.av.strides[0], p.av.strides[1], p.av.offset, p.av.outer, p.bv.strides[0], p.bv.strides[1],
-                      p.bv.offset, p.bv.outer})
+    // Vectors of eight halves: A along k; B along n, or along k where B is a transposed view with
+    // k contiguous (attention's K^T: the 64 x 64 / 128 x 128 tiles then stage it as [n][k]).
+    const bool b_along_n = p.bv.strides[2] == 1 && p.W % 8 == 0;
+    const bool b_along_k = !b_along_n && p.bv.strides[1] == 1;
+    bool vectors = p.C % 8 == 0 && (b_along_n || b_along_k);
+    for (int64_t v : {p.av.strides[0], p.av.strides[1], p.av.offset, p.av.outer, p.bv.strides[0],
+                      b_along_n ? p.bv.strides[1] : p.bv.strides[2], p.bv.offset, p.bv.outer})
       vectors = vectors && v % 8 == 0;
     p.acc = 0;
-    p.tile = pick_fp16_tile(p.H, p.W, p.C, p.N, vectors, const_tensor(g, p.b_src) != nullptr, caps);
+    p.tile = pick_fp16_tile(p.H, p.W, p.C, p.N, vectors, const_tensor(g, p.b_src) != nullptr, caps, b_along_k);
+    const std::string_view sh(p.tile.shader);
+    p.b_nk = vectors && b_along_k && (sh == "tc_gemm128_coop" || sh == "tc_gemm64_coop");
   }
   if (std::string r = check_tile_invocations(p.tile, caps); !r.empty()) return r;
   if (gemm_steps(p.C, p.tile, p.acc) > kLoopLimit) return "reduction of " + str(p.C) + " elements is too long";
@@ -1068,6 +1078,7 @@ void lower_matmul(Lowering& l, const Composite& c) {
   s.set(66, p.av.outer);
   s.set(67, p.bv.split > 1 ? p.bv.split : 0);
   s.set(68, p.bv.outer);
+  if (p.b_nk) s.set(76, 1);
   if (p.dv) {
     s.set(69, 1);
     s.set(70, p.dv->strides[0]);

@@ -1077,7 +1077,8 @@ TEST(VulkanTensor, CooperativeMatrixShapes) {
 // The vector-staged cooperative-matrix kernels (tc_gemm128_coop, tc_gemm64_coop: K, N, IC and OC
 // multiples of 8) at their edges, with each tile forced in turn (WEFT_VULKAN_COOP; on a device
 // without cooperative matrices every variant runs the SIMT tiles, and the widened fp16 weights):
-// ragged M, batches, a strided padded convolution, a 1x1 convolution read in place, a K split.
+// ragged M, batches, B read through a transpose, a strided padded convolution, a 1x1 convolution
+// read in place, a K split.
 TEST(VulkanTensor, VectorCooperativeMatrixShapes) {
   for (const char* tile : {"128", "64", "0"}) {
     ScopedEnv force("WEFT_VULKAN_COOP", tile);
@@ -1093,6 +1094,18 @@ TEST(VulkanTensor, VectorCooperativeMatrixShapes) {
         ValueId b = net.weight({DType::kFp16, {s[0], s[2], s[3]}});
         check_vs_reference(net.finish({net.matmul(a, b, out)}), net.feeds, out == DType::kFp32 ? kF32 : kF16Fused);
       }
+    }
+    // B as a transposed view of a [batch, N, K] input (attention's K^T): vectors along k, staged
+    // as [n][k] (B_NK), N not a multiple of 8.
+    for (const auto& s : std::vector<std::array<int64_t, 4>>{{2, 40, 64, 20}, {3, 130, 136, 72}}) {
+      SCOPED_TRACE("MATMUL by a transposed B " + std::to_string(s[0]) + "x" + std::to_string(s[1]) + "x" +
+                   std::to_string(s[2]) + "x" + std::to_string(s[3]));
+      Net net(823);
+      ValueId a = net.input({DType::kFp16, {s[0], s[1], s[2]}});
+      ValueId bt = net.input({DType::kFp16, {s[0], s[3], s[2]}});
+      ValueId b = net.b.op(Op::TRANSPOSE, {bt}, {{"perms", std::vector<int64_t>{0, 2, 1}}});
+      ValueId y = net.matmul(a, b, DType::kFp32);
+      expect_pattern(check_vs_reference(net.finish({y}), net.feeds, kF32), "TRANSPOSE+MATMUL");
     }
     {  // 3x3, stride 2, padding, bias, CLAMP; fp32 accumulator, fp16 result
       Net net(821);

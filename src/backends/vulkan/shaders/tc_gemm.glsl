@@ -128,6 +128,10 @@ layout(constant_id = 64) const int VEC = 0;
 // x * s folded in front of the convolution (rounded to fp16 for fp16 inputs, as the MUL rounds).
 layout(constant_id = 74) const int A_SCALE = 0;
 layout(constant_id = 75) const int A_SCALE_ROWS = 1;
+// B_NK (tc_gemm128_coop / tc_gemm64_coop, MATMUL): B is read with k contiguous (B_K == 1, n at
+// stride B_N: attention's K^T read in place from K), as 8-half vectors along k, staged as [n][k]
+// and loaded into the matrix fragments column-major.
+layout(constant_id = 76) const int B_NK = 0;
 
 TENSOR_RO(0, a, T_A)
 TENSOR_RO(1, b, T_B)

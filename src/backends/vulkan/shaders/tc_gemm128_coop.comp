@@ -7,10 +7,11 @@
 //
 // For shapes whose operands move in whole vectors (the lowering checks, see ops_tensor.cpp
 // plan_conv / plan_matmul): both operands fp16; MATMUL with K, N, A's row / batch strides and offsets, B's k /
-// batch strides and offset multiples of 8, B's n contiguous; convolutions (not transposed) with
-// IC and OC multiples of 8 and weights [K][OC]. Needs Vulkan 1.3, VK_NV_cooperative_matrix with a
-// 16x16x16 fp16 x fp16 + fp32 shape, subgroups of 32, 256 invocations and 46080 bytes of shared
-// memory per workgroup.
+// batch strides and offset multiples of 8, B's n contiguous (or, with B_NK, B's k contiguous and its
+// n stride a multiple of 8); convolutions (not transposed) with IC and OC multiples of 8 and
+// weights [K][OC]. Needs Vulkan 1.3, VK_NV_cooperative_matrix with a 16x16x16 fp16 x fp16 + fp32
+// shape, subgroups of 32, 256 invocations and 46080 bytes of shared memory per workgroup (49152
+// with B_NK).
 #extension GL_NV_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_KHR_shader_subgroup_basic : require

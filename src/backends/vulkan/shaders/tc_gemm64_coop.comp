@@ -4,10 +4,10 @@
 //
 // For shapes whose operands move in whole vectors (the lowering checks, see ops_tensor.cpp
 // plan_conv / plan_matmul): both operands fp16; MATMUL with K, N, A's row / batch strides and offsets, B's k /
-// batch strides and offset multiples of 8, B's n contiguous; convolutions (not transposed) with
+// batch strides and offset multiples of 8, B's n contiguous (or k, B_NK); convolutions (not transposed) with
 // IC and OC multiples of 8 and weights [K][OC]. Needs Vulkan 1.3, VK_NV_cooperative_matrix with a
 // 16x16x16 fp16 x fp16 + fp32 shape, subgroups of 32, 256 invocations and 46080 bytes of shared
-// memory per workgroup (this one: 128 invocations and 23552 bytes).
+// memory per workgroup (this one: 128 invocations and 23552 bytes, 24576 with B_NK).
 #extension GL_NV_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_KHR_shader_subgroup_basic : require

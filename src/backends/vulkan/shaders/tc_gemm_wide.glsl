@@ -9,14 +9,15 @@
 // eight consecutive k of one row of A (for a convolution: eight input channels of one tap of one
 // output pixel, as IC is a multiple of 8) or eight consecutive n of one row of B; vectors wholly
 // outside the operands (rows >= M, k >= K, n >= N, taps in the padding) load as zeros or the
-// folded PAD's fill.
+// folded PAD's fill. With B_NK, B's vectors are eight consecutive k of one column n, staged as
+// [n][k] like A (its stage then holds BN rows of the A pitch).
 
 #define FM (BM / SGM / 16)     // fragments per subgroup along m
 #define FN (BN / SGN / 16)     // and along n
 #define AP (BK / 8 + 1)        // A's row pitch in shared memory, in vectors
 #define BP (BN / 8 + 1)        // B's row pitch
 #define A_STAGE (BM * AP)
-#define B_STAGE (BK * BP)
+#define B_STAGE (B_NK != 0 ? BN * AP : BK * BP)
 #define AV (BM * BK / 8 / WG)  // vectors of A per invocation and step
 #define BV (BK * BN / 8 / WG)  // and of B
 #define A_PASS (WG / (BK / 8)) // rows of A per pass of the workgroup
@@ -42,6 +43,7 @@ void main() {
   // A: rows ar + A_PASS p, k vector aq; B: k rows bk + B_PASS p, n vector bq.
   const int aq = int(lid % uint(BK / 8)), ar = int(lid / uint(BK / 8));
   const int bq = int(lid % uint(BN / 8)), bk = int(lid / uint(BN / 8));
+  // B_NK: B columns bnr + A_PASS p, k vector aq (the same split as A's rows).
 
   [[unroll]] for (int p = 0; p < AV; ++p) {
     const int m = m0 + ar + A_PASS * p;
@@ -77,9 +79,16 @@ void main() {
         }
         ra[p] = v;
       }
-      [[unroll]] for (int p = 0; p < BV; ++p) {
-        const int kb = kbeg + (s + 1) * BK + bk + B_PASS * p, n = n0 + bq * 8;
-        rb[p] = (kb < kend && n < N) ? b_v[uint(B_OFF + b_batch(batch) + kb * B_K + n) / 8u] : uvec4(0);
+      if (B_NK != 0) {
+        [[unroll]] for (int p = 0; p < BV; ++p) {
+          const int n = n0 + ar + A_PASS * p;
+          rb[p] = (k < kend && n < N) ? b_v[uint(B_OFF + b_batch(batch) + n * B_N + k) / 8u] : uvec4(0);
+        }
+      } else {
+        [[unroll]] for (int p = 0; p < BV; ++p) {
+          const int kb = kbeg + (s + 1) * BK + bk + B_PASS * p, n = n0 + bq * 8;
+          rb[p] = (kb < kend && n < N) ? b_v[uint(B_OFF + b_batch(batch) + kb * B_K + n) / 8u] : uvec4(0);
+        }
       }
     }
     if (s >= 0) {
@@ -88,8 +97,10 @@ void main() {
         fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> fa[FM], fb[FN];
         [[unroll]] for (int i = 0; i < FM; ++i)
           coopMatLoadNV(fa[i], As, uint(st * A_STAGE + (qm + 16 * i) * AP + kk / 8), uint(AP), false);
-        [[unroll]] for (int j = 0; j < FN; ++j)
-          coopMatLoadNV(fb[j], Bs, uint(st * B_STAGE + kk * BP + (qn + 16 * j) / 8), uint(BP), false);
+        [[unroll]] for (int j = 0; j < FN; ++j) {
+          if (B_NK != 0) coopMatLoadNV(fb[j], Bs, uint(st * B_STAGE + (qn + 16 * j) * AP + kk / 8), uint(AP), true);
+          else coopMatLoadNV(fb[j], Bs, uint(st * B_STAGE + kk * BP + (qn + 16 * j) / 8), uint(BP), false);
+        }
         [[unroll]] for (int i = 0; i < FM; ++i)
           [[unroll]] for (int j = 0; j < FN; ++j) acc[i][j] = coopMatMulAddNV(fa[i], fb[j], acc[i][j]);
       }
@@ -97,7 +108,8 @@ void main() {
     if (s + 1 < steps) {
       const int st = (s + 1) & 1;
       [[unroll]] for (int p = 0; p < AV; ++p) As[st * A_STAGE + (ar + A_PASS * p) * AP + aq] = ra[p];
-      [[unroll]] for (int p = 0; p < BV; ++p) Bs[st * B_STAGE + (bk + B_PASS * p) * BP + bq] = rb[p];
+      if (B_NK != 0) [[unroll]] for (int p = 0; p < BV; ++p) Bs[st * B_STAGE + (ar + A_PASS * p) * AP + aq] = rb[p];
+      else [[unroll]] for (int p = 0; p < BV; ++p) Bs[st * B_STAGE + (bk + B_PASS * p) * BP + bq] = rb[p];
     }
     barrier();
   }
