@@ -394,8 +394,14 @@ bool use_coop(const Caps& caps) {
 }
 
 // The fp16 GEMM kernel on a device with cooperative matrices, for an M x N (x batch) problem.
-// Where the operands move in 8-half vectors (`vectors`) and K >= 64: tc_gemm128_coop where its grid
-// has at least kFullGrid workgroups, else tc_gemm64_coop from kSmallGrid workgroups (tensor cores
+// Where the operands move in 8-half vectors (`vectors`) and K >= 64: tc_gemm128_coop where M and N
+// are both at least kWideSide and its grid has at least kFullGrid workgroups, else tc_gemm64_coop
+// from kSmallGrid workgroups. The 128 tile wins only on large square-ish products (H100, fp16
+// sweep: 4096^3 140 against 131 TFLOP/s, 2048^3 128 against 118); everywhere else the 64 tile was
+// as fast or faster (4096 x 768 x 768 79 -> 97, 6272 x 512 x 4608 103 -> 117, and 2x where N = 64
+// left half of the 128 tile idle: 25088 x 64 x 576 36 -> 71), and whole models gained: ResNet-50
+// b32 in the fp16 mode 8.27 -> 5.38 ms of GPU time, BERT b32 0.794 -> 0.668, MobileNetV2 b32
+// 2.82 -> 2.30 (the 128 tile had been taken from 96 workgroups of any shape). tc_gemm64_coop (tensor cores
 // even where a batch-1 layer leaves part of the GPU idle; from 64 workgroups rather than 32, since
 // below that the SIMT tiles, which fuse more post-ops, were faster: GPU time in the fp16 mode on an
 // H100, MobileNetV2 b1 0.497 -> 0.463 ms, MobileNetV3-L 0.675 -> 0.642, MnasNet 0.527 -> 0.475,
@@ -413,7 +419,7 @@ bool use_coop(const Caps& caps) {
 // WEFT_VULKAN_COOP=128|64|0 forces the tile (tests, tuning): 128 and 64 where the kernel applies.
 Tile pick_fp16_tile(int64_t M, int64_t N, int64_t K, int64_t batch, bool vectors, bool widened_b, const Caps& caps,
                     bool b_nk = false) {
-  constexpr int64_t kSmallGrid = 64, kFullGrid = 96, kHugeGrid = 1024, kSplitK = 512;
+  constexpr int64_t kSmallGrid = 64, kFullGrid = 96, kHugeGrid = 1024, kSplitK = 512, kWideSide = 2048;
   // Shared memory of the vector tiles (tc_gemm_wide.glsl): two stages of A and B plus the result
   // staging; B staged as [n][k] (b_nk) takes BN rows of A's pitch instead of BK rows of its own.
   const bool wide = vectors && K >= 64 && caps.max_invocations >= 256 && caps.max_shared_bytes >= (b_nk ? 49152 : 46080);
@@ -421,7 +427,8 @@ Tile pick_fp16_tile(int64_t M, int64_t N, int64_t K, int64_t batch, bool vectors
   auto grid = [&](int64_t t) { return ((M + t - 1) / t) * ((N + t - 1) / t) * batch; };
   const char* e = std::getenv("WEFT_VULKAN_COOP");
   const int forced = e ? std::atoi(e) : -1;
-  if (wide && (forced == 128 || (forced < 0 && grid(128) >= kFullGrid))) return {"tc_gemm128_coop", 128, 128, 32};
+  if (wide && (forced == 128 || (forced < 0 && M >= kWideSide && N >= kWideSide && grid(128) >= kFullGrid)))
+    return {"tc_gemm128_coop", 128, 128, 32};
   if (vec64 && (forced == 64 || (forced < 0 && (grid(64) >= kSmallGrid || K >= kSplitK))))
     return {"tc_gemm64_coop", 64, 64, 32};
   if (forced == 64 || (forced < 0 && grid(64) >= (widened_b ? kHugeGrid : kFullGrid))) return {"tc_matmul_coop", 64, 64, 32};
