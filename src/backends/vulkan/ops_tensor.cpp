@@ -350,9 +350,14 @@ struct Tile {
 
 // The tc_gemm variant for an M x N (x batch) problem: the largest square tile that still leaves
 // enough workgroups to fill a large GPU (128: >= 256 groups, 64: >= 128) without wasting more than
-// a quarter of its outputs on ragged edges (N = 64 channels in a 128-wide tile), else 32. Integers:
-// 64. WEFT_VULKAN_GEMM_TILE=32|64|128 forces a float tile (tests, tuning).
-Tile pick_tile(int64_t M, int64_t N, int64_t batch, int acc) {
+// a quarter of its outputs on ragged edges (N = 64 channels in a 128-wide tile), else 32.
+// `short_k` (a convolution whose reduction is under 512): not the 128 tile. On an H100, fp32, GPU
+// time with such convolutions on the 64 tile: ResNet-50 b32 12.96 -> 12.03 ms (its K = 64 to 256
+// residual 1x1 convolutions), MobileNetV2 b32 2.165 -> 2.080, DenseNet-121 b32 within its noise
+// (20.1-22.5 ms); MATMULs keep the rule without it, since BERT b32's K = 256 projections were
+// slower on the 64 tile (1.426 -> 1.442 ms). Integers: 64. WEFT_VULKAN_GEMM_TILE=32|64|128 forces a
+// float tile (tests, tuning).
+Tile pick_tile(int64_t M, int64_t N, int64_t batch, int acc, bool short_k = false) {
   if (acc == 2) return {"tc_gemm_i32", 64, 64, 16};
   if (acc == 3) return {"tc_gemm_i64", 64, 64, 16};
   static const Tile kTiles[] = {{"tc_gemm_f2", 32, 32, 32}, {"tc_gemm_f4", 64, 64, 16}, {"tc_gemm_f8", 128, 128, 8}};
@@ -364,7 +369,7 @@ Tile pick_tile(int64_t M, int64_t N, int64_t batch, int acc) {
     const int64_t gm = (M + t - 1) / t, gn = (N + t - 1) / t;
     return gm * gn * batch >= min_groups && 4.0 * double(M) * double(N) >= 3.0 * double(gm * gn) * double(t * t);
   };
-  if (fits(128, 256)) return kTiles[2];
+  if (!short_k && fits(128, 256)) return kTiles[2];
   if (fits(64, 128)) return kTiles[1];
   return kTiles[0];
 }
@@ -730,7 +735,7 @@ std::string plan_conv(const Graph& g, const Composite& c, const Caps& caps, Conv
   }
   p.gemm = !p.depthwise && finite && p.OC >= 4;
   if (p.gemm) {
-    p.tile = pick_tile(p.pixels(), p.OC, 1, p.acc);
+    p.tile = pick_tile(p.pixels(), p.OC, 1, p.acc, p.K() < 512);
     // Not where a squeeze-and-excitation MUL folds in front (scale_in): only the SIMT tiles scale A
     // as it loads, and the MUL apart plus the cooperative tile cost more than the fused SIMT GEMM
     // (MobileNetV3-L's 1x1 convolutions after an SE block in the fp16 mode on an H100: 0.022 ms of
