@@ -220,6 +220,11 @@ WEFT_AVX2 void block(const float* a, int64_t lda, const float* bp, int64_t kc, f
   }
 }
 
+// block<MR> by its row count.
+using BlockFn = void (*)(const float*, int64_t, const float*, int64_t, float*, int64_t, int64_t, bool, const EpilogueOp*,
+                         int, int64_t, int64_t);
+constexpr BlockFn kBlocks[7] = {nullptr, block<1>, block<2>, block<3>, block<4>, block<5>, block<6>};
+
 }  // namespace
 
 WEFT_AVX2 void gemm_avx2(const float* a, int64_t lda, int64_t m0, int64_t m1, const PackedB& b, int64_t batch,
@@ -235,16 +240,10 @@ WEFT_AVX2 void gemm_avx2(const float* a, int64_t lda, int64_t m0, int64_t m1, co
       const float* bp = b.panel(batch, p) + k0 * PackedB::kPanel;
       const int64_t cols = std::min(PackedB::kPanel, b.n - p * PackedB::kPanel);
       float* cp = c + p * PackedB::kPanel;
-      int64_t i = m0;
-      for (; i + 6 <= m1; i += 6) block<6>(a + i * lda + k0, lda, bp, kc, cp + i * ldc, ldc, cols, first, ops, n_ops, i, p * PackedB::kPanel);
-      switch (m1 - i) {
-        case 5: block<5>(a + i * lda + k0, lda, bp, kc, cp + i * ldc, ldc, cols, first, ops, n_ops, i, p * PackedB::kPanel); break;
-        case 4: block<4>(a + i * lda + k0, lda, bp, kc, cp + i * ldc, ldc, cols, first, ops, n_ops, i, p * PackedB::kPanel); break;
-        case 3: block<3>(a + i * lda + k0, lda, bp, kc, cp + i * ldc, ldc, cols, first, ops, n_ops, i, p * PackedB::kPanel); break;
-        case 2: block<2>(a + i * lda + k0, lda, bp, kc, cp + i * ldc, ldc, cols, first, ops, n_ops, i, p * PackedB::kPanel); break;
-        case 1: block<1>(a + i * lda + k0, lda, bp, kc, cp + i * ldc, ldc, cols, first, ops, n_ops, i, p * PackedB::kPanel); break;
-        default: break;
-      }
+      // Rows in blocks of 6, the last block of what remains (1 to 6 rows).
+      for (int64_t i = m0; i < m1; i += 6)
+        kBlocks[std::min<int64_t>(6, m1 - i)](a + i * lda + k0, lda, bp, kc, cp + i * ldc, ldc, cols, first, ops, n_ops,
+                                              i, p * PackedB::kPanel);
     }
   }
 }
@@ -262,6 +261,7 @@ WEFT_AVX2 void activation_avx2(EpilogueOp::Kind kind, float* y, int64_t n) {
 
 #else
 
+// Not x86-64 with GCC: gemm_avx2_supported() says no, so the backend never calls the other two.
 bool gemm_avx2_supported() { return false; }
 void gemm_avx2(const float*, int64_t, int64_t, int64_t, const PackedB&, int64_t, int64_t, int64_t, float*, int64_t,
                const EpilogueOp*, int) {}
