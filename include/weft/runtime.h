@@ -127,6 +127,10 @@ struct MemoryStats {
   size_t constant_bytes = 0;      // constants, used in place (mapped or shared, never copied)
   size_t workspace_bytes = 0;     // largest kernel workspace (part of the arena)
   size_t prepared_bytes = 0;      // weights that backends transformed once at load (reordered, ...)
+  // Constants of an ONNX file's own bytes that left memory once the backends had copied them: no
+  // kernel reads them when it runs. They are read from the file again when needed (module(), a
+  // context with another thread count); module() keeps them from then on.
+  size_t released_constant_bytes = 0;
 };
 
 class Model {
@@ -163,6 +167,9 @@ class Model {
 
  private:
   explicit Model(std::unique_ptr<Impl> impl);
+  // from_module's work; `drops_constants`: the module was read by load() and nobody else holds
+  // its tensors, so constants the backends copied may leave memory (read from the file again).
+  static std::shared_ptr<const Model> build(Module module, const BackendOptions& options, bool drops_constants);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -51,12 +51,18 @@ class Buffer {
   // [offset, offset+size) of this buffer, sharing its owner (and its file, for a mapped one).
   // Throws Error(kInvalidArgument) past the end.
   Buffer slice(size_t offset, size_t size) const;
-  // For a buffer mapped from a file: drops its pages from this process's resident memory; they are
-  // read from the file again when touched, with the same bytes. A backend calls it once it has copied
-  // a constant into a layout of its own, so that a model's weights are not held twice. Nothing for
-  // other buffers.
+  // A backend calls it once it has copied a constant into a layout of its own (and will not read
+  // these bytes when it runs), so that a model's weights are not held twice. For a buffer mapped from
+  // a file it drops the pages from this process's resident memory at once; they are read from the
+  // file again when touched, with the same bytes. For a reloadable buffer (below) it only records
+  // the promise: the runtime drops the bytes once every kernel reading them has made it. Nothing
+  // for other buffers.
   void release_resident() const;
   bool file_backed() const { return file_backed_; }
+  // Bytes that are also stored as-is in a file (an ONNX initializer's raw_data): the runtime of a
+  // model it loaded itself may drop them from memory and read them from the file again when they are
+  // needed (src/core/reloadable.h).
+  bool reloadable() const { return reloadable_; }
 
   const uint8_t* data() const { return data_; }
   // Writable pointer; only valid for buffers from allocate() and wrap_mutable(). Throws otherwise.
@@ -73,6 +79,8 @@ class Buffer {
   size_t size_ = 0;
   bool writable_ = false;
   bool file_backed_ = false;  // inside a private read-only mapping of a file (map_file)
+  bool reloadable_ = false;   // owner_ is a core::ReloadBlock (src/core/reloadable.h)
+  friend struct BufferInternals;
 };
 
 class Tensor {

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/reloadable.h"
 #include "weft/error.h"
 
 namespace weft {
@@ -137,6 +138,11 @@ Buffer Buffer::slice(size_t offset, size_t size) const {
 }
 
 void Buffer::release_resident() const {
+  if (reloadable_) {
+    // The promise is recorded; the runtime drops the bytes once every reader has made it.
+    core::note_released(*this);
+    return;
+  }
   if (!file_backed_ || size_ == 0) return;
   // Only the pages wholly inside this buffer: a neighbour sharing the first or last page keeps it.
   const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));

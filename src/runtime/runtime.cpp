@@ -8,7 +8,10 @@
 #include <filesystem>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <set>
+#include <unordered_map>
 #include <map>
 #include <mutex>
 
@@ -24,6 +27,7 @@
 #include "weft/text.h"
 #include "weft/tosa_file.h"
 #include "weft/verify.h"
+#include "core/reloadable.h"
 #include "weft/vgf.h"
 
 namespace weft {
@@ -57,6 +61,14 @@ struct Model::Impl {
   };
   mutable std::mutex mu;
   mutable std::map<int, std::shared_ptr<const Prepared>> prepared;  // by thread count
+  // Reloadable constants (src/core/reloadable.h) of the main graph's CONST nodes. A model that
+  // imported its module itself (`drops_constants`: nobody else holds a view of them) drops those
+  // that no kernel reads when it runs, and reads them back before anything else reads them:
+  // preparing another thread count, module().
+  mutable std::atomic<bool> drops_constants{false};
+  mutable bool scanned_constants = false;
+  mutable std::vector<core::ReloadBlock*> reloadable;
+
   mutable backend::PreparedCache prepared_cache;                     // shared by those (weights)
   MemoryStats stats;  // of the 1-thread preparation
 
@@ -101,6 +113,11 @@ size_t index_of(const std::vector<IoInfo>& infos, std::string_view name, const c
 }  // namespace
 
 std::shared_ptr<const Model> Model::from_module(Module module, const BackendOptions& options) {
+  // The caller may hold copies of the module's tensors: its constants stay in memory.
+  return build(std::move(module), options, false);
+}
+
+std::shared_ptr<const Model> Model::build(Module module, const BackendOptions& options, bool drops_constants) {
   // Custom shader nodes: registered payloads filled in, GLSL compiled, payloads and resource
   // contracts checked (a no-op for modules without CUSTOM nodes).
   custom::prepare_module(module, "");
@@ -121,8 +138,9 @@ std::shared_ptr<const Model> Model::from_module(Module module, const BackendOpti
       module.add_note("merged " + std::to_string(merged) + " batched sibling MATMUL" + (merged == 1 ? "" : "s") +
                       " into wider ones (" + std::string(priority.front()->name()) + " reads their slices in place)");
   }
-  auto impl = std::make_unique<Impl>();
+  auto impl = std::make_unique<Model::Impl>();
   impl->module = std::move(module);
+  impl->drops_constants = drops_constants;
   const Graph& g = impl->graph();
   for (ValueId v : g.inputs()) impl->inputs.push_back({g.value(v).name, g.value(v).type});
   for (ValueId v : g.outputs()) impl->outputs.push_back({g.value(v).name, g.value(v).type});
@@ -143,8 +161,87 @@ std::shared_ptr<const Model> Model::from_module(Module module, const BackendOpti
   for (const auto& k : one->kernels) s.prepared_bytes += k->prepared_bytes();
   for (const IoInfo& o : impl->outputs) s.output_bytes += o.type.byte_size();
   s.constant_bytes = g.constant_bytes();
+  for (core::ReloadBlock* b : impl->reloadable)
+    if (core::evicted(*b)) s.released_constant_bytes += core::block_bytes(*b);
   return std::shared_ptr<const Model>(new Model(std::move(impl)));
 }
+
+namespace {
+
+// Which reloadable constants no kernel reads when it runs, decided unit by unit as they are
+// prepared (units come in execution order, so every reader of a value is prepared after its
+// producer). A constant's readers are the units taking its CONST's output or a view of it; each
+// one that did not release_resident() it while being prepared keeps it for good. Once its last
+// reader is prepared it leaves memory (where the model drops constants), so that the weights are
+// not all held twice at the end of a preparation: the copies grow as the originals go.
+class ConstantRelease {
+ public:
+  ConstantRelease(const Graph& g, const compiler::Partition& partition, const std::vector<core::ReloadBlock*>& blocks,
+                  bool drops)
+      : blocks_(blocks), drops_(drops) {
+    if (blocks_.empty()) return;
+    for (size_t j = 0; j < partition.units.size(); ++j)
+      for (ValueId v : partition.units[j].composite.inputs) readers_[v].push_back(j);
+    for (ValueId v : g.outputs()) outputs_.insert(v);
+  }
+
+  // Before a unit is prepared: the constants it takes, dropped after an earlier preparation, are
+  // read back one by one as their readers come (an Error naming the file if it changed since).
+  void before(const std::vector<ValueId>& inputs) {
+    for (ValueId in : inputs)
+      if (auto it = shares_.find(in); it != shares_.end())
+        for (core::ReloadBlock* b : it->second) core::make_resident(*b);
+  }
+
+  void prepared(const runtime::Step& st, const Node& anchor) {
+    if (blocks_.empty()) return;
+    std::vector<core::ReloadBlock*> released;
+    for (core::ReloadBlock* b : blocks_)
+      if (core::take_released(*b)) released.push_back(b);
+    if (st.constant) {
+      if (anchor.op != Op::CONST) return;
+      if (const Tensor* t = std::get_if<Tensor>(&anchor.attrs.at(0)))
+        if (core::ReloadBlock* b = core::reload_block(t->buffer())) share(st.outputs, {b});
+      return;
+    }
+    std::vector<core::ReloadBlock*> seen;  // through this unit's inputs, once per reading
+    for (ValueId in : st.inputs)
+      if (auto it = shares_.find(in); it != shares_.end())
+        for (core::ReloadBlock* b : it->second) {
+          seen.push_back(b);
+          // A view reads nothing; any other kernel that did not release the bytes reads them.
+          if (!st.forwards && std::find(released.begin(), released.end(), b) == released.end()) core::keep(*b);
+        }
+    if (st.forwards && !seen.empty()) share(st.outputs, seen);
+    for (core::ReloadBlock* b : seen)
+      if (--pending_[b] == 0 && drops_) core::evict(*b);
+  }
+
+ private:
+  // `outs` share the bytes of `blocks`: their readers are to come.
+  void share(const std::vector<ValueId>& outs, const std::vector<core::ReloadBlock*>& blocks) {
+    for (ValueId out : outs) {
+      auto& list = shares_[out];
+      list.insert(list.end(), blocks.begin(), blocks.end());
+      const auto it = readers_.find(out);
+      for (core::ReloadBlock* b : blocks) {
+        if (outputs_.count(out)) core::keep(*b);  // copied out by every run
+        if (it != readers_.end()) pending_[b] += static_cast<int>(it->second.size());
+      }
+    }
+    for (core::ReloadBlock* b : blocks)
+      if (pending_[b] == 0 && drops_) core::evict(*b);  // read by nobody
+  }
+
+  const std::vector<core::ReloadBlock*>& blocks_;
+  const bool drops_;
+  std::unordered_map<ValueId, std::vector<size_t>> readers_;  // per value: units taking it (repeats kept)
+  std::unordered_map<ValueId, std::vector<core::ReloadBlock*>> shares_;
+  std::unordered_map<core::ReloadBlock*, int> pending_;  // readings to come
+  std::set<ValueId> outputs_;
+};
+
+}  // namespace
 
 std::shared_ptr<const Model::Impl::Prepared> Model::Impl::prepare(int threads) const {
   std::lock_guard<std::mutex> lock(mu);
@@ -156,8 +253,29 @@ std::shared_ptr<const Model::Impl::Prepared> Model::Impl::prepare(int threads) c
       .threads = threads,
       .cache = &prepared_cache,
       .device = backend_options.device};
+  if (!scanned_constants) {
+    // Reloadable constants: those of the main graph's CONST nodes are candidates; one in any other
+    // attribute or graph (a sub-graph the executor reads) stays.
+    std::set<core::ReloadBlock*> seen, kept;
+    for (const Graph& graph : module.graphs())
+      for (const Node& n : graph.nodes())
+        for (const AttrValue& a : n.attrs)
+          if (const Tensor* t = std::get_if<Tensor>(&a))
+            if (core::ReloadBlock* b = core::reload_block(t->buffer())) {
+              if (&graph == &g && n.op == Op::CONST) {
+                if (seen.insert(b).second) reloadable.push_back(b);
+              } else {
+                kept.insert(b);
+              }
+            }
+    for (core::ReloadBlock* b : kept) core::keep(*b);
+    scanned_constants = true;
+  }
+  for (core::ReloadBlock* b : reloadable) core::take_released(*b);  // stale marks
+  ConstantRelease release(g, partition, reloadable, drops_constants);
   std::vector<runtime::Step> steps;
   for (const compiler::Unit& u : partition.units) {
+    release.before(u.composite.inputs);
     auto kernel = u.backend->prepare(module, g, u.composite, prep);
     const Node& anchor = g.node(u.composite.anchor);
     runtime::Step st;
@@ -170,6 +288,7 @@ std::shared_ptr<const Model::Impl::Prepared> Model::Impl::prepare(int threads) c
     st.in_place_ok = kernel->in_place_ok();
     st.in_place_input = kernel->in_place_input();
     st.workspace_bytes = kernel->workspace_bytes();
+    release.prepared(st, anchor);
     p->is_view.push_back(st.constant || st.forwards);
     p->is_constant.push_back(st.constant);
     steps.push_back(std::move(st));
@@ -216,7 +335,7 @@ std::shared_ptr<const Model> Model::Impl::specialize(const std::vector<Shape>& s
   Module module = read_model(dynamic->path, o);
   std::shared_ptr<const Model> model;
   try {
-    model = Model::from_module(std::move(module), o.backend);
+    model = Model::build(std::move(module), o.backend, /*drops_constants=*/true);
   } catch (const Error& e) {
     throw e.with_context({.file = dynamic->path});
   }
@@ -230,11 +349,11 @@ std::shared_ptr<const Model> Model::load(const std::string& path, const LoadOpti
   const bool onnx = std::filesystem::path(path).extension() == ".onnx";
   // An ONNX file is parsed once: its interface, then (unless dynamic) its import, which borrows
   // the initializers from the parsed model.
-  std::shared_ptr<onnx::ModelProto> proto;
+  std::shared_ptr<onnxfe::ParsedOnnx> proto;
   OnnxInterface io;
   if (onnx) {
     proto = onnxfe::parse_onnx_file(path);
-    io = onnxfe::interface_of(*proto, path);
+    io = onnxfe::interface_of(*proto->model, path);
     // Dimensions the model leaves open and --shape does not give: a dynamic model, specialized
     // per input shape signature when it runs.
     bool open = false;
@@ -265,7 +384,9 @@ std::shared_ptr<const Model> Model::load(const std::string& path, const LoadOpti
   }
   Module module = onnx ? onnxfe::import_parsed(std::move(proto), path, options.onnx) : read_model(path, options);
   try {
-    auto model = from_module(std::move(module), options.backend);
+    // The module was read here and nobody else holds its tensors: constants the backends copied
+    // may be dropped and read from the file again.
+    auto model = Model::build(std::move(module), options.backend, /*drops_constants=*/true);
     const_cast<Impl&>(*model->impl_).source = path;
     if (onnx) {
       std::vector<IoInfo> ins, outs;
@@ -287,6 +408,19 @@ const Module& Model::module() const {
                 "the model has input dimensions known only when it runs: it has one module per input shape (give "
                 "static shapes with --shape / LoadOptions::onnx.input_shapes for a single module)",
                 {.file = impl_->source});
+  if (impl_->drops_constants) {
+    // Whoever asks may read any constant from now on: dropped ones come back and none is dropped again.
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    if (!impl_->scanned_constants) {
+      for (const Graph& graph : impl_->module.graphs())
+        for (const Node& n : graph.nodes())
+          for (const AttrValue& a : n.attrs)
+            if (const Tensor* t = std::get_if<Tensor>(&a))
+              if (core::ReloadBlock* b = core::reload_block(t->buffer())) core::keep(*b);
+    }
+    for (core::ReloadBlock* b : impl_->reloadable) core::keep(*b);
+    impl_->drops_constants = false;
+  }
   return impl_->module;
 }
 bool Model::is_dynamic() const { return impl_->dynamic != nullptr; }

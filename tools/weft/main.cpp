@@ -373,18 +373,13 @@ void print_tensor(std::ostream& os, const std::string& name, const Tensor& t) {
   }
 }
 
-std::string names_list(const Graph& g, const std::vector<ValueId>& ids, bool with_types) {
+std::string names_list(const std::vector<IoInfo>& list, bool with_types) {
   std::string r;
-  for (ValueId id : ids) {
-    const Value& v = g.value(id);
+  for (const IoInfo& v : list) {
     r += "\n  " + v.name;
     if (with_types) r += ": " + v.type.str();
   }
   return r.empty() ? "\n  (none)" : r;
-}
-
-bool contains_id(const std::vector<ValueId>& ids, ValueId id) {
-  return std::find(ids.begin(), ids.end(), id) != ids.end();
 }
 
 // ---- weft run ------------------------------------------------------------------------------------
@@ -559,44 +554,45 @@ int cmd_run(Args& args) {
                   "\ngive each as --input NAME=FILE.npy");
     }
   }
-  const Graph& g = model->module().main();
+  // The interface from the model, not its module: asking for the module keeps every constant in
+  // memory, where a model otherwise drops those its backends copied (src/core/reloadable.h).
+  const std::vector<IoInfo>& ins = model->inputs();
+  const std::vector<IoInfo>& outs = model->outputs();
+  auto has = [](const std::vector<IoInfo>& list, const std::string& name) {
+    return std::any_of(list.begin(), list.end(), [&](const IoInfo& i) { return i.name == name; });
+  };
   if (explain) std::cout << model->explain();
 
   // Names first, so that every naming mistake is reported before any file is read.
   std::map<std::string, std::string> input_files;
   for (const auto& [name, file] : inputs) {
-    auto id = g.find_value(name);
-    if (!id || !contains_id(g.inputs(), *id)) {
-      model_error(model_path + ": the model has no input named '" + name +
-                  "'; its inputs are:" + names_list(g, g.inputs(), true));
+    if (!has(ins, name)) {
+      model_error(model_path + ": the model has no input named '" + name + "'; its inputs are:" + names_list(ins, true));
     }
     input_files[name] = file;
   }
   std::vector<std::string> missing;
-  for (ValueId id : g.inputs()) {
-    if (!input_files.count(g.value(id).name)) missing.push_back(g.value(id).name);
+  for (const IoInfo& in : ins) {
+    if (!input_files.count(in.name)) missing.push_back(in.name);
   }
   if (!missing.empty()) {
     std::string list;
     for (const std::string& m : missing) list += (list.empty() ? "" : ", ") + m;
     model_error(model_path + ": missing input" + (missing.size() > 1 ? "s " : " ") + list +
-                "; the model expects:" + names_list(g, g.inputs(), true) +
+                "; the model expects:" + names_list(ins, true) +
                 "\ngive each as --input NAME=FILE.npy");
   }
   for (const auto& [name, file] : outputs) {
-    auto id = g.find_value(name);
-    if (!id || !contains_id(g.outputs(), *id)) {
-      model_error(model_path + ": the model has no output named '" + name +
-                  "'; its outputs are:" + names_list(g, g.outputs(), true));
+    if (!has(outs, name)) {
+      model_error(model_path + ": the model has no output named '" + name + "'; its outputs are:" + names_list(outs, true));
     }
   }
 
   std::vector<Tensor> in_tensors;
-  for (ValueId id : g.inputs()) {
-    const Value& v = g.value(id);
+  for (const IoInfo& info : ins) {
+    const IoInfo& v = info;
     const std::string& file = input_files.at(v.name);
     Tensor t;
-    const IoInfo& info = model->inputs()[model->input_index(v.name)];
     try {
       if (info.is_unsigned) {
         t = read_npy_unsigned(file, v.type.dtype);  // uint8/uint16/uint32 data in the carrier's bits
@@ -654,7 +650,7 @@ int cmd_run(Args& args) {
   }
 
   std::map<std::string, const Tensor*> by_name;
-  for (size_t i = 0; i < results.size(); ++i) by_name[g.value(g.outputs()[i]).name] = &results[i];
+  for (size_t i = 0; i < results.size(); ++i) by_name[outs[i].name] = &results[i];
   auto out_info = [&](const std::string& name) -> const IoInfo& { return model->outputs()[model->output_index(name)]; };
   for (const auto& [name, file] : outputs) {
     if (out_info(name).is_unsigned) write_npy_unsigned(file, *by_name.at(name));
@@ -667,12 +663,13 @@ int cmd_run(Args& args) {
               << st.workspace_bytes << " bytes";
     std::cout << "; " << st.in_place_nodes << " nodes in place; outputs " << st.output_bytes << " bytes; constants "
               << st.constant_bytes << " bytes used in place; " << st.prepared_bytes
-              << " bytes of weights prepared by backends\n";
+              << " bytes of weights prepared by backends; " << st.released_constant_bytes
+              << " bytes of constants released once copied\n";
   }
   if (print || outputs.empty()) {
     for (size_t i = 0; i < results.size(); ++i) {
       if (i) std::cout << "\n";
-      const std::string& name = g.value(g.outputs()[i]).name;
+      const std::string& name = outs[i].name;
       if (out_info(name).is_unsigned && results[i].dtype() != DType::kInt32) {
         // uint8/uint16 bits printed as their unsigned values
         const int64_t mask = results[i].dtype() == DType::kInt8 ? 0xFF : 0xFFFF;

@@ -208,7 +208,10 @@ std::shared_ptr<dn::memory> reorder_constant(const Tensor& src, const dn::memory
     key = "onednn:" + std::to_string(reinterpret_cast<uintptr_t>(src.bytes()));
     key.append(reinterpret_cast<const char*>(&f), sizeof f);
     key.append(reinterpret_cast<const char*>(&t), sizeof t);
-    if (auto hit = cache->find(key)) return std::static_pointer_cast<dn::memory>(hit);
+    if (auto hit = cache->find(key)) {
+      src.buffer().release_resident();  // this kernel does not read the constant either
+      return std::static_pointer_cast<dn::memory>(hit);
+    }
   }
   auto out = std::make_shared<dn::memory>(to, engine());
   dn::memory in(from, engine(), const_cast<uint8_t*>(src.bytes()));
@@ -894,8 +897,8 @@ std::unique_ptr<Kernel> prepare_gemv(const Graph& g, const Composite& c, const P
     for (int64_t j = 0; j < cols; ++j)
       for (int64_t i = 0; i < k; ++i) dst[j * k + i] = base[i * sk + j * sn];
     if (o.cache) o.cache->put(key, packed);
-    b->buffer().release_resident();
   }
+  b->buffer().release_resident();  // read from `packed` only
   const float* w = packed->data();
   return std::make_unique<GemvKernel>(packed, w, k, k, cols, c.input_index(a_src), av.offset, a_stride, std::move(post),
                                       packed->size() * sizeof(float));
@@ -1024,8 +1027,8 @@ std::unique_ptr<Kernel> prepare_weft_gemm(const Graph& g, const Composite& c, co
   if (!packed) {
     packed = std::make_shared<cpu::PackedB>(cpu::pack_b(base, batches, k, cols, sb, sk, sn));
     if (o.cache) o.cache->put(key, packed);
-    b->buffer().release_resident();
   }
+  b->buffer().release_resident();  // read from `packed` only
   return kernel(std::move(packed));
 }
 

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <climits>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -20,6 +21,9 @@
 #include <sstream>
 
 #include <onnx/defs/schema.h>
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl.h>
+#include <google/protobuf/wire_format_lite.h>
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
 
@@ -121,7 +125,7 @@ constexpr int64_t kMaxInitializerElements = (int64_t{1} << 31) - 1;
 
 Tensor tensor_from_proto(const onnx::TensorProto& t, const std::string& what, const std::string& base_dir,
                          std::shared_ptr<const std::vector<int64_t>>* exact_ints, int* onnx_type,
-                         const std::shared_ptr<const void>& owner) {
+                         const std::shared_ptr<const void>& owner, const ParsedOnnx* parsed) {
   const int et = t.data_type();
   if (onnx_type) *onnx_type = et;
   auto dt = tosa_dtype(et);
@@ -286,7 +290,17 @@ Tensor tensor_from_proto(const onnx::TensorProto& t, const std::string& what, co
       reinterpret_cast<uintptr_t>(raw->data()) % storage_size(*dt) == 0) {
     // Stored as-is: borrowed from the parsed model, which `owner` keeps alive, or from the mapping
     // of the external data file.
-    Tensor borrowed(type, mapped ? external : Buffer::wrap(owner, raw->data(), bytes));
+    Buffer bytes_of = mapped ? external : Buffer::wrap(owner, raw->data(), bytes);
+    if (!mapped && parsed && bytes >= kReloadableBytes) {
+      // Also stored as-is in the file at a known place: reloadable (one buffer per initializer).
+      auto it = parsed->raw_ranges.find(raw->data());
+      if (it != parsed->raw_ranges.end() && it->second.name == t.name() && it->second.size == bytes) {
+        if (!it->second.wrapped)
+          it->second.wrapped = core::wrap_reloadable(owner, raw->data(), bytes, parsed->origin, it->second.offset);
+        bytes_of = *it->second.wrapped;
+      }
+    }
+    Tensor borrowed(type, bytes_of);
     if (exact_ints && (et == kOInt32 || et == kOInt16 || et == kOInt8))
       *exact_ints = std::make_shared<const std::vector<int64_t>>(borrowed.to_ints());
     return borrowed;
@@ -322,8 +336,8 @@ Tensor tensor_from_proto(const onnx::TensorProto& t, const std::string& what, co
 // ---- the importer ---------------------------------------------------------------------------------
 
 Importer::Importer(const onnx::ModelProto& model, std::string source, const OnnxImportOptions& options,
-                   std::string base_dir, std::shared_ptr<const void> owner)
-    : model_(model), g_(model.graph()), owner_(std::move(owner)), source_(std::move(source)), options_(options),
+                   std::string base_dir, std::shared_ptr<const void> owner, const ParsedOnnx* parsed)
+    : model_(model), g_(model.graph()), owner_(std::move(owner)), parsed_(parsed), source_(std::move(source)), options_(options),
       base_dir_(std::move(base_dir)), graph_("main") {
   for (const auto& os : model.opset_import())
     if (os.domain().empty() || os.domain() == "ai.onnx") opset_ = static_cast<int>(os.version());
@@ -871,7 +885,7 @@ std::vector<TVal> Importer::elementwise_operands(const std::vector<int>& idx, st
 
 OVal Importer::make_const_oval(const onnx::TensorProto& t, const std::string& what) {
   OVal o;
-  Tensor tensor = tensor_from_proto(t, what, base_dir_, &o.ints, &o.onnx_type, owner_);
+  Tensor tensor = tensor_from_proto(t, what, base_dir_, &o.ints, &o.onnx_type, owner_, parsed_);
   o.shape = tensor.shape();
   o.v = const_tensor(std::move(tensor));
   return o;
@@ -1324,7 +1338,8 @@ void apply_bindings(onnx::GraphProto& g, const std::map<std::string, Tensor>& bi
 }
 
 Module import_model(onnx::ModelProto& model, const std::string& source, const OnnxImportOptions& options,
-                    const std::string& base_dir, std::shared_ptr<const void> owner = nullptr) {
+                    const std::string& base_dir, std::shared_ptr<const void> owner = nullptr,
+                    const ParsedOnnx* parsed = nullptr) {
   if (!model.has_graph()) throw Error(ErrorCode::kInvalidArgument, "the model has no graph", {.file = source});
   apply_bindings(*model.mutable_graph(), options.bindings, source);
   struct Narrow {
@@ -1332,7 +1347,7 @@ Module import_model(onnx::ModelProto& model, const std::string& source, const On
     explicit Narrow(bool on) { g_narrow_float64 = on; }
     ~Narrow() { g_narrow_float64 = was; }
   } narrow(options.narrow_float64);
-  Importer imp(model, source, options, base_dir, std::move(owner));
+  Importer imp(model, source, options, base_dir, std::move(owner), parsed);
   Module m = imp.run();
   if (options.narrow_float64) {
     // Say what was narrowed: the interface first, then how many constants and casts.
@@ -1375,7 +1390,7 @@ Module import_onnx_bytes(std::string_view bytes, const std::string& source, cons
   return onnxfe::import_model(*model, source, options, base_dir, model);
 }
 
-OnnxInterface onnx_interface(const std::string& path) { return onnxfe::interface_of(*onnxfe::parse_onnx_file(path), path); }
+OnnxInterface onnx_interface(const std::string& path) { return onnxfe::interface_of(*onnxfe::parse_onnx_file(path)->model, path); }
 
 Module import_onnx(const std::string& path, const OnnxImportOptions& options) {
   return onnxfe::import_parsed(onnxfe::parse_onnx_file(path), path, options);
@@ -1631,15 +1646,110 @@ std::string Importer::build_graph(const std::string& base, const std::vector<Ten
   return name;
 }
 
-std::shared_ptr<onnx::ModelProto> parse_onnx_file(const std::string& path) {
+namespace {
+
+// The file offset and length of the raw_data of each initializer of the file's top-level graph, in
+// the order the file holds them, read from protobuf's wire format without reading the data (the
+// stream skips over it). {} when the file is not as a single parse reads it: more than one graph
+// field (protobuf merges them), an initializer with more than one raw_data, or anything unreadable.
+// An initializer without raw_data gets length 0.
+std::vector<std::pair<uint64_t, uint64_t>> raw_data_places(int fd) {
+  namespace pb = google::protobuf;
+  using WFL = pb::internal::WireFormatLite;
+  std::vector<std::pair<uint64_t, uint64_t>> out;
+  if (::lseek(fd, 0, SEEK_SET) != 0) return {};
+  pb::io::FileInputStream file(fd);
+  pb::io::CodedInputStream in(&file);
+  in.SetTotalBytesLimit(INT_MAX);
+  int graphs = 0;
+  while (const uint32_t tag = in.ReadTag()) {
+    if (WFL::GetTagFieldNumber(tag) != 7 || WFL::GetTagWireType(tag) != WFL::WIRETYPE_LENGTH_DELIMITED) {
+      if (!WFL::SkipField(&in, tag)) return {};
+      continue;
+    }
+    if (++graphs > 1) return {};
+    uint32_t glen = 0;
+    if (!in.ReadVarint32(&glen)) return {};
+    const auto glimit = in.PushLimit(static_cast<int>(glen));
+    while (const uint32_t gtag = in.ReadTag()) {
+      if (WFL::GetTagFieldNumber(gtag) != 5 || WFL::GetTagWireType(gtag) != WFL::WIRETYPE_LENGTH_DELIMITED) {
+        if (!WFL::SkipField(&in, gtag)) return {};
+        continue;
+      }
+      uint32_t tlen = 0;
+      if (!in.ReadVarint32(&tlen)) return {};
+      const auto tlimit = in.PushLimit(static_cast<int>(tlen));
+      std::pair<uint64_t, uint64_t> place{0, 0};
+      int raws = 0;
+      while (const uint32_t ttag = in.ReadTag()) {
+        if (WFL::GetTagFieldNumber(ttag) == 9 && WFL::GetTagWireType(ttag) == WFL::WIRETYPE_LENGTH_DELIMITED) {
+          uint32_t rlen = 0;
+          if (!in.ReadVarint32(&rlen)) return {};
+          place = {static_cast<uint64_t>(in.CurrentPosition()), rlen};
+          if (++raws > 1 || !in.Skip(static_cast<int>(rlen))) return {};
+        } else if (!WFL::SkipField(&in, ttag)) {
+          return {};
+        }
+      }
+      if (!in.ConsumedEntireMessage()) return {};
+      in.PopLimit(tlimit);
+      out.push_back(place);
+    }
+    if (!in.ConsumedEntireMessage()) return {};
+    in.PopLimit(glimit);
+  }
+  return in.ConsumedEntireMessage() ? out : std::vector<std::pair<uint64_t, uint64_t>>{};
+}
+
+// Whether the file's bytes at `offset` begin and end as `bytes` do (the walk found the right place).
+bool same_edges(int fd, uint64_t offset, std::string_view bytes) {
+  const size_t n = std::min<size_t>(64, bytes.size());
+  char buf[64];
+  for (const uint64_t at : {uint64_t{0}, static_cast<uint64_t>(bytes.size() - n)}) {
+    if (::pread(fd, buf, n, static_cast<off_t>(offset + at)) != static_cast<ssize_t>(n)) return false;
+    if (std::memcmp(buf, bytes.data() + at, n) != 0) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::shared_ptr<ParsedOnnx> parse_onnx_file(const std::string& path) {
   checked_file_size(path, kMaxOnnxBytes, "an ONNX model");
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw Error(ErrorCode::kIo, std::string("cannot open an ONNX model: ") + std::strerror(errno), {.file = path});
-  auto model = std::make_shared<onnx::ModelProto>();
-  const bool ok = model->ParseFromFileDescriptor(fd);
+  auto parsed = std::make_shared<ParsedOnnx>();
+  parsed->model = std::make_shared<onnx::ModelProto>();
+  core::FileOrigin origin;
+  const bool known = core::file_origin(fd, path, &origin);
+  const bool ok = parsed->model->ParseFromFileDescriptor(fd);
+  if (!ok) {
+    ::close(fd);
+    throw Error(ErrorCode::kParse, "not a valid ONNX model (the protobuf ModelProto does not parse)", {.file = path});
+  }
+  // Where the large initializers' bytes lie in the file, so that they can be read again.
+  const auto& inits = parsed->model->graph().initializer();
+  bool large = false;
+  for (const auto& t : inits) large |= t.raw_data().size() >= kReloadableBytes;
+  if (known && large) {
+    const auto places = raw_data_places(fd);
+    if (places.size() == static_cast<size_t>(inits.size())) {
+      parsed->origin = std::make_shared<core::FileOrigin>(std::move(origin));
+      std::set<std::string> names, repeated;
+      for (const auto& t : inits)
+        if (!names.insert(t.name()).second) repeated.insert(t.name());
+      for (int i = 0; i < inits.size(); ++i) {
+        const std::string& raw = inits[i].raw_data();
+        const auto [offset, length] = places[static_cast<size_t>(i)];
+        if (raw.size() < kReloadableBytes || length != raw.size() || repeated.count(inits[i].name()) ||
+            !same_edges(fd, offset, raw))
+          continue;
+        parsed->raw_ranges.emplace(raw.data(), ParsedOnnx::Range{.name = inits[i].name(), .offset = offset, .size = raw.size()});
+      }
+    }
+  }
   ::close(fd);
-  if (!ok) throw Error(ErrorCode::kParse, "not a valid ONNX model (the protobuf ModelProto does not parse)", {.file = path});
-  return model;
+  return parsed;
 }
 
 OnnxInterface interface_of(const onnx::ModelProto& model, const std::string& path) {
@@ -1670,11 +1780,14 @@ OnnxInterface interface_of(const onnx::ModelProto& model, const std::string& pat
   return out;
 }
 
-Module import_parsed(std::shared_ptr<onnx::ModelProto> model, const std::string& path, const OnnxImportOptions& options) {
+Module import_parsed(std::shared_ptr<ParsedOnnx> parsed, const std::string& path, const OnnxImportOptions& options) {
   std::string dir = std::filesystem::path(path).parent_path().string();
   if (dir.empty()) dir = ".";
-  onnx::ModelProto& m = *model;
-  return import_model(m, path, options, dir, std::move(model));
+  // A bound input's initializer is replaced by the binding's value: not the file's bytes.
+  std::erase_if(parsed->raw_ranges, [&](const auto& kv) { return options.bindings.count(kv.second.name) != 0; });
+  onnx::ModelProto& m = *parsed->model;
+  const ParsedOnnx* p = parsed.get();
+  return import_model(m, path, options, dir, std::shared_ptr<const void>(std::move(parsed)), p);
 }
 
 }  // namespace weft::onnxfe

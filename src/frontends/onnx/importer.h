@@ -8,8 +8,10 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
+#include "core/reloadable.h"
 #include "weft/error.h"
 #include "weft/custom.h"
 #include "weft/graph.h"
@@ -82,11 +84,14 @@ namespace custom_lowering {
 void lower(Importer& imp, const onnx::NodeProto& n, const custom::OpSpec& spec);
 }
 
+struct ParsedOnnx;
+
 class Importer {
  public:
   // `owner` keeps `model` alive past the import (initializers are borrowed from it); may be null.
+  // `parsed`, when given, is `model`'s parse (kept alive by `owner`).
   Importer(const onnx::ModelProto& model, std::string source, const OnnxImportOptions& options, std::string base_dir,
-           std::shared_ptr<const void> owner = nullptr);
+           std::shared_ptr<const void> owner = nullptr, const ParsedOnnx* parsed = nullptr);
   Module run();
 
   // ---- the node being lowered ----
@@ -241,6 +246,7 @@ class Importer {
   const onnx::ModelProto& model_;
   const onnx::GraphProto& g_;
   std::shared_ptr<const void> owner_;
+  const ParsedOnnx* parsed_ = nullptr;
   std::string source_;
   OnnxImportOptions options_;
   std::string over_budget_;  // the first node whose folded result was past the budget
@@ -267,17 +273,35 @@ class Importer {
 // over the model); past it a Loop without scan outputs becomes a WHILE_LOOP, anything else an error.
 inline constexpr int64_t kMaxUnrolledNodes = 65536;
 
-// `owner`, when given, keeps `t` alive: a tensor whose raw_data is stored as-is (fp32, int8, ...
-// of 4 KiB and more) then borrows those bytes instead of copying them.
-Tensor tensor_from_proto(const onnx::TensorProto& t, const std::string& what, const std::string& base_dir,
-                         std::shared_ptr<const std::vector<int64_t>>* exact_ints, int* onnx_type,
-                         const std::shared_ptr<const void>& owner = nullptr);
-
 // An ONNX file parsed once (streamed from the file: no copy of its bytes), for the interface
 // and the import of one load; the model's initializers are borrowed from it by the import.
-std::shared_ptr<onnx::ModelProto> parse_onnx_file(const std::string& path);
+struct ParsedOnnx {
+  std::shared_ptr<onnx::ModelProto> model;
+  // Where the raw_data of each top-level initializer of kReloadableBytes and more lies in the file,
+  // by the address of its bytes in `model` (checked against the name and size before use): those
+  // tensors borrow the bytes as reloadable buffers (src/core/reloadable.h), which a model's runtime
+  // may drop once its backends have copied them and read from the file again.
+  struct Range {
+    std::string name;
+    uint64_t offset = 0;
+    size_t size = 0;
+    mutable std::optional<Buffer> wrapped;  // the one buffer over these bytes, once made
+  };
+  std::unordered_map<const void*, Range> raw_ranges;
+  std::shared_ptr<const core::FileOrigin> origin;
+};
+inline constexpr size_t kReloadableBytes = size_t{1} << 20;
+
+// `owner`, when given, keeps `t` alive: a tensor whose raw_data is stored as-is (fp32, int8, ...
+// of 4 KiB and more) then borrows those bytes instead of copying them; reloadably where `parsed`
+// knows their place in the file.
+Tensor tensor_from_proto(const onnx::TensorProto& t, const std::string& what, const std::string& base_dir,
+                         std::shared_ptr<const std::vector<int64_t>>* exact_ints, int* onnx_type,
+                         const std::shared_ptr<const void>& owner = nullptr, const ParsedOnnx* parsed = nullptr);
+
+std::shared_ptr<ParsedOnnx> parse_onnx_file(const std::string& path);
 OnnxInterface interface_of(const onnx::ModelProto& model, const std::string& path);
-Module import_parsed(std::shared_ptr<onnx::ModelProto> model, const std::string& path, const OnnxImportOptions& options);
+Module import_parsed(std::shared_ptr<ParsedOnnx> parsed, const std::string& path, const OnnxImportOptions& options);
 std::vector<int64_t> inverse_perm(const std::vector<int64_t>& perm);
 int64_t norm_axis(const Importer& imp, int64_t axis, int64_t rank, const char* what = "axis");
 // The position in the TOSA value of ONNX dimension `onnx_axis` of a value with layout `perm`.

@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -384,6 +386,87 @@ TEST(OnnxImport, ExternalDataIsMappedAndReleasedAfterReorder) {
   auto exact = Model::load(path, LoadOptions{.backend = {.backends = {"reference"}}});
   Context ref(exact);
   expect_near(ref.run({f32({M, K}, x)})[0], {M, N}, want, 1e-4);
+}
+
+// Embedded initializers of 1 MiB and more are reloadable: a model loaded from the file drops the
+// bytes of those that no kernel reads when it runs once the backends have copied them (weights
+// reordered by oneDNN), reads them back from the file for another thread count and for module(),
+// keeps those a kernel reads in place, and refuses (naming the file) when the file changed since.
+TEST(OnnxImport, EmbeddedWeightsLeaveMemoryOnceCopiedAndComeBackFromTheFile) {
+  constexpr int64_t M = 4, K = 512, N = 768;
+  std::vector<float> w(static_cast<size_t>(K * N)), u(w.size()), x(static_cast<size_t>(M * K)), v(w.size());
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>((i * 7919) % 23) / 23.0f - 0.5f;
+  for (size_t i = 0; i < u.size(); ++i) u[i] = static_cast<float>(i % 13) * 0.25f;
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 11) / 11.0f;
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i % 5);
+  auto raw = [](const std::vector<float>& f) { return std::string(reinterpret_cast<const char*>(f.data()), f.size() * 4); };
+  ModelBuilder mb(13);
+  mb.input("x", kFloat, {M, K}).input("v", kFloat, {K, N}).output("y").output("z");
+  for (auto [name, data] : {std::pair<const char*, const std::vector<float>*>{"w", &w}, {"u", &u}}) {
+    auto* t = mb.graph()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(kFloat);
+    t->add_dims(K);
+    t->add_dims(N);
+    t->set_raw_data(raw(*data));
+  }
+  mb.node("MatMul", {"x", "w"}, {"y"});  // w: reordered by oneDNN, then read by nobody
+  mb.node("Add", {"v", "u"}, {"z"});     // u: read in place by every run
+  test::TempDir dir("weft_onnx_test");
+  const std::string path = dir.file("embedded.onnx");
+  mb.save(path);
+
+  std::vector<float> want_y(static_cast<size_t>(M * N)), want_z(v.size());
+  for (int64_t r = 0; r < M; ++r)
+    for (int64_t c = 0; c < N; ++c) {
+      double acc = 0;
+      for (int64_t k = 0; k < K; ++k) acc += double(x[static_cast<size_t>(r * K + k)]) * w[static_cast<size_t>(k * N + c)];
+      want_y[static_cast<size_t>(r * N + c)] = static_cast<float>(acc);
+    }
+  for (size_t i = 0; i < v.size(); ++i) want_z[i] = v[i] + u[i];
+  const LoadOptions cpu{.backend = {.backends = {"onednn", "reference"}}};
+  auto check = [&](const std::shared_ptr<const Model>& model, int threads) {
+    Context ctx(model, {.threads = threads});
+    auto out = ctx.run({f32({M, K}, x), f32({K, N}, v)});
+    expect_near(out[0], {M, N}, want_y, 1e-4);
+    expect_near(out[1], {K, N}, want_z, 0);
+  };
+
+  auto model = Model::load(path, cpu);
+  EXPECT_EQ(model->memory_stats().released_constant_bytes, w.size() * 4) << "only w leaves memory";
+  check(model, 1);
+  check(model, 2);  // prepared from w read back from the file
+  check(model, 1);
+  // module() brings every constant back, as the file holds it, and keeps them.
+  int seen = 0;
+  for (const Node& n : model->module().main().nodes()) {
+    if (n.op != Op::CONST || n.attr_tensor("values").num_elements() != K * N) continue;
+    const Tensor& t = n.attr_tensor("values");
+    const bool is_w = std::memcmp(t.bytes(), w.data(), 64) == 0;
+    EXPECT_EQ(std::memcmp(t.bytes(), (is_w ? w : u).data(), t.byte_size()), 0) << "constant " << n.outputs.at(0);
+    ++seen;
+  }
+  EXPECT_EQ(seen, 2);
+  check(model, 3);
+
+  // A module given by the caller keeps its constants: the caller may read them.
+  EXPECT_EQ(Model::from_module(import_onnx(path), cpu.backend)->memory_stats().released_constant_bytes, 0u);
+
+  // The file changes after the load: the dropped bytes cannot come back, and nothing reads others.
+  auto before = Model::load(path, cpu);
+  ASSERT_GT(before->memory_stats().released_constant_bytes, 0u);
+  std::vector<float> w2 = w;
+  w2[0] += 1;
+  ModelBuilder changed = mb;
+  changed.graph()->mutable_initializer(0)->set_raw_data(raw(w2));
+  changed.save(path);
+  std::filesystem::last_write_time(path, std::filesystem::last_write_time(path) + std::chrono::seconds(5));
+  std::string msg = error_of([&] { Context c(before, {.threads = 2}); }, ErrorCode::kIo);
+  EXPECT_HAS(msg, path);
+  EXPECT_HAS(msg, "changed since the model was loaded");
+  msg = error_of([&] { (void)before->module(); }, ErrorCode::kIo);
+  EXPECT_HAS(msg, "changed since the model was loaded");
+  check(before, 1);  // its kernels hold their own copies
 }
 
 }  // namespace
