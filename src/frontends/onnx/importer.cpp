@@ -1669,7 +1669,7 @@ std::vector<std::pair<uint64_t, uint64_t>> raw_data_places(int fd) {
     }
     if (++graphs > 1) return {};
     uint32_t glen = 0;
-    if (!in.ReadVarint32(&glen)) return {};
+    if (!in.ReadVarint32(&glen) || glen > INT_MAX) return {};
     const auto glimit = in.PushLimit(static_cast<int>(glen));
     while (const uint32_t gtag = in.ReadTag()) {
       if (WFL::GetTagFieldNumber(gtag) != 5 || WFL::GetTagWireType(gtag) != WFL::WIRETYPE_LENGTH_DELIMITED) {
@@ -1677,14 +1677,14 @@ std::vector<std::pair<uint64_t, uint64_t>> raw_data_places(int fd) {
         continue;
       }
       uint32_t tlen = 0;
-      if (!in.ReadVarint32(&tlen)) return {};
+      if (!in.ReadVarint32(&tlen) || tlen > INT_MAX) return {};
       const auto tlimit = in.PushLimit(static_cast<int>(tlen));
       std::pair<uint64_t, uint64_t> place{0, 0};
       int raws = 0;
       while (const uint32_t ttag = in.ReadTag()) {
         if (WFL::GetTagFieldNumber(ttag) == 9 && WFL::GetTagWireType(ttag) == WFL::WIRETYPE_LENGTH_DELIMITED) {
           uint32_t rlen = 0;
-          if (!in.ReadVarint32(&rlen)) return {};
+          if (!in.ReadVarint32(&rlen) || rlen > INT_MAX) return {};
           place = {static_cast<uint64_t>(in.CurrentPosition()), rlen};
           if (++raws > 1 || !in.Skip(static_cast<int>(rlen))) return {};
         } else if (!WFL::SkipField(&in, ttag)) {

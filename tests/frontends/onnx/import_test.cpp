@@ -467,6 +467,17 @@ TEST(OnnxImport, EmbeddedWeightsLeaveMemoryOnceCopiedAndComeBackFromTheFile) {
   msg = error_of([&] { (void)before->module(); }, ErrorCode::kIo);
   EXPECT_HAS(msg, "changed since the model was loaded");
   check(before, 1);  // its kernels hold their own copies
+
+  // A file protobuf reads by merging two graph fields (the second one empty here): the walk that
+  // finds the bytes' places does not guess, and nothing is released.
+  const std::string merged = dir.file("merged.onnx");
+  {
+    std::ofstream f(merged, std::ios::binary);
+    f << mb.bytes() << std::string("\x3a\x00", 2);  // field 7 (graph), length 0
+  }
+  auto two_graphs = Model::load(merged, cpu);
+  EXPECT_EQ(two_graphs->memory_stats().released_constant_bytes, 0u);
+  check(two_graphs, 1);
 }
 
 }  // namespace
