@@ -410,14 +410,8 @@ const Module& Model::module() const {
                 {.file = impl_->source});
   if (impl_->drops_constants) {
     // Whoever asks may read any constant from now on: dropped ones come back and none is dropped again.
+    // (build() prepared the 1-thread set, which found them all.)
     std::lock_guard<std::mutex> lock(impl_->mu);
-    if (!impl_->scanned_constants) {
-      for (const Graph& graph : impl_->module.graphs())
-        for (const Node& n : graph.nodes())
-          for (const AttrValue& a : n.attrs)
-            if (const Tensor* t = std::get_if<Tensor>(&a))
-              if (core::ReloadBlock* b = core::reload_block(t->buffer())) core::keep(*b);
-    }
     for (core::ReloadBlock* b : impl_->reloadable) core::keep(*b);
     impl_->drops_constants = false;
   }
