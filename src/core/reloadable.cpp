@@ -33,7 +33,7 @@ struct ReloadBlock {
   std::shared_ptr<const FileOrigin> origin;
   uint64_t offset = 0;  // of data[0] in the file
   std::atomic<bool> released{false};
-  std::mutex mu;
+  mutable std::mutex mu;
   bool evicted = false;
   bool kept = false;
 
@@ -103,28 +103,27 @@ void reload_locked(ReloadBlock& b) {
                      why,
                  {.file = o.path});
   };
-  const int fd = ::open(o.path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw fail(std::string("cannot open it: ") + std::strerror(errno));
+  struct Fd {
+    int fd;
+    ~Fd() {
+      if (fd >= 0) ::close(fd);
+    }
+  } f{::open(o.path.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (f.fd < 0) throw fail(std::string("cannot open it: ") + std::strerror(errno));
   FileOrigin now;
-  if (!file_origin(fd, o.path, &now) || now.device != o.device || now.inode != o.inode || now.size != o.size ||
-      now.mtime_ns != o.mtime_ns) {
-    ::close(fd);
+  if (!file_origin(f.fd, o.path, &now) || now.device != o.device || now.inode != o.inode || now.size != o.size ||
+      now.mtime_ns != o.mtime_ns)
     throw fail("the file changed since the model was loaded (its inode, size or modification time differ)");
-  }
   auto [p, n] = b.pages();
   const uint64_t from = b.offset + static_cast<uint64_t>(p - b.data);
   size_t done = 0;
   while (done < n) {
-    const ssize_t r = ::pread(fd, p + done, n - done, static_cast<off_t>(from + done));
+    const ssize_t r = ::pread(f.fd, p + done, n - done, static_cast<off_t>(from + done));
     if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) {
-      const int e = errno;
-      ::close(fd);
-      throw fail(r < 0 ? std::string("read failed: ") + std::strerror(e) : std::string("the file ended early"));
-    }
+    if (r < 0) throw fail(std::string("read failed: ") + std::strerror(errno));
+    if (r == 0) throw fail("the file ended early");
     done += static_cast<size_t>(r);
   }
-  ::close(fd);
   b.evicted = false;
 }
 }  // namespace
@@ -141,13 +140,8 @@ void keep(ReloadBlock& b) {
 }
 
 bool evicted(const ReloadBlock& b) {
-  std::lock_guard<std::mutex> lock(const_cast<ReloadBlock&>(b).mu);
+  std::lock_guard<std::mutex> lock(b.mu);
   return b.evicted;
-}
-
-bool kept(const ReloadBlock& b) {
-  std::lock_guard<std::mutex> lock(const_cast<ReloadBlock&>(b).mu);
-  return b.kept;
 }
 
 size_t block_bytes(const ReloadBlock& b) { return b.size; }

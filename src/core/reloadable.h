@@ -47,7 +47,6 @@ void make_resident(ReloadBlock& b);
 // make_resident(), and never evict again.
 void keep(ReloadBlock& b);
 bool evicted(const ReloadBlock& b);
-bool kept(const ReloadBlock& b);
 size_t block_bytes(const ReloadBlock& b);
 
 }  // namespace weft::core

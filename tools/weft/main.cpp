@@ -590,32 +590,31 @@ int cmd_run(Args& args) {
 
   std::vector<Tensor> in_tensors;
   for (const IoInfo& info : ins) {
-    const IoInfo& v = info;
-    const std::string& file = input_files.at(v.name);
+    const std::string& file = input_files.at(info.name);
     Tensor t;
     try {
       if (info.is_unsigned) {
-        t = read_npy_unsigned(file, v.type.dtype);  // uint8/uint16/uint32 data in the carrier's bits
-      } else if (t = read_npy(file); t.dtype() == DType::kInt48 && v.type.dtype == DType::kInt32) {
+        t = read_npy_unsigned(file, info.type.dtype);  // uint8/uint16/uint32 data in the carrier's bits
+      } else if (t = read_npy(file); t.dtype() == DType::kInt48 && info.type.dtype == DType::kInt32) {
         // int64 data for an input carried as int32 (ONNX int64): converted when every value fits.
         Tensor n = Tensor::zeros({DType::kInt32, t.shape()});
         for (int64_t i = 0; i < t.num_elements(); ++i) {
           const int64_t x = t.at_int(i);
           if (x < INT32_MIN || x > INT32_MAX)
-            model_error("input '" + v.name + "': " + file + " holds int64 value " + std::to_string(x) + " at flat index " +
+            model_error("input '" + info.name + "': " + file + " holds int64 value " + std::to_string(x) + " at flat index " +
                         std::to_string(i) + ", outside the int32 range the model carries it in");
           n.mutable_data<int32_t>()[i] = static_cast<int32_t>(x);
         }
         t = n;
-      } else if (t.dtype() != v.type.dtype) {
-        t = read_npy(file, v.type.dtype);  // reports the mismatch in the reader's words
+      } else if (t.dtype() != info.type.dtype) {
+        t = read_npy(file, info.type.dtype);  // reports the mismatch in the reader's words
       }
     } catch (const Error& e) {
-      throw e.with_context({.operand = v.name});  // say which input the file was meant for
+      throw e.with_context({.operand = info.name});  // say which input the file was meant for
     }
-    if (t.shape() != v.type.shape) {
-      model_error("input '" + v.name + "': " + file + " holds " + t.type().str() + ", the model expects " +
-                  v.type.str());
+    if (t.shape() != info.type.shape) {
+      model_error("input '" + info.name + "': " + file + " holds " + t.type().str() + ", the model expects " +
+                  info.type.str());
     }
     in_tensors.push_back(std::move(t));
   }
