@@ -149,7 +149,17 @@ class RegionBuilder {
     // Output slots first, in Composite::outputs order (the runtime's order).
     for (ValueId v : c_.outputs) slot(v);
 
-    for (const Composite* m : members) {
+    for (size_t mi = 0; mi < members.size(); ++mi) {
+      const Composite* m = members[mi];
+      // Attention's Q K^T, softmax and P V as one dispatch where the three follow each other.
+      if (size_t end = attention_end(members, mi)) {
+        low_.node = members[end]->anchor;
+        pattern_ = "ATTENTION";
+        vkb::lower_attention(low_, *m, *members[attention_softmax_], *members[end], attention_aliases_);
+        flush();
+        mi = end;
+        continue;
+      }
       const Node& n = g_.node(m->anchor);
       low_.node = m->anchor;
       pattern_ = m->pattern.empty() ? std::string(op_name(n.op)) : m->pattern;
@@ -187,6 +197,27 @@ class RegionBuilder {
     const Tensor* constant = nullptr;
     int externals() const { return int(input) + int(output) + int(constant != nullptr); }
   };
+
+  // Where members[at] starts attention (Q K^T, softmax, P V with RESHAPEs between; see
+  // vkb::check_attention): the index of its P V member (the softmax's and the RESHAPEs' kept in
+  // attention_softmax_ / attention_aliases_), else 0.
+  size_t attention_end(const std::vector<const Composite*>& members, size_t at) {
+    const Composite& qk = *members[at];
+    if (qk.single() || g_.node(qk.anchor).op != Op::MATMUL) return 0;
+    attention_aliases_.clear();
+    size_t j = at + 1;
+    auto skip_aliases = [&] {
+      while (j < members.size() && members[j]->single() && is_alias_op(g_.node(members[j]->anchor).op) &&
+             !copies_.count(members[j]->anchor))
+        attention_aliases_.push_back(members[j++]->anchor);
+    };
+    skip_aliases();
+    if (j >= members.size() || members[j]->region != Composite::Region::kSoftmax) return 0;
+    attention_softmax_ = j++;
+    skip_aliases();
+    if (j >= members.size()) return 0;
+    return vkb::check_attention(g_, qk, *members[attention_softmax_], *members[j], attention_aliases_, low_.caps).empty() ? j : 0;
+  }
 
   ValueId find(ValueId v) {
     auto it = parent_.find(v);
@@ -298,6 +329,8 @@ class RegionBuilder {
   const Graph& g_;
   const Composite& c_;
   vkb::Lowering low_;
+  size_t attention_softmax_ = 0;
+  std::vector<int> attention_aliases_;
   vk::ProgramDesc p_;
   std::map<ValueId, ValueId> parent_;
   std::map<ValueId, Info> info_;

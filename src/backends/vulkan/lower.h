@@ -163,6 +163,15 @@ std::string check_tensors(const Graph& g, int node);
 // the partitioner groups them) as one pass (ops_tensor.cpp, shaders/ew_chain.comp).
 std::string check_ew_chain(const Graph& g, const backend::Composite& c, const Caps& caps);
 void lower_ew_chain(Lowering& l, const backend::Composite& c);
+// Attention as the partitioner leaves it, consecutive members of a region: MATMUL(Q, K^T) [+ SCALE by
+// one value], the SOFTMAX region over its last axis, and MATMUL(P, V) (operands and the destination
+// read / written as strided views), with RESHAPE members (`aliases`, their nodes) between them,
+// fused into one dispatch (ops_tensor.cpp, shaders/mx_attention.comp). check_attention gives ""
+// when they fuse, else the reason; WEFT_VULKAN_ATTENTION=off keeps them apart (for measurements).
+std::string check_attention(const Graph& g, const backend::Composite& qk, const backend::Composite& softmax,
+                            const backend::Composite& pv, const std::vector<int>& aliases, const Caps& caps);
+void lower_attention(Lowering& l, const backend::Composite& qk, const backend::Composite& softmax,
+                     const backend::Composite& pv, const std::vector<int>& aliases);
 // The mean of `in` (float type `t`, viewed as [outer, k, inner]) over k into `out` [outer, inner]:
 // an fp32 sum in parallel passes (mx_reduce), divided by k (rounded to fp16 for fp16) in the last.
 void emit_mean(Lowering& l, DType t, Arg in, Arg out, int64_t outer, int64_t k, int64_t inner);

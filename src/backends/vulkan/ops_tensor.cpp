@@ -1197,6 +1197,148 @@ void lower_pool(Lowering& l, const Composite& c) {
              l.grid(static_cast<uint64_t>(total)));
 }
 
+// ---- Fused attention (mx_attention.comp) ---------------------------------------------------------
+
+struct AttentionPlan {
+  MatmulPlan qk, pv;
+  int64_t BH = 0, LQ = 0, LK = 0, D = 0;
+  float scale = 1.0f;
+  bool has_scale = false;
+};
+
+// Whether every reader of `v` is one of `nodes` (ascending) and `v` is no graph output.
+bool read_only_by(const Graph& g, ValueId v, const std::vector<int>& nodes) {
+  for (ValueId o : g.outputs())
+    if (o == v) return false;
+  for (int ni = 0; ni < static_cast<int>(g.nodes().size()); ++ni) {
+    const Node& n = g.node(ni);
+    if (std::find(n.inputs.begin(), n.inputs.end(), v) != n.inputs.end() &&
+        !std::binary_search(nodes.begin(), nodes.end(), ni))
+      return false;
+  }
+  return true;
+}
+
+std::string plan_attention(const Graph& g, const Composite& qk, const Composite& sm, const Composite& pv,
+                           const std::vector<int>& aliases, const Caps& caps, AttentionPlan& p) {
+  if (qk.anchor < 0 || pv.anchor < 0 || g.node(qk.anchor).op != Op::MATMUL || g.node(pv.anchor).op != Op::MATMUL ||
+      sm.region != Composite::Region::kSoftmax)
+    return "not MATMUL, SOFTMAX, MATMUL";
+  if (qk.region != Composite::Region::kNone || pv.region != Composite::Region::kNone || !pv.post_ops.empty())
+    return "the second MATMUL has fused operations";
+  if (qk.post_ops.size() > 1 || (qk.post_ops.size() == 1 && qk.post_ops[0].kind != PostOp::Kind::kScale))
+    return "the scores take fused operations other than one SCALE (a mask is not fused)";
+  if (std::string r = plan_matmul(g, qk, caps, p.qk); !r.empty()) return r;
+  if (std::string r = plan_matmul(g, pv, caps, p.pv); !r.empty()) return r;
+  const DType t = p.qk.in_t;
+  if ((t != DType::kFp32 && t != DType::kFp16) || p.qk.out_t != t || p.pv.in_t != t || p.pv.out_t != t)
+    return "attention is fused for fp32 and fp16 operands and results of one type";
+  // fp16 on cooperative matrices: the two tensor-core GEMMs and the softmax were faster than this
+  // SIMT kernel on an H100 (BERT b32 0.67 -> 0.74 ms of device time), so they stay apart.
+  if (t == DType::kFp16 && use_coop(caps)) return "fp16 attention runs on the cooperative-matrix GEMMs";
+  if (!qk.post_ops.empty()) {
+    const std::optional<double> f = const_scalar(g, qk.post_ops[0].operand);
+    if (!f) return "the scores' SCALE is not one value";
+    p.scale = static_cast<float>(*f);
+    p.has_scale = true;
+  }
+  // The softmax reads the scores over their last axis, and the second MATMUL reads its result as
+  // [batch, queries, keys] in memory order; RESHAPEs (`aliases`, same bytes) may stand between them.
+  auto follow = [&](ValueId v) {
+    for (bool moved = true; moved;) {
+      moved = false;
+      for (int a : aliases)
+        if (g.node(a).inputs[0] == v) {
+          if (!read_only_by(g, v, {a})) return kNoValue;
+          v = g.node(a).outputs[0];
+          moved = true;
+          break;
+        }
+    }
+    return v;
+  };
+  p.BH = p.qk.N, p.LQ = p.qk.H, p.LK = p.qk.W, p.D = p.qk.C;
+  const ValueId scores = p.qk.ep.result, probs = sm.outputs.size() == 1 ? sm.outputs[0] : kNoValue;
+  const TensorType& st = type_of(g, sm.source);
+  if (sm.source != follow(scores) || sm.axis != st.rank() - 1 || st.shape.back() != p.LK ||
+      shape_elements(st.shape) != p.BH * p.LQ * p.LK || probs == kNoValue || type_of(g, probs) != st)
+    return "the SOFTMAX is not over the scores' last axis";
+  if (p.pv.a_src != follow(probs) || p.pv.N != p.BH || p.pv.H != p.LQ || p.pv.C != p.LK || p.pv.W != p.D)
+    return "the second MATMUL does not multiply the probabilities by a [keys, head] matrix";
+  const compiler::StridedView& pa = p.pv.av;
+  if (pa.offset != 0 || pa.split > 1 || pa.strides != std::vector<int64_t>{p.LQ * p.LK, p.LK, 1})
+    return "the second MATMUL reads the probabilities through a reordering view";
+  // (follow checked the values between.)
+  if (!read_only_by(g, sm.source, sm.nodes) || !read_only_by(g, p.pv.a_src, pv.nodes))
+    return "the scores or probabilities are read elsewhere";
+  if (p.D % 32 != 0 || p.D > 128) return "head size " + str(p.D) + " is not a multiple of 32 up to 128";
+  if (p.LQ < 1 || p.LK < 1) return "no queries or keys";
+  if ((p.LK + 31) / 32 > kLoopLimit) return str(p.LK) + " keys: too many tiles for the shader's loop bound";
+  if (caps.max_invocations < 128) return "the device runs fewer than 128 invocations per workgroup";
+  const int64_t shared = p.D * (17 * 8 + 9 * 16 + 32 * 4) + 32 * 17 * 8 + 32 * 8 * 4;  // mx_attention.comp
+  if (shared > static_cast<int64_t>(caps.max_shared_bytes))
+    return "needs " + str(shared) + " bytes of shared memory, the device has " + str(caps.max_shared_bytes);
+  return check_groups((p.LQ + 31) / 32, p.BH, 1, caps);
+}
+
+}  // namespace
+
+std::string check_attention(const Graph& g, const Composite& qk, const Composite& sm, const Composite& pv,
+                            const std::vector<int>& aliases, const Caps& caps) {
+  if (const char* e = std::getenv("WEFT_VULKAN_ATTENTION"); e && std::string_view(e) == "off") return "WEFT_VULKAN_ATTENTION=off";
+  AttentionPlan p;
+  return plan_attention(g, qk, sm, pv, aliases, caps, p);
+}
+
+void lower_attention(Lowering& l, const Composite& qk, const Composite& sm, const Composite& pv,
+                     const std::vector<int>& aliases) {
+  AttentionPlan p;
+  if (std::string r = plan_attention(l.graph, qk, sm, pv, aliases, l.caps, p); !r.empty()) l.fail(r);
+  const compiler::StridedView &q = p.qk.av, &k = p.qk.bv, &v = p.pv.bv;
+  const std::optional<compiler::StridedView>& o = p.pv.dv;
+  auto split = [](const compiler::StridedView& w) { return w.split > 1 ? w.split : 0; };
+  Spec s;
+  s.set(0, code(p.qk.in_t));
+  s.set(1, p.LQ);
+  s.set(2, p.LK);
+  s.set(3, p.D);
+  s.set(4, f32_bits(p.scale));
+  s.set(5, p.has_scale ? 1 : 0);
+  s.set(6, q.offset);
+  s.set(7, q.strides[0]);
+  s.set(8, q.strides[1]);
+  s.set(9, split(q));
+  s.set(10, q.outer);
+  s.set(11, k.offset);
+  s.set(12, k.strides[0]);
+  s.set(13, k.strides[1]);
+  s.set(14, k.strides[2]);
+  s.set(15, split(k));
+  s.set(16, k.outer);
+  s.set(17, v.offset);
+  s.set(18, v.strides[0]);
+  s.set(19, v.strides[1]);
+  s.set(20, v.strides[2]);
+  s.set(21, split(v));
+  s.set(22, v.outer);
+  s.set(23, o ? o->strides[0] : p.LQ * p.D);
+  s.set(24, o ? o->strides[1] : p.D);
+  s.set(25, o ? split(*o) : 0);
+  s.set(26, o ? o->outer : 0);
+  // 4-element vectors along the head dimension where it is contiguous and every offset aligned.
+  auto aligned = [](const compiler::StridedView& w, int64_t row) {
+    bool ok = w.offset % 4 == 0 && w.strides[0] % 4 == 0 && row % 4 == 0;
+    return ok && (w.split <= 1 || w.outer % 4 == 0);
+  };
+  const bool kvec = k.strides[1] == 1 && aligned(k, k.strides[2]);
+  const bool vvec = v.strides[2] == 1 && aligned(v, v.strides[1]);
+  s.set(27, (kvec ? 1 : 0) | (vvec ? 2 : 0));
+  l.dispatch("mx_attention", std::move(s.v), {l.in(p.qk.a_src), l.in(p.qk.b_src), l.in(p.pv.b_src), l.out(p.pv.ep.result)},
+             {static_cast<uint32_t>((p.LQ + 31) / 32), static_cast<uint32_t>(p.BH), 1});
+}
+
+namespace {
+
 }  // namespace
 
 // ---- Element-wise chains (ew_chain.comp) -----------------------------------------------------------

@@ -147,6 +147,15 @@ class Net {
     return mul(mul(x, add(e, scalar(t, 1.0, r))), scalar(t, 0.5, r));
   }
 
+  // Softmax over the last axis as the ONNX frontend lowers it.
+  ValueId softmax(ValueId x) {
+    const int64_t axis = type(x).rank() - 1;
+    ValueId mx = b.op(Op::REDUCE_MAX, {x}, {{"axis", axis}});
+    ValueId e = unary(Op::EXP, b.op(Op::SUB, {x, mx}));
+    ValueId sum = b.op(Op::REDUCE_SUM, {e}, {{"axis", axis}});
+    return mul(e, unary(Op::RECIPROCAL, sum));
+  }
+
   Module finish(std::vector<ValueId> outputs) {
     for (ValueId v : outputs) b.output(v);
     return Module(b.finish());
@@ -443,6 +452,67 @@ TEST(VulkanTensor, MatmulWritesThroughTheHeadMerge) {
     const std::string ex = check_vs_reference(net.finish({y}), net.feeds, i8 ? 0.0 : kF32);
     expect_pattern(ex, "regions made of: 1 x MATMUL+TRANSPOSE\n");
   }
+}
+
+// Attention written out (heads split from one QKV tensor, Q K^T, SCALE, softmax, P V, heads merged
+// back) runs as one dispatch (mx_attention): query and key counts that are not multiples of the 32-row
+// tiles, batches of heads (split batch axes), head sizes 32 and 64, K^T and V read as vectors or (an
+// unaligned slice offset) element by element, fp16 without cooperative matrices. A head size that is
+// not a multiple of 32 keeps the three units.
+TEST(VulkanTensor, AttentionRunsAsOneDispatch) {
+  ScopedEnv no_coop("WEFT_VULKAN_NO_COOP", "1");
+  struct Case {
+    int64_t B, S, H, D, pad;  // pad: extra columns in front of the QKV tensor (slice offsets)
+    bool scale;
+    DType t;
+    bool fused;
+  };
+  for (const Case& c : {Case{2, 40, 2, 32, 0, true, DType::kFp32, true}, Case{1, 7, 3, 64, 0, false, DType::kFp32, true},
+                        Case{1, 70, 1, 32, 1, true, DType::kFp32, true}, Case{2, 33, 2, 32, 0, true, DType::kFp16, true},
+                        Case{1, 9, 2, 24, 0, true, DType::kFp32, false}}) {
+    SCOPED_TRACE("B " + std::to_string(c.B) + " S " + std::to_string(c.S) + " D " + std::to_string(c.D) + " " +
+                 dtype_name(c.t));
+    const int64_t B = c.B, S = c.S, H = c.H, D = c.D, E = H * D;
+    Net net(29);
+    ValueId qkv = net.input({c.t, {B, S, c.pad + 3 * E}}, -2, 2);
+    auto head = [&](int which, std::vector<int64_t> perms, std::vector<int64_t> to) {
+      ValueId part = net.slice(qkv, {0, 0, c.pad + which * E}, {B, S, E});
+      ValueId r = net.reshape(part, {B, S, H, D});
+      return net.reshape(net.b.op(Op::TRANSPOSE, {r}, {{"perms", std::move(perms)}}), std::move(to));
+    };
+    ValueId q = head(0, {0, 2, 1, 3}, {B * H, S, D});
+    ValueId kt = head(1, {0, 2, 3, 1}, {B * H, D, S});
+    ValueId v = head(2, {0, 2, 1, 3}, {B * H, S, D});
+    ValueId scores = net.reshape(net.matmul(q, kt, c.t), {B, H, S, S});
+    if (c.scale) scores = net.mul(scores, net.scalar(c.t, 1.0 / std::sqrt(static_cast<double>(D)), 4));
+    ValueId p = net.reshape(net.softmax(scores), {B * H, S, S});
+    ValueId o = net.reshape(net.matmul(p, v, c.t), {B, H, S, D});
+    ValueId y = net.reshape(net.b.op(Op::TRANSPOSE, {o}, {{"perms", std::vector<int64_t>{0, 2, 1, 3}}}), {B, S, E});
+    const Module m = net.finish({y});
+    check_vs_reference(m, net.feeds, c.t == DType::kFp16 ? kF16Fused : kF32);
+    auto model = Model::from_module(m, vulkan_first());
+    Context ctx(model);
+    ctx.set_profiling(true);
+    ctx.run(net.feeds);
+    int attention = 0, softmax = 0;
+    for (const KernelProfile& k : ctx.profile()) {
+      attention += k.device && k.pattern == "ATTENTION";
+      softmax += k.device && k.pattern == "SOFTMAX";
+    }
+    EXPECT_EQ(attention, c.fused ? 1 : 0);
+    EXPECT_EQ(softmax, c.fused ? 0 : 1);
+  }
+  // WEFT_VULKAN_ATTENTION=off keeps the three units (the same result).
+  ScopedEnv off("WEFT_VULKAN_ATTENTION", "off");
+  Net net(30);
+  ValueId q = net.input({DType::kFp32, {2, 5, 32}}), kt = net.input({DType::kFp32, {2, 32, 6}}),
+          v = net.input({DType::kFp32, {2, 6, 32}});
+  const Module m = net.finish({net.matmul(net.softmax(net.matmul(q, kt, DType::kFp32)), v, DType::kFp32)});
+  check_vs_reference(m, net.feeds, kF32);
+  Context ctx(Model::from_module(m, vulkan_first()));
+  ctx.set_profiling(true);
+  ctx.run(net.feeds);
+  for (const KernelProfile& k : ctx.profile()) EXPECT_NE(k.pattern, "ATTENTION");
 }
 
 // Integer results take no fused operations: CONV2D + CLAMP on int32 is declined as a composite.
