@@ -153,6 +153,37 @@ TEST(VulkanProgram, LargeStagedTransfersImportTheCallersMemory) {
   EXPECT_EQ(little.stats().bytes_imported, 0u);
 }
 
+// A staged output of 2 MB and more is downloaded in chunks (devices with synchronization2), each
+// copied out by the host as soon as its event says it has arrived: every element arrives, on every
+// run (the events are reset between runs, so a later run never copies a chunk before the GPU has
+// written it), timed or not, and a small output of the same program takes the single copy.
+TEST(VulkanProgram, LargeStagedOutputsArriveChunkByChunk) {
+  WEFT_VK_REQUIRE_DEVICE();
+  const uint32_t n = 1'500'007;  // 6 MB per tensor: 12 chunks of 512 KB
+  vk::ProgramDesc d = chain(n, Role::kOutput);
+  d.map_device_memory = false;  // staged, as on a discrete GPU
+  vk::Program prog(vk::open_device(), d);
+  std::vector<float> x(n), t(n), z(n);
+  for (int run = 0; run < 8; ++run) {
+    for (uint32_t i = 0; i < n; ++i) x[i] = static_cast<float>((i + 7 * run) % 1013) * 0.5f - 9.0f;
+    std::fill(t.begin(), t.end(), -1.0f);
+    std::fill(z.begin(), z.end(), -1.0f);
+    prog.run({x.data()}, {t.data(), z.data()}, run % 2 == 1);
+    for (uint32_t i = 0; i < n; ++i) {
+      ASSERT_EQ(t[i], 2.0f * x[i] + 1.0f) << "run " << run << " element " << i;
+      ASSERT_EQ(z[i], (2.0f * x[i] + 1.0f) * x[i]) << "run " << run << " element " << i;
+    }
+    EXPECT_EQ(prog.stats().bytes_downloaded, 2 * n * sizeof(float));
+  }
+  vk::ProgramDesc small = chain(1000, Role::kOutput);
+  small.map_device_memory = false;
+  vk::Program little(prog.device(), small);
+  std::vector<float> xs(1000, 1.5f), ts(1000), zs(1000);
+  little.run({xs.data()}, {ts.data(), zs.data()});
+  EXPECT_EQ(ts[999], 4.0f);
+  EXPECT_EQ(zs[999], 6.0f);
+}
+
 // Runs without timestamps (the runtime's unprofiled runs) give the same results and no dispatch
 // times; timed runs before and after them still have theirs.
 TEST(VulkanProgram, UntimedRunsSkipTheTimestamps) {

@@ -465,6 +465,7 @@ std::shared_ptr<Device> create_device(uint32_t index, const DeviceOptions& optio
   df.int16 = features.features.shaderInt16;
   df.int64 = features.features.shaderInt64;
   df.max_shared_memory = d->properties.limits.maxComputeSharedMemorySize;
+  df.synchronization2 = d->api_version >= VK_API_VERSION_1_3 && f13.synchronization2;
   {
     VkPhysicalDeviceSubgroupProperties sp{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
     VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
@@ -754,7 +755,8 @@ void Device::save_pipeline_cache() {
 }
 
 void Device::submit_and_wait(std::vector<VkCommandBuffer> command_buffers, VkFence fence, uint32_t timeout_ms,
-                             const std::string& name) {
+                             const std::string& name,
+                             const std::function<void(std::chrono::steady_clock::time_point)>& while_running) {
   check_usable();
   {
     std::lock_guard<std::mutex> lock(submit_start_mutex_);
@@ -828,6 +830,7 @@ void Device::submit_and_wait(std::vector<VkCommandBuffer> command_buffers, VkFen
   }
   if (job->result == VK_ERROR_DEVICE_LOST) device_lost("vkQueueSubmit");
   check(job->result, "vkQueueSubmit", "Vulkan dispatch of '" + name + "': ");
+  if (while_running) while_running(deadline);
   auto now = std::chrono::steady_clock::now();
   uint64_t remaining =
       now < deadline ? static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - now).count())

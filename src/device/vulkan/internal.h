@@ -5,6 +5,7 @@
 #include <vulkan/vulkan.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -212,9 +213,11 @@ class Device {
 
   // Submits `command_buffers` (in order, one submission) signalling `fence` (unsignalled) and waits
   // for it. Throws Error(kRuntime) on timeout (marking the device lost), device loss or submission
-  // failure.
+  // failure. `while_running`, if given, is called on this thread once the work is submitted and
+  // before the fence is waited for, with the run's deadline (host work that overlaps the GPU's).
   void submit_and_wait(std::vector<VkCommandBuffer> command_buffers, VkFence fence, uint32_t timeout_ms,
-                       const std::string& name);
+                       const std::string& name,
+                       const std::function<void(std::chrono::steady_clock::time_point)>& while_running = {});
   void submit_and_wait(VkCommandBuffer command_buffer, VkFence fence, uint32_t timeout_ms, const std::string& name) {
     submit_and_wait(std::vector<VkCommandBuffer>{command_buffer}, fence, timeout_ms, name);
   }
