@@ -446,7 +446,12 @@ class VulkanBackend final : public Backend {
       std::vector<std::pair<std::string, std::string>> names;
       RegionBuilder builder(g, c, caps);
       vk::ProgramDesc p = builder.build(input_args, names);
-      return std::make_unique<VulkanKernel>(std::move(device), std::move(p), std::move(input_args), std::move(names));
+      auto kernel = std::make_unique<VulkanKernel>(std::move(device), std::move(p), std::move(input_args), std::move(names));
+      // The constants are on the device now and the kernel never reads the host's bytes again: a
+      // weight borrowed from the model file may leave memory (Buffer::release_resident).
+      for (ValueId v : c.inputs)
+        if (const Tensor* t = vkb::const_tensor(g, v)) t->buffer().release_resident();
+      return kernel;
     } catch (const Error& e) {
       throw e.with_context({.graph = g.name(), .node = g.node_label(c.anchor)});
     }

@@ -1304,23 +1304,16 @@ void lower_attention(Lowering& l, const Composite& qk, const Composite& sm, cons
   s.set(3, p.D);
   s.set(4, f32_bits(p.scale));
   s.set(5, p.has_scale ? 1 : 0);
-  s.set(6, q.offset);
-  s.set(7, q.strides[0]);
-  s.set(8, q.strides[1]);
-  s.set(9, split(q));
-  s.set(10, q.outer);
-  s.set(11, k.offset);
-  s.set(12, k.strides[0]);
-  s.set(13, k.strides[1]);
-  s.set(14, k.strides[2]);
-  s.set(15, split(k));
-  s.set(16, k.outer);
-  s.set(17, v.offset);
-  s.set(18, v.strides[0]);
-  s.set(19, v.strides[1]);
-  s.set(20, v.strides[2]);
-  s.set(21, split(v));
-  s.set(22, v.outer);
+  // A view from id `at` on: its offset, its first `strides` strides, split and outer.
+  auto put = [&](int at, const compiler::StridedView& w, int strides) {
+    s.set(at++, w.offset);
+    for (int i = 0; i < strides; ++i) s.set(at++, w.strides[static_cast<size_t>(i)]);
+    s.set(at++, split(w));
+    s.set(at, w.outer);
+  };
+  put(6, q, 2);   // Q: batch and row strides (d contiguous)
+  put(11, k, 3);  // K^T: batch, d and key strides
+  put(17, v, 3);  // V: batch, key and d strides
   s.set(23, o ? o->strides[0] : p.LQ * p.D);
   s.set(24, o ? o->strides[1] : p.D);
   s.set(25, o ? split(*o) : 0);

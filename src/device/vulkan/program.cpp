@@ -466,6 +466,7 @@ void Program::Impl::upload_constants() {
     if (desc.slots[s].role != Role::kConstant || desc.slots[s].bytes == 0) continue;
     SlotMemory& m = slots[s];
     std::memcpy(m.b.host(), desc.slots[s].data.data(), m.b.bytes);
+    std::vector<uint8_t>().swap(desc.slots[s].data);  // on the device (or in staging) now: no third copy
     stats.constant_bytes += m.b.bytes;
     if (!m.b.host_coherent()) {
       VkMappedMemoryRange r{VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE, nullptr, m.b.host_memory(), 0, VK_WHOLE_SIZE};
@@ -721,7 +722,9 @@ void Program::Impl::record_transfers(VkCommandBuffer cb, bool in, const std::vec
   bool any = false;
   VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
   check(vkBeginCommandBuffer(cb, &bi), "vkBeginCommandBuffer", what() + ": ");
-  const bool chunking = !in && !imports;  // stage_out
+  // stage_out. Not with loop guards (lavapipe running custom shaders): a run whose guard trips must
+  // not have written the caller's outputs, and chunks are copied out before the guard is read.
+  const bool chunking = !in && !imports && guard_slots.empty();
   if (chunking) chunked_output.assign(output_slots.size(), false);
   for (size_t i = 0; i < external.size(); ++i) {
     const SlotMemory& m = slots[external[i]];

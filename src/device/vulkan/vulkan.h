@@ -239,7 +239,7 @@ struct ProgramSlot {
   Role role = Role::kInternal;
   size_t bytes = 0;  // the tensor's bytes; every resource naming the slot must have this size
   std::string name;  // for errors (e.g. the value's name)
-  std::vector<uint8_t> data;  // kConstant: exactly `bytes` bytes
+  std::vector<uint8_t> data;  // kConstant: exactly `bytes` bytes (freed once uploaded: Program::desc() has it empty)
 };
 
 struct ProgramDispatch {
