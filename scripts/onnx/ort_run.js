@@ -3,7 +3,7 @@
 // and writes its outputs as .npy: the reference side of scripts/onnx/compare_models.py.
 //
 //   node scripts/onnx/ort_run.js MODEL.onnx --input NAME=FILE.npy ... [--output NAME=FILE.npy ...]
-//        [--threads N] [--bench ITERS]
+//        [--threads N] [--bench ITERS] [--profile PREFIX]
 //
 // Every model input must be given. Without --output, the outputs' names, types and shapes are
 // printed and nothing is written. --threads sets intra-op threads (default: ORT's choice);
@@ -23,7 +23,7 @@ const path = require('path');
 
 const USAGE =
     'usage: node ort_run.js MODEL.onnx --input NAME=FILE.npy ... [--output NAME=FILE.npy ...] ' +
-    '[--threads N] [--bench ITERS]';
+    '[--threads N] [--bench ITERS] [--profile PREFIX]';
 
 class UsageError extends Error {}
 
@@ -124,7 +124,7 @@ function writeNpy(file, type, dims, data) {
 // ---------------------------------------------------------------------------------------------
 
 function parseArgs(argv) {
-  const args = {model: null, inputs: [], outputs: [], threads: null, bench: 0};
+  const args = {model: null, inputs: [], outputs: [], threads: null, bench: 0, profile: null};
   const nameFile = (flag, v) => {
     if (v === undefined) throw new UsageError(`${flag} expects NAME=FILE.npy`);
     const eq = v.indexOf('=');
@@ -150,6 +150,9 @@ function parseArgs(argv) {
       args.threads = count(a, argv[++i], 0);
     } else if (a === '--bench') {
       args.bench = count(a, argv[++i], 1);
+    } else if (a === '--profile') {
+      if (i + 1 >= argv.length) throw new UsageError('--profile needs a file name prefix');
+      args.profile = argv[++i];
     } else if (a.startsWith('-')) {
       throw new UsageError(`unknown option '${a}'`);
     } else if (args.model === null) {
@@ -189,6 +192,11 @@ async function main() {
     interOpNumThreads: 1,
   };
   if (args.threads !== null) options.intraOpNumThreads = args.threads;
+  if (args.profile) {
+    // ORT's own per-node profile (Chrome trace JSON), to set beside `weft run --profile`.
+    options.enableProfiling = true;
+    options.profileFilePrefix = args.profile;
+  }
   const session = await ort.InferenceSession.create(args.model, options);
 
   const feeds = {};
@@ -235,6 +243,7 @@ async function main() {
     console.log(`median_ms=${median(times).toFixed(3)} min_ms=${Math.min(...times).toFixed(3)} ` +
                 `mean_ms=${mean.toFixed(3)} iters=${times.length} threads=${args.threads ?? 'default'}`);
   }
+  if (args.profile) session.endProfiling();  // writes PREFIX_<date>.json (ORT names it)
   await session.release();
 }
 
