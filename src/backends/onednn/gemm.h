@@ -53,4 +53,13 @@ void gemm_avx2(const float* a, int64_t lda, int64_t m0, int64_t m1, const Packed
 // of the exact value.
 void activation_avx2(EpilogueOp::Kind kind, float* y, int64_t n);
 
+// Whether this CPU runs swish_avx512 (AVX-512F).
+bool swish_avx512_supported();
+
+// y = y sigmoid(y) in place over n floats with AVX-512F (gemm.cpp's swish16: e^-y by range
+// reduction, a polynomial and scalef; the reciprocal from an estimate refined once): within 4e-7
+// relative. The oneDNN backend runs it after a convolution instead of oneDNN's swish post-op, which
+// took 0.35 ms where this takes about a third (EfficientNet-B0's first expansion, docs/backends.md).
+void swish_avx512(float* y, int64_t n);
+
 }  // namespace weft::backend::cpu

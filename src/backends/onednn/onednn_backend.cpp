@@ -159,9 +159,18 @@ class OneDnnKernel final : public Kernel {
     } catch (const dn::error& e) {
       throw Error(ErrorCode::kRuntime, std::string("oneDNN failed to run ") + impl_ + ": " + e.what());
     }
+    if (swish_after_) {  // the last post-op, as a pass of Weft's own (see append_post_ops)
+      float* y = reinterpret_cast<float*>(a.out[0].mutable_bytes());
+      const int64_t n = a.out[0].num_elements(), block = 4096;
+      ref::parallel_for(threads, (n + block - 1) / block, [&](int64_t b0, int64_t b1) {
+        const int64_t e0 = b0 * block, e1 = std::min(n, b1 * block);
+        cpu::swish_avx512(y + e0, e1 - e0);
+      });
+    }
   }
 
   void set_scratch_md(const dn::memory::desc& md) { scratch_md_ = md; }
+  void set_swish_after(bool on) { swish_after_ = on; }
   void set_max_threads(int n) { max_threads_ = n; }
   void set_impl(std::string impl) { impl_ = std::move(impl); }
   std::string implementation() const override { return impl_; }
@@ -182,6 +191,7 @@ class OneDnnKernel final : public Kernel {
   dn::memory::desc scratch_md_;
   int max_threads_ = 1 << 20;
   int residual_ = -1;
+  bool swish_after_ = false;  // apply swish to the output after the primitive (cpu::swish_avx512)
   std::string impl_;  // oneDNN's implementation name, e.g. "brgconv:avx512_core"
 };
 
@@ -230,7 +240,8 @@ dn::primitive_attr base_attr(const PrepareOptions& o) {
 
 // `residual`: input index a sum post-op adds (copied to dst before running unless dst is it).
 std::unique_ptr<Kernel> finish(dn::primitive prim, const dn::primitive_desc_base& pd, std::vector<Arg> args,
-                               const PrepareOptions& o, bool in_place = false, int residual = -1) {
+                               const PrepareOptions& o, bool in_place = false, int residual = -1,
+                               bool swish_after = false) {
   size_t prepared = 0;
   for (const Arg& a : args)
     if (a.prepared) prepared += a.prepared->get_desc().get_size();
@@ -240,6 +251,7 @@ std::unique_ptr<Kernel> finish(dn::primitive prim, const dn::primitive_desc_base
                                           in_place, prepared);
   k->set_scratch_md(smd);
   k->set_impl(pd.impl_info_str());
+  k->set_swish_after(swish_after);
   if (residual >= 0) {
     // In place over the residual only when no other operand of the primitive reads it.
     bool shared = false;
@@ -261,8 +273,12 @@ std::optional<std::pair<float, float>> clamp_bounds(const Node& n) {
 
 // Appends the composite's post-ops (after `skip_bias` if the primitive takes the bias itself).
 // Residual operands become binary post-op arguments read from the composite's inputs.
+// `swish_after` (convolutions): where given and the CPU has AVX-512, a swish that is the last
+// post-op is left out and *swish_after set: the kernel applies cpu::swish_avx512 to the output after
+// the primitive. oneDNN 2.6's swish post-op took 0.35 ms over EfficientNet-B0's first expansion
+// (1.2 M values) where the convolution took 0.23 (docs/backends.md).
 void append_post_ops(const Graph& g, const Composite& c, dn::post_ops& ops, std::vector<Arg>& args,
-                     const dn::memory::desc& dst_md, bool nhwc, int* residual_input) {
+                     const dn::memory::desc& dst_md, bool nhwc, int* residual_input, bool* swish_after = nullptr) {
   for (const PostOp& p : c.post_ops) {
     const Node& n = g.node(p.node);
     switch (p.kind) {
@@ -297,7 +313,14 @@ void append_post_ops(const Graph& g, const Composite& c, dn::post_ops& ops, std:
       }
       case PostOp::Kind::kSigmoid: ops.append_eltwise(1.f, dn::algorithm::eltwise_logistic, 0.f, 0.f); break;
       case PostOp::Kind::kTanh: ops.append_eltwise(1.f, dn::algorithm::eltwise_tanh, 0.f, 0.f); break;
-      case PostOp::Kind::kSwish: ops.append_eltwise(1.f, dn::algorithm::eltwise_swish, 1.f, 0.f); break;
+      case PostOp::Kind::kSwish:
+        if (swish_after && &p == &c.post_ops.back() && dst_md.data_type() == dn::memory::data_type::f32 &&
+            cpu::swish_avx512_supported()) {
+          *swish_after = true;
+          break;
+        }
+        ops.append_eltwise(1.f, dn::algorithm::eltwise_swish, 1.f, 0.f);
+        break;
       case PostOp::Kind::kGeluErf: ops.append_eltwise(1.f, dn::algorithm::eltwise_gelu_erf, 0.f, 0.f); break;
       // oneDNN 2.6's hardswish is x * relu6(x + 3) / 6, the same function (its alpha and beta are ignored).
       case PostOp::Kind::kHardSwish: ops.append_eltwise(1.f, dn::algorithm::eltwise_hardswish, 0.f, 0.f); break;
@@ -324,14 +347,15 @@ void append_post_ops(const Graph& g, const Composite& c, dn::post_ops& ops, std:
 // The attributes of a convolution or matmul: scratchpad mode, the int8 input zero point (from
 // constant `zp`, kNoValue for fp32) and the composite's post-ops.
 dn::primitive_attr compute_attr(const Graph& g, const Composite& c, const PrepareOptions& o, ValueId zp,
-                                const dn::memory::desc& dst_md, bool nhwc, std::vector<Arg>& args, int* residual) {
+                                const dn::memory::desc& dst_md, bool nhwc, std::vector<Arg>& args, int* residual,
+                                bool* swish_after = nullptr) {
   dn::primitive_attr attr = base_attr(o);
   if (zp != kNoValue) {
     const int32_t z = *const_scalar_int(g, zp);
     if (z != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {z});
   }
   dn::post_ops ops;
-  append_post_ops(g, c, ops, args, dst_md, nhwc, residual);
+  append_post_ops(g, c, ops, args, dst_md, nhwc, residual, swish_after);
   attr.set_post_ops(ops);
   return attr;
 }
@@ -537,7 +561,9 @@ std::unique_ptr<Kernel> prepare_conv(const Graph& g, const Composite& c, const P
 
   std::vector<Arg> args;
   int residual = -1;
-  dn::primitive_attr attr = compute_attr(g, c, o, int8 ? n.inputs[3] : kNoValue, dst_md, true, args, &residual);
+  bool swish_after = false;
+  dn::primitive_attr attr =
+      compute_attr(g, c, o, int8 ? n.inputs[3] : kNoValue, dst_md, true, args, &residual, &swish_after);
 
   // Bias: expanded to OC entries when given as one broadcast value.
   const Tensor* bias_const = constant(g, n.inputs[2]);
@@ -579,7 +605,7 @@ std::unique_ptr<Kernel> prepare_conv(const Graph& g, const Composite& c, const P
   else
     args.push_back({DNNL_ARG_BIAS, b_md, -1, false, bias_mem});
   args.push_back({DNNL_ARG_DST, nhwc_md(ot), -1, true});
-  return finish(std::move(prim), pd_base, std::move(args), o, false, residual);
+  return finish(std::move(prim), pd_base, std::move(args), o, false, residual, swish_after);
 }
 
 // ---- Grouped convolutions (Region::kGroupedConv) ------------------------------------------------
@@ -641,7 +667,8 @@ std::unique_ptr<Kernel> prepare_grouped_conv(const Graph& g, const Composite& c,
 
   std::vector<Arg> args;
   int residual = -1;
-  dn::primitive_attr attr = compute_attr(g, c, o, kNoValue, dst_md, true, args, &residual);
+  bool swish_after = false;
+  dn::primitive_attr attr = compute_attr(g, c, o, kNoValue, dst_md, true, args, &residual, &swish_after);
   dn::convolution_forward::desc d(dn::prop_kind::forward_inference, dn::algorithm::convolution_direct, src_md, w_any,
                                   b_md, dst_md, strides, dil, pad_l, pad_r);
   dn::convolution_forward::primitive_desc pd(d, attr, engine());
@@ -650,7 +677,7 @@ std::unique_ptr<Kernel> prepare_grouped_conv(const Graph& g, const Composite& c,
   args.push_back({DNNL_ARG_WEIGHTS, w_pref, -1, false, reorder_constant(stacked, w_user, w_pref, o.cache)});
   args.push_back({DNNL_ARG_BIAS, b_md, -1, false, bias});
   args.push_back({DNNL_ARG_DST, nhwc_md(ot), -1, true});
-  return finish(build<dn::convolution_forward>(pd), pd, std::move(args), o, false, residual);
+  return finish(build<dn::convolution_forward>(pd), pd, std::move(args), o, false, residual, swish_after);
 }
 
 Support pool_supported(const Graph& g, const Composite& c) {

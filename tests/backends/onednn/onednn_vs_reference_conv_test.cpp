@@ -4,9 +4,11 @@
 // behind (residual ADD, CLAMP as ReLU / ReLU6, SIGMOID, TANH, swish, GELU); pooling with its own
 // padding and with a fused PAD. Each case asserts that the pattern ran on oneDNN (explain) and that
 // its outputs match the reference within the tolerance documented in onednn_test_util.h.
+#include <cmath>
 #include <functional>
 #include <limits>
 
+#include "backends/onednn/gemm.h"
 #include "backends/onednn/onednn_test_util.h"
 
 namespace weft::onednn_test {
@@ -551,6 +553,45 @@ TEST(OneDnnVsReference, Conv3dWithResidualAndRelu) {
     ValueId r = net.input(net.type(y).shape);
     Module m = net.finish({net.relu(net.add(y, r))});
     check_vs_reference(m, net.feeds, {"CONV3D+ADD+CLAMP"}, kTolAccumulate);
+  }
+}
+
+// The swish pass run after a convolution instead of oneDNN's post-op (cpu::swish_avx512, on CPUs
+// with AVX-512) against x / (1 + e^-x) in double: over [-100, 100] in steps of 1/512, special values
+// and every tail length of a 16-wide vector. Within 4e-7 relative (+1e-37 absolute); x = -inf and NaN
+// give NaN, +inf stays +inf, and x below -88 gives a zero, as MUL(x, SIGMOID(x)).
+TEST(OneDnnConv, SwishPassMatchesItsDefinition) {
+  if (!backend::cpu::swish_avx512_supported()) GTEST_SKIP() << "this CPU has no AVX-512F";
+  std::vector<float> x;
+  for (double v = -100.0; v <= 100.0; v += 1.0 / 512) x.push_back(static_cast<float>(v));
+  for (float v : {0.0f, -0.0f, 1e-30f, -1e-30f, 87.0f, -87.0f, 88.5f, -88.5f, 89.0f, -89.0f, 1e30f, -1e30f})
+    x.push_back(v);
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  for (size_t tail = 0; tail < 16; ++tail) {
+    std::vector<float> v = x;
+    v.resize(v.size() - tail);
+    v.insert(v.end(), {inf, -inf, nan});
+    std::vector<float> y = v;
+    backend::cpu::swish_avx512(y.data(), static_cast<int64_t>(y.size()));
+    int bad = 0;
+    for (size_t i = 0; i < v.size() && bad < 5; ++i) {
+      const double xi = v[i];
+      if (std::isnan(xi) || xi == -inf) {
+        bad += !std::isnan(y[i]);
+        EXPECT_TRUE(std::isnan(y[i])) << "x = " << xi << ": " << y[i];
+        continue;
+      }
+      if (xi == inf) {
+        bad += y[i] != inf;
+        EXPECT_EQ(y[i], inf);
+        continue;
+      }
+      const double want = xi / (1.0 + std::exp(-xi));
+      const double err = std::abs(y[i] - want);
+      const bool ok = err <= 4e-7 * std::abs(want) + 1e-37 || (xi < -88.0 && y[i] == 0.0f);
+      bad += !ok;
+      EXPECT_TRUE(ok) << "x = " << xi << ": " << y[i] << " vs " << want << " (error " << err << ")";
+    }
   }
 }
 
