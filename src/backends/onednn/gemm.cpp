@@ -310,7 +310,7 @@ __attribute__((target("avx512f"))) void swish_avx512(float* y, int64_t n) {
 
 #else
 
-// Not x86-64 with GCC: gemm_avx2_supported() says no, so the backend never calls the other two.
+// Not x86-64 with GCC: the *_supported() functions say no, so the backend never calls the others.
 bool gemm_avx2_supported() { return false; }
 bool swish_avx512_supported() { return false; }
 void swish_avx512(float*, int64_t) {}

@@ -1224,8 +1224,7 @@ std::string plan_attention(const Graph& g, const Composite& qk, const Composite&
   if (qk.anchor < 0 || pv.anchor < 0 || g.node(qk.anchor).op != Op::MATMUL || g.node(pv.anchor).op != Op::MATMUL ||
       sm.region != Composite::Region::kSoftmax)
     return "not MATMUL, SOFTMAX, MATMUL";
-  if (qk.region != Composite::Region::kNone || pv.region != Composite::Region::kNone || !pv.post_ops.empty())
-    return "the second MATMUL has fused operations";
+  if (!pv.post_ops.empty()) return "the second MATMUL has fused operations";
   if (qk.post_ops.size() > 1 || (qk.post_ops.size() == 1 && qk.post_ops[0].kind != PostOp::Kind::kScale))
     return "the scores take fused operations other than one SCALE (a mask is not fused)";
   if (std::string r = plan_matmul(g, qk, caps, p.qk); !r.empty()) return r;
