@@ -56,14 +56,20 @@ struct PostOp {
   // MUL rounds it).
   // kShift: ADD of such a constant (`operand`) that is not a bias (hard-sigmoid's + 0.5 after its
   // scale, a per-channel shift after a per-channel scale): one fp32 sum, as the ADD.
-  enum class Kind { kBias, kResidual, kClamp, kSigmoid, kTanh, kSwish, kGeluErf, kHardSwish, kGeluTanh, kScale, kShift };
+  // kMask: ADD of a float tensor (`operand`) of the result's type and rank that is broadcast along
+  // some axes (each axis equal to the result's or 1) and is neither a bias, a per-column constant
+  // nor a residual of the full shape: attention's additive mask, [B,1,1,S] for padding or [1,1,S,S]
+  // for causality, added to the scores. One fp32 sum, as the ADD.
+  enum class Kind {
+    kBias, kResidual, kClamp, kSigmoid, kTanh, kSwish, kGeluErf, kHardSwish, kGeluTanh, kScale, kShift, kMask
+  };
   Kind kind;
   int node = -1;        // the ADD, CLAMP, SIGMOID or TANH (kSwish: the SIGMOID; kGeluErf, kHardSwish: the first MUL;
                         // kGeluTanh: the MUL(x, x))
   int mul = -1;         // kSwish: the MUL of the SIGMOID's input by its result
   std::vector<int> more;  // kGeluErf: the ERF, ADD, MUL and MUL after `node`; kHardSwish: the ADD, CLAMP and MUL;
                           // kGeluTanh: the other seven nodes and, last, the final MUL
-  ValueId operand = kNoValue;  // kBias / kResidual / kShift: the ADD's other operand; kScale: the MUL's constant
+  ValueId operand = kNoValue;  // kBias / kResidual / kShift / kMask: the ADD's other operand; kScale: the MUL's constant
 };
 
 // A group of nodes the partitioner found together. Nodes are listed in graph order; every value

@@ -253,6 +253,10 @@ class Matcher {
           had_residual = true;
         } else if (is_float(rt.dtype) && (scalar(other) || per_column(other, rt))) {
           ops.push_back({PostOp::Kind::kShift, c, -1, {}, other});
+        } else if (!had_residual && is_float(rt.dtype) && broadcast_to(ot, rt)) {
+          // (One tensor read per element: a mask, or a residual, not both.)
+          ops.push_back({PostOp::Kind::kMask, c, -1, {}, other});
+          had_residual = true;
         } else {
           break;
         }
@@ -275,6 +279,13 @@ class Matcher {
     return ops;
   }
 
+  // Whether `t` (of `rt`'s element type and rank) broadcasts to `rt`: every axis equal or 1.
+  static bool broadcast_to(const TensorType& t, const TensorType& rt) {
+    if (t.dtype != rt.dtype || t.rank() != rt.rank()) return false;
+    for (size_t i = 0; i < t.shape.size(); ++i)
+      if (t.shape[i] != rt.shape[i] && t.shape[i] != 1) return false;
+    return true;
+  }
   // A constant of `rt`'s element type holding one value per index of `rt`'s last axis (the output
   // channel), of no higher rank and 1 along every other axis: ConvNeXt's layer scale [1,1,1,C].
   bool per_column(ValueId v, const TensorType& rt) const {
@@ -696,6 +707,7 @@ class Matcher {
         case PostOp::Kind::kGeluTanh: pattern += "+GELU_TANH"; break;
         case PostOp::Kind::kScale: pattern += "+SCALE"; break;
         case PostOp::Kind::kShift: pattern += "+SHIFT"; break;
+        case PostOp::Kind::kMask: pattern += "+MASK"; break;
       }
     }
     c.pattern = pattern;

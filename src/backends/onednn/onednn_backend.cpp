@@ -340,6 +340,8 @@ void append_post_ops(const Graph& g, const Composite& c, dn::post_ops& ops, std:
         args.push_back({DNNL_ARG_ATTR_MULTIPLE_POST_OP(ops.len() - 1) | DNNL_ARG_SRC_1, md, c.input_index(p.operand)});
         break;
       }
+      case PostOp::Kind::kMask:
+        throw Error(ErrorCode::kInternal, "oneDNN was given a broadcast ADD post-op, which post_ops_supported declines");
     }
   }
 }
@@ -362,6 +364,8 @@ dn::primitive_attr compute_attr(const Graph& g, const Composite& c, const Prepar
 
 Support post_ops_supported(const Graph& g, const Composite& c) {
   for (const PostOp& p : c.post_ops) {
+    // (The ADD then runs on its own, with its broadcast.)
+    if (p.kind == PostOp::Kind::kMask) return Support::no("a broadcast ADD (an attention mask) is not fused on the CPU");
     if (p.kind == PostOp::Kind::kClamp && !clamp_bounds(g.node(p.node)))
       return Support::no("CLAMP bounds of a non-fp32 type cannot be fused");
     if (p.operand != kNoValue && type_of(g, p.operand).dtype != DType::kFp32)
@@ -841,6 +845,8 @@ class GemvKernel final : public Kernel {
       case PostOp::Kind::kScale:
         for (int64_t i = n0; i < n1; ++i) y[i] *= p.column[static_cast<size_t>(i)];
         break;
+      case PostOp::Kind::kMask:  // never: row_post_ops gives no kernel for it
+        break;
     }
   }
 
@@ -862,6 +868,7 @@ std::optional<std::vector<GemvPostOp>> row_post_ops(const Graph& g, const Compos
   std::vector<GemvPostOp> post;
   for (const PostOp& p : c.post_ops) {
     GemvPostOp q{p.kind, {}, 0, 0, -1};
+    if (p.kind == PostOp::Kind::kMask) return std::nullopt;
     if (p.kind == PostOp::Kind::kBias || p.kind == PostOp::Kind::kScale || p.kind == PostOp::Kind::kShift) {
       // One value, or one per output column, spread over the columns.
       const Tensor* t = constant(g, p.operand);
@@ -988,6 +995,7 @@ class GemmKernel final : public Kernel {
         case PostOp::Kind::kSwish: ops[o] = {cpu::EpilogueOp::Kind::kSwish}; break;
         case PostOp::Kind::kHardSwish: ops[o] = {cpu::EpilogueOp::Kind::kHardSwish}; break;
         case PostOp::Kind::kGeluTanh: ops[o] = {cpu::EpilogueOp::Kind::kGeluTanh}; break;
+        case PostOp::Kind::kMask: break;  // never: row_post_ops gives no kernel for it
       }
     }
     // Work items: one 16-column panel of one row chunk of one batch, those of one panel

@@ -104,7 +104,8 @@ enum EpKind : int32_t {
   kEpScale,
   kEpShift,
   kEpColumnScale,
-  kEpColumnShift
+  kEpColumnShift,
+  kEpMask
 };
 
 struct Epilogue {
@@ -117,7 +118,25 @@ struct Epilogue {
   // offset (j + 1) * cols, which the post-op carries as its parameter.
   std::vector<ValueId> columns;
   int64_t cols = 0;
+  // kEpMask: the mask (in the residual binding) indexed as mask_runs says.
+  int32_t mask_bc = 0, mask_c = 0;
 };
+
+// How a tensor of shape `mask` that broadcasts to `result` (same rank, each axis equal or 1) is
+// indexed from a flat index o of the result: viewed as [A, Bm, C] against the mask's [A, 1, C], its
+// element (o / (Bm C)) C + o % C. {Bm * C, C}, or nullopt where the broadcast axes are not one run
+// (a mask [B, 1, S, 1]) or the sizes pass int32. Covers attention's [B,1,1,S], [B,1,S,S], [1,1,S,S].
+std::optional<std::pair<int32_t, int32_t>> mask_runs(const Shape& result, const Shape& mask) {
+  if (mask.size() != result.size()) return std::nullopt;
+  int64_t c = 1, bm = 1;
+  int i = static_cast<int>(result.size()) - 1;
+  for (; i >= 0 && mask[static_cast<size_t>(i)] == result[static_cast<size_t>(i)]; --i) c *= result[static_cast<size_t>(i)];
+  for (; i >= 0 && mask[static_cast<size_t>(i)] == 1; --i) bm *= result[static_cast<size_t>(i)];
+  for (; i >= 0 && mask[static_cast<size_t>(i)] == result[static_cast<size_t>(i)]; --i) {
+  }
+  if (i >= 0 || shape_elements(result) > std::numeric_limits<int32_t>::max()) return std::nullopt;
+  return std::make_pair(static_cast<int32_t>(bm * c), static_cast<int32_t>(c));
+}
 
 // The single-element constant among the first two operands of binary node n.
 std::optional<double> scalar_operand(const Graph& g, const Node& n) {
@@ -174,6 +193,18 @@ std::string plan_epilogue(const Graph& g, const Composite& c, Epilogue& ep, Valu
         kind = kEpResidual;
         ep.result = n.outputs[0];
         break;
+      case PostOp::Kind::kMask: {
+        const TensorType& mt = type_of(g, p.operand);
+        const auto runs = mask_runs(type_of(g, n.outputs[0]).shape, mt.shape);
+        if (ep.residual != kNoValue || mt.dtype != rt.dtype || !runs)
+          return "the fused broadcast add is not one run of broadcast axes of the result's type";
+        ep.residual = p.operand;
+        ep.mask_bc = runs->first;
+        ep.mask_c = runs->second;
+        kind = kEpMask;
+        ep.result = n.outputs[0];
+        break;
+      }
       case PostOp::Kind::kClamp: {
         const Tensor& lo = n.attr_tensor("min_val");
         const Tensor& hi = n.attr_tensor("max_val");
@@ -292,6 +323,10 @@ void epilogue_spec(Spec& s, const Epilogue& ep) {
   for (int i = 0; i < 4; ++i) {
     s.set(40 + i, ep.kind[i]);
     for (int j = 0; j < 3; ++j) s.set(44 + 3 * i + j, f32_bits(ep.p[i][j]));
+    if (ep.kind[i] == kEpMask) {  // integers (tc_epilogue.glsl: EP_MASK)
+      s.set(44 + 3 * i, ep.mask_bc);
+      s.set(45 + 3 * i, ep.mask_c);
+    }
   }
 }
 
@@ -1204,6 +1239,7 @@ struct AttentionPlan {
   int64_t BH = 0, LQ = 0, LK = 0, D = 0;
   float scale = 1.0f;
   bool has_scale = false;
+  int mask = 0;  // mx_attention's MASK: 0 none, 1 added after the scale, 2 before it
 };
 
 // Whether every reader of `v` is one of `nodes` (ascending) and `v` is no graph output.
@@ -1225,8 +1261,13 @@ std::string plan_attention(const Graph& g, const Composite& qk, const Composite&
       sm.region != Composite::Region::kSoftmax)
     return "not MATMUL, SOFTMAX, MATMUL";
   if (!pv.post_ops.empty()) return "the second MATMUL has fused operations";
-  if (qk.post_ops.size() > 1 || (qk.post_ops.size() == 1 && qk.post_ops[0].kind != PostOp::Kind::kScale))
-    return "the scores take fused operations other than one SCALE (a mask is not fused)";
+  int scales = 0, masks = 0;
+  for (const PostOp& op : qk.post_ops) {
+    scales += op.kind == PostOp::Kind::kScale;
+    masks += op.kind == PostOp::Kind::kMask;
+  }
+  if (scales > 1 || masks > 1 || scales + masks != static_cast<int>(qk.post_ops.size()))
+    return "the scores take fused operations other than one SCALE and one broadcast ADD (a mask)";
   if (std::string r = plan_matmul(g, qk, caps, p.qk); !r.empty()) return r;
   if (std::string r = plan_matmul(g, pv, caps, p.pv); !r.empty()) return r;
   const DType t = p.qk.in_t;
@@ -1235,12 +1276,17 @@ std::string plan_attention(const Graph& g, const Composite& qk, const Composite&
   // fp16 on cooperative matrices: the two tensor-core GEMMs and the softmax were faster than this
   // SIMT kernel on an H100 (BERT b32 0.67 -> 0.74 ms of device time), so they stay apart.
   if (t == DType::kFp16 && use_coop(caps)) return "fp16 attention runs on the cooperative-matrix GEMMs";
-  if (!qk.post_ops.empty()) {
-    const std::optional<double> f = const_scalar(g, qk.post_ops[0].operand);
+  for (const PostOp& op : qk.post_ops) {
+    if (op.kind == PostOp::Kind::kMask) {
+      p.mask = p.has_scale ? 1 : 2;  // (plan_matmul checked its shape: p.qk.ep)
+      continue;
+    }
+    const std::optional<double> f = const_scalar(g, op.operand);
     if (!f) return "the scores' SCALE is not one value";
     p.scale = static_cast<float>(*f);
     p.has_scale = true;
   }
+  if (p.mask == 2 && !p.has_scale) p.mask = 1;  // (no scale: "after" it)
   // The softmax reads the scores over their last axis, and the second MATMUL reads its result as
   // [batch, queries, keys] in memory order; RESHAPEs (`aliases`, same bytes) may stand between them.
   auto follow = [&](ValueId v) {
@@ -1325,7 +1371,12 @@ void lower_attention(Lowering& l, const Composite& qk, const Composite& sm, cons
   const bool kvec = k.strides[1] == 1 && aligned(k, k.strides[2]);
   const bool vvec = v.strides[2] == 1 && aligned(v, v.strides[1]);
   s.set(27, (kvec ? 1 : 0) | (vvec ? 2 : 0));
-  l.dispatch("mx_attention", std::move(s.v), {l.in(p.qk.a_src), l.in(p.qk.b_src), l.in(p.pv.b_src), l.out(p.pv.ep.result)},
+  s.set(28, p.mask);
+  s.set(29, p.qk.ep.mask_bc);
+  s.set(30, p.qk.ep.mask_c);
+  const ValueId mask = p.mask != 0 ? p.qk.ep.residual : p.qk.a_src;  // (bound but not read without one)
+  l.dispatch("mx_attention", std::move(s.v),
+             {l.in(p.qk.a_src), l.in(p.qk.b_src), l.in(p.pv.b_src), l.out(p.pv.ep.result), l.in(mask)},
              {static_cast<uint32_t>((p.LQ + 31) / 32), static_cast<uint32_t>(p.BH), 1});
 }
 

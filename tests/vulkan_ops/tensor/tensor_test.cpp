@@ -515,6 +515,78 @@ TEST(VulkanTensor, AttentionRunsAsOneDispatch) {
   for (const KernelProfile& k : ctx.profile()) EXPECT_NE(k.pattern, "ATTENTION");
 }
 
+// Attention with an additive mask broadcast to the scores, as exporters write it (BERT's padding
+// mask [B,1,1,S] of 0 / -10000, a causal [1,1,S,S], a per-batch [B,1,S,S]; added after the scale
+// or before it): one dispatch (mx_attention) that reads the mask in place. Where attention is not
+// fused (head size 24), the Q K^T GEMM adds the mask in its epilogue (MATMUL+RESHAPE+SCALE+MASK).
+// A broadcast that is not one run of axes ([B,1,S,1]) stays a separate ADD; all match the reference.
+TEST(VulkanTensor, MaskedAttentionRunsAsOneDispatch) {
+  ScopedEnv no_coop("WEFT_VULKAN_NO_COOP", "1");
+  enum Mask { kPadding, kCausal, kPerBatch, kColumn };
+  struct Case {
+    int64_t B, S, H, D;
+    Mask mask;
+    bool mask_first;
+    DType t;
+    const char* fused;  // the pattern that runs the scores: ATTENTION or the GEMM's (its end)
+  };
+  for (const Case& c : {Case{2, 40, 2, 32, kPadding, false, DType::kFp32, "ATTENTION"},
+                        Case{1, 37, 2, 64, kCausal, false, DType::kFp32, "ATTENTION"},
+                        Case{3, 9, 2, 32, kPerBatch, true, DType::kFp32, "ATTENTION"},
+                        Case{2, 33, 2, 32, kPadding, false, DType::kFp16, "ATTENTION"},
+                        Case{2, 9, 2, 24, kPadding, false, DType::kFp32, "MATMUL+RESHAPE+SCALE+MASK"},
+                        Case{2, 9, 2, 32, kColumn, false, DType::kFp32, "MATMUL+RESHAPE+SCALE"}}) {
+    SCOPED_TRACE("B " + std::to_string(c.B) + " S " + std::to_string(c.S) + " D " + std::to_string(c.D) + " mask " +
+                 std::to_string(c.mask) + " " + dtype_name(c.t));
+    const int64_t B = c.B, S = c.S, H = c.H, D = c.D, E = H * D;
+    Net net(31);
+    ValueId qkv = net.input({c.t, {B, S, 3 * E}}, -2, 2);
+    // The mask: 0 where a key is seen, -10000 where not (every row keeps its first key).
+    const Shape ms = c.mask == kPadding ? Shape{B, 1, 1, S}
+                     : c.mask == kCausal ? Shape{1, 1, S, S}
+                     : c.mask == kPerBatch ? Shape{B, 1, S, S}
+                                           : Shape{B, 1, S, 1};
+    std::vector<double> mv(static_cast<size_t>(shape_elements(ms)));
+    for (size_t i = 0; i < mv.size(); ++i) {
+      const int64_t j = static_cast<int64_t>(i) % ms[3], q = (static_cast<int64_t>(i) / ms[3]) % ms[2];
+      const bool hidden = c.mask == kPadding ? j >= S - 1 - static_cast<int64_t>(i) / S % 3 && j > 0
+                          : c.mask == kCausal ? j > q
+                                              : (i * 7919) % 5 == 0 && j > 0;
+      mv[i] = hidden ? -10000.0 : 0.0;
+    }
+    ValueId mask = net.input_tensor(Tensor::from_doubles({c.t, ms}, mv));
+    auto head = [&](int which, std::vector<int64_t> perms, std::vector<int64_t> to) {
+      ValueId part = net.slice(qkv, {0, 0, which * E}, {B, S, E});
+      ValueId r = net.reshape(part, {B, S, H, D});
+      return net.reshape(net.b.op(Op::TRANSPOSE, {r}, {{"perms", std::move(perms)}}), std::move(to));
+    };
+    ValueId q = head(0, {0, 2, 1, 3}, {B * H, S, D});
+    ValueId kt = head(1, {0, 2, 3, 1}, {B * H, D, S});
+    ValueId v = head(2, {0, 2, 1, 3}, {B * H, S, D});
+    ValueId scores = net.reshape(net.matmul(q, kt, c.t), {B, H, S, S});
+    ValueId scale = net.scalar(c.t, 1.0 / std::sqrt(static_cast<double>(D)), 4);
+    scores = c.mask_first ? net.mul(net.add(scores, mask), scale) : net.add(net.mul(scores, scale), mask);
+    ValueId p = net.reshape(net.softmax(scores), {B * H, S, S});
+    ValueId o = net.reshape(net.matmul(p, v, c.t), {B, H, S, D});
+    ValueId y = net.reshape(net.b.op(Op::TRANSPOSE, {o}, {{"perms", std::vector<int64_t>{0, 2, 1, 3}}}), {B, S, E});
+    const Module m = net.finish({y});
+    check_vs_reference(m, net.feeds, c.t == DType::kFp16 ? kF16Fused : kF32);
+    Context ctx(Model::from_module(m, vulkan_first()));
+    ctx.set_profiling(true);
+    ctx.run(net.feeds);
+    int fused = 0, adds = 0;
+    for (const KernelProfile& k : ctx.profile()) {
+      const std::string_view pat(k.pattern), want(c.fused);  // (after the views' TRANSPOSE+)
+      fused += k.device && pat.size() >= want.size() && pat.substr(pat.size() - want.size()) == want;
+      adds += k.device && k.pattern == "ADD";
+    }
+    std::string seen;
+    for (const KernelProfile& k : ctx.profile()) seen += k.pattern + (k.device ? " (device) " : " ");
+    EXPECT_EQ(fused, 1) << seen;
+    EXPECT_EQ(adds, c.mask == kColumn ? 1 : 0) << seen;
+  }
+}
+
 // Integer results take no fused operations: CONV2D + CLAMP on int32 is declined as a composite.
 TEST(VulkanTensor, IntegerPostOpsDeclined) {
   Net net(16);

@@ -1,9 +1,11 @@
 #version 450
-// Fused attention: O = softmax(scale * Q K^T) V in one dispatch, for the three members the
-// partitioner leaves behind attention written out as MATMUL(Q, K^T) [+ SCALE], the SOFTMAX region
-// over the keys, and MATMUL(P, V) (ops_tensor.cpp, lower_attention). Q, K^T, V and O are strided
-// views of the tensors the projections wrote (the heads split out in place, as the MATMUL kernels
-// read them); S and P never reach memory.
+// Fused attention: O = softmax(scale * Q K^T + mask) V in one dispatch, for the three members the
+// partitioner leaves behind attention written out as MATMUL(Q, K^T) [+ SCALE] [+ MASK, before or
+// after the scale], the SOFTMAX region over the keys, and MATMUL(P, V) (ops_tensor.cpp,
+// lower_attention). Q, K^T, V and O are strided views of the tensors the projections wrote (the
+// heads split out in place, as the MATMUL kernels read them); S and P never reach memory. The
+// mask is an additive tensor broadcast to the scores ([B,1,1,S] padding, [1,1,S,S] causal), read
+// as tc_epilogue.glsl's EP_MASK reads it.
 //
 // A workgroup of 128 invocations owns BQ = 32 query rows of one batch (gl_WorkGroupID.y) and walks
 // the keys in tiles of BKV = 32 (flash-attention style, online softmax): per tile it stages K^T
@@ -61,11 +63,17 @@ layout(constant_id = 26) const int O_OUTER = 0;
 // of 4); bit 1: V likewise (V_D == 1; V_OFF, V_BATCH, V_OUTER and V_J multiples of 4). The next
 // tile's vectors are then loaded into registers while the current one is computed.
 layout(constant_id = 27) const int VEC = 0;
+// The additive mask: 0 none, 1 added after the scale, 2 before it. Score (b, q, j), flat index
+// o = (b LQ + q) LK + j, adds mask[(o / MASK_BC) * MASK_C + o % MASK_C].
+layout(constant_id = 28) const int MASK = 0;
+layout(constant_id = 29) const int MASK_BC = 1;
+layout(constant_id = 30) const int MASK_C = 1;
 
 TENSOR_RO(0, qv, T)
 TENSOR_RO(1, kv, T)
 TENSOR_RO(2, vv, T)
 TENSOR(3, ov, T)
+TENSOR_RO(4, mv, T)
 layout(std430, set = 0, binding = 1) restrict readonly buffer KF4 { vec4 k_f4[]; };
 layout(std430, set = 0, binding = 1) restrict readonly buffer KH4 { uvec2 k_h4[]; };  // fp16: 4 halves
 layout(std430, set = 0, binding = 2) restrict readonly buffer VF4 { vec4 v_f4[]; };
@@ -168,10 +176,19 @@ void main() {
     float tmax[2];
     [[unroll]] for (int r = 0; r < 2; ++r) {
       tmax[r] = NEG_INF;
+      const int q = q0 + 2 * tq + r;
       [[unroll]] for (int i = 0; i < 4; ++i) {
+        const int j = j0 + 4 * tk + i;
+        float mk = 0.0;
+        if (MASK != 0 && q < LQ && j < LK) {
+          const uint o = uint((b * LQ + q) * LK + j);
+          mk = mv_ldf((o / uint(MASK_BC)) * uint(MASK_C) + o % uint(MASK_C));
+        }
         float x = r16(s[r][i]);
+        if (MASK == 2) x = r16(x + mk);
         if (HAS_SCALE != 0) x = r16(x * scale);
-        if (j0 + 4 * tk + i >= LK) x = NEG_INF;  // past the last key: weight 0
+        if (MASK == 1) x = r16(x + mk);
+        if (j >= LK) x = NEG_INF;  // past the last key: weight 0
         s[r][i] = x;
         tmax[r] = max_nan(tmax[r], x);
       }

@@ -5,7 +5,8 @@
 // The including shader declares, before including this file:
 //   TENSOR(.., bias, T_BIAS)  the per-column operand of a kBias post-op (MATMUL) / conv bias, and
 //                             behind it any per-column constants of scale / shift post-ops;
-//   TENSOR(.., res, T_RES)    the residual operand (same shape and index as the output).
+//   TENSOR(.., res, T_RES)    the residual operand (same shape and index as the output), or a
+//                             broadcast operand (EP_MASK).
 //
 // Post-ops run in fp32 on the result already rounded as the anchor's own output, and the final
 // value is rounded once when stored (the reference rounds after each operator: for fp32 results
@@ -27,6 +28,8 @@
 #define EP_SHIFT 12        // x + p0
 #define EP_COL_SCALE 13    // x * bias[p0 + column]  (a per-channel constant packed behind the bias)
 #define EP_COL_SHIFT 14    // x + bias[p0 + column]
+#define EP_MASK 15         // x + res[(idx / p0) * p1 + idx % p1]  (p0, p1 integers: a broadcast
+                           // operand viewed as [A, 1, C] against the result's [A, Bm, C], p0 = Bm C, p1 = C)
 
 layout(constant_id = 40) const int EP_K0 = EP_NONE;
 layout(constant_id = 41) const int EP_K1 = EP_NONE;
@@ -91,15 +94,18 @@ float ep_apply(int kind, float p0, float p1, float p2, float v, uint idx, uint c
   return v;
 }
 
-// The post-ops applied to value v of output element `idx` in column `col`.
+// The post-ops applied to value v of output element `idx` in column `col` (EP_MASK's parameters
+// are integers, not float bits).
 float epilogue(float v, uint idx, uint col) {
-  if (EP_K0 != EP_NONE)
-    v = ep_apply(EP_K0, intBitsToFloat(EP_P00), intBitsToFloat(EP_P01), intBitsToFloat(EP_P02), v, idx, col);
-  if (EP_K1 != EP_NONE)
-    v = ep_apply(EP_K1, intBitsToFloat(EP_P10), intBitsToFloat(EP_P11), intBitsToFloat(EP_P12), v, idx, col);
-  if (EP_K2 != EP_NONE)
-    v = ep_apply(EP_K2, intBitsToFloat(EP_P20), intBitsToFloat(EP_P21), intBitsToFloat(EP_P22), v, idx, col);
-  if (EP_K3 != EP_NONE)
-    v = ep_apply(EP_K3, intBitsToFloat(EP_P30), intBitsToFloat(EP_P31), intBitsToFloat(EP_P32), v, idx, col);
+#define EP_STEP(K, P0, P1, P2)                                                                        \
+  if (K == EP_MASK)                                                                                 \
+    v += res_ldf((idx / uint(P0)) * uint(P1) + idx % uint(P1));                                     \
+  else if (K != EP_NONE)                                                                            \
+    v = ep_apply(K, intBitsToFloat(P0), intBitsToFloat(P1), intBitsToFloat(P2), v, idx, col);
+  EP_STEP(EP_K0, EP_P00, EP_P01, EP_P02)
+  EP_STEP(EP_K1, EP_P10, EP_P11, EP_P12)
+  EP_STEP(EP_K2, EP_P20, EP_P21, EP_P22)
+  EP_STEP(EP_K3, EP_P30, EP_P31, EP_P32)
+#undef EP_STEP
   return v;
 }
