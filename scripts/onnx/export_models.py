@@ -58,14 +58,18 @@ SEG = ["fcn_resnet50", "deeplabv3_resnet50", "deeplabv3_mobilenet_v3_large", "lr
 # out in elementary operators, as models in the wild write them rather than as PyTorch's own
 # modules export (LayerNorm by mean / variance / sqrt / division, RMS norm, GELU's tanh form, SiLU
 # as x * sigmoid(x), hard-swish as x * relu6(x + 3) / 6, softmax as exp / sum, attention as
-# matmuls around a hand-built softmax): as "patterns".
+# matmuls around a hand-built softmax; attention_causal adds a decoder's causal mask, 0 / -inf
+# above the diagonal, to the scores): as "patterns".
 PATTERNS = ["layernorm_manual", "rmsnorm", "gelu_tanh", "silu_manual", "hardswish_manual", "softmax_manual",
-            "attention_manual"]
+            "attention_manual", "attention_causal"]
 PATTERN_SHAPE = (1, 128, 256)
 SMALL_IMAGE_SHAPE = (1, 3, 64, 64)
 VIDEO_SHAPE = (1, 3, 16, 112, 112)
 SEQ_SHAPE = (1, 32, 64)
 TEST_MODELS = list(MODELS)
+# bert_encoder with BERT's padding mask (token id 0 is padding; the input pads each sequence's end):
+# exported when asked for by name.
+MODELS["bert_masked"] = ("input_ids", "tokens")
 for _names, _kind in ((BROAD, "image"), (VIDEO, "video"), (SEQ, "seq"), (SMALL_IMAGE, "image64"), (SEG, "image"),
                       (PATTERNS, "pattern")):
     for _name in _names:
@@ -117,11 +121,12 @@ def parse_model_list(text):
 # --------------------------------------------------------------------------------------------
 # bert_encoder: a small BERT-style encoder (post-LayerNorm, as BERT), written with explicit
 # matmul/softmax so that the exported graph is plain MatMul/Add/Softmax/Reshape/Transpose.
-# No attention mask: every one of the 128 tokens attends to all others.
+# No attention mask: every one of the 128 tokens attends to all others. bert_masked (masked=True)
+# adds BERT's additive padding mask, (1 - (input_ids != 0)) * -10000 as [B, 1, 1, S], to the scores.
 # --------------------------------------------------------------------------------------------
 
 
-def build_bert():
+def build_bert(masked=False):
     import torch
     from torch import nn
 
@@ -139,12 +144,14 @@ def build_bert():
             b, s, _ = x.shape
             return x.reshape(b, s, self.heads, self.head_dim).transpose(1, 2)
 
-        def forward(self, x):
+        def forward(self, x, mask=None):
             b, s, h = x.shape
             q = self.split(self.query(x))
             k = self.split(self.key(x))
             v = self.split(self.value(x))
             scores = torch.matmul(q, k.transpose(-1, -2)) * (1.0 / math.sqrt(self.head_dim))
+            if mask is not None:
+                scores = scores + mask
             probs = torch.softmax(scores, dim=-1)
             ctx = torch.matmul(probs, v)  # [B, heads, S, head_dim]
             ctx = ctx.transpose(1, 2).reshape(b, s, h)
@@ -160,8 +167,8 @@ def build_bert():
             self.ffn_out = nn.Linear(ffn, hidden)
             self.ffn_norm = nn.LayerNorm(hidden, eps=1e-12)
 
-        def forward(self, x):
-            x = self.attention_norm(x + self.attention(x))
+        def forward(self, x, mask=None):
+            x = self.attention_norm(x + self.attention(x, mask))
             return self.ffn_norm(x + self.ffn_out(self.act(self.ffn_in(x))))
 
     class BertEncoder(nn.Module):
@@ -182,8 +189,12 @@ def build_bert():
             # Position ids as a constant slice of the table (static shape: the whole table).
             x = self.word_embeddings(input_ids) + self.position_embeddings.weight[: input_ids.shape[1]].unsqueeze(0)
             x = self.embedding_norm(x)
+            mask = None
+            if masked:
+                keep = (input_ids != 0).to(x.dtype)[:, None, None, :]
+                mask = (1.0 - keep) * -10000.0
             for layer in self.layers:
-                x = layer(x)
+                x = layer(x, mask)
             return x
 
     return BertEncoder()
@@ -248,17 +259,24 @@ def build_pattern(name):
             self.fc = nn.Linear(width, width)
             self.w = nn.Parameter(1.0 + 0.1 * torch.randn(width))
             self.b = nn.Parameter(0.1 * torch.randn(width))
-            if name == "attention_manual":
+            if name in ("attention_manual", "attention_causal"):
                 self.qkv = nn.Linear(width, 3 * width)
                 self.heads = 4
+            if name == "attention_causal":
+                s = PATTERN_SHAPE[1]
+                self.register_buffer("causal", torch.full((s, s), float("-inf")).triu(1)[None, None])
 
         def forward(self, x):
-            if name == "attention_manual":
+            if name in ("attention_manual", "attention_causal"):
                 n, s, d = x.shape
                 q, k, v = self.qkv(x).split(d, dim=-1)
                 shape = (n, s, self.heads, d // self.heads)
                 q, k, v = (t.reshape(shape).transpose(1, 2) for t in (q, k, v))
-                a = softmax(q @ k.transpose(-1, -2) / math.sqrt(d // self.heads))
+                scores = q @ k.transpose(-1, -2) / math.sqrt(d // self.heads)
+                if name == "attention_causal":
+                    a = torch.softmax(scores + self.causal, dim=-1)
+                else:
+                    a = softmax(scores)
                 y = (a @ v).transpose(1, 2).reshape(n, s, d)
                 return layernorm(x + self.fc(y), self.w, self.b)
             h = self.fc(x)
@@ -324,8 +342,8 @@ def build_model(name):
     from torch import nn
 
     torch.manual_seed(0)
-    if name == "bert_encoder":
-        model = build_bert()
+    if name in ("bert_encoder", "bert_masked"):
+        model = build_bert(masked=name == "bert_masked")
     elif name in SEQ:
         model = build_seq(name)
     elif name in PATTERNS:
@@ -362,7 +380,12 @@ def build_model(name):
 def make_input(name, batch=1):
     rng = np.random.default_rng(0)
     if MODELS[name][1] == "tokens":
-        return rng.integers(0, BERT_VOCAB, size=(batch, BERT_SEQ), dtype=np.int64)
+        ids = rng.integers(0, BERT_VOCAB, size=(batch, BERT_SEQ), dtype=np.int64)
+        if name == "bert_masked":  # sequences of different lengths, padded with id 0
+            ids[ids == 0] = 1
+            for i in range(batch):
+                ids[i, BERT_SEQ - (17 * i + 9) % (BERT_SEQ // 2):] = 0
+        return ids
     return rng.standard_normal((batch,) + input_shape(name)[1:], dtype=np.float32)
 
 
