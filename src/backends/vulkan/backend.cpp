@@ -160,6 +160,17 @@ class RegionBuilder {
         mi = end;
         continue;
       }
+      // A split GEMM and the layer norm of its rows as the GEMM and one second pass.
+      if (mi + 1 < members.size() && members[mi + 1]->region == Composite::Region::kLayerNorm &&
+          g_.node(m->anchor).op == Op::MATMUL &&
+          vkb::check_matmul_layer_norm(g_, *m, *members[mi + 1], low_.caps).empty()) {
+        low_.node = members[mi + 1]->anchor;
+        pattern_ = (m->pattern.empty() ? std::string("MATMUL") : m->pattern) + "+LAYER_NORM";
+        vkb::lower_matmul_layer_norm(low_, *m, *members[mi + 1]);
+        flush();
+        ++mi;
+        continue;
+      }
       const Node& n = g_.node(m->anchor);
       low_.node = m->anchor;
       pattern_ = m->pattern.empty() ? std::string(op_name(n.op)) : m->pattern;

@@ -172,6 +172,28 @@ std::string check_attention(const Graph& g, const backend::Composite& qk, const 
                             const backend::Composite& pv, const std::vector<int>& aliases, const Caps& caps);
 void lower_attention(Lowering& l, const backend::Composite& qk, const backend::Composite& softmax,
                      const backend::Composite& pv, const std::vector<int>& aliases);
+// A softmax or layer-norm region as mx_rownorm runs it (ops_misc.cpp): its specialization constants
+// 0..7 (mx_rownorm.glsl), the affine binding (gamma then beta as fp32; unused by softmax), the rows,
+// the invocations per row and the row length.
+struct RowNorm {
+  std::vector<int32_t> spec;
+  Arg affine;
+  uint64_t rows = 0;
+  int64_t local = 0, k = 0;
+};
+RowNorm row_norm(Lowering& l, const backend::Composite& c);
+// The longest row row_norm's kernel holds in registers (mx_rownorm.glsl's CACHED), and the check of
+// a layer-norm region (ops_misc.cpp).
+int64_t row_norm_max_cached(const Caps& caps);
+std::string check_layer_norm(const Graph& g, const backend::Composite& c, const Caps& caps);
+// A MATMUL composite followed by the LAYER_NORM region that alone reads its result (over its last
+// axis), run as the GEMM and one second pass that finishes each row and normalizes it (ops_tensor.cpp,
+// shaders/tc_splitk_ln.comp) where the GEMM is split over K (batch-1 projections: it has a second
+// pass anyway). check_matmul_layer_norm gives "" when they fuse, else the reason;
+// WEFT_VULKAN_GEMM_LN=off keeps them apart (for measurements).
+std::string check_matmul_layer_norm(const Graph& g, const backend::Composite& mm, const backend::Composite& ln,
+                                    const Caps& caps);
+void lower_matmul_layer_norm(Lowering& l, const backend::Composite& mm, const backend::Composite& ln);
 // The mean of `in` (float type `t`, viewed as [outer, k, inner]) over k into `out` [outer, inner]:
 // an fp32 sum in parallel passes (mx_reduce), divided by k (rounded to fp16 for fp16) in the last.
 void emit_mean(Lowering& l, DType t, Arg in, Arg out, int64_t outer, int64_t k, int64_t inner);

@@ -130,7 +130,6 @@ void emit_reduction(Lowering& l, RedOp op, DType t, DType out_t, bool nan_ignore
 }
 
 std::string check_softmax(const Graph& g, const Composite& c, const Caps& caps);
-std::string check_layer_norm(const Graph& g, const Composite& c, const Caps& caps);
 void lower_region(Lowering& l, const Composite& c);
 
 std::string check_reduce(const Graph& g, const Composite& c, const Caps& caps) {
@@ -194,6 +193,8 @@ std::string check_row(const Graph& g, const Composite& c, const char* what) {
 
 std::string check_softmax(const Graph& g, const Composite& c, const Caps&) { return check_row(g, c, "SOFTMAX"); }
 
+}  // namespace
+
 std::string check_layer_norm(const Graph& g, const Composite& c, const Caps&) {
   if (std::string w = check_row(g, c, "LAYER_NORM"); !w.empty()) return w;
   const TensorType& t = g.value(c.source).type;
@@ -206,6 +207,8 @@ std::string check_layer_norm(const Graph& g, const Composite& c, const Caps&) {
   }
   return {};
 }
+
+namespace {
 
 // The constant 1/N of the region's mean (the MUL after the anchor), as the graph has it.
 float layer_norm_inv_n(const Graph& g, const Composite& c, int64_t n) {
@@ -220,7 +223,11 @@ float layer_norm_inv_n(const Graph& g, const Composite& c, int64_t n) {
   return static_cast<float>(1.0 / static_cast<double>(n));
 }
 
-void lower_region(Lowering& l, const Composite& c) {
+}  // namespace
+
+int64_t row_norm_max_cached(const Caps& caps) { return 16 * max_local(caps); }
+
+RowNorm row_norm(Lowering& l, const Composite& c) {
   const TensorType& t = l.type(c.source);
   const AxisView v = axis_view(t.shape, c.axis);
   const bool softmax = c.region == Composite::Region::kSoftmax;
@@ -244,7 +251,17 @@ void lower_region(Lowering& l, const Composite& c) {
   std::vector<int32_t> spec = {softmax ? 0 : 1, code(t.dtype), static_cast<int32_t>(v.outer), static_cast<int32_t>(v.k),
                                static_cast<int32_t>(v.inner), static_cast<int32_t>(local),
                                f32_bits(static_cast<float>(c.epsilon)), f32_bits(inv_n)};
-  const uint64_t rows = static_cast<uint64_t>(v.outer * v.inner);
+  return {std::move(spec), affine, static_cast<uint64_t>(v.outer * v.inner), local, v.k};
+}
+
+namespace {
+
+void lower_region(Lowering& l, const Composite& c) {
+  RowNorm rn = row_norm(l, c);
+  std::vector<int32_t>& spec = rn.spec;
+  const Arg affine = rn.affine;
+  const uint64_t rows = rn.rows;
+  const int64_t local = rn.local;
   // Where there are rows enough for 256 workgroups, rows that one subgroup holds in registers (16
   // values per invocation) run several to a workgroup, each reduced with subgroup operations: no
   // shared memory, no barriers. On an H100: BERT's softmax at batch 32 (16384 rows of 128) 0.055 ->
@@ -252,7 +269,7 @@ void lower_region(Lowering& l, const Composite& c) {
   // workgroups leave SMs idle (ConvNeXt-T's layer norms with every row count: 0.146 ms).
   const int64_t sg = l.caps.subgroup_size;
   const int64_t per_group = sg > 0 ? std::max<int64_t>(1, std::min<int64_t>(128, max_local(l.caps)) / sg) : 1;
-  if (l.caps.subgroup_arithmetic && sg >= 8 && v.k <= 16 * sg && rows >= static_cast<uint64_t>(256 * per_group)) {
+  if (l.caps.subgroup_arithmetic && sg >= 8 && rn.k <= 16 * sg && rows >= static_cast<uint64_t>(256 * per_group)) {
     spec[5] = static_cast<int32_t>(sg);
     spec.push_back(static_cast<int32_t>(per_group));
     spec.push_back(static_cast<int32_t>(per_group * sg));

@@ -36,6 +36,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <string>
@@ -510,16 +511,30 @@ bool simt_float_tile(const Tile& t) {
   return sh == "tc_gemm_f2" || sh == "tc_gemm_f4" || sh == "tc_gemm_f8";
 }
 
-// One tiled GEMM (tc_gemm_* / tc_matmul_coop with the spec constants of tc_gemm.glsl already set
-// but the split ones), split over K when pick_split says so: the slices' partial sums go to a
-// scratch buffer and tc_splitk adds them and finishes the outputs.
-void emit_gemm(Lowering& l, const Tile& tile, int acc, int64_t M, int64_t N, int64_t K, int64_t batch, Spec s,
-               const Arg& a, const Arg& b, const Arg& bias, const Arg& res, const Arg& out,
-               const std::optional<Arg>& a_scale = std::nullopt) {
+// The K slices of an M x N x K (x batch) GEMM on `tile` (pick_split, less any empty slice) and
+// their length.
+std::pair<int64_t, int64_t> gemm_split(const Tile& tile, int acc, int64_t M, int64_t N, int64_t K, int64_t batch,
+                                       const Caps& caps) {
   const int64_t gx = (N + tile.bn - 1) / tile.bn, gy = (M + tile.bm - 1) / tile.bm;
-  int64_t split = pick_split(gx * gy * batch, K, acc, l.caps, batch);
+  int64_t split = pick_split(gx * gy * batch, K, acc, caps, batch);
   const int64_t kslice = ((K + split - 1) / split + tile.bk - 1) / tile.bk * tile.bk;
   if (split > 1) split = (K + kslice - 1) / kslice;  // no empty slice
+  return {split, kslice};
+}
+
+// The second pass of a split GEMM in place of tc_splitk (tc_splitk_ln): given the GEMM's spec
+// constants, the partial sums and the GEMM's bias and residual bindings.
+using SecondPass = std::function<void(const Spec& gemm, const Arg& part, const Arg& bias, const Arg& res)>;
+
+// One tiled GEMM (tc_gemm_* / tc_matmul_coop with the spec constants of tc_gemm.glsl already set
+// but the split ones), split over K when pick_split says so: the slices' partial sums go to a
+// scratch buffer and tc_splitk (or `second`) adds them and finishes the outputs.
+void emit_gemm(Lowering& l, const Tile& tile, int acc, int64_t M, int64_t N, int64_t K, int64_t batch, Spec s,
+               const Arg& a, const Arg& b, const Arg& bias, const Arg& res, const Arg& out,
+               const std::optional<Arg>& a_scale = std::nullopt, const SecondPass& second = nullptr) {
+  const int64_t gx = (N + tile.bn - 1) / tile.bn, gy = (M + tile.bm - 1) / tile.bm;
+  const auto [split, kslice] = gemm_split(tile, acc, M, N, K, batch, l.caps);
+  if (second && split < 2) l.fail(std::string("internal: a fused second pass for a GEMM that is not split over K"));
   s.set(59, split);
   s.set(60, kslice);
   s.set(61, batch);
@@ -555,6 +570,10 @@ void emit_gemm(Lowering& l, const Tile& tile, int acc, int64_t M, int64_t N, int
   }
   l.dispatch(tile.shader, s.v, std::move(args), groups(gx, gy, batch * split));
   const Arg part_in{Arg::Kind::kScratch, kNoValue, part.index, false};
+  if (second) {
+    second(s, part_in, bias, res);
+    return;
+  }
   l.dispatch("tc_splitk", std::move(s.v), {part_in, bias, res, out}, l.grid(static_cast<uint64_t>(batch * M * N)));
 }
 
@@ -1088,7 +1107,8 @@ std::string check_matmul(const Graph& g, const Composite& c, const Caps& caps) {
   return plan_matmul(g, c, caps, p);
 }
 
-void lower_matmul(Lowering& l, const Composite& c) {
+// lower_matmul, with the split GEMM's second pass given by `second` (lower_matmul_layer_norm).
+void emit_matmul(Lowering& l, const Composite& c, const SecondPass& second) {
   MatmulPlan p;
   if (std::string r = plan_matmul(l.graph, c, l.caps, p); !r.empty()) l.fail(r);
   if (p.N * p.H * p.W == 0) return;
@@ -1140,8 +1160,10 @@ void lower_matmul(Lowering& l, const Composite& c) {
   const Arg bias_arg = p.ep.columns.empty() ? l.in(bias)
                                              : column_arg(l, p.ep, p.ep.bias != kNoValue ? l.constant(p.ep.bias) : nullptr, p.out_t);
   emit_gemm(l, p.tile, p.acc, p.H, p.W, p.C, p.N, std::move(s), l.in(a), b_arg, bias_arg, l.in(res),
-            l.out(p.ep.result));
+            second ? l.scratch(4, true) : l.out(p.ep.result), std::nullopt, second);
 }
+
+void lower_matmul(Lowering& l, const Composite& c) { emit_matmul(l, c, nullptr); }
 
 // ---- Pooling ---------------------------------------------------------------------------------------
 
@@ -1380,9 +1402,47 @@ void lower_attention(Lowering& l, const Composite& qk, const Composite& sm, cons
              {static_cast<uint32_t>((p.LQ + 31) / 32), static_cast<uint32_t>(p.BH), 1});
 }
 
-namespace {
+// ---- A split GEMM's second pass fused with the layer norm after it (tc_splitk_ln.comp) -------------
 
-}  // namespace
+std::string check_matmul_layer_norm(const Graph& g, const Composite& mm, const Composite& ln, const Caps& caps) {
+  if (const char* e = std::getenv("WEFT_VULKAN_GEMM_LN"); e && std::string_view(e) == "off") return "WEFT_VULKAN_GEMM_LN=off";
+  if (mm.anchor < 0 || g.node(mm.anchor).op != Op::MATMUL || ln.region != Composite::Region::kLayerNorm)
+    return "not a MATMUL and a LAYER_NORM";
+  MatmulPlan p;
+  if (std::string r = plan_matmul(g, mm, caps, p); !r.empty()) return r;
+  if (std::string r = check_layer_norm(g, ln, caps); !r.empty()) return r;
+  if (p.acc != 0 || p.dv) return "the GEMM accumulates in fp16 or writes through a view";
+  if (gemm_split(p.tile, p.acc, p.H, p.W, p.C, p.N, caps).first < 2) return "the GEMM is not split over K";
+  const TensorType& t = type_of(g, ln.source);
+  if (ln.source != p.ep.result || t.shape.back() != p.W) return "the LAYER_NORM does not normalize the GEMM's rows";
+  for (ValueId o : g.outputs())
+    if (o == ln.source) return "the GEMM's result is a graph output";
+  for (int ni = 0; ni < static_cast<int>(g.nodes().size()); ++ni) {
+    const Node& n = g.node(ni);
+    if (std::find(n.inputs.begin(), n.inputs.end(), ln.source) != n.inputs.end() &&
+        std::find(ln.nodes.begin(), ln.nodes.end(), ni) == ln.nodes.end())
+      return "the GEMM's result is read elsewhere";
+  }
+  // (tc_splitk_ln reads each row once: it must stay in registers.)
+  if (p.W > row_norm_max_cached(caps)) return "rows of " + str(p.W) + " are too long for one workgroup's registers";
+  return {};
+}
+
+void lower_matmul_layer_norm(Lowering& l, const Composite& mm, const Composite& ln) {
+  if (std::string r = check_matmul_layer_norm(l.graph, mm, ln, l.caps); !r.empty()) l.fail(r);
+  emit_matmul(l, mm, [&](const Spec& gemm, const Arg& part, const Arg& bias, const Arg& res) {
+    RowNorm rn = row_norm(l, ln);
+    Spec s;
+    for (size_t i = 0; i < rn.spec.size(); ++i) s.set(static_cast<int>(i), rn.spec[i]);
+    for (int id = 40; id <= 55; ++id) s.set(id, gemm.v[static_cast<size_t>(id)]);  // the GEMM's post-ops
+    s.set(80, gemm.v[2]);  // T_BIAS
+    s.set(81, gemm.v[3]);  // T_RES
+    s.set(82, gemm.v[59]);  // SPLIT
+    s.set(83, gemm.v[61] * gemm.v[5] * gemm.v[6]);  // batch * M * N
+    l.dispatch("tc_splitk_ln", std::move(s.v), {part, l.out(ln.outputs[0]), rn.affine, bias, res},
+               l.grid(rn.rows * static_cast<uint64_t>(rn.local), static_cast<uint32_t>(rn.local)));
+  });
+}
 
 // ---- Element-wise chains (ew_chain.comp) -----------------------------------------------------------
 

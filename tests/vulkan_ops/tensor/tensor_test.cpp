@@ -21,6 +21,7 @@
 
 #include "backends/backend.h"
 #include "backends/vulkan/lower.h"
+#include "compiler/narrow.h"
 #include "vk_ops_util.h"
 
 namespace weft::vk_test {
@@ -584,6 +585,65 @@ TEST(VulkanTensor, MaskedAttentionRunsAsOneDispatch) {
     for (const KernelProfile& k : ctx.profile()) seen += k.pattern + (k.device ? " (device) " : " ");
     EXPECT_EQ(fused, 1) << seen;
     EXPECT_EQ(adds, c.mask == kColumn ? 1 : 0) << seen;
+  }
+}
+
+// A GEMM split over K and the layer norm of its rows (BERT's output projections at batch 1: MATMUL,
+// bias, residual, LAYER_NORM as the ONNX frontend writes it) run as the GEMM and one second pass
+// (tc_splitk_ln): bit for bit the result of the two kept apart (WEFT_VULKAN_GEMM_LN=off), within
+// rounding of the reference. Not fused: a GEMM that is not split (also an fp16 MATMUL on the SIMT
+// tiles, which accumulate in fp16 and do not split; the cooperative-matrix tiles accumulate in fp32
+// and do), and one whose result is also a graph output.
+TEST(VulkanTensor, SplitGemmAndLayerNormRunAsOnePass) {
+  ScopedEnv no_coop("WEFT_VULKAN_NO_COOP", "1");
+  struct Case {
+    int64_t M, K, N;
+    const char* split;
+    bool fp16, also_output, fused;
+  };
+  for (const Case& c : {Case{6, 600, 40, "3", false, false, true}, Case{70, 300, 96, "2", false, false, true},
+                        Case{5, 256, 24, "2", true, false, false}, Case{6, 600, 40, "1", false, false, false},
+                        Case{6, 600, 40, "3", false, true, false}}) {
+    SCOPED_TRACE("M " + std::to_string(c.M) + " K " + std::to_string(c.K) + " N " + std::to_string(c.N) + " split " +
+                 c.split + (c.fp16 ? " fp16" : "") + (c.also_output ? " (result also an output)" : ""));
+    ScopedEnv split("WEFT_VULKAN_GEMM_SPLIT", c.split);
+    Net net(41);
+    const DType t = DType::kFp32;
+    ValueId x = net.input({t, {1, c.M, c.K}}, -1, 1);
+    ValueId res = net.input({t, {1, c.M, c.N}}, -1, 1);
+    ValueId h = net.add(net.add(net.matmul(x, net.weight({t, {1, c.K, c.N}}, -0.1, 0.1), t), net.weight({t, {1, 1, c.N}})), res);
+    // LayerNormalization over the last axis, as the ONNX frontend lowers it.
+    auto scalar = [&](double v) { return net.scalar(t, v, 3); };
+    ValueId mean = net.mul(net.b.op(Op::REDUCE_SUM, {h}, {{"axis", int64_t{2}}}), scalar(1.0 / static_cast<double>(c.N)));
+    ValueId d = net.b.op(Op::SUB, {h, mean});
+    ValueId var = net.mul(net.b.op(Op::REDUCE_SUM, {net.mul(d, d)}, {{"axis", int64_t{2}}}), scalar(1.0 / static_cast<double>(c.N)));
+    ValueId y = net.mul(d, net.unary(Op::RSQRT, net.add(var, scalar(1e-5))));
+    y = net.add(net.mul(y, net.weight({t, {1, 1, c.N}}, 0.5, 1.5)), net.weight({t, {1, 1, c.N}}));
+    std::vector<ValueId> outs{y};
+    if (c.also_output) outs.push_back(h);
+    Module m = net.finish(outs);
+    const std::vector<Tensor>& feeds = net.feeds;
+    // As the reduced-precision mode narrows (fp16 tensors, fp32 accumulators, fp32 inputs and outputs).
+    if (c.fp16) compiler::narrow_fp32_to_fp16(m, /*fp32_accumulators=*/true, /*preserve_io=*/true);
+    check_vs_reference(m, feeds, c.fp16 ? 3e-2 : kF32);
+    auto run = [&](const char* ln) {
+      ScopedEnv env("WEFT_VULKAN_GEMM_LN", ln);
+      Context ctx(Model::from_module(m, vulkan_first()));
+      ctx.set_profiling(true);
+      std::vector<Tensor> out = ctx.run(feeds);
+      int fused = 0, apart = 0;
+      for (const KernelProfile& k : ctx.profile()) {
+        const std::string_view pat(k.pattern);
+        fused += k.device && pat.size() > 11 && pat.substr(pat.size() - 11) == "+LAYER_NORM";
+        apart += k.device && pat == "LAYER_NORM";
+      }
+      EXPECT_EQ(fused > 0, std::string_view(ln) == "on" && c.fused) << ln;  // (the GEMM's and the second pass's)
+      EXPECT_EQ(apart, std::string_view(ln) == "on" && c.fused ? 0 : 1) << ln;
+      return out;
+    };
+    const std::vector<Tensor> on = run("on"), off = run("off");
+    ASSERT_EQ(on.size(), off.size());
+    for (size_t i = 0; i < on.size(); ++i) EXPECT_TRUE(close(on[i], off[i], 0.0)) << "output " << i;
   }
 }
 

@@ -1,4 +1,4 @@
-// The body of mx_rownorm.comp and mx_rownorm_sg.comp (SUBGROUP_ROWS).
+// The body of mx_rownorm.comp, mx_rownorm_sg.comp (SUBGROUP_ROWS) and tc_splitk_ln.comp (ROW_LOAD).
 //
 // The fused softmax and layer-normalization regions (backend::Composite::Region), one workgroup per
 // row; with SUBGROUP_ROWS, ROWS rows per workgroup of LOCAL invocations each, LOCAL being the
@@ -34,6 +34,10 @@ layout(local_size_x_id = 5) in;
 #endif
 
 TENSOR_RO(0, X, T)
+// Element i of the input; tc_splitk_ln.comp defines it (the GEMM's finished output) before including.
+#if !defined(ROW_LOAD)
+#define ROW_LOAD(i) X_ldf(i)
+#endif
 TENSOR(1, Y, T)
 layout(std430, set = 0, binding = 2) restrict readonly buffer Affine { float affine[]; };
 
@@ -84,7 +88,7 @@ void main() {
   if (CACHED) {
     [[unroll]] for (int j = 0; j < CACHE; ++j) {
       const uint k = lane + uint(j * LOCAL);
-      v[j] = k < uint(K) ? X_ldf(base + k * uint(INNER)) : 0.0;
+      v[j] = k < uint(K) ? ROW_LOAD(base + k * uint(INNER)) : 0.0;
     }
   }
 
@@ -95,7 +99,7 @@ void main() {
       [[unroll]] for (int j = 0; j < CACHE; ++j)
         if (lane + uint(j * LOCAL) < uint(K)) m = max_nan(m, v[j]);
     } else {
-      for (uint k = lane; k < uint(K); k += uint(LOCAL)) m = max_nan(m, X_ldf(base + k * uint(INNER)));
+      for (uint k = lane; k < uint(K); k += uint(LOCAL)) m = max_nan(m, ROW_LOAD(base + k * uint(INNER)));
     }
     m = reduce_group(m, true, slot, lane);
     float s = 0.0;
@@ -106,7 +110,7 @@ void main() {
           s += v[j];
         }
     } else {
-      for (uint k = lane; k < uint(K); k += uint(LOCAL)) s += exp(X_ldf(base + k * uint(INNER)) - m);
+      for (uint k = lane; k < uint(K); k += uint(LOCAL)) s += exp(ROW_LOAD(base + k * uint(INNER)) - m);
     }
     const float inv = 1.0 / reduce_group(s, false, slot, lane);
     if (CACHED) {
@@ -117,7 +121,7 @@ void main() {
     } else {
       for (uint k = lane; live && k < uint(K); k += uint(LOCAL)) {
         const uint e = base + k * uint(INNER);
-        Y_stf(e, exp(X_ldf(e) - m) * inv);
+        Y_stf(e, exp(ROW_LOAD(e) - m) * inv);
       }
     }
   } else {
@@ -126,7 +130,7 @@ void main() {
     if (CACHED) {
       [[unroll]] for (int j = 0; j < CACHE; ++j) s += v[j];  // out-of-row slots hold 0
     } else {
-      for (uint k = lane; k < uint(K); k += uint(LOCAL)) s += X_ldf(base + k * uint(INNER));
+      for (uint k = lane; k < uint(K); k += uint(LOCAL)) s += ROW_LOAD(base + k * uint(INNER));
     }
     const float mean = reduce_group(s, false, slot, lane) * inv_n;
     float q = 0.0;
@@ -138,7 +142,7 @@ void main() {
         }
     } else {
       for (uint k = lane; k < uint(K); k += uint(LOCAL)) {
-        const float d = X_ldf(base + k * uint(INNER)) - mean;
+        const float d = ROW_LOAD(base + k * uint(INNER)) - mean;
         q += d * d;
       }
     }
@@ -151,7 +155,7 @@ void main() {
     } else {
       for (uint k = lane; live && k < uint(K); k += uint(LOCAL)) {
         const uint e = base + k * uint(INNER);
-        Y_stf(e, (X_ldf(e) - mean) * rstd * affine[k] + affine[uint(K) + k]);
+        Y_stf(e, (ROW_LOAD(e) - mean) * rstd * affine[k] + affine[uint(K) + k]);
       }
     }
   }
