@@ -758,19 +758,32 @@ void Device::submit_and_wait(std::vector<VkCommandBuffer> command_buffers, VkFen
                              const std::string& name,
                              const std::function<void(std::chrono::steady_clock::time_point)>& while_running) {
   check_usable();
+  // Short waits are spun, not slept: waking a blocked thread costs tens of microseconds each time
+  // (the submission's hand-off to the submit thread, its result, the fence), against a small BERT
+  // encoder's 0.3 ms of GPU time at batch 1. Up to kSpin of spinning for each, then the blocking
+  // waits with the deadline; the submit thread likewise spins kSpin for the next job after each one
+  // (runs repeated back to back find it awake). Not on a CPU implementation (lavapipe): its own
+  // threads run the shaders on the cores a spin would take.
+  const auto kSpin = std::chrono::microseconds(info.type == "CPU" ? 0 : 2000);
   {
     std::lock_guard<std::mutex> lock(submit_start_mutex_);
     if (!submit_thread_.joinable()) {
       submit_queue_ = std::make_shared<detail::SubmitQueue>();
+      submit_queue_->spin = kSpin;
       submit_thread_ = std::thread([q = submit_queue_, vq = queue] {
+        uint64_t taken = 0;
         for (;;) {
           std::shared_ptr<detail::SubmitJob> job;
+          const auto spin_until = std::chrono::steady_clock::now() + q->spin;
+          while (q->pushed.load(std::memory_order_acquire) == taken && std::chrono::steady_clock::now() < spin_until) {
+          }
           {
             std::unique_lock<std::mutex> lock(q->mutex);
             q->cv.wait(lock, [&] { return q->stop || !q->jobs.empty(); });
             if (q->stop) return;
             job = q->jobs.front();
             q->jobs.pop_front();
+            ++taken;
           }
           VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
           si.commandBufferCount = static_cast<uint32_t>(job->command_buffers.size());
@@ -795,6 +808,7 @@ void Device::submit_and_wait(std::vector<VkCommandBuffer> command_buffers, VkFen
   {
     std::lock_guard<std::mutex> lock(q->mutex);
     q->jobs.push_back(job);
+    q->pushed.fetch_add(1, std::memory_order_release);
   }
   q->cv.notify_all();
 
@@ -812,12 +826,6 @@ void Device::submit_and_wait(std::vector<VkCommandBuffer> command_buffers, VkFen
     throw Error(ErrorCode::kRuntime, "Vulkan " + label() + ": " + what +
                                          ": the shader likely faulted the device; the device is no longer used");
   };
-  // Short waits are spun, not slept: waking a blocked thread costs tens of microseconds twice per
-  // run (the submission's hand-off, the fence), against a small BERT encoder's 0.5 ms of GPU time at
-  // batch 1. Up to kSpin of spinning for each, then the blocking waits with the deadline.
-  // Not on a CPU implementation (lavapipe): its own threads run the shaders on the cores a spin
-  // would take.
-  const auto kSpin = std::chrono::microseconds(info.type == "CPU" ? 0 : 2000);
   const auto spin_until = std::min(deadline, std::chrono::steady_clock::now() + kSpin);
   while (!job->submitted.load(std::memory_order_acquire) && std::chrono::steady_clock::now() < spin_until) {
   }

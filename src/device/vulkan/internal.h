@@ -73,6 +73,10 @@ struct SubmitQueue {
   std::condition_variable cv;
   std::deque<std::shared_ptr<SubmitJob>> jobs;
   bool stop = false;
+  // Jobs pushed so far (written under `mutex`, read without it by the submit thread's spin) and
+  // how long that thread spins for the next job before it sleeps on `cv`.
+  std::atomic<uint64_t> pushed{0};
+  std::chrono::microseconds spin{0};
 };
 
 // One device object: every resource with the same (set, binding).
