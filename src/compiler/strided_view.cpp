@@ -159,4 +159,11 @@ std::optional<StridedView> backward_chain(const Graph& g, const std::vector<int>
   return v;
 }
 
+std::optional<int64_t> contiguous_slice_offset(const Graph& g, const Node& n) {
+  if (n.op != Op::SLICE) return std::nullopt;
+  const std::optional<StridedView> v = apply_node(g, n, StridedView::contiguous(g.value(n.inputs[0]).type.shape));
+  if (!v || !v->is_contiguous()) return std::nullopt;
+  return v->offset;
+}
+
 }  // namespace weft::compiler

@@ -37,6 +37,11 @@ StridedView slice_view(const StridedView& v, const std::vector<int64_t>& start, 
 // Applies TRANSPOSE, RESHAPE or SLICE node `n` of `g` to `v`; nullopt for other ops, a
 // copy-needing reshape, or a SLICE whose start is not a constant.
 std::optional<StridedView> apply_node(const Graph& g, const Node& n, const StridedView& v, bool allow_split = false);
+// Where SLICE node `n`'s result is one contiguous run of its input (every axis before the first
+// sliced one has size 1, every axis after it is whole: an LSTM's gates split out of one vector),
+// the run's offset in elements, so that the result can be a view of the input's storage; nullopt
+// otherwise, or when start / size are not constants.
+std::optional<int64_t> contiguous_slice_offset(const Graph& g, const Node& n);
 // The view of the value entering `chain` (node indices, in order, each consuming the previous
 // one's output) as seen at the chain's end, starting from contiguous memory.
 std::optional<StridedView> forward_chain(const Graph& g, const std::vector<int>& chain, bool allow_split = false);

@@ -57,7 +57,7 @@ Module random_elementwise_module(uint32_t seed, int nodes) {
   for (int i = 0; i < nodes; ++i) {
     ValueId a = pick(), x = pick();
     ValueId r;
-    switch (std::uniform_int_distribution<int>(0, 9)(rng)) {
+    switch (std::uniform_int_distribution<int>(0, 10)(rng)) {
       case 0: r = b.op(Op::ADD, {a, x}); break;
       case 1: r = b.op(Op::SUB, {a, x}); break;
       case 2: r = b.op(Op::MUL, {a, x, shift}); break;
@@ -70,6 +70,13 @@ Module random_elementwise_module(uint32_t seed, int nodes) {
       case 6: r = b.op(Op::NEGATE, {a, zp, zp}); break;
       case 7: r = b.op(Op::RESHAPE, {b.op(Op::RESHAPE, {a, s84}), s48}); break;  // a view of a view
       case 8: r = b.op(Op::IDENTITY, {a}); break;
+      case 9: {
+        // Rows of two values joined again: contiguous SLICEs, views of their sources.
+        ValueId top = b.op(Op::SLICE, {a, b.constant_shape("", {0, 0}), b.constant_shape("", {1, 8})});
+        ValueId rest = b.op(Op::SLICE, {x, b.constant_shape("", {1, 0}), b.constant_shape("", {3, 8})});
+        r = b.op(Op::CONCAT, {top, rest}, {{"axis", int64_t{0}}});
+        break;
+      }
       default: r = b.op(Op::SIGMOID, {a}); break;
     }
     pool.push_back(r);
@@ -99,6 +106,33 @@ TEST(Runtime, RandomGraphsMatchTheInterpreterAcrossRuns) {
                                 random_tensor({DType::kFp32, {4, 8}}, seed * 10 + run + 5)};
       expect_identical(ctx.run(in), interp.run(in));
     }
+  }
+}
+
+// A SLICE that is one contiguous run of its input (leading axes of size 1, trailing axes whole) is
+// a view of the input's storage, also a slice of such a view and a view that is a graph output;
+// the input read after it stays intact, and results equal the interpreter's. A SLICE that is not
+// contiguous stays a copy (the only SLICE with a profile record: views have none).
+TEST(Runtime, ContiguousSlicesAreViewsOfTheirInput) {
+  GraphBuilder b("main");
+  ValueId x = b.input("x", {DType::kFp32, {3, 4, 8}});
+  ValueId s1 = b.op(Op::SLICE, {x, b.constant_shape("", {1, 0, 0}), b.constant_shape("", {1, 4, 8})});
+  ValueId s2 = b.op(Op::SLICE, {s1, b.constant_shape("", {0, 1, 0}), b.constant_shape("", {1, 2, 8})});
+  ValueId t = b.op(Op::SIGMOID, {s2});
+  ValueId u = b.op(Op::ADD, {x, x});
+  ValueId n = b.op(Op::SLICE, {x, b.constant_shape("", {0, 0, 2}), b.constant_shape("", {3, 4, 3})});
+  for (ValueId v : {t, u, n, s2}) b.output(v);
+  Module m(b.finish());
+  auto model = Model::from_module(m, kReference);
+  Interpreter interp(model->module());
+  Context ctx(model);
+  ctx.set_profiling(true);
+  for (uint32_t run = 0; run < 3; ++run) {
+    std::vector<Tensor> in = {random_tensor({DType::kFp32, {3, 4, 8}}, 70 + run)};
+    expect_identical(ctx.run(in), interp.run(in));
+    int slices = 0;
+    for (const KernelProfile& k : ctx.profile()) slices += k.pattern == "SLICE";
+    EXPECT_EQ(slices, 1);
   }
 }
 

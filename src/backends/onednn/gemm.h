@@ -30,7 +30,8 @@ bool gemm_avx2_supported();
 // An operation applied to each result while it is still in registers, in order: y += v[j] or
 // y *= v[j] (per output column j), y += v[i * ld + j] (a residual of the result's shape), CLAMP to
 // [lo, hi] (NaN stays NaN), GELU, or an activation through a vectorised exp (within 2 ulp):
-// sigmoid 1 / (1 + e^-y), tanh 2 sigmoid(2y) - 1 (within 3e-7 absolute), swish y sigmoid(y),
+// sigmoid 1 / (1 + e^-y), tanh 2 sigmoid(2y) - 1 (within 3e-7 absolute; below |y| = 0.625 Cephes'
+// odd polynomial, within a few ulp of tanh itself), swish y sigmoid(y),
 // hard-swish y min(max(y / 6 + 1/2, 0), 1), GELU's tanh form.
 struct EpilogueOp {
   enum class Kind : uint8_t { kAddColumns, kMulColumns, kAddMatrix, kClamp, kGeluErf, kSigmoid, kTanh, kSwish,

@@ -1251,11 +1251,44 @@ Support single_supported(const Graph& g, const Composite& c) {
   return Support::yes();
 }
 
+// SIGMOID or TANH of a small fp32 tensor with Weft's AVX2 loop (gemm.cpp's activation_avx2, the GEMM
+// epilogue's functions) instead of a oneDNN primitive, whose call costs about 1 us however little
+// it computes: an unrolled LSTM's gate activations are hundreds of 48 to 144 values each.
+class ActivationKernel final : public Kernel {
+ public:
+  ActivationKernel(cpu::EpilogueOp::Kind kind, int64_t n) : kind_(kind), n_(n) {}
+  bool in_place_ok() const override { return true; }
+  std::string implementation() const override { return "weft_activation:avx2"; }
+  void execute(ExecArgs& a) const override {
+    const float* x = a.in[0]->data<float>();
+    float* y = a.out[0].mutable_data<float>();
+    if (y != x) std::memcpy(y, x, static_cast<size_t>(n_) * sizeof(float));
+    cpu::activation_avx2(kind_, y, n_);
+  }
+
+ private:
+  cpu::EpilogueOp::Kind kind_;
+  int64_t n_;
+};
+
+// Elements up to which SIGMOID / TANH run as ActivationKernel (one thread; above, oneDNN's
+// primitive on every thread).
+constexpr int64_t kSmallActivation = 16384;
+
+// Whether SIGMOID / TANH node `n` runs as ActivationKernel.
+bool small_activation(const Graph& g, const Node& n) {
+  return (n.op == Op::SIGMOID || n.op == Op::TANH) && cpu::gemm_avx2_supported() &&
+         type_of(g, n.outputs[0]).dtype == DType::kFp32 && type_of(g, n.outputs[0]).num_elements() <= kSmallActivation;
+}
+
 std::unique_ptr<Kernel> prepare_single(const Graph& g, const Composite& c, const PrepareOptions& o) {
   const Node& n = g.node(c.anchor);
   const TensorType& out = type_of(g, n.outputs[0]);
   dn::memory::desc dst_md = plain_md(out);
   dn::primitive_attr attr = base_attr(o);
+  if (small_activation(g, n))
+    return std::make_unique<ActivationKernel>(n.op == Op::SIGMOID ? cpu::EpilogueOp::Kind::kSigmoid : cpu::EpilogueOp::Kind::kTanh,
+                                              out.num_elements());
   if (auto e = eltwise_of(n.op, &n)) {
     dn::eltwise_forward::desc d(dn::prop_kind::forward_inference, e->alg, dst_md, e->alpha, e->beta);
     auto pd = dn::eltwise_forward::primitive_desc(d, attr, engine());
@@ -1630,6 +1663,9 @@ class OneDnnBackend final : public Backend {
   bool takes_by_default(const Graph& g, const Composite& c) const override {
     const Node& n = g.node(c.anchor);
     if (anchor_op(n.op) || c.region != Composite::Region::kNone || c.outputs.empty()) return true;
+    if (c.single() && small_activation(g, n)) return true;  // no primitive call: cheaper than the reference
+    // One contiguous run of its input: a view on the reference backend, no copy at all.
+    if (c.single() && compiler::contiguous_slice_offset(g, n)) return false;
     int64_t largest = 0;
     for (const std::vector<ValueId>* vs : {&c.inputs, &c.outputs})
       for (ValueId v : *vs)
@@ -1662,7 +1698,8 @@ class OneDnnBackend final : public Backend {
       if (auto* dk = dynamic_cast<OneDnnKernel*>(k.get())) dk->set_max_threads(threads);
       else if (auto* ck = dynamic_cast<ChannelChainKernel*>(k.get())) ck->set_max_threads(threads);
       else if (auto* gk = dynamic_cast<GemmKernel*>(k.get())) gk->set_max_threads(threads);
-      else static_cast<GemvKernel&>(*k).set_max_threads(threads);
+      else if (auto* vk = dynamic_cast<GemvKernel*>(k.get())) vk->set_max_threads(threads);
+      // (ActivationKernel: one thread.)
       return k;
     } catch (const dn::error& e) {
       throw Error(ErrorCode::kRuntime, std::string("oneDNN could not prepare ") + c.pattern + ": " + e.what(),

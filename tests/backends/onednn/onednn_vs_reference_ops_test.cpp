@@ -5,9 +5,12 @@
 // primitives and prepared weights, several contexts of one model, library-owned scratch memory).
 #include <functional>
 #include <thread>
+#include <cmath>
+#include <limits>
 
 #include <numeric>
 
+#include "backends/onednn/gemm.h"
 #include "backends/onednn/onednn_test_util.h"
 
 namespace weft::onednn_test {
@@ -35,6 +38,58 @@ TEST(OneDnnVsReference, UnaryActivations) {
       Module m = net.finish({net.unary(c.op, x)});
       check_vs_reference(m, net.feeds, {op_name(c.op)}, c.tol);
     }
+}
+
+// SIGMOID and TANH of small fp32 tensors run on Weft's AVX2 loop (the GEMM epilogue's functions, no
+// oneDNN call): against double over [-30, 30] in steps of 1/256, tiny values (tanh's odd polynomial
+// below |x| = 0.625) and special values, within 4e-7 relative (+1e-37 absolute); NaN stays NaN,
+// +-inf saturate. Under the default priority even a tiny one runs there (not on the reference
+// backend), and a large one on oneDNN's primitive.
+TEST(OneDnnVsReference, SmallActivationsRunOnWeftsLoop) {
+  if (!backend::cpu::gemm_avx2_supported()) GTEST_SKIP() << "this CPU has no AVX2 + FMA";
+  std::vector<float> x;
+  for (double v = -30.0; v <= 30.0; v += 1.0 / 256) x.push_back(static_cast<float>(v));
+  for (float v : {0.0f, -0.0f, 1e-30f, -1e-30f, 1e-7f, -3e-5f, 1e-3f, 0.6249f, 0.6251f, -0.6249f, 87.0f, -87.0f,
+                  89.0f, -89.0f, 1e30f, -1e30f})
+    x.push_back(v);
+  const float inf = std::numeric_limits<float>::infinity();
+  x.insert(x.end(), {inf, -inf, std::numeric_limits<float>::quiet_NaN()});
+  for (auto kind : {backend::cpu::EpilogueOp::Kind::kSigmoid, backend::cpu::EpilogueOp::Kind::kTanh}) {
+    const bool sig = kind == backend::cpu::EpilogueOp::Kind::kSigmoid;
+    std::vector<float> y = x;
+    backend::cpu::activation_avx2(kind, y.data(), static_cast<int64_t>(y.size()));
+    int bad = 0;
+    for (size_t i = 0; i < x.size() && bad < 5; ++i) {
+      const double xi = x[i];
+      if (std::isnan(xi)) {
+        bad += !std::isnan(y[i]);
+        EXPECT_TRUE(std::isnan(y[i])) << (sig ? "sigmoid" : "tanh") << "(NaN) = " << y[i];
+        continue;
+      }
+      const double want = sig ? 1.0 / (1.0 + std::exp(-xi)) : std::tanh(xi);
+      const double err = std::abs(y[i] - want);
+      const bool ok = err <= 4e-7 * std::abs(want) + 1e-37;
+      bad += !ok;
+      EXPECT_TRUE(ok) << (sig ? "sigmoid(" : "tanh(") << xi << ") = " << y[i] << " vs " << want << " (relative error "
+                      << err / std::abs(want) << ")";
+    }
+  }
+  for (const Shape& s : {Shape{1, 1, 48}, Shape{4, 64, 128}}) {
+    SCOPED_TRACE(shape_str(s));
+    Net net(2100);
+    ValueId v = net.input(s, -6, 6);
+    Module m = net.finish({net.unary(Op::TANH, v)});
+    auto model = Model::from_module(m, BackendOptions{});  // the default priority
+    Context ctx(model);
+    ctx.set_profiling(true);
+    const std::vector<Tensor> out = ctx.run(net.feeds);
+    Context ref(Model::from_module(m, kReference));
+    EXPECT_TRUE(close(out[0], ref.run(net.feeds)[0], kTolElementwise));
+    ASSERT_FALSE(ctx.profile().empty());
+    EXPECT_EQ(ctx.profile()[0].backend, "onednn");
+    EXPECT_EQ(ctx.profile()[0].implementation == "weft_activation:avx2", shape_elements(s) <= 16384)
+        << ctx.profile()[0].implementation;
+  }
 }
 
 TEST(OneDnnVsReference, Clamp) {
