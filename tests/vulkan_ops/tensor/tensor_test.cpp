@@ -455,6 +455,25 @@ TEST(VulkanTensor, MatmulWritesThroughTheHeadMerge) {
   }
 }
 
+// Attention's heads split out of one QKV tensor [B, S, pad + 3 H D] in place (SLICE, RESHAPE,
+// TRANSPOSE, RESHAPE each): Q and V as [B*H, S, D], K^T as [B*H, D, S].
+struct Heads {
+  ValueId q, kt, v;
+};
+Heads split_heads(Net& net, ValueId qkv, int64_t B, int64_t S, int64_t H, int64_t D, int64_t pad = 0) {
+  const int64_t E = H * D;
+  auto head = [&](int which, std::vector<int64_t> perms, std::vector<int64_t> to) {
+    ValueId part = net.slice(qkv, {0, 0, pad + which * E}, {B, S, E});
+    ValueId r = net.reshape(part, {B, S, H, D});
+    return net.reshape(net.b.op(Op::TRANSPOSE, {r}, {{"perms", std::move(perms)}}), std::move(to));
+  };
+  Heads h;
+  h.q = head(0, {0, 2, 1, 3}, {B * H, S, D});
+  h.kt = head(1, {0, 2, 3, 1}, {B * H, D, S});
+  h.v = head(2, {0, 2, 1, 3}, {B * H, S, D});
+  return h;
+}
+
 // Attention written out (heads split from one QKV tensor, Q K^T, SCALE, softmax, P V, heads merged
 // back) runs as one dispatch (mx_attention): query and key counts that are not multiples of the 32-row
 // tiles, batches of heads (split batch axes), head sizes 32 and 64, K^T and V read as vectors or (an
@@ -476,14 +495,7 @@ TEST(VulkanTensor, AttentionRunsAsOneDispatch) {
     const int64_t B = c.B, S = c.S, H = c.H, D = c.D, E = H * D;
     Net net(29);
     ValueId qkv = net.input({c.t, {B, S, c.pad + 3 * E}}, -2, 2);
-    auto head = [&](int which, std::vector<int64_t> perms, std::vector<int64_t> to) {
-      ValueId part = net.slice(qkv, {0, 0, c.pad + which * E}, {B, S, E});
-      ValueId r = net.reshape(part, {B, S, H, D});
-      return net.reshape(net.b.op(Op::TRANSPOSE, {r}, {{"perms", std::move(perms)}}), std::move(to));
-    };
-    ValueId q = head(0, {0, 2, 1, 3}, {B * H, S, D});
-    ValueId kt = head(1, {0, 2, 3, 1}, {B * H, D, S});
-    ValueId v = head(2, {0, 2, 1, 3}, {B * H, S, D});
+    const auto [q, kt, v] = split_heads(net, qkv, B, S, H, D, c.pad);
     ValueId scores = net.reshape(net.matmul(q, kt, c.t), {B, H, S, S});
     if (c.scale) scores = net.mul(scores, net.scalar(c.t, 1.0 / std::sqrt(static_cast<double>(D)), 4));
     ValueId p = net.reshape(net.softmax(scores), {B * H, S, S});
@@ -556,14 +568,7 @@ TEST(VulkanTensor, MaskedAttentionRunsAsOneDispatch) {
       mv[i] = hidden ? -10000.0 : 0.0;
     }
     ValueId mask = net.input_tensor(Tensor::from_doubles({c.t, ms}, mv));
-    auto head = [&](int which, std::vector<int64_t> perms, std::vector<int64_t> to) {
-      ValueId part = net.slice(qkv, {0, 0, which * E}, {B, S, E});
-      ValueId r = net.reshape(part, {B, S, H, D});
-      return net.reshape(net.b.op(Op::TRANSPOSE, {r}, {{"perms", std::move(perms)}}), std::move(to));
-    };
-    ValueId q = head(0, {0, 2, 1, 3}, {B * H, S, D});
-    ValueId kt = head(1, {0, 2, 3, 1}, {B * H, D, S});
-    ValueId v = head(2, {0, 2, 1, 3}, {B * H, S, D});
+    const auto [q, kt, v] = split_heads(net, qkv, B, S, H, D);
     ValueId scores = net.reshape(net.matmul(q, kt, c.t), {B, H, S, S});
     ValueId scale = net.scalar(c.t, 1.0 / std::sqrt(static_cast<double>(D)), 4);
     scores = c.mask_first ? net.mul(net.add(scores, mask), scale) : net.add(net.mul(scores, scale), mask);
