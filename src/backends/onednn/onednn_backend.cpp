@@ -1209,6 +1209,8 @@ bool fast_broadcast(const Shape& s, const Shape& to) {
   return scalar || last_only || dim1_only;
 }
 
+bool small_binary(const Graph& g, const Node& n);  // (below, with SmallBinaryKernel)
+
 Support single_supported(const Graph& g, const Composite& c) {
   const Node& n = g.node(c.anchor);
   const std::string name(op_name(n.op));
@@ -1237,7 +1239,7 @@ Support single_supported(const Graph& g, const Composite& c) {
   if (n.op == Op::RESIZE && !resize_is_half_pixel_linear(g, n))
     return Support::no("RESIZE other than bilinear with half-pixel sampling at exactly output/input size ratio "
                        "(oneDNN's linear resampling)");
-  if (auto b = binary_of(n.op)) {
+  if (auto b = binary_of(n.op); b && !small_binary(g, n)) {  // (small ones run on Weft's loop, any side broadcast)
     const Shape& s0 = type_of(g, n.inputs[0]).shape;
     const Shape& s1 = type_of(g, n.inputs[1]).shape;
     const bool commutes = n.op != Op::SUB;
@@ -1281,8 +1283,70 @@ bool small_activation(const Graph& g, const Node& n) {
          type_of(g, n.outputs[0]).dtype == DType::kFp32 && type_of(g, n.outputs[0]).num_elements() <= kSmallActivation;
 }
 
+// ADD, SUB or MUL (shift 0) of two small fp32 tensors of one shape, or with one operand a single
+// value, on a plain loop: bit for bit the reference's result (one IEEE rounding per element) without
+// a oneDNN primitive call or the reference's per-call broadcast setup (an unrolled LSTM's state
+// updates: hundreds of 48-value products and sums per run).
+class SmallBinaryKernel final : public Kernel {
+ public:
+  SmallBinaryKernel(Op op, int64_t n, bool a_one, bool b_one) : op_(op), n_(n), a_one_(a_one), b_one_(b_one) {}
+  bool in_place_ok() const override { return true; }
+  std::string implementation() const override { return "weft_binary"; }
+  void execute(ExecArgs& a) const override {
+    const float* x = a.in[0]->data<float>();
+    const float* w = a.in[1]->data<float>();
+    float* y = a.out[0].mutable_data<float>();
+    switch (op_) {
+      case Op::ADD: run(x, w, y, [](float p, float q) { return p + q; }); break;
+      case Op::SUB: run(x, w, y, [](float p, float q) { return p - q; }); break;
+      default: run(x, w, y, [](float p, float q) { return p * q; }); break;
+    }
+  }
+
+ private:
+  template <typename F>
+  void run(const float* x, const float* w, float* y, F f) const {
+    if (a_one_) {
+      const float x0 = x[0];
+      for (int64_t i = 0; i < n_; ++i) y[i] = f(x0, w[i]);
+    } else if (b_one_) {
+      const float w0 = w[0];
+      for (int64_t i = 0; i < n_; ++i) y[i] = f(x[i], w0);
+    } else {
+      for (int64_t i = 0; i < n_; ++i) y[i] = f(x[i], w[i]);
+    }
+  }
+  Op op_;
+  int64_t n_;
+  bool a_one_, b_one_;
+};
+
+// Whether ADD / SUB / MUL node `n` runs as SmallBinaryKernel: fp32 throughout, at most
+// kSmallActivation values, operands of the result's shape or single values (not both single).
+bool small_binary(const Graph& g, const Node& n) {
+  if (n.op != Op::ADD && n.op != Op::SUB && n.op != Op::MUL) return false;
+  if (n.op == Op::MUL && const_scalar_int(g, n.inputs[2]).value_or(1) != 0) return false;
+  const TensorType& out = type_of(g, n.outputs[0]);
+  if (out.dtype != DType::kFp32 || out.num_elements() > kSmallActivation || out.num_elements() == 0) return false;
+  int singles = 0;
+  for (int i = 0; i < 2; ++i) {
+    const TensorType& t = type_of(g, n.inputs[static_cast<size_t>(i)]);
+    if (t.dtype != DType::kFp32) return false;
+    if (t.shape != out.shape) {
+      if (t.num_elements() != 1) return false;
+      ++singles;
+    }
+  }
+  return singles < 2;
+}
+
 std::unique_ptr<Kernel> prepare_single(const Graph& g, const Composite& c, const PrepareOptions& o) {
   const Node& n = g.node(c.anchor);
+  if (small_binary(g, n)) {
+    const Shape& os = type_of(g, n.outputs[0]).shape;
+    return std::make_unique<SmallBinaryKernel>(n.op, shape_elements(os), type_of(g, n.inputs[0]).shape != os,
+                                               type_of(g, n.inputs[1]).shape != os);
+  }
   const TensorType& out = type_of(g, n.outputs[0]);
   dn::memory::desc dst_md = plain_md(out);
   dn::primitive_attr attr = base_attr(o);
@@ -1663,7 +1727,7 @@ class OneDnnBackend final : public Backend {
   bool takes_by_default(const Graph& g, const Composite& c) const override {
     const Node& n = g.node(c.anchor);
     if (anchor_op(n.op) || c.region != Composite::Region::kNone || c.outputs.empty()) return true;
-    if (c.single() && small_activation(g, n)) return true;  // no primitive call: cheaper than the reference
+    if (c.single() && (small_activation(g, n) || small_binary(g, n))) return true;  // no primitive call: cheaper than the reference
     // One contiguous run of its input: a view on the reference backend, no copy at all.
     if (c.single() && compiler::contiguous_slice_offset(g, n)) return false;
     int64_t largest = 0;

@@ -92,6 +92,34 @@ TEST(OneDnnVsReference, SmallActivationsRunOnWeftsLoop) {
   }
 }
 
+// ADD, SUB and MUL of small fp32 tensors of one shape, or by a single value on either side, run on
+// Weft's loop under the default priority (no oneDNN call, no reference broadcast setup), bit for bit
+// the reference's results; a real broadcast ([1, 48] by [4, 1]) and a large tensor do not.
+TEST(OneDnnVsReference, SmallBinariesRunOnWeftsLoopBitForBit) {
+  struct Case {
+    Shape a, b;
+    bool loop;
+  };
+  for (Op op : {Op::ADD, Op::SUB, Op::MUL})
+    for (const Case& c : {Case{{1, 1, 48}, {1, 1, 48}, true}, Case{{1, 1, 48}, {1, 1, 1}, true},
+                          Case{{1, 1, 1}, {1, 1, 48}, true}, Case{{4, 48}, {4, 1}, false},
+                          Case{{4, 96, 128}, {4, 96, 128}, false}}) {
+      SCOPED_TRACE(std::string(op_name(op)) + " " + shape_str(c.a) + " " + shape_str(c.b));
+      Net net(2200);
+      ValueId a = net.input(c.a, -3, 3), b = net.input(c.b, -3, 3);
+      Module m = net.finish({net.binary(op, a, b)});
+      Context ctx(Model::from_module(m, BackendOptions{}));  // the default priority
+      ctx.set_profiling(true);
+      const std::vector<Tensor> out = ctx.run(net.feeds);
+      Context ref(Model::from_module(m, kReference));
+      if (c.loop) EXPECT_TRUE(out[0].identical(ref.run(net.feeds)[0]));
+      else EXPECT_TRUE(close(out[0], ref.run(net.feeds)[0], kExact));
+      bool loop = false;
+      for (const KernelProfile& k : ctx.profile()) loop |= k.implementation == "weft_binary";
+      EXPECT_EQ(loop, c.loop);
+    }
+}
+
 TEST(OneDnnVsReference, Clamp) {
   // ReLU (0..FLT_MAX, oneDNN's relu), ReLU6, a symmetric and a negative-only range.
   const std::vector<std::pair<double, double>> bounds = {
