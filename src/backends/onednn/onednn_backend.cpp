@@ -1342,17 +1342,15 @@ bool small_binary(const Graph& g, const Node& n) {
 
 std::unique_ptr<Kernel> prepare_single(const Graph& g, const Composite& c, const PrepareOptions& o) {
   const Node& n = g.node(c.anchor);
-  if (small_binary(g, n)) {
-    const Shape& os = type_of(g, n.outputs[0]).shape;
-    return std::make_unique<SmallBinaryKernel>(n.op, shape_elements(os), type_of(g, n.inputs[0]).shape != os,
-                                               type_of(g, n.inputs[1]).shape != os);
-  }
   const TensorType& out = type_of(g, n.outputs[0]);
-  dn::memory::desc dst_md = plain_md(out);
-  dn::primitive_attr attr = base_attr(o);
+  if (small_binary(g, n))
+    return std::make_unique<SmallBinaryKernel>(n.op, out.num_elements(), type_of(g, n.inputs[0]).shape != out.shape,
+                                               type_of(g, n.inputs[1]).shape != out.shape);
   if (small_activation(g, n))
     return std::make_unique<ActivationKernel>(n.op == Op::SIGMOID ? cpu::EpilogueOp::Kind::kSigmoid : cpu::EpilogueOp::Kind::kTanh,
                                               out.num_elements());
+  dn::memory::desc dst_md = plain_md(out);
+  dn::primitive_attr attr = base_attr(o);
   if (auto e = eltwise_of(n.op, &n)) {
     dn::eltwise_forward::desc d(dn::prop_kind::forward_inference, e->alg, dst_md, e->alpha, e->beta);
     auto pd = dn::eltwise_forward::primitive_desc(d, attr, engine());

@@ -1415,14 +1415,7 @@ std::string check_matmul_layer_norm(const Graph& g, const Composite& mm, const C
   if (gemm_split(p.tile, p.acc, p.H, p.W, p.C, p.N, caps).first < 2) return "the GEMM is not split over K";
   const TensorType& t = type_of(g, ln.source);
   if (ln.source != p.ep.result || t.shape.back() != p.W) return "the LAYER_NORM does not normalize the GEMM's rows";
-  for (ValueId o : g.outputs())
-    if (o == ln.source) return "the GEMM's result is a graph output";
-  for (int ni = 0; ni < static_cast<int>(g.nodes().size()); ++ni) {
-    const Node& n = g.node(ni);
-    if (std::find(n.inputs.begin(), n.inputs.end(), ln.source) != n.inputs.end() &&
-        std::find(ln.nodes.begin(), ln.nodes.end(), ni) == ln.nodes.end())
-      return "the GEMM's result is read elsewhere";
-  }
+  if (!read_only_by(g, ln.source, ln.nodes)) return "the GEMM's result is read elsewhere or is a graph output";
   // (tc_splitk_ln reads each row once: it must stay in registers.)
   if (p.W > row_norm_max_cached(caps)) return "rows of " + str(p.W) + " are too long for one workgroup's registers";
   return {};
