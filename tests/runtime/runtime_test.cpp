@@ -134,6 +134,17 @@ TEST(Runtime, ContiguousSlicesAreViewsOfTheirInput) {
     for (const KernelProfile& k : ctx.profile()) slices += k.pattern == "SLICE";
     EXPECT_EQ(slices, 1);
   }
+  // A view is made again only when its input moves: the same buffer with new contents is seen
+  // through the views kept from the run before, a buffer elsewhere gets new ones.
+  Tensor in = random_tensor({DType::kFp32, {3, 4, 8}}, 80);
+  expect_identical(ctx.run({in}), interp.run(std::vector<Tensor>{in}));
+  float* p = in.mutable_data<float>();
+  for (int64_t i = 0; i < in.num_elements(); ++i) p[i] = -0.5f * p[i] + 0.25f;
+  expect_identical(ctx.run({in}), interp.run(std::vector<Tensor>{in}));
+  const Tensor moved = in.clone();
+  p[5] = 7.0f;  // (the clone keeps the old value)
+  expect_identical(ctx.run({moved}), interp.run(std::vector<Tensor>{moved}));
+  expect_identical(ctx.run({in}), interp.run(std::vector<Tensor>{in}));
 }
 
 TEST(Runtime, PlanSharesMemoryAndNeverOverlapsLiveValues) {
