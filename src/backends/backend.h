@@ -86,7 +86,12 @@ struct Composite {
   //   G >= 2 SLICEs of `source` along its channels (equal, contiguous, in order), a CONV2D on each
   //   (`group_convs`, same attributes and shapes, constant weights), and a CONCAT of their results
   //   along the channels (`group_concat`), then `post_ops` on the concatenation.
-  enum class Region { kNone, kSoftmax, kLayerNorm, kSubgraph, kGroupedConv };
+  //   kElementwise: element-wise operators (`region_nodes`, graph order, connected through their
+  //   values) whose results all have one type, each of them one the backend named fusable
+  //   (Backend::loop_fusable): one pass over the elements, the values used only inside the group
+  //   never written. `outputs` are the members' results read outside the group or by the graph,
+  //   possibly several.
+  enum class Region { kNone, kSoftmax, kLayerNorm, kSubgraph, kGroupedConv, kElementwise };
   Region region = Region::kNone;
   int axis = -1;
   double epsilon = 0;
@@ -246,6 +251,11 @@ class Backend {
   // backend whose only device is a CPU implementation (lavapipe) leaves TOSA operators to the CPU
   // backends, which run them faster, and takes them only when listed explicitly.
   virtual bool takes_by_default(const Graph& g, const Composite& c) const { return true; }
+  // Whether node `ni` of `g` can be a member of a Region::kElementwise group on this backend: an
+  // element-wise operator whose operands are each of its result's shape, one value, or one value
+  // per index of its last axis. The partitioner groups such nodes when this backend is also the one
+  // that would run each of them alone, and asks supports() for the group.
+  virtual bool loop_fusable(const Graph& g, int ni) const { return false; }
   // Builds the kernel of `c`: everything that does not depend on the run's data is done here once.
   // Throws Error naming the node when something fails.
   virtual std::unique_ptr<Kernel> prepare(const Module& m, const Graph& g, const Composite& c,

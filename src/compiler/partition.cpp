@@ -152,6 +152,121 @@ class Matcher {
     return out;
   }
 
+  // The nodes reading `v`.
+  const std::vector<int>& consumers(ValueId v) const { return consumers_[static_cast<size_t>(v)]; }
+
+  // Groups of free element-wise nodes for Region::kElementwise, in graph order of their first node.
+  // `fusable(ni)` is the backend that would run node ni alone when that backend can also run it in
+  // a group (Backend::loop_fusable), else null. A node joins the group of a node whose result it
+  // reads when both have one backend and one result type, the group has room, and none of its other
+  // operands depends on the group through a node outside it (the group stays convex); otherwise it
+  // starts a group. Groups of one node are left out.
+  template <class F>
+  std::vector<Composite> elementwise_groups(F&& fusable) const {
+    // A loop kernel holds a block of every member's values at once: the bound keeps that small.
+    constexpr size_t kMaxMembers = 48;
+    const int nn = static_cast<int>(g_.nodes().size());
+    std::vector<int> group_of(static_cast<size_t>(nn), -1);
+    std::vector<std::vector<int>> members;
+    std::vector<const Backend*> owner;
+    std::vector<int> seen(static_cast<size_t>(nn), -1);
+    int stamp = 0;
+    // Whether some node outside groups `x`, `y` and node `ni` that a node of `readers` reads
+    // depends on group `target` (a path that leaves the union and comes back). Only nodes after the
+    // target's first member can depend on it.
+    auto leaves_and_returns = [&](const std::vector<int>& readers, int target, int x, int y, int ni) {
+      auto in_union = [&](int n) {
+        const int gi = group_of[static_cast<size_t>(n)];
+        return n == ni || (gi >= 0 && (gi == x || gi == y));
+      };
+      const int first = members[static_cast<size_t>(target)].front();
+      ++stamp;
+      std::vector<int> stack;
+      for (int r : readers)
+        for (ValueId v : g_.node(r).inputs) {
+          const int p = g_.value(v).producer;
+          if (p > first && !in_union(p)) stack.push_back(p);
+        }
+      while (!stack.empty()) {
+        const int n = stack.back();
+        stack.pop_back();
+        if (seen[static_cast<size_t>(n)] == stamp) continue;
+        seen[static_cast<size_t>(n)] = stamp;
+        for (ValueId v : g_.node(n).inputs) {
+          const int p = g_.value(v).producer;
+          if (p < first) continue;
+          if (group_of[static_cast<size_t>(p)] == target) return true;
+          if (!in_union(p)) stack.push_back(p);
+        }
+      }
+      return false;
+    };
+    for (int ni = 0; ni < nn; ++ni) {
+      if (taken_[static_cast<size_t>(ni)] || g_.node(ni).outputs.size() != 1) continue;
+      const Backend* b = fusable(ni);
+      if (!b) continue;
+      const TensorType& t = g_.value(g_.node(ni).outputs[0]).type;
+      // Node ni joins the first group it reads that stays convex with it; further groups it reads
+      // merge in when the union stays convex (an LSTM cell's c' = f * c + i * tanh(g) reads two
+      // chains that started apart).
+      int join = -1;
+      for (ValueId v : g_.node(ni).inputs) {
+        const int p = g_.value(v).producer;
+        const int gi = p < 0 ? -1 : group_of[static_cast<size_t>(p)];
+        if (gi < 0 || gi == join || owner[static_cast<size_t>(gi)] != b ||
+            g_.value(g_.node(members[static_cast<size_t>(gi)].front()).outputs[0]).type != t)
+          continue;
+        std::vector<int>& mg = members[static_cast<size_t>(gi)];
+        if (join < 0) {
+          if (mg.size() < kMaxMembers && !leaves_and_returns({ni}, gi, gi, -1, ni)) join = gi;
+          continue;
+        }
+        std::vector<int>& mj = members[static_cast<size_t>(join)];
+        if (mj.size() + mg.size() >= kMaxMembers) continue;
+        std::vector<int> with_j = mj, with_g = mg;
+        with_j.push_back(ni);
+        with_g.push_back(ni);
+        if (leaves_and_returns(with_g, join, join, gi, ni) || leaves_and_returns(with_j, gi, join, gi, ni)) continue;
+        for (int m : mg) group_of[static_cast<size_t>(m)] = join;
+        mj.insert(mj.end(), mg.begin(), mg.end());
+        std::sort(mj.begin(), mj.end());
+        mg.clear();
+      }
+      if (join < 0) {
+        join = static_cast<int>(members.size());
+        members.emplace_back();
+        owner.push_back(b);
+      }
+      members[static_cast<size_t>(join)].push_back(ni);
+      group_of[static_cast<size_t>(ni)] = join;
+    }
+    std::vector<Composite> out;
+    for (std::vector<int>& m : members) {
+      if (m.size() < 2) continue;
+      Composite c;
+      c.region = Composite::Region::kElementwise;
+      c.anchor = m.front();
+      c.region_nodes = m;
+      c.nodes = m;
+      const int gi = group_of[static_cast<size_t>(m.front())];
+      for (int ni : m)
+        for (ValueId v : g_.node(ni).inputs) {
+          const int p = g_.value(v).producer;
+          if ((p < 0 || group_of[static_cast<size_t>(p)] != gi) && std::find(c.inputs.begin(), c.inputs.end(), v) == c.inputs.end())
+            c.inputs.push_back(v);
+        }
+      for (int ni : m) {
+        const ValueId o = g_.node(ni).outputs[0];
+        bool outside = is_output_[static_cast<size_t>(o)];
+        for (int user : consumers_[static_cast<size_t>(o)]) outside |= group_of[static_cast<size_t>(user)] != gi;
+        if (outside) c.outputs.push_back(o);
+      }
+      c.pattern = "ELEMENTWISE[" + std::to_string(m.size()) + " ops]";
+      out.push_back(std::move(c));
+    }
+    return out;
+  }
+
   Composite single(int ni) const {
     Composite c;
     c.anchor = ni;
@@ -851,24 +966,64 @@ Partition partition_graph(const Module& m, const Graph& g, const std::vector<con
     if (!taken[static_cast<size_t>(a)]) anchor_declines[a] = declined;
   }
 
-  // Pass 2: every other node on its own.
-  for (int ni = 0; ni < static_cast<int>(nn); ++ni) {
-    if (taken[static_cast<size_t>(ni)]) continue;
-    Composite c = matcher.single(ni);
-    std::vector<std::string> declined = anchor_declines.count(ni) ? anchor_declines[ni] : std::vector<std::string>{};
-    const Backend* chosen = nullptr;
+  // Where each node would run on its own, asked once (pass 1b groups by it, pass 2 places by it).
+  struct SingleChoice {
+    bool asked = false;
+    const Backend* backend = nullptr;  // null: no backend runs it
+    std::vector<std::string> declined;
+  };
+  std::vector<SingleChoice> singles(nn);
+  auto single_choice = [&](int ni) -> const SingleChoice& {
+    SingleChoice& sc = singles[static_cast<size_t>(ni)];
+    if (sc.asked) return sc;
+    sc.asked = true;
+    const Composite c = matcher.single(ni);
+    if (auto it = anchor_declines.find(ni); it != anchor_declines.end()) sc.declined = it->second;
     for (const Backend* b : priority) {
       backend::Support s = ask(b, c);
       if (s.ok) {
-        chosen = b;
+        sc.backend = b;
         break;
       }
       const std::string prefix = std::string(b->name()) + ": ";
       bool listed = false;
-      for (const std::string& d : declined) listed |= d.rfind(prefix, 0) == 0;
-      if (!listed && !s.reason.empty()) declined.push_back(prefix + s.reason);
+      for (const std::string& d : sc.declined) listed |= d.rfind(prefix, 0) == 0;
+      if (!listed && !s.reason.empty()) sc.declined.push_back(prefix + s.reason);
     }
-    if (!chosen) {
+    return sc;
+  };
+
+  // Pass 1b: element-wise groups (Region::kElementwise) among the nodes left.
+  // A node goes to the first backend in priority order that can run it in a loop, when that
+  // backend comes no later than the one that would run it alone (a RECIPROCAL that oneDNN has no
+  // primitive for joins its loop rather than run alone on the reference backend; nothing is taken
+  // from a backend preferred to the loop's).
+  std::vector<Composite> groups = matcher.elementwise_groups([&](int ni) -> const Backend* {
+    const Backend* alone = single_choice(ni).backend;
+    for (const Backend* b : priority) {
+      if (b->loop_fusable(g, ni)) return b;
+      if (b == alone) break;
+    }
+    return nullptr;
+  });
+  for (Composite& c : groups) {
+    const Backend* b = nullptr;
+    for (const Backend* x : priority)
+      if (!b && x->loop_fusable(g, c.anchor)) b = x;
+    if (!ask(b, c).ok) continue;
+    std::vector<std::string> declined;  // what the backends before the loop's said of its members
+    const std::string own = std::string(b->name()) + ": ";
+    for (int ni : c.nodes)
+      for (const std::string& d : single_choice(ni).declined)
+        if (d.rfind(own, 0) != 0 && std::find(declined.begin(), declined.end(), d) == declined.end()) declined.push_back(d);
+    assign(std::move(c), b, std::move(declined));
+  }
+
+  // Pass 2: every other node on its own.
+  auto assign_single = [&](int ni) {
+    const SingleChoice& sc = single_choice(ni);
+    if (!sc.backend) {
+      std::vector<std::string> declined = sc.declined;
       // Backends this machine lacks may be the ones that would have run it: say why they are missing.
       for (const Backend* b : backend::all_backends()) {
         if (std::find(priority.begin(), priority.end(), b) != priority.end()) continue;
@@ -880,7 +1035,41 @@ Partition partition_graph(const Module& m, const Graph& g, const std::vector<con
                       (declined.empty() ? std::string("(none listed)") : join_reasons(declined)),
                   {.graph = g.name(), .node = g.node_label(ni)});
     }
-    assign(std::move(c), chosen, std::move(declined));
+    assign(matcher.single(ni), sc.backend, sc.declined);
+  };
+  for (int ni = 0; ni < static_cast<int>(nn); ++ni)
+    if (!taken[static_cast<size_t>(ni)]) assign_single(ni);
+
+  // Units run at their last node's position. A group is a valid unit when everything it reads comes
+  // from units that end before it and everything reading its results from units that end after it
+  // (this also keeps it convex); one that is not runs as its members alone, which can in turn move
+  // other groups' neighbours, hence the loop.
+  for (bool changed = true; changed;) {
+    changed = false;
+    std::vector<int> unit_of(nn, -1);
+    for (size_t u = 0; u < p.units.size(); ++u)
+      for (int ni : p.units[u].composite.nodes) unit_of[static_cast<size_t>(ni)] = static_cast<int>(u);
+    for (size_t u = 0; u < p.units.size() && !changed; ++u) {
+      const Composite& c = p.units[u].composite;
+      if (c.region != Composite::Region::kElementwise) continue;
+      const int last = c.last();
+      bool ok = true;
+      for (ValueId v : c.inputs) {
+        const int prod = g.value(v).producer;
+        if (prod >= 0 && p.units[static_cast<size_t>(unit_of[static_cast<size_t>(prod)])].composite.last() >= last) ok = false;
+      }
+      for (int ni : c.nodes)
+        for (ValueId o : g.node(ni).outputs)
+          for (int user : matcher.consumers(o))
+            if (unit_of[static_cast<size_t>(user)] != static_cast<int>(u) &&
+                p.units[static_cast<size_t>(unit_of[static_cast<size_t>(user)])].composite.last() <= last)
+              ok = false;
+      if (ok) continue;
+      const std::vector<int> members = c.nodes;
+      p.units.erase(p.units.begin() + static_cast<long>(u));
+      for (int ni : members) assign_single(ni);
+      changed = true;
+    }
   }
 
   std::stable_sort(p.units.begin(), p.units.end(), [](const Unit& x, const Unit& y) {

@@ -16,13 +16,17 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <optional>
+#include <set>
+#include <tuple>
 #include <unordered_map>
 
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "backends/backend.h"
 #include "backends/onednn/channel_chain.h"
+#include "backends/onednn/elementwise_loop.h"
 #include "backends/onednn/gemm.h"
 #include "backends/onednn/gemv.h"
 #include "backends/reference/parallel.h"
@@ -1586,6 +1590,168 @@ std::unique_ptr<Kernel> prepare_channel_chain(const Graph& g, const Composite& c
                                               channels == 0 ? 0 : rt.num_elements() / channels, std::move(steps));
 }
 
+// ---- Fused element-wise loops (Region::kElementwise) --------------------------------------------
+
+// The loop step node `n` becomes, if it is one (fp32 throughout; MUL with shift 0; CLAMP's bounds
+// fp32; SIGMOID / TANH where the CPU has AVX2 + FMA for activation_avx2).
+std::optional<cpu::LoopStep::Kind> loop_kind(const Graph& g, const Node& n) {
+  using K = cpu::LoopStep::Kind;
+  switch (n.op) {
+    case Op::ADD: return K::kAdd;
+    case Op::SUB: return K::kSub;
+    case Op::MUL:
+      if (const_scalar_int(g, n.inputs.at(2)).value_or(1) != 0) return std::nullopt;
+      return K::kMul;
+    case Op::MAXIMUM: return K::kMax;
+    case Op::MINIMUM: return K::kMin;
+    case Op::CLAMP:
+      if (!clamp_bounds(n)) return std::nullopt;
+      return K::kClamp;
+    case Op::ABS: return K::kAbs;
+    case Op::RECIPROCAL: return K::kReciprocal;
+    case Op::SIGMOID:
+    case Op::TANH:
+      if (!cpu::gemm_avx2_supported()) return std::nullopt;
+      return n.op == Op::SIGMOID ? K::kSigmoid : K::kTanh;
+    default: return std::nullopt;
+  }
+}
+
+// How operand `v` is read by a loop over `rt`: all of it, one value, or one per last-axis index.
+std::optional<cpu::LoopOperand::From> loop_operand_form(const Graph& g, ValueId v, const TensorType& rt) {
+  const TensorType& t = type_of(g, v);
+  if (t.dtype != DType::kFp32 || t.rank() != rt.rank() || rt.rank() == 0) return std::nullopt;
+  if (t.shape == rt.shape) return cpu::LoopOperand::From::kFull;
+  if (t.num_elements() == 1) return cpu::LoopOperand::From::kOne;
+  if (t.shape.back() == rt.shape.back() && t.num_elements() == t.shape.back()) return cpu::LoopOperand::From::kColumn;
+  return std::nullopt;
+}
+
+// Whether node `ni` can be a loop step (OneDnnBackend::loop_fusable).
+bool loop_node(const Graph& g, int ni) {
+  const Node& n = g.node(ni);
+  if (n.outputs.size() != 1 || !loop_kind(g, n)) return false;
+  const TensorType& rt = type_of(g, n.outputs[0]);
+  if (rt.dtype != DType::kFp32 || rt.num_elements() == 0) return false;
+  const size_t operands = cpu::is_binary(*loop_kind(g, n)) ? 2 : 1;
+  for (size_t i = 0; i < operands; ++i)
+    if (!loop_operand_form(g, n.inputs[i], rt)) return false;
+  return true;
+}
+
+// The loop of group `c`, or why it cannot be one (`why` set).
+cpu::LoopProgram loop_program(const Graph& g, const Composite& c, std::string& why) {
+  cpu::LoopProgram p;
+  const TensorType& rt = type_of(g, g.node(c.anchor).outputs[0]);
+  p.elements = rt.num_elements();
+  p.columns = rt.rank() ? std::max<int64_t>(1, rt.shape.back()) : 1;
+  std::map<ValueId, int> step_of;
+  int extras = 0;
+  std::set<std::pair<int, int>> extra_seen;
+  for (int ni : c.region_nodes) {
+    const Node& n = g.node(ni);
+    if (!loop_node(g, ni) || type_of(g, n.outputs[0]) != rt) {
+      why = std::string(op_name(n.op)) + " (" + g.node_label(ni) + ") is not an fp32 loop step over " + rt.str();
+      return {};
+    }
+    cpu::LoopStep st;
+    st.kind = *loop_kind(g, n);
+    const size_t operands = cpu::is_binary(st.kind) ? 2 : 1;
+    for (size_t i = 0; i < operands; ++i) {
+      const ValueId v = n.inputs[i];
+      cpu::LoopOperand o;
+      if (auto it = step_of.find(v); it != step_of.end()) {
+        o.index = it->second;
+      } else {
+        o.from = *loop_operand_form(g, v, rt);
+        o.index = c.input_index(v);
+        if (o.index < 0) {
+          why = "operand of " + g.node_label(ni) + " is neither a member's result nor an input of the group";
+          return {};
+        }
+        if (o.from != cpu::LoopOperand::From::kFull && extra_seen.insert({o.index, static_cast<int>(o.from)}).second) ++extras;
+      }
+      (i == 0 ? st.a : st.b) = o;
+    }
+    if (st.kind == cpu::LoopStep::Kind::kClamp) std::tie(st.lo, st.hi) = *clamp_bounds(n);
+    for (const AttrDef& a : op_def(n.op).attrs)
+      if (a.kind == AttrKind::kNanMode) st.propagate = n.attr_int(a.name) == static_cast<int64_t>(NanMode::kPropagate);
+    step_of[n.outputs[0]] = static_cast<int>(p.steps.size());
+    p.steps.push_back(st);
+  }
+  if (static_cast<int>(p.steps.size()) + extras > cpu::kMaxLoopSlots) {
+    why = "the group has more than " + std::to_string(cpu::kMaxLoopSlots) + " steps and broadcast operands";
+    return {};
+  }
+  for (ValueId o : c.outputs) {
+    auto it = step_of.find(o);
+    if (it == step_of.end()) {
+      why = "a result of the group is not computed by it";
+      return {};
+    }
+    p.outputs.push_back(it->second);
+  }
+  return p;
+}
+
+// Weft's own loop (elementwise_loop.h): one pass over the elements for the whole group.
+class ElementwiseLoopKernel final : public Kernel {
+ public:
+  explicit ElementwiseLoopKernel(cpu::LoopProgram p) : p_(std::move(p)) {
+    for (const cpu::LoopStep& s : p_.steps)
+      for (const cpu::LoopOperand* o : {&s.a, &s.b})
+        if ((o == &s.a || cpu::is_binary(s.kind)) && o->from != cpu::LoopOperand::From::kStep) {
+          if (static_cast<size_t>(o->index) >= reads_.size()) reads_.resize(static_cast<size_t>(o->index) + 1, false);
+          reads_[static_cast<size_t>(o->index)] = true;
+        }
+  }
+  std::string implementation() const override { return "weft_loop[" + std::to_string(p_.steps.size()) + "]"; }
+  void set_max_threads(int n) { max_threads_ = n; }
+  void execute(ExecArgs& a) const override {
+    constexpr size_t kInline = 32;
+    const float* in_small[kInline];
+    float* out_small[kInline];
+    std::vector<const float*> in_big;
+    std::vector<float*> out_big;
+    const float** in = in_small;
+    float** out = out_small;
+    if (a.in.size() > kInline) {
+      in_big.resize(a.in.size());
+      in = in_big.data();
+    }
+    if (a.out.size() > kInline) {
+      out_big.resize(a.out.size());
+      out = out_big.data();
+    }
+    for (size_t i = 0; i < a.in.size(); ++i)
+      in[i] = i < reads_.size() && reads_[i] ? a.in[i]->data<float>() : nullptr;
+    for (size_t k = 0; k < a.out.size(); ++k) out[k] = a.out[k].mutable_data<float>();
+    // Blocks of 64; at least 64K elements per thread.
+    const int64_t blocks = (p_.elements + 63) / 64;
+    ref::parallel_for(std::min(a.threads, max_threads_), blocks, [&](int64_t b0, int64_t b1) {
+      cpu::run_loop(p_, in, out, b0 * 64, std::min(p_.elements, b1 * 64));
+    }, 1024);
+  }
+
+ private:
+  cpu::LoopProgram p_;
+  std::vector<bool> reads_;
+  int max_threads_ = 1 << 20;
+};
+
+Support elementwise_supported(const Graph& g, const Composite& c) {
+  std::string why;
+  loop_program(g, c, why);
+  return why.empty() ? Support::yes() : Support::no(why);
+}
+
+std::unique_ptr<Kernel> prepare_elementwise(const Graph& g, const Composite& c) {
+  std::string why;
+  cpu::LoopProgram p = loop_program(g, c, why);
+  if (!why.empty()) throw Error(ErrorCode::kUnsupported, why, {.graph = g.name(), .node = g.node_label(c.anchor)});
+  return std::make_unique<ElementwiseLoopKernel>(std::move(p));
+}
+
 // ---- Regions: softmax and layer normalization -----------------------------------------------------
 
 Support region_supported(const Graph& g, const Composite& c) {
@@ -1634,7 +1800,7 @@ int thread_cap(const Graph& g, const Composite& c) {
   // MAX_POOL2D measured faster on two threads (SqueezeNet 0.30 vs 0.43 ms), AVG_POOL2D (global
   // squeeze-and-excitation pools) slower: EfficientNet-B0 7.5 vs 8.6 ms in all.
   if (anchor_op(op) && op != Op::AVG_POOL2D) return 1 << 20;
-  if (c.region != Composite::Region::kNone) return 1 << 20;
+  if (c.region != Composite::Region::kNone && c.region != Composite::Region::kElementwise) return 1 << 20;
   // Weft's own loop over a CONCAT's pieces forks on the OpenMP team cheaply: DenseNet-121's 58
   // chains took 1.55 ms on one thread and 0.97 ms on two.
   if (c.concat_in >= 0) return 1 << 20;
@@ -1672,6 +1838,7 @@ class OneDnnBackend final : public Backend {
     if (c.scale_in >= 0) return Support::no("a MUL by a factor per image and channel in front of a convolution is not fused");
     Support s;
     if (c.region == Composite::Region::kGroupedConv) s = grouped_conv_supported(g, c);
+    else if (c.region == Composite::Region::kElementwise) s = elementwise_supported(g, c);
     else if (c.region != Composite::Region::kNone) s = region_supported(g, c);
     else switch (n.op) {
       case Op::CONV2D:
@@ -1736,6 +1903,8 @@ class OneDnnBackend final : public Backend {
     return largest > kTinyElements;
   }
 
+  bool loop_fusable(const Graph& g, int ni) const override { return loop_node(g, ni); }
+
   Support nan_exact(const Graph& g, const Composite& c) const override {
     if (c.region == Composite::Region::kSoftmax) return Support::no("oneDNN's softmax turns a row with a NaN into 0s");
     for (int ni : c.nodes) {
@@ -1761,6 +1930,7 @@ class OneDnnBackend final : public Backend {
       else if (auto* ck = dynamic_cast<ChannelChainKernel*>(k.get())) ck->set_max_threads(threads);
       else if (auto* gk = dynamic_cast<GemmKernel*>(k.get())) gk->set_max_threads(threads);
       else if (auto* vk = dynamic_cast<GemvKernel*>(k.get())) vk->set_max_threads(threads);
+      else if (auto* lk = dynamic_cast<ElementwiseLoopKernel*>(k.get())) lk->set_max_threads(threads);
       // (ActivationKernel: one thread.)
       return k;
     } catch (const dn::error& e) {
@@ -1772,6 +1942,7 @@ class OneDnnBackend final : public Backend {
  private:
   static std::unique_ptr<Kernel> prepare_impl(const Graph& g, const Composite& c, const PrepareOptions& o) {
     if (c.region == Composite::Region::kGroupedConv) return prepare_grouped_conv(g, c, o);
+    if (c.region == Composite::Region::kElementwise) return prepare_elementwise(g, c);
     if (c.region != Composite::Region::kNone) return prepare_region(g, c, o);
     switch (g.node(c.anchor).op) {
       case Op::CONV2D:

@@ -631,6 +631,102 @@ Tensor with_nans(const Tensor& t, int every, int offset = 0) {
   return Tensor::from_doubles(t.type(), v);
 }
 
+// ---- Fused element-wise loops (Region::kElementwise) ----------------------------------------------
+
+// The kernels a profiled run of `m` (default priority) executed, as "PATTERN implementation".
+std::vector<std::string> kernels_run(Context& ctx) {
+  std::vector<std::string> out;
+  for (const KernelProfile& k : ctx.profile()) out.push_back(k.pattern + " " + k.implementation);
+  return out;
+}
+
+// An LSTM cell's update, c' = sigmoid(f) * c + sigmoid(i) * tanh(g) and h = sigmoid(o) * tanh(c'):
+// two chains that start apart, meet at c' and go on to h, both results read outside. It runs as one
+// loop of 9 steps under the default priority, at a size of one partial block, of several blocks
+// with a ragged end, and past 64K elements on two threads, within the activation loop's tolerance.
+TEST(OneDnnVsReference, LstmCellRunsAsOneElementwiseLoop) {
+  if (!backend::cpu::gemm_avx2_supported()) GTEST_SKIP() << "this CPU has no AVX2 + FMA (SIGMOID / TANH steps)";
+  for (const Shape& s : {Shape{1, 1, 48}, Shape{1, 3, 37}, Shape{2, 130, 260}})
+    for (int threads : {1, 2}) {
+      SCOPED_TRACE(shape_str(s) + " on " + std::to_string(threads) + " threads");
+      Net net(2300);
+      ValueId i = net.input(s, -4, 4), f = net.input(s, -4, 4), g = net.input(s, -4, 4), o = net.input(s, -4, 4),
+              c = net.input(s, -2, 2);
+      ValueId c2 = net.add(net.mul(net.unary(Op::SIGMOID, f), c),
+                           net.mul(net.unary(Op::SIGMOID, i), net.unary(Op::TANH, g)));
+      ValueId h = net.mul(net.unary(Op::SIGMOID, o), net.unary(Op::TANH, c2));
+      Module m = net.finish({h, c2});
+      Context ctx(Model::from_module(m, BackendOptions{}), ContextOptions{.threads = threads});
+      ctx.set_profiling(true);
+      const std::vector<Tensor> got = ctx.run(net.feeds);
+      EXPECT_EQ(kernels_run(ctx), std::vector<std::string>{"ELEMENTWISE[9 ops] weft_loop[9]"});
+      Context ref(Model::from_module(m, kReference));
+      const std::vector<Tensor> want = ref.run(net.feeds);
+      for (size_t k = 0; k < 2; ++k) EXPECT_TRUE(close(got[k], want[k], kTolElementwise)) << "output " << k;
+    }
+}
+
+// Every exact step kind in one loop, bit for bit the reference's: ADD of one value, SUB, MUL by one
+// value per last-axis index, MAXIMUM (PROPAGATE) and MINIMUM (IGNORE) of NaN-holding inputs, CLAMP
+// under both modes, ABS and RECIPROCAL (of zeros too), with an intermediate also read outside.
+TEST(OneDnnVsReference, ExactElementwiseLoopStepsMatchTheReferenceBitForBit) {
+  const int64_t propagate = static_cast<int64_t>(NanMode::kPropagate), ignore = static_cast<int64_t>(NanMode::kIgnore);
+  for (const Shape& s : {Shape{2, 3, 37}, Shape{1, 1, 16}, Shape{3, 70, 400}}) {
+    SCOPED_TRACE(shape_str(s));
+    Net net(2310);
+    ValueId x = net.input(s, -3, 3), y = net.input(s, -3, 3);
+    Shape col(s.size(), 1);
+    col.back() = s.back();
+    ValueId r = net.add(x, net.scalar(0.375, static_cast<int>(s.size())));
+    r = net.sub(r, y);
+    r = net.mul(r, net.weight(col, -2, 2));
+    ValueId mx = net.b.op(Op::MAXIMUM, {r, y}, {{"nan_mode", propagate}});
+    ValueId mn = net.b.op(Op::MINIMUM, {mx, x}, {{"nan_mode", ignore}});
+    ValueId c1 = net.b.op(Op::CLAMP, {mn}, {{"min_val", scalar0(-1)}, {"max_val", scalar0(1)}, {"nan_mode", ignore}});
+    ValueId c2 = net.b.op(Op::CLAMP, {net.unary(Op::ABS, r)},
+                          {{"min_val", scalar0(0)}, {"max_val", scalar0(0.5)}, {"nan_mode", propagate}});
+    ValueId q = net.unary(Op::RECIPROCAL, net.sub(c1, c2));
+    Module m = net.finish({q, mx});
+    net.feeds[0] = with_nans(net.feeds[0], 11);
+    net.feeds[1] = with_nans(net.feeds[1], 13, 3);
+    Context ctx(Model::from_module(m, kOneDnn));
+    ctx.set_profiling(true);
+    const std::vector<Tensor> got = ctx.run(net.feeds);
+    EXPECT_EQ(kernels_run(ctx), std::vector<std::string>{"ELEMENTWISE[10 ops] weft_loop[10]"});
+    Context ref(Model::from_module(m, kReference));
+    const std::vector<Tensor> want = ref.run(net.feeds);
+    for (size_t k = 0; k < 2; ++k) EXPECT_TRUE(got[k].identical(want[k])) << "output " << k;
+  }
+}
+
+// A group stays convex and runs where its last node is: y = x + 1 feeds a TANH of another shape
+// (through RESHAPEs) whose result comes back into z = (y + x) * t. The MUL cannot join y's group
+// (the TANH would have to run in the middle of it), and y + x can only join it if the group ran
+// before the TANH, which it does not (it runs at its last node): so no group forms, and the results
+// are right. A node the loop does not take (ERF) splits a chain in two groups.
+TEST(OneDnnVsReference, ElementwiseGroupsStayConvexAndSplitAtForeignNodes) {
+  {
+    Net net(2320);
+    ValueId x = net.input({4, 8});
+    ValueId y = net.add(x, net.scalar(1, 2));
+    ValueId t = net.reshape(net.unary(Op::TANH, net.reshape(y, {32})), {4, 8});
+    ValueId z = net.mul(net.add(y, x), t);
+    auto dnn = check_vs_reference(net.finish({z}), net.feeds, {}, kTolElementwise, false);
+    EXPECT_EQ(dnn->explain().find("ELEMENTWISE"), std::string::npos) << dnn->explain();
+  }
+  {
+    Net net(2321);
+    ValueId x = net.input({2, 50});
+    ValueId a = net.mul(net.add(x, net.scalar(0.5, 2)), x);
+    ValueId e = net.unary(Op::ERF, a);
+    ValueId z = net.sub(net.mul(e, x), a);
+    auto dnn = check_vs_reference(net.finish({z}), net.feeds, {"ELEMENTWISE[2 ops]"}, kTolElementwise, false);
+    const std::string ex = dnn->explain();
+    EXPECT_NE(ex.find("2 x ELEMENTWISE[2 ops]"), std::string::npos) << ex;
+    EXPECT_NE(ex.find("reference ERF"), std::string::npos) << ex;
+  }
+}
+
 struct NanCase {
   std::string pattern;
   std::function<ValueId(Net&, ValueId, ValueId)> build;

@@ -1,0 +1,174 @@
+#include "backends/onednn/elementwise_loop.h"
+
+#include <cstring>
+#include <limits>
+
+#include "backends/onednn/gemm.h"
+#include "backends/onednn/lanes.h"
+
+// The file is built with -ffp-contract=off (CMakeLists.txt): a MUL then an ADD stay two roundings,
+// as the operators are.
+
+namespace weft::backend::cpu {
+namespace {
+
+// Elements per block: every step's block of values stays in L1 (kMaxLoopSlots * 256 bytes).
+constexpr int64_t kBlock = 64;
+
+typedef int32_t LanesI __attribute__((vector_size(64)));
+
+// One binary or unary step over n values (a, b, y may not overlap except a == y or b == y).
+WEFT_CPU_CLONES
+void apply(const LoopStep& s, const float* a, const float* b, float* y, int64_t n) {
+  const float qnan = std::numeric_limits<float>::quiet_NaN();
+  int64_t j = 0;
+  switch (s.kind) {
+    case LoopStep::Kind::kAdd:
+      for (; j + 16 <= n; j += 16) store_lanes(y + j, load_lanes(a + j) + load_lanes(b + j));
+      for (; j < n; ++j) y[j] = a[j] + b[j];
+      return;
+    case LoopStep::Kind::kSub:
+      for (; j + 16 <= n; j += 16) store_lanes(y + j, load_lanes(a + j) - load_lanes(b + j));
+      for (; j < n; ++j) y[j] = a[j] - b[j];
+      return;
+    case LoopStep::Kind::kMul:
+      for (; j + 16 <= n; j += 16) store_lanes(y + j, load_lanes(a + j) * load_lanes(b + j));
+      for (; j < n; ++j) y[j] = a[j] * b[j];
+      return;
+    case LoopStep::Kind::kMax:
+    case LoopStep::Kind::kMin: {
+      const bool max = s.kind == LoopStep::Kind::kMax;
+      const Lanes nan = Lanes{} + qnan;
+      for (; j + 16 <= n; j += 16) {
+        const Lanes x = load_lanes(a + j), w = load_lanes(b + j);
+        Lanes r = max ? (x >= w ? x : w) : (x < w ? x : w);
+        const LanesI xn = x != x, wn = w != w;
+        r = s.propagate ? ((xn | wn) != 0 ? nan : r) : (xn != 0 ? w : (wn != 0 ? x : r));
+        store_lanes(y + j, r);
+      }
+      for (; j < n; ++j) {
+        const float x = a[j], w = b[j];
+        float r = max ? (x >= w ? x : w) : (x < w ? x : w);
+        if (x != x || w != w) r = s.propagate ? qnan : (x != x ? w : x);
+        y[j] = r;
+      }
+      return;
+    }
+    case LoopStep::Kind::kClamp: {
+      // max(x, lo) then min(., hi): a NaN gives NaN (propagate) or lo (ignore); lo <= hi, neither NaN.
+      const Lanes lo = Lanes{} + s.lo, hi = Lanes{} + s.hi, nan = Lanes{} + qnan;
+      for (; j + 16 <= n; j += 16) {
+        const Lanes x = load_lanes(a + j);
+        Lanes r = x >= lo ? x : lo;
+        r = r < hi ? r : hi;
+        if (s.propagate) r = x != x ? nan : r;
+        store_lanes(y + j, r);
+      }
+      for (; j < n; ++j) {
+        const float x = a[j];
+        float r = x >= s.lo ? x : s.lo;
+        r = r < s.hi ? r : s.hi;
+        y[j] = s.propagate && x != x ? qnan : r;
+      }
+      return;
+    }
+    case LoopStep::Kind::kAbs: {
+      const LanesI mask = LanesI{} + 0x7fffffff;
+      for (; j + 16 <= n; j += 16) {
+        LanesI bits;
+        const Lanes x = load_lanes(a + j);
+        std::memcpy(&bits, &x, sizeof bits);
+        bits &= mask;
+        Lanes r;
+        std::memcpy(&r, &bits, sizeof r);
+        store_lanes(y + j, r);
+      }
+      for (; j < n; ++j) {
+        uint32_t bits;
+        std::memcpy(&bits, a + j, sizeof bits);
+        bits &= 0x7fffffffu;
+        std::memcpy(y + j, &bits, sizeof bits);
+      }
+      return;
+    }
+    case LoopStep::Kind::kReciprocal: {
+      const Lanes one = Lanes{} + 1.0f;
+      for (; j + 16 <= n; j += 16) store_lanes(y + j, one / load_lanes(a + j));
+      for (; j < n; ++j) y[j] = 1.0f / a[j];
+      return;
+    }
+    case LoopStep::Kind::kSigmoid:
+    case LoopStep::Kind::kTanh:
+      if (y != a) std::memcpy(y, a, static_cast<size_t>(n) * sizeof(float));
+      activation_avx2(s.kind == LoopStep::Kind::kSigmoid ? EpilogueOp::Kind::kSigmoid : EpilogueOp::Kind::kTanh, y, n);
+      return;
+  }
+}
+
+}  // namespace
+
+void run_loop(const LoopProgram& p, const float* const* in, float* const* out, int64_t e0, int64_t e1) {
+  const int steps = static_cast<int>(p.steps.size());
+  alignas(64) float tmp[kMaxLoopSlots * kBlock];
+  // Slots past the steps' hold the broadcast operands: one per (input, kind) pair read so.
+  int extra_input[kMaxLoopSlots];
+  LoopOperand::From extra_from[kMaxLoopSlots];
+  int extras = 0;
+  auto extra_slot = [&](const LoopOperand& o) {
+    for (int i = 0; i < extras; ++i)
+      if (extra_input[i] == o.index && extra_from[i] == o.from) return steps + i;
+    extra_input[extras] = o.index;
+    extra_from[extras] = o.from;
+    return steps + extras++;
+  };
+  // Per step: the slot of each operand (-1: a full input read in place) and where its result goes
+  // (-1: its own slot; k >= 0: result k, written out in place).
+  int slot_a[kMaxLoopSlots], slot_b[kMaxLoopSlots], out_of[kMaxLoopSlots];
+  for (int s = 0; s < steps; ++s) {
+    out_of[s] = -1;
+    const LoopStep& st = p.steps[static_cast<size_t>(s)];
+    auto slot = [&](const LoopOperand& o) {
+      if (o.from == LoopOperand::From::kStep) return o.index;
+      if (o.from == LoopOperand::From::kFull) return -1;
+      return extra_slot(o);
+    };
+    slot_a[s] = slot(st.a);
+    slot_b[s] = is_binary(st.kind) ? slot(st.b) : 0;
+  }
+  for (size_t k = 0; k < p.outputs.size(); ++k) out_of[p.outputs[k]] = static_cast<int>(k);
+  // Single values fill their slot once.
+  for (int i = 0; i < extras; ++i)
+    if (extra_from[i] == LoopOperand::From::kOne)
+      for (int64_t j = 0; j < kBlock; ++j) tmp[(steps + i) * kBlock + j] = in[extra_input[i]][0];
+
+  const float* where[kMaxLoopSlots];
+  for (int64_t b0 = e0; b0 < e1; b0 += kBlock) {
+    const int64_t n = std::min(kBlock, e1 - b0);
+    // Column operands for this block: value (b0 + j) mod columns.
+    for (int i = 0; i < extras; ++i) {
+      if (extra_from[i] != LoopOperand::From::kColumn) continue;
+      const float* col = in[extra_input[i]];
+      float* dst = tmp + (steps + i) * kBlock;
+      int64_t c = b0 % p.columns;
+      for (int64_t j = 0; j < n; ++j) {
+        dst[j] = col[c];
+        if (++c == p.columns) c = 0;
+      }
+    }
+    for (int s = 0; s < steps; ++s) {
+      const LoopStep& st = p.steps[static_cast<size_t>(s)];
+      float* y = out_of[s] >= 0 ? out[out_of[s]] + b0 : tmp + s * kBlock;
+      auto operand = [&](const LoopOperand& o, int slot) -> const float* {
+        if (slot < 0) return in[o.index] + b0;
+        if (slot < steps) return where[slot];
+        return tmp + slot * kBlock;
+      };
+      const float* a = operand(st.a, slot_a[s]);
+      const float* b = is_binary(st.kind) ? operand(st.b, slot_b[s]) : nullptr;
+      apply(st, a, b, y, n);
+      where[s] = y;
+    }
+  }
+}
+
+}  // namespace weft::backend::cpu
