@@ -202,15 +202,6 @@ void recurrent(Importer& imp, Cell cell) {
       TVal h_new, c_new;
       if (cell == Cell::kRnn) {
         h_new = apply(imp, f[0], clipped(imp.add(xt, hr)));
-      } else if (cell == Cell::kLstm && !pi && !po && !pf && !has_clip && !input_forget && f[0].name == "Sigmoid") {
-        // The common LSTM (sigmoid gates, no peepholes, no clip): the i, o, f gates are contiguous in
-        // the pre-activations, so one SIGMOID covers all three (fewer, larger kernels per step).
-        TVal pre = imp.add(xt, hr);
-        TVal sig = imp.emit(Op::SIGMOID, {imp.slice(pre, {0, 0, 0}, {1, B, 3 * H})});
-        TVal it = gate(sig, 0), ot = gate(sig, 1), ft = gate(sig, 2);
-        TVal ct = apply(imp, f[1], gate(pre, 3));
-        c_new = imp.add(imp.mul(ft, c), imp.mul(it, ct));
-        h_new = imp.mul(ot, apply(imp, f[2], c_new));
       } else if (cell == Cell::kLstm) {
         TVal pre = imp.add(xt, hr);
         TVal pi_ = gate(pre, 0), po_ = gate(pre, 1), pf_ = gate(pre, 2), pc_ = gate(pre, 3);
