@@ -53,6 +53,39 @@ void gemv_rows(const float* w, int64_t ldw, const float* x, int64_t k, int64_t n
   }
 }
 
+WEFT_CPU_CLONES
+void gemv_cols(const float* wt, int64_t ldn, const float* x, int64_t k, int64_t n0, int64_t n1, float* y) {
+  int64_t n = n0;
+  // Four panels of 16 columns at a time: four independent accumulator chains.
+  for (; n + 64 <= n1; n += 64) {
+    Lanes a0 = {}, a1 = {}, a2 = {}, a3 = {};
+    const float* w = wt + n;
+    for (int64_t i = 0; i < k; ++i, w += ldn) {
+      const Lanes xv = Lanes{} + x[i];
+      a0 += load_lanes(w) * xv;
+      a1 += load_lanes(w + 16) * xv;
+      a2 += load_lanes(w + 32) * xv;
+      a3 += load_lanes(w + 48) * xv;
+    }
+    store_lanes(y + n, a0);
+    store_lanes(y + n + 16, a1);
+    store_lanes(y + n + 32, a2);
+    store_lanes(y + n + 48, a3);
+  }
+  for (; n < n1; n += 16) {
+    Lanes a = {};
+    const float* w = wt + n;
+    for (int64_t i = 0; i < k; ++i, w += ldn) a += load_lanes(w) * (Lanes{} + x[i]);
+    if (n + 16 <= n1) {
+      store_lanes(y + n, a);
+    } else {
+      float t[16];
+      store_lanes(t, a);
+      std::memcpy(y + n, t, static_cast<size_t>(n1 - n) * sizeof(float));
+    }
+  }
+}
+
 std::string gemv_isa() {
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
   __builtin_cpu_init();

@@ -13,6 +13,12 @@ namespace weft::backend::cpu {
 // then added up, so results do not depend on n0, n1 or the thread that computes them.
 void gemv_rows(const float* w, int64_t ldw, const float* x, int64_t k, int64_t n0, int64_t n1, float* y);
 
+// The same product with the weights transposed: wt[k * ldn + n], ldn a multiple of 16 and the
+// columns past the last zero, for n in [n0, n1) (n0 a multiple of 16). Each result sums its
+// products in ascending k in one accumulator: no horizontal sums, which dominate gemv_rows when k
+// is small (an unrolled LSTM's [1, 48] x [48, 192] steps). Results do not depend on n0, n1.
+void gemv_cols(const float* wt, int64_t ldn, const float* x, int64_t k, int64_t n0, int64_t n1, float* y);
+
 // The instruction set gemv_rows runs with on this CPU ("avx512f", "avx2", "sse2").
 std::string gemv_isa();
 

@@ -794,6 +794,13 @@ class GemvKernel final : public Kernel {
   std::string implementation() const override { return impl_; }
   void set_max_threads(int n) { max_threads_ = n; }
 
+  // Weights transposed ([k][ldn], gemv_cols) instead of one row per output column.
+  void set_columns(int64_t ldn) {
+    columns_ = true;
+    ldw_ = ldn;
+    impl_ = "weft_gemv_cols:" + cpu::gemv_isa();
+  }
+
   void execute(ExecArgs& a) const override {
     const float* x = a.in[static_cast<size_t>(a_input_)]->data<float>() + a_offset_;
     if (a_stride_ != 1) {  // a strided operand (a transposed view): gathered once per run
@@ -802,6 +809,17 @@ class GemvKernel final : public Kernel {
       x = g;
     }
     float* y = a.out[0].mutable_data<float>();
+    if (columns_) {
+      // Panels of 16 columns, at least ~64K multiply-adds per thread.
+      const int64_t panels = (n_ + 15) / 16;
+      const int64_t min_panels = std::max<int64_t>(1, 65536 / std::max<int64_t>(1, 16 * k_));
+      ref::parallel_for(std::min(a.threads, max_threads_), panels, [&](int64_t p0, int64_t p1) {
+        const int64_t n0 = p0 * 16, n1 = std::min(n_, p1 * 16);
+        cpu::gemv_cols(w_, ldw_, x, k_, n0, n1, y);
+        for (const GemvPostOp& p : post_) apply(p, a, y, n0, n1);
+      }, min_panels);
+      return;
+    }
     // Rows in blocks of four, at least ~64K multiply-adds per thread.
     const int64_t blocks = (n_ + 3) / 4;
     const int64_t min_blocks = std::max<int64_t>(1, 65536 / std::max<int64_t>(1, 4 * k_));
@@ -863,7 +881,12 @@ class GemvKernel final : public Kernel {
   size_t prepared_;
   std::string impl_;
   int max_threads_ = 1 << 20;
+  bool columns_ = false;
 };
+
+// Depths up to which a GEMV reads its weights transposed (gemv_cols): below it the horizontal sums
+// of gemv_rows cost more than the products (an LSTM step's 48-deep product: 0.7 us a call).
+constexpr int64_t kGemvColumnsDepth = 256;
 
 // The composite's post-ops for a result of `rows` x `cols` written row-major, as the GEMV and
 // GEMM kernels apply them; nullopt where one does not fit (a constant neither scalar nor one per
@@ -919,6 +942,25 @@ std::unique_ptr<Kernel> prepare_gemv(const Graph& g, const Composite& c, const P
     return std::make_unique<GemvKernel>(nullptr, nullptr, 0, k, cols, c.input_index(a_src), av.offset, a_stride,
                                         std::move(post), 0);
   const float* base = b->data<float>() + bv.offset;
+  if (k <= kGemvColumnsDepth) {
+    const int64_t ldn = (cols + 15) / 16 * 16;
+    const std::string key = "gemv_cols:" + std::to_string(reinterpret_cast<uintptr_t>(base)) + ":" + std::to_string(sk) +
+                            ":" + std::to_string(sn) + ":" + std::to_string(k) + ":" + std::to_string(cols);
+    std::shared_ptr<std::vector<float>> packed;
+    if (o.cache) packed = std::static_pointer_cast<std::vector<float>>(o.cache->find(key));
+    if (!packed) {
+      packed = std::make_shared<std::vector<float>>(static_cast<size_t>(k * ldn), 0.0f);
+      float* dst = packed->data();
+      for (int64_t i = 0; i < k; ++i)
+        for (int64_t j = 0; j < cols; ++j) dst[i * ldn + j] = base[i * sk + j * sn];
+      if (o.cache) o.cache->put(key, packed);
+    }
+    b->buffer().release_resident();  // read from `packed` only
+    auto kernel = std::make_unique<GemvKernel>(packed, packed->data(), ldn, k, cols, c.input_index(a_src), av.offset,
+                                               a_stride, std::move(post), packed->size() * sizeof(float));
+    kernel->set_columns(ldn);
+    return kernel;
+  }
   if (sk == 1) {
     // In place: the constant's buffer is shared (a copy of the Tensor holds it alive).
     auto hold = std::make_shared<Tensor>(*b);
