@@ -24,13 +24,12 @@ std::string shape_str(const Shape& s) {
 }
 
 int64_t shape_elements(const Shape& s) {
+  // (A multiply with an overflow flag per dimension, not a division: kernels ask this per run.)
   int64_t n = 1;
   for (int64_t d : s) {
     if (d < 0) throw Error(ErrorCode::kInvalidArgument, "negative dimension in shape " + shape_str(s));
-    if (d != 0 && n > (int64_t{1} << 62) / d) {
+    if (__builtin_mul_overflow(n, d, &n) || n > (int64_t{1} << 62))
       throw Error(ErrorCode::kInvalidArgument, "shape " + shape_str(s) + " has more than 2^62 elements");
-    }
-    n *= d;
   }
   return n;
 }
