@@ -34,6 +34,7 @@ class FakeBackend final : public Backend {
     std::set<std::string> singles;                              // op names run alone
     std::function<bool(const Composite&)> fuses = nullptr;       // null = no fused groups at all
     std::set<std::string> nan_inexact;                          // patterns whose NaN results differ
+    std::set<std::string> loop_ops;                             // op names it runs in element-wise loops
   };
   FakeBackend(std::string name, Caps caps) : name_(std::move(name)), caps_(std::move(caps)) {}
 
@@ -43,6 +44,7 @@ class FakeBackend final : public Backend {
   Support nan_exact(const Graph&, const Composite& c) const override {
     return caps_.nan_inexact.count(c.pattern) ? Support::no("NaN differs in " + c.pattern) : Support::yes();
   }
+  bool loop_fusable(const Graph& g, int ni) const override { return caps_.loop_ops.count(std::string(op_name(g.node(ni).op))) > 0; }
   Support supports(const Module&, const Graph&, const Composite& c) const override {
     calls.push_back(c.pattern);
     if (c.single()) return caps_.singles.count(c.pattern) ? Support::yes() : Support::no("no kernel for " + c.pattern);
@@ -1190,6 +1192,44 @@ TEST(Explain, SeveralDeclinesAndPatternCounts) {
   EXPECT_NE(s.find("  #7 reference TANH: %t\n      not on fakeA: no kernel for TANH\n      not on fakeB: no kernel for TANH\n"),
             std::string::npos)
       << s;
+}
+
+// Pass 1b: the element-wise nodes left after pass 1 that a backend runs in loops become one
+// ELEMENTWISE unit on it, with every result read outside (here a graph output in the middle) as an
+// output, and an operator that backend has no single kernel for (RECIPROCAL) joining the loop.
+// A backend preferred to the loop's keeps what it runs alone (TANH): the loop then forms on each
+// side of it. A group the backend declines runs as single nodes.
+TEST(Partition, ElementwiseGroupsFormOnTheLoopBackendOnly) {
+  Net n;
+  ValueId x = n.input("x", {1, 8}), y = n.input("y", {1, 8});
+  ValueId a = n.add(x, y, "a");
+  ValueId m = n.mul(n.unary(Op::TANH, a, "t"), x, "m");
+  ValueId q = n.add(n.unary(Op::RECIPROCAL, m, "r"), a, "q");
+  n.output(q);
+  n.output(a);
+  Module mod = n.finish();
+  const Graph& g = mod.main();
+  FakeBackend loops("loops", {{"ADD", "MUL", "TANH"}, any_composite, {}, {"ADD", "MUL", "TANH", "RECIPROCAL"}});
+  {
+    Partition p = compiler::partition_graph(mod, g, {&loops, ref()});
+    EXPECT_EQ(summary(g, p), (std::vector<std::string>{"loops ELEMENTWISE[5 ops] [a,t,m,r,q]"}));
+    const Composite& c = unit_of(g, p, "t").composite;
+    EXPECT_EQ(c.region, Composite::Region::kElementwise);
+    EXPECT_EQ(c.outputs, vals(g, {"a", "q"}));
+    EXPECT_EQ(c.inputs, (std::vector<ValueId>{x, y, val(g, "shift")}));
+  }
+  {
+    FakeBackend tanh_first("tanh_first", {{"TANH"}});
+    Partition p = compiler::partition_graph(mod, g, {&tanh_first, &loops, ref()});
+    EXPECT_EQ(summary(g, p), (std::vector<std::string>{"loops ADD [a]", "tanh_first TANH [t]",
+                                                       "loops ELEMENTWISE[3 ops] [m,r,q]"}));
+  }
+  {
+    FakeBackend no_groups("no_groups", {{"ADD", "MUL", "TANH"}, nullptr, {}, {"ADD", "MUL", "TANH", "RECIPROCAL"}});
+    Partition p = compiler::partition_graph(mod, g, {&no_groups, ref()});
+    EXPECT_EQ(summary(g, p), (std::vector<std::string>{"no_groups ADD [a]", "no_groups TANH [t]", "no_groups MUL [m]",
+                                                       "reference RECIPROCAL [r]", "no_groups ADD [q]"}));
+  }
 }
 
 }  // namespace
