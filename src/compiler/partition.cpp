@@ -156,11 +156,11 @@ class Matcher {
   const std::vector<int>& consumers(ValueId v) const { return consumers_[static_cast<size_t>(v)]; }
 
   // Groups of free element-wise nodes for Region::kElementwise, in graph order of their first node.
-  // `fusable(ni)` is the backend that would run node ni alone when that backend can also run it in
-  // a group (Backend::loop_fusable), else null. A node joins the group of a node whose result it
-  // reads when both have one backend and one result type, the group has room, and none of its other
-  // operands depends on the group through a node outside it (the group stays convex); otherwise it
-  // starts a group. Groups of one node are left out.
+  // `fusable(ni)` is the backend that would run node ni in a loop (Backend::loop_fusable), or null.
+  // A node joins the group of a node whose result it reads when both have one backend and one
+  // result type, the group has room, and none of its other operands depends on the group through a
+  // node outside it (the group stays convex); otherwise it starts a group. Groups of one node are
+  // left out.
   template <class F>
   std::vector<Composite> elementwise_groups(F&& fusable) const {
     // A loop kernel holds a block of every member's values at once: the bound keeps that small.
