@@ -66,6 +66,7 @@ Caps caps_of(const vk::Device& d) {
   c.subgroup_arithmetic = f.subgroup_arithmetic;
   c.coop_matrix_f16 = f.coop_matrix_f16 && std::getenv("WEFT_VULKAN_NO_COOP") == nullptr;
   c.fp16_arith = f.float16;
+  c.compute_units = f.compute_units;
   return c;
 }
 

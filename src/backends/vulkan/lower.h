@@ -58,6 +58,7 @@ struct Caps {
   // the device must expose VK_NV_cooperative_matrix (NVIDIA GPUs do).
   bool coop_matrix_f16 = false;
   bool fp16_arith = false;            // shaderFloat16
+  uint32_t compute_units = 0;         // SMs / CUs where the driver says (0: unknown)
 };
 
 // A buffer argument of a dispatch (see Lowering).

@@ -386,14 +386,19 @@ struct Tile {
 
 // The tc_gemm variant for an M x N (x batch) problem: the largest square tile that still leaves
 // enough workgroups to fill a large GPU (128: >= 256 groups, 64: >= 128) without wasting more than
-// a quarter of its outputs on ragged edges (N = 64 channels in a 128-wide tile), else 32.
+// an eighth (128) or a quarter (64) of its outputs on ragged edges (N = 64 channels in a 128-wide
+// tile), and, where the device gives its compute units, whose last wave of 128 tiles is at least
+// 85% full; else 32. On an H100, fp32: ConvNeXt-T b32 14.90 -> 13.48 ms of GPU time (its N = 96 /
+// 192 MATMULs had taken the 128 tile at 25% waste, and grids of 588 and 312 workgroups left their
+// last wave of 264 slots 22% and 18% full), BERT b32 and MobileNetV2 b32 unchanged, ResNet-50 b32
+// 12.02 -> 11.98; the 4096^3 and 2048^3 MATMULs keep the 128 tile (1024 and 256 groups).
 // `short_k` (a convolution whose reduction is under 512): not the 128 tile. On an H100, fp32, GPU
 // time with such convolutions on the 64 tile: ResNet-50 b32 12.96 -> 12.03 ms (its K = 64 to 256
 // residual 1x1 convolutions), MobileNetV2 b32 2.165 -> 2.080, DenseNet-121 b32 within its noise
-// (20.1-22.5 ms); MATMULs keep the rule without it, since BERT b32's K = 256 projections were
-// slower on the 64 tile (1.426 -> 1.442 ms). Integers: 64. WEFT_VULKAN_GEMM_TILE=32|64|128 forces a
-// float tile (tests, tuning).
-Tile pick_tile(int64_t M, int64_t N, int64_t batch, int acc, bool short_k = false) {
+// (20.1-22.5 ms); MATMULs take it under K = 256 (ConvNeXt-T's K = 96 / 192 MLP-up layers), since
+// BERT b32's K = 256 projections were slower on the 64 tile (1.426 -> 1.442 ms). Integers: 64.
+// WEFT_VULKAN_GEMM_TILE=32|64|128 forces a float tile (tests, tuning).
+Tile pick_tile(int64_t M, int64_t N, int64_t batch, int acc, bool short_k = false, uint32_t compute_units = 0) {
   if (acc == 2) return {"tc_gemm_i32", 64, 64, 16};
   if (acc == 3) return {"tc_gemm_i64", 64, 64, 16};
   static const Tile kTiles[] = {{"tc_gemm_f2", 32, 32, 32}, {"tc_gemm_f4", 64, 64, 16}, {"tc_gemm_f8", 128, 128, 8}};
@@ -401,12 +406,21 @@ Tile pick_tile(int64_t M, int64_t N, int64_t batch, int acc, bool short_k = fals
     for (const Tile& t : kTiles)
       if (std::atoi(e) == t.bm) return t;
   }
-  auto fits = [&](int64_t t, int64_t min_groups) {
+  // `waste`: the share of the tiles' outputs past the edges it allows.
+  auto fits = [&](int64_t t, int64_t min_groups, double waste) {
     const int64_t gm = (M + t - 1) / t, gn = (N + t - 1) / t;
-    return gm * gn * batch >= min_groups && 4.0 * double(M) * double(N) >= 3.0 * double(gm * gn) * double(t * t);
+    return gm * gn * batch >= min_groups && double(M) * double(N) >= (1.0 - waste) * double(gm * gn) * double(t * t);
   };
-  if (!short_k && fits(128, 256)) return kTiles[2];
-  if (fits(64, 128)) return kTiles[1];
+  // Where the device says how many compute units it has: the 128 tile's grid fills its last wave
+  // to at least 85%, counting two of its 256-invocation workgroups per unit (its 128 registers per
+  // invocation on an H100).
+  auto full_waves = [&]() {
+    if (compute_units == 0) return true;
+    const int64_t groups = ((M + 127) / 128) * ((N + 127) / 128) * batch, slots = 2 * int64_t{compute_units};
+    return double(groups) >= 0.85 * double((groups + slots - 1) / slots * slots);
+  };
+  if (!short_k && fits(128, 256, 0.125) && full_waves()) return kTiles[2];
+  if (fits(64, 128, 0.25)) return kTiles[1];
   return kTiles[0];
 }
 
@@ -473,7 +487,7 @@ Tile pick_fp16_tile(int64_t M, int64_t N, int64_t K, int64_t batch, bool vectors
   if (vec64 && (forced == 64 || (forced < 0 && (grid(64) >= kSmallGrid || K >= kSplitK))))
     return {"tc_gemm64_coop", 64, 64, 32};
   if (forced == 64 || (forced < 0 && grid(64) >= (widened_b ? kHugeGrid : kFullGrid))) return {"tc_matmul_coop", 64, 64, 32};
-  return pick_tile(M, N, batch, 0);
+  return pick_tile(M, N, batch, 0, false, caps.compute_units);
 }
 
 // The tiled GEMMs' workgroup size (tc_gemm.glsl's WG): 128 invocations for the 64 x 64
@@ -789,7 +803,7 @@ std::string plan_conv(const Graph& g, const Composite& c, const Caps& caps, Conv
   }
   p.gemm = !p.depthwise && finite && p.OC >= 4;
   if (p.gemm) {
-    p.tile = pick_tile(p.pixels(), p.OC, 1, p.acc, p.K() < 512);
+    p.tile = pick_tile(p.pixels(), p.OC, 1, p.acc, p.K() < 512, caps.compute_units);
     // Not where a squeeze-and-excitation MUL folds in front (scale_in): only the SIMT tiles scale A
     // as it loads, and the MUL apart plus the cooperative tile cost more than the fused SIMT GEMM
     // (MobileNetV3-L's 1x1 convolutions after an SE block in the fp16 mode on an H100: 0.022 ms of
@@ -1082,7 +1096,7 @@ std::string plan_matmul(const Graph& g, const Composite& c, const Caps& caps, Ma
       return "the accumulator could reach " + str(static_cast<int64_t>(bound)) + ", beyond " + dtype_name(p.out_t) +
              " (the reference checks every addition)";
   }
-  p.tile = pick_tile(p.H, p.W, p.N, p.acc);
+  p.tile = pick_tile(p.H, p.W, p.N, p.acc, p.C < 256, caps.compute_units);
   if (p.in_t == DType::kFp16 && use_coop(caps)) {
     // Vectors of eight halves: A along k; B along n, or along k where B is a transposed view with
     // k contiguous (attention's K^T: the 64 x 64 / 128 x 128 tiles then stage it as [n][k]).

@@ -440,7 +440,7 @@ std::shared_ptr<Device> create_device(uint32_t index, const DeviceOptions& optio
   vkGetPhysicalDeviceFeatures2(d->physical, &features);
 
   std::vector<const char*> extensions;
-  bool has_coop_nv = false, has_exec_props = false, has_host_import = false;
+  bool has_coop_nv = false, has_exec_props = false, has_host_import = false, has_sm_nv = false, has_cores_amd = false;
   uint32_t ne = 0;
   if (vkEnumerateDeviceExtensionProperties(d->physical, nullptr, &ne, nullptr) == VK_SUCCESS) {
     std::vector<VkExtensionProperties> available(ne);
@@ -450,6 +450,8 @@ std::shared_ptr<Device> create_device(uint32_t index, const DeviceOptions& optio
           extensions.push_back("VK_KHR_portability_subset");
         if (std::strcmp(available[i].extensionName, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME) == 0) has_coop_nv = true;
         if (std::strcmp(available[i].extensionName, VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME) == 0) has_host_import = true;
+        if (std::strcmp(available[i].extensionName, VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME) == 0) has_sm_nv = true;
+        if (std::strcmp(available[i].extensionName, VK_AMD_SHADER_CORE_PROPERTIES_EXTENSION_NAME) == 0) has_cores_amd = true;
         if (std::strcmp(available[i].extensionName, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME) == 0)
           has_exec_props = true;
       }
@@ -475,6 +477,21 @@ std::shared_ptr<Device> create_device(uint32_t index, const DeviceOptions& optio
     const VkSubgroupFeatureFlags need = VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_VOTE_BIT |
                                         VK_SUBGROUP_FEATURE_ARITHMETIC_BIT;
     df.subgroup_arithmetic = (sp.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) && (sp.supportedOperations & need) == need;
+  }
+  // The compute units (tile choices count waves of workgroups); property structs of supported
+  // extensions may be queried without enabling them.
+  if (has_sm_nv) {
+    VkPhysicalDeviceShaderSMBuiltinsPropertiesNV sm{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SM_BUILTINS_PROPERTIES_NV};
+    VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+    p2.pNext = &sm;
+    vkGetPhysicalDeviceProperties2(d->physical, &p2);
+    df.compute_units = sm.shaderSMCount;
+  } else if (has_cores_amd) {
+    VkPhysicalDeviceShaderCorePropertiesAMD cp{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CORE_PROPERTIES_AMD};
+    VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+    p2.pNext = &cp;
+    vkGetPhysicalDeviceProperties2(d->physical, &p2);
+    df.compute_units = cp.shaderEngineCount * cp.shaderArraysPerEngineCount * cp.computeUnitsPerShaderArray;
   }
   VkPhysicalDeviceCooperativeMatrixFeaturesNV coop{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
   if (has_coop_nv && d->api_version >= VK_API_VERSION_1_3) {
