@@ -507,13 +507,19 @@ std::string check_tile_invocations(const Tile& t, const Caps& caps) {
 // went from 1.31 to 1.23 ms of GPU time and EfficientNet-B0's from 1.19 to 1.04; fp32 ConvNeXt-T
 // and ResNet-50 unchanged (1.47, 1.16 ms).
 // Not with fp16 accumulation (its rounding follows the order of k). WEFT_VULKAN_GEMM_SPLIT=n forces n.
-int64_t pick_split(int64_t groups, int64_t K, int acc, const Caps& caps, int64_t batch) {
+// Where the device gives its compute units, a grid of up to half a wave (`per_unit` workgroups of
+// the tile per unit) over K >= 512 is split into as many whole waves' worth of slices as fit, each
+// summing >= 256 k.
+int64_t pick_split(int64_t groups, int64_t K, int acc, const Caps& caps, int64_t batch, int64_t per_unit = 4) {
   if (acc != 0) return 1;
   int64_t split = 1;
+  const int64_t slots = int64_t{caps.compute_units} * per_unit;
   if (const char* e = std::getenv("WEFT_VULKAN_GEMM_SPLIT")) {
     split = std::max<int64_t>(1, std::atoi(e));
   } else if (K >= 256 && groups < 128) {
     split = std::min<int64_t>({(256 + groups - 1) / groups, K / 128, 16});
+  } else if (slots > 0 && K >= 512 && 2 * groups <= slots) {
+    split = std::min<int64_t>({slots / groups, K / 256, 16});
   }
   return std::max<int64_t>(1, std::min<int64_t>(split, caps.max_groups[2] / std::max<int64_t>(batch, 1)));
 }
@@ -530,7 +536,10 @@ bool simt_float_tile(const Tile& t) {
 std::pair<int64_t, int64_t> gemm_split(const Tile& tile, int acc, int64_t M, int64_t N, int64_t K, int64_t batch,
                                        const Caps& caps) {
   const int64_t gx = (N + tile.bn - 1) / tile.bn, gy = (M + tile.bm - 1) / tile.bm;
-  int64_t split = pick_split(gx * gy * batch, K, acc, caps, batch);
+  // Workgroups of the tile an SM holds at once on an H100: the 128 tile's 128 registers per
+  // invocation allow two, the smaller tiles' 47-63 four.
+  const int64_t per_unit = tile.bm >= 128 ? 2 : 4;
+  int64_t split = pick_split(gx * gy * batch, K, acc, caps, batch, per_unit);
   const int64_t kslice = ((K + split - 1) / split + tile.bk - 1) / tile.bk * tile.bk;
   if (split > 1) split = (K + kslice - 1) / kslice;  // no empty slice
   return {split, kslice};
