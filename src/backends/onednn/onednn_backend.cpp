@@ -809,23 +809,14 @@ class GemvKernel final : public Kernel {
       x = g;
     }
     float* y = a.out[0].mutable_data<float>();
-    if (columns_) {
-      // Panels of 16 columns, at least ~64K multiply-adds per thread.
-      const int64_t panels = (n_ + 15) / 16;
-      const int64_t min_panels = std::max<int64_t>(1, 65536 / std::max<int64_t>(1, 16 * k_));
-      ref::parallel_for(std::min(a.threads, max_threads_), panels, [&](int64_t p0, int64_t p1) {
-        const int64_t n0 = p0 * 16, n1 = std::min(n_, p1 * 16);
-        cpu::gemv_cols(w_, ldw_, x, k_, n0, n1, y);
-        for (const GemvPostOp& p : post_) apply(p, a, y, n0, n1);
-      }, min_panels);
-      return;
-    }
-    // Rows in blocks of four, at least ~64K multiply-adds per thread.
-    const int64_t blocks = (n_ + 3) / 4;
-    const int64_t min_blocks = std::max<int64_t>(1, 65536 / std::max<int64_t>(1, 4 * k_));
+    // Blocks of 16 columns (gemv_cols) or 4 rows (gemv_rows), at least ~64K multiply-adds per thread.
+    const int64_t width = columns_ ? 16 : 4;
+    const int64_t blocks = (n_ + width - 1) / width;
+    const int64_t min_blocks = std::max<int64_t>(1, 65536 / std::max<int64_t>(1, width * k_));
     ref::parallel_for(std::min(a.threads, max_threads_), blocks, [&](int64_t b0, int64_t b1) {
-      const int64_t n0 = b0 * 4, n1 = std::min(n_, b1 * 4);
-      cpu::gemv_rows(w_, ldw_, x, k_, n0, n1, y);
+      const int64_t n0 = b0 * width, n1 = std::min(n_, b1 * width);
+      if (columns_) cpu::gemv_cols(w_, ldw_, x, k_, n0, n1, y);
+      else cpu::gemv_rows(w_, ldw_, x, k_, n0, n1, y);
       for (const GemvPostOp& p : post_) apply(p, a, y, n0, n1);
     }, min_blocks);
   }
