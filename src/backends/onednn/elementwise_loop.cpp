@@ -107,48 +107,44 @@ void apply(const LoopStep& s, const float* a, const float* b, float* y, int64_t 
 
 }  // namespace
 
+void plan_loop(LoopProgram& p) {
+  const int steps = static_cast<int>(p.steps.size());
+  p.extras.clear();
+  auto slot = [&](const LoopOperand& o) {
+    if (o.from == LoopOperand::From::kStep) return o.index;
+    if (o.from == LoopOperand::From::kFull) return -1;
+    for (size_t i = 0; i < p.extras.size(); ++i)
+      if (p.extras[i].index == o.index && p.extras[i].from == o.from) return steps + static_cast<int>(i);
+    p.extras.push_back(o);
+    return steps + static_cast<int>(p.extras.size()) - 1;
+  };
+  p.slot_a.assign(static_cast<size_t>(steps), 0);
+  p.slot_b.assign(static_cast<size_t>(steps), 0);
+  p.out_of.assign(static_cast<size_t>(steps), -1);
+  for (int s = 0; s < steps; ++s) {
+    const LoopStep& st = p.steps[static_cast<size_t>(s)];
+    p.slot_a[static_cast<size_t>(s)] = slot(st.a);
+    if (is_binary(st.kind)) p.slot_b[static_cast<size_t>(s)] = slot(st.b);
+  }
+  for (size_t k = 0; k < p.outputs.size(); ++k) p.out_of[static_cast<size_t>(p.outputs[k])] = static_cast<int>(k);
+}
+
 void run_loop(const LoopProgram& p, const float* const* in, float* const* out, int64_t e0, int64_t e1) {
   const int steps = static_cast<int>(p.steps.size());
   alignas(64) float tmp[kMaxLoopSlots * kBlock];
-  // Slots past the steps' hold the broadcast operands: one per (input, kind) pair read so.
-  int extra_input[kMaxLoopSlots];
-  LoopOperand::From extra_from[kMaxLoopSlots];
-  int extras = 0;
-  auto extra_slot = [&](const LoopOperand& o) {
-    for (int i = 0; i < extras; ++i)
-      if (extra_input[i] == o.index && extra_from[i] == o.from) return steps + i;
-    extra_input[extras] = o.index;
-    extra_from[extras] = o.from;
-    return steps + extras++;
-  };
-  // Per step: the slot of each operand (-1: a full input read in place) and where its result goes
-  // (-1: its own slot; k >= 0: result k, written out in place).
-  int slot_a[kMaxLoopSlots], slot_b[kMaxLoopSlots], out_of[kMaxLoopSlots];
-  for (int s = 0; s < steps; ++s) {
-    out_of[s] = -1;
-    const LoopStep& st = p.steps[static_cast<size_t>(s)];
-    auto slot = [&](const LoopOperand& o) {
-      if (o.from == LoopOperand::From::kStep) return o.index;
-      if (o.from == LoopOperand::From::kFull) return -1;
-      return extra_slot(o);
-    };
-    slot_a[s] = slot(st.a);
-    slot_b[s] = is_binary(st.kind) ? slot(st.b) : 0;
-  }
-  for (size_t k = 0; k < p.outputs.size(); ++k) out_of[p.outputs[k]] = static_cast<int>(k);
   // Single values fill their slot once.
-  for (int i = 0; i < extras; ++i)
-    if (extra_from[i] == LoopOperand::From::kOne)
-      for (int64_t j = 0; j < kBlock; ++j) tmp[(steps + i) * kBlock + j] = in[extra_input[i]][0];
+  for (size_t i = 0; i < p.extras.size(); ++i)
+    if (p.extras[i].from == LoopOperand::From::kOne)
+      for (int64_t j = 0; j < kBlock; ++j) tmp[(steps + static_cast<int>(i)) * kBlock + j] = in[p.extras[i].index][0];
 
   const float* where[kMaxLoopSlots];
   for (int64_t b0 = e0; b0 < e1; b0 += kBlock) {
     const int64_t n = std::min(kBlock, e1 - b0);
     // Column operands for this block: value (b0 + j) mod columns.
-    for (int i = 0; i < extras; ++i) {
-      if (extra_from[i] != LoopOperand::From::kColumn) continue;
-      const float* col = in[extra_input[i]];
-      float* dst = tmp + (steps + i) * kBlock;
+    for (size_t i = 0; i < p.extras.size(); ++i) {
+      if (p.extras[i].from != LoopOperand::From::kColumn) continue;
+      const float* col = in[p.extras[i].index];
+      float* dst = tmp + (steps + static_cast<int>(i)) * kBlock;
       int64_t c = b0 % p.columns;
       for (int64_t j = 0; j < n; ++j) {
         dst[j] = col[c];
@@ -157,14 +153,15 @@ void run_loop(const LoopProgram& p, const float* const* in, float* const* out, i
     }
     for (int s = 0; s < steps; ++s) {
       const LoopStep& st = p.steps[static_cast<size_t>(s)];
-      float* y = out_of[s] >= 0 ? out[out_of[s]] + b0 : tmp + s * kBlock;
+      const size_t si = static_cast<size_t>(s);
+      float* y = p.out_of[si] >= 0 ? out[p.out_of[si]] + b0 : tmp + s * kBlock;
       auto operand = [&](const LoopOperand& o, int slot) -> const float* {
         if (slot < 0) return in[o.index] + b0;
         if (slot < steps) return where[slot];
         return tmp + slot * kBlock;
       };
-      const float* a = operand(st.a, slot_a[s]);
-      const float* b = is_binary(st.kind) ? operand(st.b, slot_b[s]) : nullptr;
+      const float* a = operand(st.a, p.slot_a[si]);
+      const float* b = is_binary(st.kind) ? operand(st.b, p.slot_b[si]) : nullptr;
       apply(st, a, b, y, n);
       where[s] = y;
     }

@@ -44,12 +44,22 @@ struct LoopProgram {
   std::vector<int> outputs;  // per result written out: the step that computes it
   int64_t elements = 0;
   int64_t columns = 1;       // the size of the last axis (kColumn operands)
+
+  // Filled by plan_loop: where each step's operands and result live in a block. Slots [0, steps)
+  // are the steps' results, the ones after them the broadcast operands (`extras`, one per input
+  // and form); -1 is a full input read in place. `out_of[s]`: the result step s writes (-1: none).
+  std::vector<int> slot_a, slot_b, out_of;
+  std::vector<LoopOperand> extras;
+  int slots() const { return static_cast<int>(steps.size() + extras.size()); }
 };
 
-// The most steps plus column operands a program may have (the loop holds a block of each).
+// The most steps plus broadcast operands a program may have (the loop holds a block of each).
 inline constexpr int kMaxLoopSlots = 96;
 
-// Runs elements [e0, e1) of `p`: `in[i]` is input i's data (null where no step reads it), `out[k]`
+// Lays out `p`'s slots (once, when the kernel is prepared); check p.slots() <= kMaxLoopSlots after.
+void plan_loop(LoopProgram& p);
+
+// Runs elements [e0, e1) of planned `p`: `in[i]` is input i's data (null where no step reads it), `out[k]`
 // result k's. Results never share storage with inputs.
 void run_loop(const LoopProgram& p, const float* const* in, float* const* out, int64_t e0, int64_t e1);
 

@@ -18,7 +18,6 @@
 #include <limits>
 #include <map>
 #include <optional>
-#include <set>
 #include <tuple>
 #include <unordered_map>
 
@@ -1679,8 +1678,6 @@ cpu::LoopProgram loop_program(const Graph& g, const Composite& c, std::string& w
   p.elements = rt.num_elements();
   p.columns = rt.rank() ? std::max<int64_t>(1, rt.shape.back()) : 1;
   std::map<ValueId, int> step_of;
-  int extras = 0;
-  std::set<std::pair<int, int>> extra_seen;
   for (int ni : c.region_nodes) {
     const Node& n = g.node(ni);
     if (!loop_node(g, ni) || type_of(g, n.outputs[0]) != rt) {
@@ -1702,7 +1699,6 @@ cpu::LoopProgram loop_program(const Graph& g, const Composite& c, std::string& w
           why = "operand of " + g.node_label(ni) + " is neither a member's result nor an input of the group";
           return {};
         }
-        if (o.from != cpu::LoopOperand::From::kFull && extra_seen.insert({o.index, static_cast<int>(o.from)}).second) ++extras;
       }
       (i == 0 ? st.a : st.b) = o;
     }
@@ -1712,10 +1708,6 @@ cpu::LoopProgram loop_program(const Graph& g, const Composite& c, std::string& w
     step_of[n.outputs[0]] = static_cast<int>(p.steps.size());
     p.steps.push_back(st);
   }
-  if (static_cast<int>(p.steps.size()) + extras > cpu::kMaxLoopSlots) {
-    why = "the group has more than " + std::to_string(cpu::kMaxLoopSlots) + " steps and broadcast operands";
-    return {};
-  }
   for (ValueId o : c.outputs) {
     auto it = step_of.find(o);
     if (it == step_of.end()) {
@@ -1723,6 +1715,11 @@ cpu::LoopProgram loop_program(const Graph& g, const Composite& c, std::string& w
       return {};
     }
     p.outputs.push_back(it->second);
+  }
+  cpu::plan_loop(p);
+  if (p.slots() > cpu::kMaxLoopSlots) {
+    why = "the group has more than " + std::to_string(cpu::kMaxLoopSlots) + " steps and broadcast operands";
+    return {};
   }
   return p;
 }
