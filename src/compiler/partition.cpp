@@ -998,18 +998,16 @@ Partition partition_graph(const Module& m, const Graph& g, const std::vector<con
   // backend comes no later than the one that would run it alone (a RECIPROCAL that oneDNN has no
   // primitive for joins its loop rather than run alone on the reference backend; nothing is taken
   // from a backend preferred to the loop's).
-  std::vector<Composite> groups = matcher.elementwise_groups([&](int ni) -> const Backend* {
+  auto loop_backend = [&](int ni) -> const Backend* {
     const Backend* alone = single_choice(ni).backend;
     for (const Backend* b : priority) {
       if (b->loop_fusable(g, ni)) return b;
       if (b == alone) break;
     }
     return nullptr;
-  });
-  for (Composite& c : groups) {
-    const Backend* b = nullptr;
-    for (const Backend* x : priority)
-      if (!b && x->loop_fusable(g, c.anchor)) b = x;
+  };
+  for (Composite& c : matcher.elementwise_groups(loop_backend)) {
+    const Backend* b = loop_backend(c.anchor);  // every member's
     if (!ask(b, c).ok) continue;
     std::vector<std::string> declined;  // what the backends before the loop's said of its members
     const std::string own = std::string(b->name()) + ": ";
