@@ -398,6 +398,10 @@ struct Tile {
 // (20.1-22.5 ms); MATMULs take it under K = 256 (ConvNeXt-T's K = 96 / 192 MLP-up layers), since
 // BERT b32's K = 256 projections were slower on the 64 tile (1.426 -> 1.442 ms). Integers: 64.
 // WEFT_VULKAN_GEMM_TILE=32|64|128 forces a float tile (tests, tuning).
+// Workgroups of a SIMT float tile that one compute unit holds at once, as measured on an H100: two
+// of the 128 tile (128 registers per invocation), four of the smaller ones (47-63).
+int64_t tile_groups_per_unit(const Tile& t) { return t.bm >= 128 ? 2 : 4; }
+
 Tile pick_tile(int64_t M, int64_t N, int64_t batch, int acc, bool short_k = false, uint32_t compute_units = 0) {
   if (acc == 2) return {"tc_gemm_i32", 64, 64, 16};
   if (acc == 3) return {"tc_gemm_i64", 64, 64, 16};
@@ -412,11 +416,11 @@ Tile pick_tile(int64_t M, int64_t N, int64_t batch, int acc, bool short_k = fals
     return gm * gn * batch >= min_groups && double(M) * double(N) >= (1.0 - waste) * double(gm * gn) * double(t * t);
   };
   // Where the device says how many compute units it has: the 128 tile's grid fills its last wave
-  // to at least 85%, counting two of its 256-invocation workgroups per unit (its 128 registers per
-  // invocation on an H100).
+  // to at least 85%.
   auto full_waves = [&]() {
     if (compute_units == 0) return true;
-    const int64_t groups = ((M + 127) / 128) * ((N + 127) / 128) * batch, slots = 2 * int64_t{compute_units};
+    const int64_t groups = ((M + 127) / 128) * ((N + 127) / 128) * batch,
+                  slots = tile_groups_per_unit(kTiles[2]) * int64_t{compute_units};
     return double(groups) >= 0.85 * double((groups + slots - 1) / slots * slots);
   };
   if (!short_k && fits(128, 256, 0.125) && full_waves()) return kTiles[2];
@@ -510,7 +514,7 @@ std::string check_tile_invocations(const Tile& t, const Caps& caps) {
 // Where the device gives its compute units, a grid of up to half a wave (`per_unit` workgroups of
 // the tile per unit) over K >= 512 is split into as many whole waves' worth of slices as fit, each
 // summing >= 256 k.
-int64_t pick_split(int64_t groups, int64_t K, int acc, const Caps& caps, int64_t batch, int64_t per_unit = 4) {
+int64_t pick_split(int64_t groups, int64_t K, int acc, const Caps& caps, int64_t batch, int64_t per_unit) {
   if (acc != 0) return 1;
   int64_t split = 1;
   const int64_t slots = int64_t{caps.compute_units} * per_unit;
@@ -536,10 +540,7 @@ bool simt_float_tile(const Tile& t) {
 std::pair<int64_t, int64_t> gemm_split(const Tile& tile, int acc, int64_t M, int64_t N, int64_t K, int64_t batch,
                                        const Caps& caps) {
   const int64_t gx = (N + tile.bn - 1) / tile.bn, gy = (M + tile.bm - 1) / tile.bm;
-  // Workgroups of the tile an SM holds at once on an H100: the 128 tile's 128 registers per
-  // invocation allow two, the smaller tiles' 47-63 four.
-  const int64_t per_unit = tile.bm >= 128 ? 2 : 4;
-  int64_t split = pick_split(gx * gy * batch, K, acc, caps, batch, per_unit);
+  int64_t split = pick_split(gx * gy * batch, K, acc, caps, batch, tile_groups_per_unit(tile));
   const int64_t kslice = ((K + split - 1) / split + tile.bk - 1) / tile.bk * tile.bk;
   if (split > 1) split = (K + kslice - 1) / kslice;  // no empty slice
   return {split, kslice};
