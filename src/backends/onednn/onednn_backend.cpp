@@ -1717,7 +1717,7 @@ cpu::LoopProgram loop_program(const Graph& g, const Composite& c, std::string& w
     p.outputs.push_back(it->second);
   }
   cpu::plan_loop(p);
-  if (p.slots() > cpu::kMaxLoopSlots) {
+  if (p.slots() > cpu::kMaxLoopSlots || c.inputs.size() > 3 * size_t{cpu::kMaxLoopSlots}) {
     why = "the group has more than " + std::to_string(cpu::kMaxLoopSlots) + " steps and broadcast operands";
     return {};
   }
@@ -1738,21 +1738,10 @@ class ElementwiseLoopKernel final : public Kernel {
   std::string implementation() const override { return "weft_loop[" + std::to_string(p_.steps.size()) + "]"; }
   void set_max_threads(int n) { max_threads_ = n; }
   void execute(ExecArgs& a) const override {
-    constexpr size_t kInline = 32;
-    const float* in_small[kInline];
-    float* out_small[kInline];
-    std::vector<const float*> in_big;
-    std::vector<float*> out_big;
-    const float** in = in_small;
-    float** out = out_small;
-    if (a.in.size() > kInline) {
-      in_big.resize(a.in.size());
-      in = in_big.data();
-    }
-    if (a.out.size() > kInline) {
-      out_big.resize(a.out.size());
-      out = out_big.data();
-    }
+    // A group's inputs are its members' operands (at most three each: MUL's shift) and its results
+    // at most one per member; loop_program bounds the members by kMaxLoopSlots.
+    const float* in[3 * cpu::kMaxLoopSlots];
+    float* out[cpu::kMaxLoopSlots];
     for (size_t i = 0; i < a.in.size(); ++i)
       in[i] = i < reads_.size() && reads_[i] ? a.in[i]->data<float>() : nullptr;
     for (size_t k = 0; k < a.out.size(); ++k) out[k] = a.out[k].mutable_data<float>();
