@@ -72,12 +72,18 @@ Caps caps_of(const vk::Device& d) {
 
 bool is_alias_op(Op op) { return op == Op::RESHAPE || op == Op::IDENTITY; }
 
+// What the profile says of one dispatch: the member's pattern ("CONV2D+CLAMP"), its node's label and
+// the shader that runs it (KernelProfile::implementation: "tc_gemm64_coop"; none for custom shaders).
+struct DispatchName {
+  std::string pattern, node, shader;
+};
+
 // One region's dispatches as a vk::Program, with the mapping of its external slots to the runtime's
 // tensors. GPU time per dispatch is reported through device_profile().
 class VulkanKernel final : public Kernel {
  public:
   VulkanKernel(std::shared_ptr<vk::Device> device, vk::ProgramDesc desc, std::vector<size_t> input_args,
-               std::vector<std::pair<std::string, std::string>> dispatch_names)
+               std::vector<DispatchName> dispatch_names)
       : program_(std::move(device), std::move(desc)),
         input_args_(std::move(input_args)),
         names_(std::move(dispatch_names)) {}
@@ -94,7 +100,7 @@ class VulkanKernel final : public Kernel {
   void device_profile(std::vector<KernelProfile>& out) const override {
     std::lock_guard<std::mutex> lock(mu_);
     for (size_t i = 0; i < last_ms_.size() && i < names_.size(); ++i)
-      out.push_back({"vulkan", names_[i].first, names_[i].second, last_ms_[i] * 1000.0, true});
+      out.push_back({"vulkan", names_[i].pattern, names_[i].node, last_ms_[i] * 1000.0, true, names_[i].shader});
   }
   size_t prepared_bytes() const override {
     vk::ProgramStats s = program_.stats();
@@ -105,7 +111,7 @@ class VulkanKernel final : public Kernel {
   mutable std::mutex mu_;
   mutable vk::Program program_;
   std::vector<size_t> input_args_;  // per external-input slot: its index in Composite::inputs
-  std::vector<std::pair<std::string, std::string>> names_;  // per dispatch: operator, node
+  std::vector<DispatchName> names_;  // per dispatch
   mutable std::vector<double> last_ms_;
 };
 
@@ -114,7 +120,7 @@ class RegionBuilder {
  public:
   RegionBuilder(const Graph& g, const Composite& c, const Caps& caps) : g_(g), c_(c), low_(g, caps) {}
 
-  vk::ProgramDesc build(std::vector<size_t>& input_args, std::vector<std::pair<std::string, std::string>>& names) {
+  vk::ProgramDesc build(std::vector<size_t>& input_args, std::vector<DispatchName>& names) {
     std::vector<const Composite*> members;
     if (c_.region == Composite::Region::kSubgraph && !c_.members.empty())
       for (const Composite& m : c_.members) members.push_back(&m);
@@ -315,7 +321,7 @@ class RegionBuilder {
         pd.slot_of_resource.push_back(s);
       }
       p_.dispatches.push_back(std::move(pd));
-      names_.push_back({pattern_, d.label});
+      names_.push_back({pattern_, d.label, d.shader});
     }
   }
 
@@ -335,7 +341,7 @@ class RegionBuilder {
       d.slot_of_resource.push_back(slot(vals.at(r.index)));
     }
     p_.dispatches.push_back(std::move(d));
-    names_.push_back({"CUSTOM", g_.node_label(node)});
+    names_.push_back({"CUSTOM", g_.node_label(node), {}});
   }
 
   const Graph& g_;
@@ -350,7 +356,7 @@ class RegionBuilder {
   std::map<ValueId, uint32_t> slot_of_;
   std::map<uint32_t, uint32_t> scratch_slot_, data_slot_;
   std::vector<size_t> input_args_;
-  std::vector<std::pair<std::string, std::string>> names_;
+  std::vector<DispatchName> names_;
   size_t flushed_ = 0;
   bool has_custom_ = false;
   std::string pattern_;  // the member being lowered ("CONV2D+CLAMP", "SOFTMAX"): the profile's name
@@ -455,7 +461,7 @@ class VulkanBackend final : public Backend {
                                                    ", which the TOSA shaders need");
       }
       std::vector<size_t> input_args;
-      std::vector<std::pair<std::string, std::string>> names;
+      std::vector<DispatchName> names;
       RegionBuilder builder(g, c, caps);
       vk::ProgramDesc p = builder.build(input_args, names);
       auto kernel = std::make_unique<VulkanKernel>(std::move(device), std::move(p), std::move(input_args), std::move(names));

@@ -37,6 +37,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <initializer_list>
 #include <limits>
 #include <optional>
 #include <string>
@@ -1278,7 +1279,7 @@ void lower_pool(Lowering& l, const Composite& c) {
              l.grid(static_cast<uint64_t>(total)));
 }
 
-// ---- Fused attention (mx_attention.comp) ---------------------------------------------------------
+// ---- Fused attention (mx_attention.comp; fp16 on cooperative matrices: mx_attention_coop.comp) -----
 
 struct AttentionPlan {
   MatmulPlan qk, pv;
@@ -1286,7 +1287,33 @@ struct AttentionPlan {
   float scale = 1.0f;
   bool has_scale = false;
   int mask = 0;  // mx_attention's MASK: 0 none, 1 added after the scale, 2 before it
+  bool coop = false;  // mx_attention_coop (fp16 on cooperative matrices) rather than mx_attention
+  int64_t SP = 0, PP = 0;  // mx_attention_coop's shared row pitches (floats, 8-half vectors)
 };
+
+// Whether mx_attention_coop takes the attention `p` plans: its fragments are 16 x 16 (rows of 16
+// bytes, loaded from memory in place), it holds a block's scores whole in shared memory and its
+// softmax keeps up to 32 of a row's scores per invocation (eight per row).
+std::string plan_coop_attention(AttentionPlan& p, const Caps& caps) {
+  if (p.LQ % 16 != 0 || p.LK % 16 != 0 || p.D % 16 != 0 || p.D > 128 || p.LK > 256)
+    return "the fused kernel needs query and key counts and a head size (" + str(p.LQ) + ", " + str(p.LK) + ", " +
+           str(p.D) + ") that are multiples of 16, at most 256 keys and a head size of at most 128";
+  const compiler::StridedView &q = p.qk.av, &k = p.qk.bv, &v = p.pv.bv;
+  auto rows8 = [](const compiler::StridedView& w, int64_t row) {
+    return w.offset % 8 == 0 && w.strides[0] % 8 == 0 && row % 8 == 0 && (w.split <= 1 || w.outer % 8 == 0);
+  };
+  if (!rows8(q, q.strides[1]) || k.strides[1] != 1 || !rows8(k, k.strides[2]) || v.strides[2] != 1 ||
+      !rows8(v, v.strides[1]))
+    return "the fused kernel reads Q, K and V in 16-byte rows along the head (d contiguous, offsets and strides "
+           "multiples of 8)";
+  p.SP = std::max(p.LK, p.D) + 4;
+  p.PP = p.LK / 8 + 1;
+  const int64_t shared = 16 * p.SP * 4 + 16 * p.PP * 16;
+  if (shared > static_cast<int64_t>(caps.max_shared_bytes))
+    return "the fused kernel needs " + str(shared) + " bytes of shared memory for " + str(p.LK) + " keys, the device has " +
+           str(caps.max_shared_bytes);
+  return check_groups(p.LQ / 16, p.BH, 1, caps);
+}
 
 // Whether every reader of `v` is one of `nodes` (ascending) and `v` is no graph output.
 bool read_only_by(const Graph& g, ValueId v, const std::vector<int>& nodes) {
@@ -1319,9 +1346,9 @@ std::string plan_attention(const Graph& g, const Composite& qk, const Composite&
   const DType t = p.qk.in_t;
   if ((t != DType::kFp32 && t != DType::kFp16) || p.qk.out_t != t || p.pv.in_t != t || p.pv.out_t != t)
     return "attention is fused for fp32 and fp16 operands and results of one type";
-  // fp16 on cooperative matrices: the two tensor-core GEMMs and the softmax were faster than this
-  // SIMT kernel on an H100 (BERT b32 0.67 -> 0.74 ms of device time), so they stay apart.
-  if (t == DType::kFp16 && use_coop(caps)) return "fp16 attention runs on the cooperative-matrix GEMMs";
+  // fp16 on cooperative matrices runs mx_attention_coop: the SIMT kernel had been slower there than
+  // the two tensor-core GEMMs and the softmax (H100, BERT b32 0.67 -> 0.74 ms of device time).
+  p.coop = t == DType::kFp16 && use_coop(caps);
   for (const PostOp& op : qk.post_ops) {
     if (op.kind == PostOp::Kind::kMask) {
       p.mask = p.has_scale ? 1 : 2;  // (plan_matmul checked its shape: p.qk.ep)
@@ -1362,8 +1389,13 @@ std::string plan_attention(const Graph& g, const Composite& qk, const Composite&
   // (follow checked the values between.)
   if (!read_only_by(g, sm.source, sm.nodes) || !read_only_by(g, p.pv.a_src, pv.nodes))
     return "the scores or probabilities are read elsewhere";
-  if (p.D % 32 != 0 || p.D > 128) return "head size " + str(p.D) + " is not a multiple of 32 up to 128";
   if (p.LQ < 1 || p.LK < 1) return "no queries or keys";
+  if (p.coop) {
+    if (std::string r = plan_coop_attention(p, caps); !r.empty())
+      return "fp16 attention runs on the cooperative-matrix GEMMs: " + r;
+    return {};
+  }
+  if (p.D % 32 != 0 || p.D > 128) return "head size " + str(p.D) + " is not a multiple of 32 up to 128";
   if ((p.LK + 31) / 32 > kLoopLimit) return str(p.LK) + " keys: too many tiles for the shader's loop bound";
   if (caps.max_invocations < 128) return "the device runs fewer than 128 invocations per workgroup";
   const int64_t shared = p.D * (17 * 8 + 9 * 16 + 32 * 4) + 32 * 17 * 8 + 32 * 8 * 4;  // mx_attention.comp
@@ -1388,23 +1420,48 @@ void lower_attention(Lowering& l, const Composite& qk, const Composite& sm, cons
   const compiler::StridedView &q = p.qk.av, &k = p.qk.bv, &v = p.pv.bv;
   const std::optional<compiler::StridedView>& o = p.pv.dv;
   auto split = [](const compiler::StridedView& w) { return w.split > 1 ? w.split : 0; };
+  const ValueId mask = p.mask != 0 ? p.qk.ep.residual : p.qk.a_src;  // (bound but not read without one)
+  const std::vector<Arg> args = {l.in(p.qk.a_src), l.in(p.qk.b_src), l.in(p.pv.b_src), l.out(p.pv.ep.result), l.in(mask)};
   Spec s;
+  // A view from id `at` on: its offset, the strides named by `axes`, split and outer.
+  auto put = [&](int at, const compiler::StridedView& w, std::initializer_list<int> axes) {
+    s.set(at++, w.offset);
+    for (int i : axes) s.set(at++, w.strides[static_cast<size_t>(i)]);
+    s.set(at++, split(w));
+    s.set(at, w.outer);
+  };
+  if (p.coop) {
+    s.set(0, code(p.qk.in_t));
+    s.set(1, p.LQ);
+    s.set(2, p.LK);
+    s.set(3, p.D);
+    s.set(4, f32_bits(p.scale));
+    s.set(5, p.has_scale ? 1 : 0);
+    put(6, q, {0, 1});   // Q: batch and row strides (d contiguous)
+    put(11, k, {0, 2});  // K^T: batch and key strides (d contiguous)
+    put(16, v, {0, 1});  // V: batch and key strides (d contiguous)
+    s.set(21, o ? o->strides[0] : p.LQ * p.D);
+    s.set(22, o ? o->strides[1] : p.D);
+    s.set(23, o ? split(*o) : 0);
+    s.set(24, o ? o->outer : 0);
+    s.set(25, p.mask);
+    s.set(26, p.qk.ep.mask_bc);
+    s.set(27, p.qk.ep.mask_c);
+    s.set(28, p.SP);
+    s.set(29, p.PP);
+    l.dispatch("mx_attention_coop", std::move(s.v), args,
+               {static_cast<uint32_t>(p.LQ / 16), static_cast<uint32_t>(p.BH), 1});
+    return;
+  }
   s.set(0, code(p.qk.in_t));
   s.set(1, p.LQ);
   s.set(2, p.LK);
   s.set(3, p.D);
   s.set(4, f32_bits(p.scale));
   s.set(5, p.has_scale ? 1 : 0);
-  // A view from id `at` on: its offset, its first `strides` strides, split and outer.
-  auto put = [&](int at, const compiler::StridedView& w, int strides) {
-    s.set(at++, w.offset);
-    for (int i = 0; i < strides; ++i) s.set(at++, w.strides[static_cast<size_t>(i)]);
-    s.set(at++, split(w));
-    s.set(at, w.outer);
-  };
-  put(6, q, 2);   // Q: batch and row strides (d contiguous)
-  put(11, k, 3);  // K^T: batch, d and key strides
-  put(17, v, 3);  // V: batch, key and d strides
+  put(6, q, {0, 1});      // Q: batch and row strides (d contiguous)
+  put(11, k, {0, 1, 2});  // K^T: batch, d and key strides
+  put(17, v, {0, 1, 2});  // V: batch, key and d strides
   s.set(23, o ? o->strides[0] : p.LQ * p.D);
   s.set(24, o ? o->strides[1] : p.D);
   s.set(25, o ? split(*o) : 0);
@@ -1420,10 +1477,7 @@ void lower_attention(Lowering& l, const Composite& qk, const Composite& sm, cons
   s.set(28, p.mask);
   s.set(29, p.qk.ep.mask_bc);
   s.set(30, p.qk.ep.mask_c);
-  const ValueId mask = p.mask != 0 ? p.qk.ep.residual : p.qk.a_src;  // (bound but not read without one)
-  l.dispatch("mx_attention", std::move(s.v),
-             {l.in(p.qk.a_src), l.in(p.qk.b_src), l.in(p.pv.b_src), l.out(p.pv.ep.result), l.in(mask)},
-             {static_cast<uint32_t>((p.LQ + 31) / 32), static_cast<uint32_t>(p.BH), 1});
+  l.dispatch("mx_attention", std::move(s.v), args, {static_cast<uint32_t>((p.LQ + 31) / 32), static_cast<uint32_t>(p.BH), 1});
 }
 
 // ---- A split GEMM's second pass fused with the layer norm after it (tc_splitk_ln.comp) -------------

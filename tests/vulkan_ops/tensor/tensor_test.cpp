@@ -593,6 +593,77 @@ TEST(VulkanTensor, MaskedAttentionRunsAsOneDispatch) {
   }
 }
 
+// fp16 attention on a device with cooperative matrices (mx_attention_coop): one dispatch where the
+// query and key counts and the head size are multiples of 16 and Q, K, V are read in 16-byte rows
+// (head sizes 32, 64 and 128; a padding mask added before the scale, a causal mask after it, no
+// scale; several row blocks and batches of heads); otherwise the three units on the
+// cooperative-matrix GEMMs (a slice offset of one half, 40 queries). Results within fp16 rounding
+// of the reference and of the three units (WEFT_VULKAN_ATTENTION=off). lavapipe has no cooperative
+// matrices: skipped there (the SIMT kernel's fp16 cases above run instead).
+TEST(VulkanTensor, CooperativeMatrixAttention) {
+  {
+    ScopedEnv force("WEFT_VULKAN_COOP", "64");
+    Net net(40);
+    ValueId a = net.input({DType::kFp16, {1, 64, 64}}), b = net.input({DType::kFp16, {1, 64, 64}});
+    Context ctx(Model::from_module(net.finish({net.matmul(a, b, DType::kFp16)}), vulkan_first()));
+    ctx.set_profiling(true);
+    ctx.run(net.feeds);
+    bool coop = false;
+    for (const KernelProfile& k : ctx.profile())
+      coop |= k.device && k.implementation.ends_with("_coop");
+    if (!coop) GTEST_SKIP() << "the Vulkan device runs no cooperative-matrix kernels";
+  }
+  enum Mask { kNone, kPaddingBeforeScale, kCausalAfterScale };
+  struct Case {
+    int64_t B, S, H, D, pad;
+    Mask mask;
+    bool scale;
+    bool fused;
+  };
+  for (const Case& c : {Case{2, 32, 2, 64, 0, kPaddingBeforeScale, true, true}, Case{1, 48, 3, 32, 0, kNone, false, true},
+                        Case{1, 64, 2, 128, 0, kCausalAfterScale, true, true}, Case{2, 16, 2, 32, 8, kNone, true, true},
+                        Case{1, 32, 2, 32, 1, kNone, true, false}, Case{1, 40, 2, 32, 0, kNone, true, false}}) {
+    SCOPED_TRACE("B " + std::to_string(c.B) + " S " + std::to_string(c.S) + " H " + std::to_string(c.H) + " D " +
+                 std::to_string(c.D) + " pad " + std::to_string(c.pad) + " mask " + std::to_string(c.mask));
+    const int64_t B = c.B, S = c.S, H = c.H, D = c.D, E = H * D;
+    Net net(41);
+    ValueId qkv = net.input({DType::kFp16, {B, S, c.pad + 3 * E}});
+    const auto [q, kt, v] = split_heads(net, qkv, B, S, H, D, c.pad);
+    ValueId scores = net.reshape(net.matmul(q, kt, DType::kFp16), {B, H, S, S});
+    ValueId scale = net.scalar(DType::kFp16, 1.0 / std::sqrt(static_cast<double>(D)), 4);
+    if (c.mask != kNone) {
+      const Shape ms = c.mask == kPaddingBeforeScale ? Shape{B, 1, 1, S} : Shape{1, 1, S, S};
+      std::vector<double> mv(static_cast<size_t>(shape_elements(ms)));
+      for (size_t i = 0; i < mv.size(); ++i) {
+        const int64_t j = static_cast<int64_t>(i) % S, row = static_cast<int64_t>(i) / S;
+        mv[i] = (c.mask == kPaddingBeforeScale ? j >= S - 3 - row : j > row % S) ? -10000.0 : 0.0;
+      }
+      ValueId mask = net.input_tensor(Tensor::from_doubles({DType::kFp16, ms}, mv));
+      scores = c.mask == kPaddingBeforeScale ? net.mul(net.add(scores, mask), scale) : net.add(net.mul(scores, scale), mask);
+    } else if (c.scale) {
+      scores = net.mul(scores, scale);
+    }
+    ValueId p = net.reshape(net.softmax(scores), {B * H, S, S});
+    ValueId o = net.reshape(net.matmul(p, v, DType::kFp16), {B, H, S, D});
+    ValueId y = net.reshape(net.b.op(Op::TRANSPOSE, {o}, {{"perms", std::vector<int64_t>{0, 2, 1, 3}}}), {B, S, E});
+    const Module m = net.finish({y});
+    check_vs_reference(m, net.feeds, kF16Fused);
+    Context ctx(Model::from_module(m, vulkan_first()));
+    ctx.set_profiling(true);
+    const std::vector<Tensor> fused = ctx.run(net.feeds);
+    int coop = 0, softmax = 0;
+    for (const KernelProfile& k : ctx.profile()) {
+      coop += k.device && k.pattern == "ATTENTION" && k.implementation == "mx_attention_coop";
+      softmax += k.device && k.pattern == "SOFTMAX";
+    }
+    EXPECT_EQ(coop, c.fused ? 1 : 0);
+    EXPECT_EQ(softmax, c.fused ? 0 : 1);
+    ScopedEnv off("WEFT_VULKAN_ATTENTION", "off");
+    Context apart(Model::from_module(m, vulkan_first()));
+    EXPECT_TRUE(close(fused.at(0), apart.run(net.feeds).at(0), 2e-3));
+  }
+}
+
 // A GEMM split over K and the layer norm of its rows (BERT's output projections at batch 1: MATMUL,
 // bias, residual, LAYER_NORM as the ONNX frontend writes it) run as the GEMM and one second pass
 // (tc_splitk_ln): bit for bit the result of the two kept apart (WEFT_VULKAN_GEMM_LN=off), within
