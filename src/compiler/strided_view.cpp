@@ -108,6 +108,37 @@ std::optional<StridedView> reshape_view(const StridedView& v, const Shape& to, b
   return r;
 }
 
+std::optional<StridedView> slice_merged_view(const StridedView& v, const Shape& to, const std::vector<int64_t>& start,
+                                             const Shape& size) {
+  if (v.split > 1 || start.size() != to.size() || size.size() != to.size()) return std::nullopt;
+  StridedView r{{}, {}, v.offset};
+  size_t vi = 0;
+  for (size_t ti = 0; ti < to.size(); ++ti) {
+    // The run of v's dimensions whose product is to[ti] (at least one; v's trailing size-1
+    // dimensions join the last run).
+    const size_t first = vi;
+    int64_t product = 1;
+    do {
+      if (vi >= v.dims.size()) return std::nullopt;
+      product *= v.dims[vi++];
+    } while (product != to[ti]);
+    if (ti + 1 == to.size())
+      while (vi < v.dims.size() && v.dims[vi] == 1) ++vi;
+    int64_t inner = 1;
+    for (size_t k = first + 1; k < vi; ++k) inner *= v.dims[k];
+    if (inner == 0 || start[ti] % inner != 0 || size[ti] % inner != 0) return std::nullopt;
+    r.dims.push_back(size[ti] / inner);
+    r.strides.push_back(v.strides[first]);
+    r.offset += (start[ti] / inner) * v.strides[first];
+    for (size_t k = first + 1; k < vi; ++k) {
+      r.dims.push_back(v.dims[k]);
+      r.strides.push_back(v.strides[k]);
+    }
+  }
+  if (vi != v.dims.size()) return std::nullopt;
+  return r;
+}
+
 StridedView slice_view(const StridedView& v, const std::vector<int64_t>& start, const Shape& size) {
   StridedView r{size, v.strides, v.offset};
   for (size_t i = 0; i < start.size() && i < v.strides.size(); ++i) r.offset += start[i] * v.strides[i];

@@ -34,6 +34,14 @@ StridedView transpose_view(const StridedView& v, const std::vector<int64_t>& per
 std::optional<StridedView> reshape_view(const StridedView& v, const Shape& to, bool allow_split = false);
 // The view of SLICE(start, size) of `v`.
 StridedView slice_view(const StridedView& v, const std::vector<int64_t>& start, const Shape& size);
+// SLICE(start, size) of RESHAPE(v, to) where strides cannot express the reshape itself: `to`
+// merges runs of v's dimensions (ShuffleNet's channel shuffle merges [C/2, 2] with strides
+// [1, C/2] back into C), and each merged run is sliced on its outermost dimension only (start and
+// size multiples of the product of the run's inner dimensions; the inner ones whole). The result
+// keeps v's rank: its dimensions in row-major order are the slice's elements in row-major order, so
+// a copy over them into contiguous memory writes the slice. nullopt otherwise (a split view too).
+std::optional<StridedView> slice_merged_view(const StridedView& v, const Shape& to, const std::vector<int64_t>& start,
+                                             const Shape& size);
 // Applies TRANSPOSE, RESHAPE or SLICE node `n` of `g` to `v`; nullopt for other ops, a
 // copy-needing reshape, or a SLICE whose start is not a constant.
 std::optional<StridedView> apply_node(const Graph& g, const Node& n, const StridedView& v, bool allow_split = false);

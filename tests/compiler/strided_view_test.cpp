@@ -163,6 +163,40 @@ TEST(StridedView, ReshapeWithSizeOneDims) {
   expect_addresses(*squeezed, transposed_addresses({2, 3}, {1, 0}));
 }
 
+// ShuffleNet's channel shuffle then one half of the channels (the next block's split): X [1,3,5,8]
+// -> [1,3,5,2,4] -> TRANSPOSE [0,1,2,4,3] -> [1,3,5,8] (not a strided view: [4,2] with strides
+// [1,4] merged) -> SLICE of channels [4, 8). As a view over the unmerged dimensions, every element
+// of the slice is where the shuffle put it; a slice that cuts a merged run, or a reshape that
+// splits, has no such view.
+TEST(StridedView, SliceOfAMergedShuffle) {
+  const StridedView t = compiler::transpose_view(*compiler::reshape_view(StridedView::contiguous({1, 3, 5, 8}), {1, 3, 5, 2, 4}),
+                                                 {0, 1, 2, 4, 3});
+  ASSERT_FALSE(compiler::reshape_view(t, {1, 3, 5, 8}));
+  auto half = compiler::slice_merged_view(t, {1, 3, 5, 8}, {0, 0, 0, 4}, {1, 3, 5, 4});
+  ASSERT_TRUE(half);
+  EXPECT_EQ(half->dims, (Shape{1, 3, 5, 2, 2}));
+  std::vector<int64_t> addr;
+  for_each_index({1, 3, 5, 4}, [&](const std::vector<int64_t>& idx, int64_t) {
+    const int64_t shuffled = 4 + idx[3], source = (shuffled % 2) * 4 + shuffled / 2;
+    addr.push_back((idx[1] * 5 + idx[2]) * 8 + source - 2);  // (relative to the offset)
+  });
+  EXPECT_EQ(half->offset, 2);
+  expect_addresses(*half, addr);
+  // A window of rows and columns too.
+  auto window = compiler::slice_merged_view(t, {1, 3, 5, 8}, {0, 1, 2, 2}, {1, 2, 3, 4});
+  ASSERT_TRUE(window);
+  addr.clear();
+  for_each_index({1, 2, 3, 4}, [&](const std::vector<int64_t>& idx, int64_t) {
+    const int64_t shuffled = 2 + idx[3], source = (shuffled % 2) * 4 + shuffled / 2;
+    addr.push_back(((1 + idx[1]) * 5 + 2 + idx[2]) * 8 + source - 57);
+  });
+  EXPECT_EQ(window->offset, 57);
+  expect_addresses(*window, addr);
+  EXPECT_FALSE(compiler::slice_merged_view(t, {1, 3, 5, 8}, {0, 0, 0, 3}, {1, 3, 5, 4}));  // cuts a pair
+  EXPECT_FALSE(compiler::slice_merged_view(t, {1, 3, 5, 8}, {0, 0, 0, 0}, {1, 3, 5, 3}));  // odd size
+  EXPECT_FALSE(compiler::slice_merged_view(t, {1, 3, 10, 4}, {0, 0, 0, 0}, {1, 3, 10, 4}));  // splits W
+}
+
 TEST(StridedView, ReshapeAfterTranspose) {
   // [2,3,4] -> perms [2,0,1] -> [4,2,3] strides [1,12,4]: the last two dims are mergeable.
   StridedView t = compiler::transpose_view(StridedView::contiguous({2, 3, 4}), {2, 0, 1});

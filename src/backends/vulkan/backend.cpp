@@ -14,6 +14,7 @@
 // uploads and downloads.
 #include <algorithm>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <set>
@@ -155,6 +156,7 @@ class RegionBuilder {
     }
     // Output slots first, in Composite::outputs order (the runtime's order).
     for (ValueId v : c_.outputs) slot(v);
+    fold_transposes(members);
 
     for (size_t mi = 0; mi < members.size(); ++mi) {
       const Composite* m = members[mi];
@@ -183,6 +185,13 @@ class RegionBuilder {
       pattern_ = m->pattern.empty() ? std::string(op_name(n.op)) : m->pattern;
       if (n.op == Op::CUSTOM) {
         add_custom(m->anchor);
+        continue;
+      }
+      if (folded_.count(m->anchor)) continue;  // read by its SLICEs in place (fold_transposes)
+      if (auto f = slice_folds_.find(m->anchor); f != slice_folds_.end()) {
+        pattern_ = "TRANSPOSE+SLICE";
+        vkb::lower_view_copy(low_, f->second.first, f->second.second, n.outputs[0]);
+        flush();
         continue;
       }
       if (is_alias_op(n.op)) {
@@ -235,6 +244,56 @@ class RegionBuilder {
     skip_aliases();
     if (j >= members.size()) return 0;
     return vkb::check_attention(g_, qk, *members[attention_softmax_], *members[j], attention_aliases_, low_.caps).empty() ? j : 0;
+  }
+
+  // A TRANSPOSE whose result only SLICEs of this region read (through RESHAPEs), each SLICE a
+  // strided view of the TRANSPOSE's input (compiler::slice_merged_view where the RESHAPE after the
+  // TRANSPOSE merges what strides cannot), gets no dispatch: each SLICE copies its elements straight
+  // from that input (lower_view_copy). ShuffleNet's channel shuffle followed by the next block's
+  // split: one copy per half instead of the whole tensor transposed and then split.
+  void fold_transposes(const std::vector<const Composite*>& members) {
+    std::map<int, const Composite*> single;
+    for (const Composite* m : members)
+      if (m->single()) single[m->anchor] = m;
+    std::map<ValueId, std::vector<int>> readers;
+    for (int ni = 0; ni < static_cast<int>(g_.nodes().size()); ++ni)
+      for (ValueId v : g_.node(ni).inputs) readers[v].push_back(ni);
+    for (const auto& [t, unused] : single) {
+      const Node& tn = g_.node(t);
+      if (tn.op != Op::TRANSPOSE || info_[find(tn.outputs[0])].output) continue;
+      std::map<int, std::pair<ValueId, compiler::StridedView>> folds;
+      // Value `v` is `view` of the TRANSPOSE's input, or (no view) RESHAPE(`before`, v's shape)
+      // where strides cannot express that reshape: then only SLICEs may read it. False where a
+      // reader is neither a RESHAPE of this region nor a SLICE a view expresses.
+      std::function<bool(ValueId, const std::optional<compiler::StridedView>&, const compiler::StridedView&)> walk =
+          [&](ValueId v, const std::optional<compiler::StridedView>& view, const compiler::StridedView& before) {
+            const Shape& shape = g_.value(v).type.shape;
+            for (int r : readers[v]) {
+              if (!single.count(r)) return false;
+              const Node& rn = g_.node(r);
+              if (is_alias_op(rn.op) && !copies_.count(r)) {
+                if (!view) return false;
+                if (!walk(rn.outputs[0], compiler::reshape_view(*view, g_.value(rn.outputs[0]).type.shape), *view))
+                  return false;
+                continue;
+              }
+              if (rn.op != Op::SLICE || rn.inputs[0] != v) return false;
+              const auto begin = vkb::const_shape(g_, rn.inputs[1]), size = vkb::const_shape(g_, rn.inputs[2]);
+              if (!begin || !size) return false;
+              const std::optional<compiler::StridedView> sv =
+                  view ? compiler::slice_view(*view, *begin, *size) : compiler::slice_merged_view(before, shape, *begin, *size);
+              if (!sv || sv->split > 1) return false;
+              folds[r] = {tn.inputs[0], *sv};
+            }
+            return true;
+          };
+      const compiler::StridedView start = compiler::transpose_view(
+          compiler::StridedView::contiguous(g_.value(tn.inputs[0]).type.shape), tn.attr_ints("perms"));
+      if (walk(tn.outputs[0], start, start) && !folds.empty()) {
+        folded_.insert(t);
+        slice_folds_.insert(folds.begin(), folds.end());
+      }
+    }
   }
 
   ValueId find(ValueId v) {
@@ -357,6 +416,8 @@ class RegionBuilder {
   std::map<uint32_t, uint32_t> scratch_slot_, data_slot_;
   std::vector<size_t> input_args_;
   std::vector<DispatchName> names_;
+  std::set<int> folded_;  // TRANSPOSE members read in place by their SLICEs (fold_transposes)
+  std::map<int, std::pair<ValueId, compiler::StridedView>> slice_folds_;  // SLICE: the source and its view
   size_t flushed_ = 0;
   bool has_custom_ = false;
   std::string pattern_;  // the member being lowered ("CONV2D+CLAMP", "SOFTMAX"): the profile's name

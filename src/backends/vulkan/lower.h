@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "compiler/strided_view.h"
 #include "weft/graph.h"
 
 namespace weft::vkb {
@@ -173,6 +174,10 @@ std::string check_attention(const Graph& g, const backend::Composite& qk, const 
                             const backend::Composite& pv, const std::vector<int>& aliases, const Caps& caps);
 void lower_attention(Lowering& l, const backend::Composite& qk, const backend::Composite& softmax,
                      const backend::Composite& pv, const std::vector<int>& aliases);
+// A copy of the elements a strided view `v` of value `src` addresses, in the view's row-major order,
+// into value `dst` (contiguous; as many elements): a TRANSPOSE folded into the SLICEs that read its
+// result (ShuffleNet's channel shuffle and split; see backend.cpp), one ly_map (ops_layout.cpp).
+void lower_view_copy(Lowering& l, ValueId src, const compiler::StridedView& v, ValueId dst);
 // A softmax or layer-norm region as mx_rownorm runs it (ops_misc.cpp): its specialization constants
 // 0..7 (mx_rownorm.glsl), the affine binding (gamma then beta as fp32; unused by softmax), the rows,
 // the invocations per row and the row length.

@@ -588,6 +588,17 @@ void lower_resize(Lowering& l, const Composite&) {
 
 }  // namespace
 
+void lower_view_copy(Lowering& l, ValueId src, const compiler::StridedView& v, ValueId dst) {
+  if (v.split > 1 || shape_elements(v.dims) != l.type(dst).num_elements())
+    l.fail("a folded view copy needs a plain view with the destination's element count");
+  IndexMap m;
+  m.elem = storage_size(l.type(dst).dtype);
+  const std::vector<int64_t> dst_strides = strides_of(v.dims);
+  for (size_t d = 0; d < v.dims.size(); ++d) m.dims.push_back({v.dims[d], v.strides[d], dst_strides[d], MapDim::kPlain, 0, 1});
+  m.src_base = v.offset;
+  emit_map(l, std::move(m), l.in(src), l.out(dst));
+}
+
 void register_layout(std::map<Op, OpLowering>& t) {
   t[Op::TRANSPOSE] = {nullptr, check_transpose, lower_transpose};
   t[Op::SLICE] = {nullptr, check_slice, lower_slice};

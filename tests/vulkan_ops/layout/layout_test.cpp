@@ -157,6 +157,48 @@ TEST(VulkanLayout, SliceAllRanksAndTypes) {
   }
 }
 
+// ShuffleNet's channel shuffle and split (NHWC, as the ONNX importer writes it): x [1, H, W, C]
+// RESHAPE [1, H, W, 2, C/2], TRANSPOSE [0, 1, 2, 4, 3], RESHAPE [1, H, W, C], then two SLICEs of
+// C/2 channels. The TRANSPOSE gets no dispatch of its own: each SLICE copies its channels straight
+// from x ("TRANSPOSE+SLICE" in the profile), bit for bit the reference's result. Kept apart: a
+// TRANSPOSE whose result is also an output, and one read by a SLICE that cuts a channel pair.
+TEST(VulkanLayout, ChannelShuffleSplitReadsTheShuffleInPlace) {
+  struct Case {
+    DType t;
+    int64_t H, W, C;
+    bool cut_pair, shuffle_out;
+    bool folded;
+  };
+  for (const Case& c : {Case{DType::kFp32, 5, 3, 8, false, false, true}, Case{DType::kFp16, 4, 4, 116, false, false, true},
+                        Case{DType::kInt8, 2, 3, 12, false, false, true}, Case{DType::kFp32, 3, 3, 8, true, false, false},
+                        Case{DType::kFp32, 3, 3, 8, false, true, false}}) {
+    SCOPED_TRACE(std::string(dtype_name(c.t)) + " C " + std::to_string(c.C) + (c.cut_pair ? " cut" : "") +
+                 (c.shuffle_out ? " out" : ""));
+    Net net(16);
+    const int64_t H = c.H, W = c.W, C = c.C;
+    auto reshape = [&](ValueId v, std::vector<int64_t> to) { return net.b.op(Op::RESHAPE, {v, net.shape(std::move(to))}); };
+    ValueId x = net.input(c.t, {1, H, W, C});
+    ValueId t = net.b.op(Op::TRANSPOSE, {reshape(x, {1, H, W, 2, C / 2})}, {{"perms", std::vector<int64_t>{0, 1, 2, 4, 3}}});
+    ValueId shuffled = reshape(t, {1, H, W, C});
+    const int64_t first = c.cut_pair ? 1 : 0;
+    net.out(net.b.op(Op::SLICE, {shuffled, net.shape({0, 0, 0, first}), net.shape({1, H, W, C / 2})}));
+    net.out(net.b.op(Op::SLICE, {shuffled, net.shape({0, 1, 0, C / 2}), net.shape({1, H - 1, W, C / 2})}));
+    if (c.shuffle_out) net.out(shuffled);
+    Module m(net.b.finish());
+    check_vs_reference(m, net.feeds, 0.0);
+    Context ctx(Model::from_module(m, vulkan_first()));
+    ctx.set_profiling(true);
+    ctx.run(net.feeds);
+    int transposes = 0, folded = 0;
+    for (const KernelProfile& k : ctx.profile()) {
+      transposes += k.device && k.pattern == "TRANSPOSE";
+      folded += k.device && k.pattern == "TRANSPOSE+SLICE";
+    }
+    EXPECT_EQ(transposes, c.folded ? 0 : 1);
+    EXPECT_EQ(folded, c.folded ? 2 : 0);
+  }
+}
+
 TEST(VulkanLayout, TileAllRanksAndTypes) {
   for (DType t : kAllTypes) {
     SCOPED_TRACE(dtype_name(t));
