@@ -26,6 +26,10 @@ With --precision fp32,fp16 Weft also runs each model with `--precision fp16` (th
 mode), compared with the TF32 graph; its accuracy is the largest absolute difference from the
 exported fp32 PyTorch output (NAME.torch.npy) over the largest magnitude of that output. The TF32
 peer's own accuracy, the same measure between its TF32 and strict-fp32 outputs, is printed beside it.
+With --precision fp16-model Weft also runs NAME[.bB].fp16.onnx, the model exported in half
+precision (scripts/onnx/export_models.py --half: fp16 input, weights and output), as it is; its
+accuracy is measured against that export's fp32 output (NAME.fp16.torch.npy), and its time is held
+against the TF32 graph like the reduced-precision mode's.
 With --gemm f32,f16 a GEMM sweep (the models' shapes and square sizes, GEMM_SHAPES) compares
 Weft's MATMUL dispatch time with cuBLAS (torch.matmul, TF32 off).
 With --profile DIR each model's `weft run --profile` output (per-operator GPU time from Vulkan
@@ -253,7 +257,8 @@ def main(argv=None):
     ap.add_argument("--no-compile", action="store_true")
     ap.add_argument("--no-graph", action="store_true", help="skip the CUDA-graph peers (fp32 and TF32)")
     ap.add_argument("--precision", default="fp32",
-                    help="Weft's precision modes, comma-separated (fp32, fp16); fp16 is held against the TF32 graph")
+                    help="Weft's precision modes, comma-separated (fp32, fp16, fp16-model: the --half export); "
+                         "fp16 and fp16-model are held against the TF32 graph")
     ap.add_argument("--gemm", default="", help="GEMM sweep against cuBLAS: comma-separated dtypes (f32, f16)")
     ap.add_argument("--profile")
     ap.add_argument("--matmul", type=int, default=4096, help="matmul size (0: skip)")
@@ -287,6 +292,16 @@ def main(argv=None):
             for p in precisions:
                 key = "weft_ms" if p == "fp32" else "weft_%s_ms" % p
                 ptag = prof if p == "fp32" or prof is None else prof[: -len(".txt")] + "." + p + ".txt"
+                if p == "fp16-model":
+                    # The model exported in half precision (export_models.py --half), run as it is.
+                    hf = export_models.model_files(args.models, name, batch, half=True)
+                    if not os.path.exists(hf["onnx"]):
+                        print("%s batch %d: %s missing (export it with --half)" % (name, batch, hf["onnx"]), flush=True)
+                        continue
+                    row[key], _ = weft_latency(args.weft, hf["onnx"], "%s=%s" % (export_models.MODELS[name][0], hf["input"]),
+                                               args.iters, ptag, "fp32")
+                    row[key[: -len("_ms")] + "_error"] = rel_error(np.load(WEFT_OUT), np.load(hf["torch"]))
+                    continue
                 row[key], _ = weft_latency(args.weft, files["onnx"], input_arg, args.iters, ptag, p)
                 if ref is not None:
                     row[key[: -len("_ms")] + "_error"] = rel_error(np.load(WEFT_OUT), ref)

@@ -89,9 +89,12 @@ BERT_HEADS = 4
 BERT_FFN = 1024
 
 
-def model_files(out_dir, name, batch=1):
-    """The files of NAME exported at `batch` (NAME.* at batch 1, NAME.bB.* otherwise)."""
+def model_files(out_dir, name, batch=1, half=False):
+    """The files of NAME exported at `batch` (NAME.* at batch 1, NAME.bB.* otherwise; with `half`,
+    the model exported in half precision: NAME[.bB].fp16.*)."""
     base = os.path.join(out_dir, name if batch == 1 else "%s.b%d" % (name, batch))
+    if half:
+        base += ".fp16"
     return {"onnx": base + ".onnx", "input": base + ".input.npy", "torch": base + ".torch.npy"}
 
 
@@ -389,11 +392,11 @@ def make_input(name, batch=1):
     return rng.standard_normal((batch,) + input_shape(name)[1:], dtype=np.float32)
 
 
-def export_one(name, out_dir, force=False, batch=1):
+def export_one(name, out_dir, force=False, batch=1, half=False):
     import torch
     import onnx
 
-    files = model_files(out_dir, name, batch)
+    files = model_files(out_dir, name, batch, half)
     if not force and all(os.path.exists(p) for p in files.values()):
         print("%-16s exists, skipped (--force re-exports)" % name, flush=True)
         return "skipped"
@@ -404,6 +407,16 @@ def export_one(name, out_dir, force=False, batch=1):
     xt = torch.from_numpy(x)
     with torch.no_grad():
         ref = model(xt).numpy().astype(np.float32)
+    if half:
+        # The same weights in half precision, as `model.half()` users export them (fp16 inputs,
+        # weights and output; traced on the GPU where there is one, since not every fp16 operator
+        # runs on the CPU). The reference stays the fp32 model's output: the error of the fp16
+        # model against it is what the precision costs.
+        dev = "cuda" if torch.cuda.is_available() else "cpu"
+        model = model.half().to(dev)
+        if x.dtype == np.float32:
+            x = x.astype(np.float16)
+        xt = torch.from_numpy(x).to(dev)
 
     input_name = MODELS[name][0]
     tmp = files["onnx"] + ".tmp"
@@ -508,6 +521,9 @@ def main(argv=None):
     ap.add_argument("--threads", type=int, default=0, help="torch CPU threads (0 = torch's default)")
     ap.add_argument("--batch", type=int, default=1,
                     help="batch size of the exported input (files NAME.bB.* when not 1; default 1)")
+    ap.add_argument("--half", action="store_true",
+                    help="export the model in half precision (model.half(), fp16 input; files NAME[.bB].fp16.*; "
+                         "NAME.fp16.torch.npy is the fp32 model's output); traced on CUDA when torch has it")
     args = ap.parse_args(argv)
     global EXPORTER, OPSET, FLOAT64_REFERENCE
     EXPORTER = args.exporter
@@ -528,13 +544,13 @@ def main(argv=None):
     failed = []
     for name in names:
         try:
-            export_one(name, args.out, args.force, args.batch)
+            export_one(name, args.out, args.force, args.batch, args.half)
         except Exception as e:  # report and go on with the other models
             print("%-16s FAILED: %s: %s" % (name, type(e).__name__, e), file=sys.stderr, flush=True)
             failed.append(name)
             continue
         if args.ops:
-            counts = op_counts(model_files(args.out, name, args.batch)["onnx"])
+            counts = op_counts(model_files(args.out, name, args.batch, args.half)["onnx"])
             print("    ops: " + ", ".join("%s x%d" % (k, v) for k, v in sorted(counts.items())), flush=True)
     if failed:
         print("export failed for: " + ", ".join(failed), file=sys.stderr)

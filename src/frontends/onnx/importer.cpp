@@ -625,6 +625,11 @@ std::optional<std::vector<TVal>> Importer::fold(Node fn, const std::vector<TVal>
 }
 
 std::vector<TVal> Importer::emit_multi(Op op, std::vector<TVal> inputs, Attrs attrs, std::vector<DType> out_dtypes) {
+  // fp16 operands of a product: TOSA's MATMUL lets its output type name the accumulator (fp16 or
+  // fp32), the importer keeps ONNX's fp16 result (a model exported with model.half()), as the fp16
+  // precision mode narrows an fp32 MATMUL; backends that have fp32 accumulators use them (docs/onnx.md).
+  if (op == Op::MATMUL && out_dtypes.empty() && !inputs.empty() && inputs[0].dtype() == DType::kFp16)
+    out_dtypes = {DType::kFp16};
   // TOSA's integer ADD, SUB, MAXIMUM, MINIMUM and INTDIV are int32 only: narrower integers are
   // widened, computed and narrowed back (exact, with C's wrap-around on overflow).
   if ((op == Op::ADD || op == Op::SUB || op == Op::MAXIMUM || op == Op::MINIMUM || op == Op::INTDIV) && !inputs.empty() &&

@@ -341,6 +341,43 @@ TEST(OnnxNumerics, GemmRuntimeOperandsColumnBias) {
   expect_near(out[0], {3, 5}, want);
 }
 
+// A model exported in half precision (PyTorch's model.half()): fp16 input, Gemm with fp16 weights
+// and bias, then a MatMul by an fp16 constant. Each product is an fp16 MATMUL (the importer keeps
+// ONNX's fp16 result type); the result is within fp16 rounding of the products computed exactly
+// and rounded to fp16 after each layer.
+TEST(OnnxNumerics, HalfPrecisionGemmAndMatMul) {
+  std::vector<double> x(3 * 16), w(16 * 8), b(8), m(8 * 4);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37 * static_cast<double>(i));
+  for (size_t i = 0; i < w.size(); ++i) w[i] = std::cos(0.21 * static_cast<double>(i)) * 0.5;
+  for (size_t i = 0; i < b.size(); ++i) b[i] = 0.1 * static_cast<double>(i) - 0.3;
+  for (size_t i = 0; i < m.size(); ++i) m[i] = std::sin(0.13 * static_cast<double>(i) + 1.0);
+  const Tensor xh = Tensor::from_doubles({DType::kFp16, {3, 16}}, x);
+  ModelBuilder mb;
+  mb.input("x", kFloat16, {3, 16}).init_f16("w", {16, 8}, w).init_f16("b", {8}, b).init_f16("m", {8, 4}, m).output("y", kFloat16);
+  mb.node("Gemm", {"x", "w", "b"}, {"h"});
+  mb.node("MatMul", {"h", "m"}, {"y"});
+  auto half = [](double v) { return Tensor::from_doubles({DType::kFp16, {1}}, std::vector<double>{v}).at_double(0); };
+  std::vector<double> h(3 * 8), want(3 * 4);
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 8; ++j) {
+      double s = 0;
+      for (int k = 0; k < 16; ++k) s += xh.at_double(i * 16 + k) * half(w[static_cast<size_t>(k * 8 + j)]);
+      h[static_cast<size_t>(i * 8 + j)] = half(half(s) + half(b[static_cast<size_t>(j)]));
+    }
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 4; ++j) {
+      double s = 0;
+      for (int k = 0; k < 8; ++k) s += h[static_cast<size_t>(i * 8 + k)] * half(m[static_cast<size_t>(k * 4 + j)]);
+      want[static_cast<size_t>(i * 4 + j)] = s;
+    }
+  auto out = run_module(mb.import(), {xh});
+  ASSERT_EQ(out.size(), 1u);
+  ASSERT_EQ(out[0].dtype(), DType::kFp16);
+  ASSERT_EQ(out[0].shape(), (Shape{3, 4}));
+  for (size_t i = 0; i < want.size(); ++i)
+    EXPECT_NEAR(out[0].at_double(static_cast<int64_t>(i)), want[i], 2e-2 * std::max(1.0, std::abs(want[i]))) << "element " << i;
+}
+
 // Batched matmul with numpy broadcasting of the batch dims (both operands at run time).
 void check_matmul(const Shape& as, const Shape& bs, const Shape& ys, int seed) {
   SCOPED_TRACE(shape_str(as) + " x " + shape_str(bs));

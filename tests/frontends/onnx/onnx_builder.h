@@ -23,7 +23,7 @@
 namespace weft::test::onnxb {
 
 // ONNX TensorProto.DataType values.
-enum : int { kFloat = 1, kUint8 = 2, kInt8 = 3, kUint16 = 4, kInt32 = 6, kInt64 = 7, kBool = 9, kDouble = 11, kUint32 = 12 };
+enum : int { kFloat = 1, kUint8 = 2, kInt8 = 3, kUint16 = 4, kInt32 = 6, kInt64 = 7, kBool = 9, kFloat16 = 10, kDouble = 11, kUint32 = 12 };
 
 // A dimension of a graph input: a number or a symbolic name.
 using Dim = std::variant<int64_t, std::string>;
@@ -74,6 +74,17 @@ class ModelBuilder {
     t->set_data_type(kFloat);
     for (int64_t d : dims) t->add_dims(d);
     for (float x : v) t->add_float_data(x);
+    return *this;
+  }
+  // fp16 initializer: the values rounded to fp16, their bits carried in int32_data as ONNX stores them.
+  ModelBuilder& init_f16(const std::string& name, const std::vector<int64_t>& dims, const std::vector<double>& v) {
+    const Tensor h = Tensor::from_doubles({DType::kFp16, Shape(dims.begin(), dims.end())}, v);
+    auto* t = graph()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(kFloat16);
+    for (int64_t d : dims) t->add_dims(d);
+    const auto* bits = reinterpret_cast<const uint16_t*>(h.bytes());
+    for (int64_t i = 0; i < h.num_elements(); ++i) t->add_int32_data(bits[i]);
     return *this;
   }
   ModelBuilder& init_bool(const std::string& name, const std::vector<int64_t>& dims, const std::vector<int32_t>& v) {
