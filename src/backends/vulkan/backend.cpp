@@ -189,8 +189,8 @@ class RegionBuilder {
       }
       if (folded_.count(m->anchor)) continue;  // read by its SLICEs in place (fold_transposes)
       if (auto f = slice_folds_.find(m->anchor); f != slice_folds_.end()) {
-        pattern_ = "TRANSPOSE+SLICE";
-        vkb::lower_view_copy(low_, f->second.first, f->second.second, n.outputs[0]);
+        pattern_ = f->second.src2 != kNoValue ? "CONCAT+TRANSPOSE+SLICE" : "TRANSPOSE+SLICE";
+        vkb::lower_view_copy(low_, f->second.src, f->second.view, n.outputs[0], f->second.src2, f->second.select);
         flush();
         continue;
       }
@@ -219,6 +219,13 @@ class RegionBuilder {
   }
 
  private:
+  // A SLICE read through a folded TRANSPOSE: its source and the view of it it copies; with src2,
+  // the source is a folded CONCAT's two pieces and view dimension `select` picks the piece.
+  struct SliceFold {
+    ValueId src, src2;
+    compiler::StridedView view;
+    int select;
+  };
   struct Info {
     bool input = false, output = false;
     const Tensor* constant = nullptr;
@@ -261,7 +268,7 @@ class RegionBuilder {
     for (const auto& [t, unused] : single) {
       const Node& tn = g_.node(t);
       if (tn.op != Op::TRANSPOSE || info_[find(tn.outputs[0])].output) continue;
-      std::map<int, std::pair<ValueId, compiler::StridedView>> folds;
+      std::map<int, SliceFold> folds;
       // Value `v` is `view` of the TRANSPOSE's input, or (no view) RESHAPE(`before`, v's shape)
       // where strides cannot express that reshape: then only SLICEs may read it. False where a
       // reader is neither a RESHAPE of this region nor a SLICE a view expresses.
@@ -283,7 +290,7 @@ class RegionBuilder {
               const std::optional<compiler::StridedView> sv =
                   view ? compiler::slice_view(*view, *begin, *size) : compiler::slice_merged_view(before, shape, *begin, *size);
               if (!sv || sv->split > 1) return false;
-              folds[r] = {tn.inputs[0], *sv};
+              folds[r] = {tn.inputs[0], kNoValue, *sv, -1};
             }
             return true;
           };
@@ -291,9 +298,59 @@ class RegionBuilder {
           compiler::StridedView::contiguous(g_.value(tn.inputs[0]).type.shape), tn.attr_ints("perms"));
       if (walk(tn.outputs[0], start, start) && !folds.empty()) {
         folded_.insert(t);
+        fold_concat(t, folds, single, readers);
         slice_folds_.insert(folds.begin(), folds.end());
       }
     }
+  }
+
+  // Where the folded TRANSPOSE `t` reads (through RESHAPEs) a CONCAT of two equal pieces along the
+  // last axis that nothing else reads, and every SLICE's view of it takes both pieces by one
+  // dimension of extent 2 whose stride is a piece's width (ShuffleNet: the block's two branches
+  // concatenated, then shuffled and split again), the SLICEs read the pieces (ly_map2) and the
+  // CONCAT gets no dispatch either.
+  void fold_concat(int t, std::map<int, SliceFold>& folds, const std::map<int, const Composite*>& single,
+                   std::map<ValueId, std::vector<int>>& readers) {
+    ValueId v = g_.node(t).inputs[0];
+    if (readers[v].size() != 1) return;
+    int p = g_.value(v).producer;
+    while (p >= 0 && single.count(p) && is_alias_op(g_.node(p).op) && !copies_.count(p)) {
+      v = g_.node(p).inputs[0];
+      if (readers[v].size() != 1) return;
+      p = g_.value(v).producer;
+    }
+    if (p < 0 || !single.count(p) || g_.node(p).op != Op::CONCAT || info_[find(v)].output) return;
+    const Node& cn = g_.node(p);
+    const Shape& cs = g_.value(v).type.shape;
+    if (cn.inputs.size() != 2 || cs.empty() || cn.attr_int("axis") != static_cast<int64_t>(cs.size()) - 1 ||
+        g_.value(cn.inputs[0]).type != g_.value(cn.inputs[1]).type)
+      return;
+    const int64_t C = cs.back(), piece = C / 2;
+    std::map<int, SliceFold> mapped;
+    for (const auto& [slice, f] : folds) {
+      SliceFold m{cn.inputs[0], cn.inputs[1], f.view, -1};
+      int64_t channel_end = f.view.offset % C;  // one past the last channel a piece is read at
+      for (size_t d = 0; d < f.view.dims.size(); ++d) {
+        const int64_t n = f.view.dims[d], st = f.view.strides[d];
+        if (n == 1) {
+          m.view.strides[d] = 0;
+        } else if (n == 2 && st == piece && m.select < 0) {
+          m.select = static_cast<int>(d);
+          m.view.strides[d] = 0;
+        } else if (st > 0 && st % C == 0) {
+          m.view.strides[d] = st / C * piece;
+        } else if (st > 0 && st < piece) {
+          channel_end += (n - 1) * st;
+        } else {
+          return;
+        }
+      }
+      if (m.select < 0 || channel_end >= piece) return;
+      m.view.offset = f.view.offset / C * piece + f.view.offset % C;
+      mapped[slice] = m;
+    }
+    folded_.insert(p);
+    folds = std::move(mapped);
   }
 
   ValueId find(ValueId v) {
@@ -417,7 +474,7 @@ class RegionBuilder {
   std::vector<size_t> input_args_;
   std::vector<DispatchName> names_;
   std::set<int> folded_;  // TRANSPOSE members read in place by their SLICEs (fold_transposes)
-  std::map<int, std::pair<ValueId, compiler::StridedView>> slice_folds_;  // SLICE: the source and its view
+  std::map<int, SliceFold> slice_folds_;
   size_t flushed_ = 0;
   bool has_custom_ = false;
   std::string pattern_;  // the member being lowered ("CONV2D+CLAMP", "SOFTMAX"): the profile's name

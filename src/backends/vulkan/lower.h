@@ -177,7 +177,10 @@ void lower_attention(Lowering& l, const backend::Composite& qk, const backend::C
 // A copy of the elements a strided view `v` of value `src` addresses, in the view's row-major order,
 // into value `dst` (contiguous; as many elements): a TRANSPOSE folded into the SLICEs that read its
 // result (ShuffleNet's channel shuffle and split; see backend.cpp), one ly_map (ops_layout.cpp).
-void lower_view_copy(Lowering& l, ValueId src, const compiler::StridedView& v, ValueId dst);
+// With `src2` (same type as `src`), dimension `select` of the view (extent 2, its stride unused)
+// picks the source: the view then reads a CONCAT of two equal pieces that is never written (ly_map2).
+void lower_view_copy(Lowering& l, ValueId src, const compiler::StridedView& v, ValueId dst, ValueId src2 = kNoValue,
+                     int select = -1);
 // A softmax or layer-norm region as mx_rownorm runs it (ops_misc.cpp): its specialization constants
 // 0..7 (mx_rownorm.glsl), the affine binding (gamma then beta as fp32; unused by softmax), the rows,
 // the invocations per row and the row length.

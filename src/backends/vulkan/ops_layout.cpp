@@ -60,11 +60,12 @@ std::string check_common(const Graph& g, const Composite& c) {
 constexpr int kMapRank = 6;  // dimensions of ly_map's iteration space
 
 struct MapDim {
-  enum Mode : int32_t { kPlain = 0, kModulo = 1, kChecked = 2 };
+  enum Mode : int32_t { kPlain = 0, kModulo = 1, kChecked = 2, kSelect = 3 };
   int64_t size = 1;   // extent of the coordinate c
   int64_t src = 0;    // source stride (elements; may be negative)
   int64_t dst = 0;    // destination stride
-  Mode mode = kPlain; // kPlain: i = c; kModulo: i = c % lim; kChecked: i = c + off, pad unless 0 <= i < lim
+  Mode mode = kPlain; // kPlain: i = c; kModulo: i = c % lim; kChecked: i = c + off, pad unless 0 <= i < lim;
+                      // kSelect (ly_map2): c picks the source (0 or 1), i = 0
   int64_t off = 0;
   int64_t lim = 1;
 };
@@ -165,7 +166,9 @@ bool emit_tiled_transpose(Lowering& l, const IndexMap& m, Arg src, Arg dst) {
   return true;
 }
 
-void emit_map(Lowering& l, IndexMap m, Arg src, Arg dst) {
+// `src2`: a second source of the first's size, read where a kSelect dimension's coordinate is 1
+// (ly_map2).
+void emit_map(Lowering& l, IndexMap m, Arg src, Arg dst, std::optional<Arg> src2 = std::nullopt) {
   simplify(m);
   const size_t unit = unit_bytes(m);
   const int64_t f = static_cast<int64_t>(unit / m.elem);
@@ -179,7 +182,7 @@ void emit_map(Lowering& l, IndexMap m, Arg src, Arg dst) {
     m.dst_base /= f;
   }
   if (m.dims.size() > static_cast<size_t>(kMapRank)) l.fail("index map of rank " + std::to_string(m.dims.size()));
-  if (emit_tiled_transpose(l, m, src, dst)) return;
+  if (!src2 && emit_tiled_transpose(l, m, src, dst)) return;
   int64_t total = 1;
   for (const MapDim& d : m.dims) total *= d.size;
   if (total == 0) return;
@@ -198,7 +201,8 @@ void emit_map(Lowering& l, IndexMap m, Arg src, Arg dst) {
   for (const MapDim& d : m.dims)
     spec.insert(spec.end(), {static_cast<int32_t>(d.size), static_cast<int32_t>(d.src), static_cast<int32_t>(d.dst),
                              static_cast<int32_t>(d.mode), static_cast<int32_t>(d.off), static_cast<int32_t>(d.lim)});
-  l.dispatch("ly_map", std::move(spec), {src, dst}, l.grid(static_cast<uint64_t>(total)));
+  if (src2) l.dispatch("ly_map2", std::move(spec), {src, dst, *src2}, l.grid(static_cast<uint64_t>(total)));
+  else l.dispatch("ly_map", std::move(spec), {src, dst}, l.grid(static_cast<uint64_t>(total)));
 }
 
 // The map of an operator that writes its whole output once: the iteration space is the output's
@@ -588,15 +592,22 @@ void lower_resize(Lowering& l, const Composite&) {
 
 }  // namespace
 
-void lower_view_copy(Lowering& l, ValueId src, const compiler::StridedView& v, ValueId dst) {
+void lower_view_copy(Lowering& l, ValueId src, const compiler::StridedView& v, ValueId dst, ValueId src2, int select) {
   if (v.split > 1 || shape_elements(v.dims) != l.type(dst).num_elements())
     l.fail("a folded view copy needs a plain view with the destination's element count");
+  if ((src2 == kNoValue) != (select < 0) || (select >= 0 && (static_cast<size_t>(select) >= v.dims.size() ||
+                                                              v.dims[static_cast<size_t>(select)] != 2 ||
+                                                              l.type(src2) != l.type(src))))
+    l.fail("a two-source view copy needs sources of one type and a selecting dimension of 2");
   IndexMap m;
   m.elem = storage_size(l.type(dst).dtype);
   const std::vector<int64_t> dst_strides = strides_of(v.dims);
-  for (size_t d = 0; d < v.dims.size(); ++d) m.dims.push_back({v.dims[d], v.strides[d], dst_strides[d], MapDim::kPlain, 0, 1});
+  for (size_t d = 0; d < v.dims.size(); ++d) {
+    const bool sel = static_cast<int>(d) == select;
+    m.dims.push_back({v.dims[d], sel ? 0 : v.strides[d], dst_strides[d], sel ? MapDim::kSelect : MapDim::kPlain, 0, 1});
+  }
   m.src_base = v.offset;
-  emit_map(l, std::move(m), l.in(src), l.out(dst));
+  emit_map(l, std::move(m), l.in(src), l.out(dst), src2 == kNoValue ? std::nullopt : std::optional<Arg>(l.in(src2)));
 }
 
 void register_layout(std::map<Op, OpLowering>& t) {

@@ -160,24 +160,46 @@ TEST(VulkanLayout, SliceAllRanksAndTypes) {
 // ShuffleNet's channel shuffle and split (NHWC, as the ONNX importer writes it): x [1, H, W, C]
 // RESHAPE [1, H, W, 2, C/2], TRANSPOSE [0, 1, 2, 4, 3], RESHAPE [1, H, W, C], then two SLICEs of
 // C/2 channels. The TRANSPOSE gets no dispatch of its own: each SLICE copies its channels straight
-// from x ("TRANSPOSE+SLICE" in the profile), bit for bit the reference's result. Kept apart: a
-// TRANSPOSE whose result is also an output, and one read by a SLICE that cuts a channel pair.
+// from x ("TRANSPOSE+SLICE" in the profile), bit for bit the reference's result. Where x is a
+// CONCAT of two equal pieces along the channels that nothing else reads (the block's two branches),
+// the CONCAT is not written either: each SLICE reads both pieces ("CONCAT+TRANSPOSE+SLICE",
+// ly_map2). Kept apart: a TRANSPOSE whose result is also an output, one read by a SLICE that cuts a
+// channel pair; a CONCAT whose result is also an output, or of three pieces.
 TEST(VulkanLayout, ChannelShuffleSplitReadsTheShuffleInPlace) {
   struct Case {
     DType t;
     int64_t H, W, C;
     bool cut_pair, shuffle_out;
     bool folded;
+    int pieces;           // x is a CONCAT of this many inputs (0: x is an input)
+    bool concat_out;      // the CONCAT's result is an output too
+    bool concat_folded;
   };
-  for (const Case& c : {Case{DType::kFp32, 5, 3, 8, false, false, true}, Case{DType::kFp16, 4, 4, 116, false, false, true},
-                        Case{DType::kInt8, 2, 3, 12, false, false, true}, Case{DType::kFp32, 3, 3, 8, true, false, false},
-                        Case{DType::kFp32, 3, 3, 8, false, true, false}}) {
+  for (const Case& c :
+       {Case{DType::kFp32, 5, 3, 8, false, false, true, 0, false, false},
+        Case{DType::kFp16, 4, 4, 116, false, false, true, 0, false, false},
+        Case{DType::kInt8, 2, 3, 12, false, false, true, 0, false, false},
+        Case{DType::kFp32, 3, 3, 8, true, false, false, 0, false, false},
+        Case{DType::kFp32, 3, 3, 8, false, true, false, 0, false, false},
+        Case{DType::kFp32, 5, 3, 8, false, false, true, 2, false, true},
+        Case{DType::kFp16, 4, 4, 116, false, false, true, 2, false, true},
+        Case{DType::kInt8, 2, 3, 12, false, false, true, 2, false, true},
+        Case{DType::kFp32, 3, 3, 8, false, false, true, 2, true, false},
+        Case{DType::kFp32, 3, 3, 12, false, false, true, 3, false, false}}) {
     SCOPED_TRACE(std::string(dtype_name(c.t)) + " C " + std::to_string(c.C) + (c.cut_pair ? " cut" : "") +
-                 (c.shuffle_out ? " out" : ""));
+                 (c.shuffle_out ? " out" : "") + " pieces " + std::to_string(c.pieces) + (c.concat_out ? " concat out" : ""));
     Net net(16);
     const int64_t H = c.H, W = c.W, C = c.C;
     auto reshape = [&](ValueId v, std::vector<int64_t> to) { return net.b.op(Op::RESHAPE, {v, net.shape(std::move(to))}); };
-    ValueId x = net.input(c.t, {1, H, W, C});
+    ValueId x;
+    if (c.pieces == 0) {
+      x = net.input(c.t, {1, H, W, C});
+    } else {
+      std::vector<ValueId> pieces;
+      for (int i = 0; i < c.pieces; ++i) pieces.push_back(net.input(c.t, {1, H, W, C / c.pieces}));
+      x = net.b.op(Op::CONCAT, pieces, {{"axis", int64_t{3}}});
+      if (c.concat_out) net.out(x);
+    }
     ValueId t = net.b.op(Op::TRANSPOSE, {reshape(x, {1, H, W, 2, C / 2})}, {{"perms", std::vector<int64_t>{0, 1, 2, 4, 3}}});
     ValueId shuffled = reshape(t, {1, H, W, C});
     const int64_t first = c.cut_pair ? 1 : 0;
@@ -189,13 +211,17 @@ TEST(VulkanLayout, ChannelShuffleSplitReadsTheShuffleInPlace) {
     Context ctx(Model::from_module(m, vulkan_first()));
     ctx.set_profiling(true);
     ctx.run(net.feeds);
-    int transposes = 0, folded = 0;
+    int transposes = 0, folded = 0, concats = 0, both = 0;
     for (const KernelProfile& k : ctx.profile()) {
       transposes += k.device && k.pattern == "TRANSPOSE";
       folded += k.device && k.pattern == "TRANSPOSE+SLICE";
+      concats += k.device && k.pattern == "CONCAT";
+      both += k.device && k.pattern == "CONCAT+TRANSPOSE+SLICE";
     }
     EXPECT_EQ(transposes, c.folded ? 0 : 1);
-    EXPECT_EQ(folded, c.folded ? 2 : 0);
+    EXPECT_EQ(folded, c.folded && !c.concat_folded ? 2 : 0);
+    EXPECT_EQ(both, c.concat_folded ? 2 : 0);
+    EXPECT_EQ(concats, c.pieces > 0 && !c.concat_folded ? 1 : 0);
   }
 }
 
