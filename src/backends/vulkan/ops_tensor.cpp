@@ -1430,13 +1430,14 @@ void lower_attention(Lowering& l, const Composite& qk, const Composite& sm, cons
     s.set(at++, split(w));
     s.set(at, w.outer);
   };
+  // Constants 0..5 are the same in both kernels.
+  s.set(0, code(p.qk.in_t));
+  s.set(1, p.LQ);
+  s.set(2, p.LK);
+  s.set(3, p.D);
+  s.set(4, f32_bits(p.scale));
+  s.set(5, p.has_scale ? 1 : 0);
   if (p.coop) {
-    s.set(0, code(p.qk.in_t));
-    s.set(1, p.LQ);
-    s.set(2, p.LK);
-    s.set(3, p.D);
-    s.set(4, f32_bits(p.scale));
-    s.set(5, p.has_scale ? 1 : 0);
     put(6, q, {0, 1});   // Q: batch and row strides (d contiguous)
     put(11, k, {0, 2});  // K^T: batch and key strides (d contiguous)
     put(16, v, {0, 1});  // V: batch and key strides (d contiguous)
@@ -1453,12 +1454,6 @@ void lower_attention(Lowering& l, const Composite& qk, const Composite& sm, cons
                {static_cast<uint32_t>(p.LQ / 16), static_cast<uint32_t>(p.BH), 1});
     return;
   }
-  s.set(0, code(p.qk.in_t));
-  s.set(1, p.LQ);
-  s.set(2, p.LK);
-  s.set(3, p.D);
-  s.set(4, f32_bits(p.scale));
-  s.set(5, p.has_scale ? 1 : 0);
   put(6, q, {0, 1});      // Q: batch and row strides (d contiguous)
   put(11, k, {0, 1, 2});  // K^T: batch, d and key strides
   put(17, v, {0, 1, 2});  // V: batch, key and d strides
