@@ -1287,6 +1287,7 @@ struct AttentionPlan {
   float scale = 1.0f;
   bool has_scale = false;
   int mask = 0;  // mx_attention's MASK: 0 none, 1 added after the scale, 2 before it
+  int32_t mask_bc = 1, mask_c = 1;  // how score o reads the mask: (o / mask_bc) * mask_c + o % mask_c
   bool coop = false;  // mx_attention_coop (fp16 on cooperative matrices) rather than mx_attention
   int64_t SP = 0, PP = 0;  // mx_attention_coop's shared row pitches (floats, 8-half vectors)
 };
@@ -1337,10 +1338,12 @@ std::string plan_attention(const Graph& g, const Composite& qk, const Composite&
   int scales = 0, masks = 0;
   for (const PostOp& op : qk.post_ops) {
     scales += op.kind == PostOp::Kind::kScale;
-    masks += op.kind == PostOp::Kind::kMask;
+    // A mask of the scores' own shape (a causal [1,1,S,S] with one head, a per-head bias) is a
+    // residual post-op to the GEMM: here it is a mask read at the score's own index.
+    masks += op.kind == PostOp::Kind::kMask || op.kind == PostOp::Kind::kResidual;
   }
   if (scales > 1 || masks > 1 || scales + masks != static_cast<int>(qk.post_ops.size()))
-    return "the scores take fused operations other than one SCALE and one broadcast ADD (a mask)";
+    return "the scores take fused operations other than one SCALE and one ADD (a mask)";
   if (std::string r = plan_matmul(g, qk, caps, p.qk); !r.empty()) return r;
   if (std::string r = plan_matmul(g, pv, caps, p.pv); !r.empty()) return r;
   const DType t = p.qk.in_t;
@@ -1350,8 +1353,10 @@ std::string plan_attention(const Graph& g, const Composite& qk, const Composite&
   // the two tensor-core GEMMs and the softmax (H100, BERT b32 0.67 -> 0.74 ms of device time).
   p.coop = t == DType::kFp16 && use_coop(caps);
   for (const PostOp& op : qk.post_ops) {
-    if (op.kind == PostOp::Kind::kMask) {
+    if (op.kind == PostOp::Kind::kMask || op.kind == PostOp::Kind::kResidual) {
       p.mask = p.has_scale ? 1 : 2;  // (plan_matmul checked its shape: p.qk.ep)
+      // A residual: every score its own element, index (o / 1) * 1 + o % 1 = o.
+      if (op.kind == PostOp::Kind::kMask) p.mask_bc = p.qk.ep.mask_bc, p.mask_c = p.qk.ep.mask_c;
       continue;
     }
     const std::optional<double> f = const_scalar(g, op.operand);
@@ -1446,8 +1451,8 @@ void lower_attention(Lowering& l, const Composite& qk, const Composite& sm, cons
     s.set(23, o ? split(*o) : 0);
     s.set(24, o ? o->outer : 0);
     s.set(25, p.mask);
-    s.set(26, p.qk.ep.mask_bc);
-    s.set(27, p.qk.ep.mask_c);
+    s.set(26, p.mask_bc);
+    s.set(27, p.mask_c);
     s.set(28, p.SP);
     s.set(29, p.PP);
     l.dispatch("mx_attention_coop", std::move(s.v), args,
@@ -1470,8 +1475,8 @@ void lower_attention(Lowering& l, const Composite& qk, const Composite& sm, cons
   const bool vvec = v.strides[2] == 1 && aligned(v, v.strides[1]);
   s.set(27, (kvec ? 1 : 0) | (vvec ? 2 : 0));
   s.set(28, p.mask);
-  s.set(29, p.qk.ep.mask_bc);
-  s.set(30, p.qk.ep.mask_c);
+  s.set(29, p.mask_bc);
+  s.set(30, p.mask_c);
   l.dispatch("mx_attention", std::move(s.v), args, {static_cast<uint32_t>((p.LQ + 31) / 32), static_cast<uint32_t>(p.BH), 1});
 }
 

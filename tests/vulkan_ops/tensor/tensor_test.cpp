@@ -530,7 +530,8 @@ TEST(VulkanTensor, AttentionRunsAsOneDispatch) {
 
 // Attention with an additive mask broadcast to the scores, as exporters write it (BERT's padding
 // mask [B,1,1,S] of 0 / -10000, a causal [1,1,S,S], a per-batch [B,1,S,S]; added after the scale
-// or before it): one dispatch (mx_attention) that reads the mask in place. Where attention is not
+// or before it): one dispatch (mx_attention) that reads the mask in place. With one head, a causal or
+// per-batch mask has the scores' own shape (the GEMM's residual, not a broadcast): fused the same way. Where attention is not
 // fused (head size 24), the Q K^T GEMM adds the mask in its epilogue (MATMUL+RESHAPE+SCALE+MASK).
 // A broadcast that is not one run of axes ([B,1,S,1]) stays a separate ADD; all match the reference.
 TEST(VulkanTensor, MaskedAttentionRunsAsOneDispatch) {
@@ -545,6 +546,8 @@ TEST(VulkanTensor, MaskedAttentionRunsAsOneDispatch) {
   };
   for (const Case& c : {Case{2, 40, 2, 32, kPadding, false, DType::kFp32, "ATTENTION"},
                         Case{1, 37, 2, 64, kCausal, false, DType::kFp32, "ATTENTION"},
+                        Case{1, 40, 1, 64, kCausal, true, DType::kFp32, "ATTENTION"},
+                        Case{2, 24, 1, 32, kPerBatch, false, DType::kFp32, "ATTENTION"},
                         Case{3, 9, 2, 32, kPerBatch, true, DType::kFp32, "ATTENTION"},
                         Case{2, 33, 2, 32, kPadding, false, DType::kFp16, "ATTENTION"},
                         Case{2, 9, 2, 24, kPadding, false, DType::kFp32, "MATMUL+RESHAPE+SCALE+MASK"},
