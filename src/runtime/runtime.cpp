@@ -481,15 +481,6 @@ std::vector<std::string> Model::backend_priority() const {
 
 // ---- Context ----
 
-// Type equality without the library memcmp call TensorType's == makes for the shapes: the run loop
-// compares types for every kernel it runs (a tenth of an unrolled LSTM's run went to memcmp).
-inline bool same_type(const TensorType& a, const TensorType& b) {
-  if (a.dtype != b.dtype || a.shape.size() != b.shape.size()) return false;
-  for (size_t i = 0; i < a.shape.size(); ++i)
-    if (a.shape[i] != b.shape[i]) return false;
-  return true;
-}
-
 struct Context::Impl {
   std::shared_ptr<const Model> model;
   const Model::Impl& m;
@@ -668,7 +659,7 @@ struct Context::Impl {
       } else {
         for (size_t k = 0; k < outs.size(); ++k) {
           const Tensor& view = views[static_cast<size_t>(c.outputs[k])];
-          if (!outs[k].buffer().same_storage(view.buffer()) || !same_type(outs[k].type(), view.type())) outs[k] = view;
+          if (!outs[k].buffer().same_storage(view.buffer()) || outs[k].type() != view.type()) outs[k] = view;
           if (kernel.needs_zeroed_outputs() && !plan.in_place[ui] && outs[k].byte_size() > 0)
             std::memset(outs[k].mutable_bytes(), 0, outs[k].byte_size());
         }
@@ -693,7 +684,7 @@ struct Context::Impl {
       }
       for (size_t k = 0; k < outs.size(); ++k) {
         const size_t o = static_cast<size_t>(c.outputs[k]);
-        if (!outs[k].valid() || !same_type(outs[k].type(), g.values()[o].type))
+        if (!outs[k].valid() || outs[k].type() != g.values()[o].type)
           throw Error(ErrorCode::kInternal, "kernel left output " + std::to_string(k) + " unset or mistyped",
                       {.graph = g.name(), .node = g.node_label(c.anchor)});
         current[o] = &outs[k];
