@@ -91,7 +91,12 @@ struct Composite {
   //   (Backend::loop_fusable): one pass over the elements, the values used only inside the group
   //   never written. `outputs` are the members' results read outside the group or by the graph,
   //   possibly several.
-  enum class Region { kNone, kSoftmax, kLayerNorm, kSubgraph, kGroupedConv, kElementwise };
+  //   kSliceCopies: SLICEs of a TRANSPOSE's result (through RESHAPEs), each copied straight from
+  //   the TRANSPOSE's input, or from the two pieces of a CONCAT in front of it
+  //   (compiler::fold_transpose: ShuffleNet's channel shuffle and the split after it); neither the
+  //   TRANSPOSE nor the CONCAT is written. `anchor` is the TRANSPOSE, `outputs` the SLICEs' results
+  //   in node order; the unit runs at its first SLICE (`run_at`).
+  enum class Region { kNone, kSoftmax, kLayerNorm, kSubgraph, kGroupedConv, kElementwise, kSliceCopies };
   Region region = Region::kNone;
   int axis = -1;
   double epsilon = 0;
@@ -137,8 +142,14 @@ struct Composite {
   std::vector<ValueId> inputs;
   std::vector<ValueId> outputs;   // values read outside (single nodes: all their outputs)
 
+  // Where the unit runs among the graph's nodes when not at its last node (-1): a unit whose
+  // results are needed before its last node and whose inputs are all there by then.
+  int run_at = -1;
+
   bool single() const { return nodes.size() == 1; }
   int last() const { return nodes.back(); }
+  // The node position the unit runs at (units execute in this order).
+  int position() const { return run_at >= 0 ? run_at : last(); }
   // Index of `v` in inputs, or -1.
   int input_index(ValueId v) const {
     for (size_t i = 0; i < inputs.size(); ++i)

@@ -155,6 +155,27 @@ class Matcher {
   // The nodes reading `v`.
   const std::vector<int>& consumers(ValueId v) const { return consumers_[static_cast<size_t>(v)]; }
 
+  // Region::kSliceCopies anchored at free TRANSPOSE node `t` (compiler::fold_transpose over free
+  // nodes), or nullopt.
+  std::optional<Composite> slice_copies(int t) const {
+    const std::optional<TransposeFold> f = fold_transpose(
+        g_, t, consumers_, [&](int n) { return !taken_[static_cast<size_t>(n)]; },
+        [&](ValueId v) { return is_output_[static_cast<size_t>(v)]; });
+    if (!f) return std::nullopt;
+    Composite c;
+    c.region = Composite::Region::kSliceCopies;
+    c.anchor = t;
+    if (f->concat >= 0) c.region_nodes.push_back(f->concat);
+    c.region_nodes.insert(c.region_nodes.end(), f->views.begin(), f->views.end());
+    for (const SliceCopy& sc : f->copies) c.region_nodes.push_back(sc.slice);
+    finish(c);
+    c.outputs.clear();
+    for (const SliceCopy& sc : f->copies) c.outputs.push_back(g_.node(sc.slice).outputs[0]);
+    c.run_at = f->copies.front().slice;
+    c.pattern = f->concat >= 0 ? "CONCAT+TRANSPOSE+SLICE" : "TRANSPOSE+SLICE";
+    return c;
+  }
+
   // Groups of free element-wise nodes for Region::kElementwise, in graph order of their first node.
   // `fusable(ni)` is the backend that would run node ni in a loop (Backend::loop_fusable), or null.
   // A node joins the group of a node whose result it reads when both have one backend and one
@@ -834,6 +855,12 @@ class Matcher {
   std::vector<bool> is_output_;
 };
 
+// A CONST or CONST_SHAPE on its own: it reads nothing, so it may run anywhere before its readers.
+bool is_constant_unit(const Graph& g, const Composite& c) {
+  const Op op = g.node(c.anchor).op;
+  return c.single() && (op == Op::CONST || op == Op::CONST_SHAPE);
+}
+
 // Composite anchors: the window and matmul operators, and the first node of the regions.
 bool is_anchor(Op op) {
   return backend::is_fusion_anchor(op) || op == Op::REDUCE_MAX /* softmax */ || op == Op::REDUCE_SUM /* layer norm */ ||
@@ -1017,6 +1044,33 @@ Partition partition_graph(const Module& m, const Graph& g, const std::vector<con
     assign(std::move(c), b, std::move(declined));
   }
 
+  // Pass 1c: a TRANSPOSE read only by SLICEs (Region::kSliceCopies), on the first backend in
+  // priority order that takes the group, when that backend comes no later than the ones that
+  // would run its members alone. After pass 1, so that a matmul's strided operand views keep
+  // their TRANSPOSEs.
+  auto rank = [&](const Backend* b) {
+    return b ? static_cast<size_t>(std::find(priority.begin(), priority.end(), b) - priority.begin()) : priority.size();
+  };
+  for (int t = 0; t < static_cast<int>(nn); ++t) {
+    if (taken[static_cast<size_t>(t)] || g.node(t).op != Op::TRANSPOSE) continue;
+    std::optional<Composite> c = matcher.slice_copies(t);
+    if (!c) continue;
+    size_t latest = priority.size();
+    for (int ni : c->nodes)
+      if (!is_view_or_const(g.node(ni).op)) latest = std::min(latest, rank(single_choice(ni).backend));
+    for (size_t bi = 0; bi < priority.size() && bi <= latest; ++bi) {
+      if (!ask(priority[bi], *c).ok) continue;
+      std::vector<std::string> declined;
+      const std::string own = std::string(priority[bi]->name()) + ": ";
+      for (int ni : c->nodes)
+        for (const std::string& d : single_choice(ni).declined)
+          if (d.rfind(own, 0) != 0 && std::find(declined.begin(), declined.end(), d) == declined.end())
+            declined.push_back(d);
+      assign(std::move(*c), priority[bi], std::move(declined));
+      break;
+    }
+  }
+
   // Pass 2: every other node on its own.
   auto assign_single = [&](int ni) {
     const SingleChoice& sc = single_choice(ni);
@@ -1038,10 +1092,10 @@ Partition partition_graph(const Module& m, const Graph& g, const std::vector<con
   for (int ni = 0; ni < static_cast<int>(nn); ++ni)
     if (!taken[static_cast<size_t>(ni)]) assign_single(ni);
 
-  // Units run at their last node's position. A group is a valid unit when everything it reads comes
-  // from units that end before it and everything reading its results from units that end after it
-  // (this also keeps it convex); one that is not runs as its members alone, which can in turn move
-  // other groups' neighbours, hence the loop.
+  // Units run at their position (Composite::position: the last node's, or an earlier one). A group
+  // is a valid unit when everything it reads comes from units that run before it and everything
+  // reading its results from units that run after it (this also keeps it convex); one that is not
+  // runs as its members alone, which can in turn move other groups' neighbours, hence the loop.
   for (bool changed = true; changed;) {
     changed = false;
     std::vector<int> unit_of(nn, -1);
@@ -1049,18 +1103,24 @@ Partition partition_graph(const Module& m, const Graph& g, const std::vector<con
       for (int ni : p.units[u].composite.nodes) unit_of[static_cast<size_t>(ni)] = static_cast<int>(u);
     for (size_t u = 0; u < p.units.size() && !changed; ++u) {
       const Composite& c = p.units[u].composite;
-      if (c.region != Composite::Region::kElementwise) continue;
-      const int last = c.last();
+      if (c.region != Composite::Region::kElementwise && c.region != Composite::Region::kSliceCopies) continue;
+      const int at = c.position();
       bool ok = true;
       for (ValueId v : c.inputs) {
         const int prod = g.value(v).producer;
-        if (prod >= 0 && p.units[static_cast<size_t>(unit_of[static_cast<size_t>(prod)])].composite.last() >= last) ok = false;
+        if (prod < 0) continue;
+        Composite& pc = p.units[static_cast<size_t>(unit_of[static_cast<size_t>(prod)])].composite;
+        if (pc.position() < at) continue;
+        // A constant (a CONST_SHAPE of a SLICE's start after a unit's run_at) runs wherever it is
+        // needed: it moves forward to run just before this unit.
+        if (is_constant_unit(g, pc)) pc.run_at = at;
+        else ok = false;
       }
       for (int ni : c.nodes)
         for (ValueId o : g.node(ni).outputs)
           for (int user : matcher.consumers(o))
             if (unit_of[static_cast<size_t>(user)] != static_cast<int>(u) &&
-                p.units[static_cast<size_t>(unit_of[static_cast<size_t>(user)])].composite.last() <= last)
+                p.units[static_cast<size_t>(unit_of[static_cast<size_t>(user)])].composite.position() <= at)
               ok = false;
       if (ok) continue;
       const std::vector<int> members = c.nodes;
@@ -1070,8 +1130,9 @@ Partition partition_graph(const Module& m, const Graph& g, const std::vector<con
     }
   }
 
-  std::stable_sort(p.units.begin(), p.units.end(), [](const Unit& x, const Unit& y) {
-    return x.composite.last() < y.composite.last();
+  std::stable_sort(p.units.begin(), p.units.end(), [&](const Unit& x, const Unit& y) {
+    if (x.composite.position() != y.composite.position()) return x.composite.position() < y.composite.position();
+    return is_constant_unit(g, x.composite) && !is_constant_unit(g, y.composite);
   });
   merge_regions(g, p);
   p.unit_of_node.assign(nn, -1);

@@ -1,5 +1,7 @@
 #include "compiler/strided_view.h"
 
+#include <algorithm>
+
 namespace weft::compiler {
 
 StridedView StridedView::contiguous(const Shape& dims) {
@@ -195,6 +197,114 @@ std::optional<int64_t> contiguous_slice_offset(const Graph& g, const Node& n) {
   const std::optional<StridedView> v = apply_node(g, n, StridedView::contiguous(g.value(n.inputs[0]).type.shape));
   if (!v || !v->is_contiguous()) return std::nullopt;
   return v->offset;
+}
+
+namespace {
+
+bool is_alias(Op op) { return op == Op::RESHAPE || op == Op::IDENTITY; }
+
+std::optional<std::vector<int64_t>> shape_constant(const Graph& g, ValueId v) {
+  const int p = g.value(v).producer;
+  if (p < 0 || g.node(p).op != Op::CONST_SHAPE) return std::nullopt;
+  return g.node(p).attr_ints("values");
+}
+
+// Maps the copies of `f` (views of a CONCAT's result, through RESHAPEs) onto the CONCAT's two
+// pieces: false where some view does not take both pieces by one dimension of extent 2.
+bool map_onto_pieces(const Graph& g, const Node& concat, TransposeFold& f) {
+  const Shape& cs = g.value(concat.outputs[0]).type.shape;
+  const int64_t C = cs.back(), piece = C / 2;
+  std::vector<SliceCopy> mapped;
+  for (const SliceCopy& c : f.copies) {
+    SliceCopy m{c.slice, c.view, -1};
+    int64_t channel_end = c.view.offset % C;  // one past the last channel a piece is read at
+    for (size_t d = 0; d < c.view.dims.size(); ++d) {
+      const int64_t n = c.view.dims[d], st = c.view.strides[d];
+      if (n == 1) {
+        m.view.strides[d] = 0;
+      } else if (n == 2 && st == piece && m.select < 0) {
+        m.select = static_cast<int>(d);
+        m.view.strides[d] = 0;
+      } else if (st > 0 && st % C == 0) {
+        m.view.strides[d] = st / C * piece;
+      } else if (st > 0 && st < piece) {
+        channel_end += (n - 1) * st;
+      } else {
+        return false;
+      }
+    }
+    if (m.select < 0 || channel_end >= piece) return false;
+    m.view.offset = c.view.offset / C * piece + c.view.offset % C;
+    mapped.push_back(std::move(m));
+  }
+  f.copies = std::move(mapped);
+  return true;
+}
+
+}  // namespace
+
+std::optional<TransposeFold> fold_transpose(const Graph& g, int t, const std::vector<std::vector<int>>& readers,
+                                            const std::function<bool(int)>& joinable,
+                                            const std::function<bool(ValueId)>& escapes) {
+  const Node& tn = g.node(t);
+  if (tn.op != Op::TRANSPOSE || escapes(tn.outputs[0])) return std::nullopt;
+  auto readers_of = [&](ValueId v) -> const std::vector<int>& { return readers.at(static_cast<size_t>(v)); };
+  TransposeFold f;
+  f.transpose = t;
+  // Value `v` is `view` of the TRANSPOSE's input, or (no view) RESHAPE(`before`, v's shape) where
+  // strides cannot express that reshape: then only SLICEs may read it. False where a reader is
+  // neither a joinable RESHAPE nor a SLICE a view expresses.
+  std::function<bool(ValueId, const std::optional<StridedView>&, const StridedView&)> walk =
+      [&](ValueId v, const std::optional<StridedView>& view, const StridedView& before) {
+        const Shape& shape = g.value(v).type.shape;
+        for (int r : readers_of(v)) {
+          if (!joinable(r)) return false;
+          const Node& rn = g.node(r);
+          if (is_alias(rn.op)) {
+            if (!view || escapes(rn.outputs[0])) return false;
+            f.views.push_back(r);
+            if (!walk(rn.outputs[0], reshape_view(*view, g.value(rn.outputs[0]).type.shape), *view)) return false;
+            continue;
+          }
+          if (rn.op != Op::SLICE || rn.inputs[0] != v) return false;
+          const auto begin = shape_constant(g, rn.inputs[1]), size = shape_constant(g, rn.inputs[2]);
+          if (!begin || !size) return false;
+          const std::optional<StridedView> sv =
+              view ? slice_view(*view, *begin, *size) : slice_merged_view(before, shape, *begin, *size);
+          if (!sv || sv->split > 1) return false;
+          f.copies.push_back({r, *sv, -1});
+        }
+        return true;
+      };
+  const StridedView start = transpose_view(StridedView::contiguous(g.value(tn.inputs[0]).type.shape), tn.attr_ints("perms"));
+  if (!walk(tn.outputs[0], start, start) || f.copies.empty()) return std::nullopt;
+  std::sort(f.copies.begin(), f.copies.end(), [](const SliceCopy& a, const SliceCopy& b) { return a.slice < b.slice; });
+
+  // Back from the TRANSPOSE's input through RESHAPEs read by nothing else, to a CONCAT of two
+  // equal pieces along the last axis.
+  f.sources = {tn.inputs[0]};
+  std::vector<int> before;
+  ValueId v = tn.inputs[0];
+  int p = g.value(v).producer;
+  while (readers_of(v).size() == 1 && !escapes(v) && p >= 0 && joinable(p) && is_alias(g.node(p).op)) {
+    before.push_back(p);
+    v = g.node(p).inputs[0];
+    p = g.value(v).producer;
+  }
+  if (readers_of(v).size() == 1 && !escapes(v) && p >= 0 && joinable(p) && g.node(p).op == Op::CONCAT) {
+    const Node& cn = g.node(p);
+    const Shape& cs = g.value(v).type.shape;
+    TransposeFold pieces = f;
+    if (cn.inputs.size() == 2 && !cs.empty() && cn.attr_int("axis") == static_cast<int64_t>(cs.size()) - 1 &&
+        g.value(cn.inputs[0]).type == g.value(cn.inputs[1]).type && map_onto_pieces(g, cn, pieces)) {
+      f = std::move(pieces);
+      f.concat = p;
+      f.sources = {cn.inputs[0], cn.inputs[1]};
+      f.views.insert(f.views.end(), before.begin(), before.end());
+    }
+  }
+  std::sort(f.views.begin(), f.views.end());
+  return f;
 }
 
 }  // namespace weft::compiler

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -57,5 +58,33 @@ std::optional<StridedView> forward_chain(const Graph& g, const std::vector<int>&
 // i.e. the view of M that writes Y. nullopt when not expressible (a SLICE never is: it drops
 // elements).
 std::optional<StridedView> backward_chain(const Graph& g, const std::vector<int>& chain, bool allow_split = false);
+
+// ShuffleNet's channel shuffle followed by the next block's split, as one copy per half: a
+// TRANSPOSE whose result only SLICEs read (through RESHAPEs), each SLICE a strided view of the
+// TRANSPOSE's input (slice_merged_view where a RESHAPE after the TRANSPOSE merges what strides
+// cannot). Each SLICE's result is then a copy over its view of that input, and the TRANSPOSE is
+// never written. Where the input is (through RESHAPEs) a CONCAT of two equal pieces along the last
+// axis and every view takes both pieces by one dimension of extent 2 whose stride is a piece's
+// width, the views address the pieces themselves (`select` chooses the piece) and the CONCAT is
+// never written either.
+struct SliceCopy {
+  int slice = -1;     // the SLICE node whose result the copy writes (contiguously)
+  StridedView view;   // of sources[0]; with select >= 0 of sources[select index]
+  int select = -1;    // the view's dimension (extent 2, stride 0) that picks sources[0] or sources[1]
+};
+struct TransposeFold {
+  int transpose = -1;
+  int concat = -1;               // the CONCAT read in pieces, or -1
+  std::vector<ValueId> sources;  // the TRANSPOSE's input (before its RESHAPEs), or the CONCAT's two pieces
+  std::vector<int> views;        // the RESHAPE / IDENTITY nodes folded with it, ascending
+  std::vector<SliceCopy> copies; // one per SLICE, ascending by node
+};
+// The fold of TRANSPOSE node `t`, or nullopt. `readers[v]` lists the nodes reading value v;
+// `joinable(n)` says whether node n (a reader on the way, or the CONCAT and RESHAPEs before the
+// TRANSPOSE) may be folded with it; `escapes(v)` whether value v is needed outside the fold (an
+// output), which keeps a RESHAPE's, the TRANSPOSE's or the CONCAT's result from being folded.
+std::optional<TransposeFold> fold_transpose(const Graph& g, int t, const std::vector<std::vector<int>>& readers,
+                                            const std::function<bool(int)>& joinable,
+                                            const std::function<bool(ValueId)>& escapes);
 
 }  // namespace weft::compiler

@@ -18,6 +18,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <set>
 #include <tuple>
 #include <unordered_map>
 
@@ -28,6 +29,7 @@
 #include "backends/onednn/elementwise_loop.h"
 #include "backends/onednn/gemm.h"
 #include "backends/onednn/gemv.h"
+#include "backends/onednn/view_copy.h"
 #include "backends/reference/parallel.h"
 #include "compiler/strided_view.h"
 
@@ -1771,6 +1773,87 @@ std::unique_ptr<Kernel> prepare_elementwise(const Graph& g, const Composite& c) 
   return std::make_unique<ElementwiseLoopKernel>(std::move(p));
 }
 
+// ---- Slice copies (Region::kSliceCopies) ----------------------------------------------------------
+
+// The copies of a kSliceCopies composite, one per output (in Composite::outputs order), from the
+// fold the partitioner found (recomputed over the composite's own nodes); `why` says why not.
+std::vector<cpu::ViewCopy> slice_copies_of(const Graph& g, const Composite& c, std::string& why) {
+  std::vector<std::vector<int>> readers(g.values().size());
+  for (int ni = 0; ni < static_cast<int>(g.nodes().size()); ++ni)
+    for (ValueId v : g.node(ni).inputs) readers[static_cast<size_t>(v)].push_back(ni);
+  const std::set<int> members(c.nodes.begin(), c.nodes.end());
+  const std::optional<compiler::TransposeFold> f = compiler::fold_transpose(
+      g, c.anchor, readers, [&](int n) { return members.count(n) > 0; }, [](ValueId) { return false; });
+  if (!f || f->copies.size() != c.outputs.size()) {
+    why = "the SLICEs are not strided views of the TRANSPOSE's input";
+    return {};
+  }
+  const TensorType& t = type_of(g, f->sources[0]);
+  const size_t bytes = storage_size(t.dtype);
+  if (bytes != 1 && bytes != 2 && bytes != 4 && bytes != 8) {
+    why = c.pattern + " on " + std::string(dtype_name(t.dtype)) + ": elements of " + std::to_string(bytes) + " bytes";
+    return {};
+  }
+  std::vector<cpu::ViewCopy> out;
+  for (size_t k = 0; k < c.outputs.size(); ++k) {
+    const compiler::SliceCopy& sc = f->copies[k];
+    if (g.node(sc.slice).outputs[0] != c.outputs[k]) {
+      why = "the composite's outputs are not its SLICEs' results in node order";
+      return {};
+    }
+    out.push_back(cpu::simplify({sc.view.dims, sc.view.strides, sc.view.offset, sc.select, bytes}));
+  }
+  return out;
+}
+
+// Each output written in one pass from the sources (view_copy.h); one thread: these copies are
+// small and memory-bound (ShuffleNet's are 10-100 KB).
+class SliceCopiesKernel final : public Kernel {
+ public:
+  SliceCopiesKernel(std::vector<cpu::ViewCopy> copies, int src0, int src1)
+      : copies_(std::move(copies)), src0_(src0), src1_(src1) {}
+  std::string implementation() const override { return "weft_view_copy"; }
+  void execute(ExecArgs& a) const override {
+    const uint8_t* s0 = a.in[static_cast<size_t>(src0_)]->bytes();
+    const uint8_t* s1 = src1_ >= 0 ? a.in[static_cast<size_t>(src1_)]->bytes() : nullptr;
+    for (size_t k = 0; k < copies_.size(); ++k) cpu::run_view_copy(copies_[k], s0, s1, a.out[k].mutable_bytes());
+  }
+
+ private:
+  std::vector<cpu::ViewCopy> copies_;
+  int src0_, src1_;
+};
+
+Support slice_copies_supported(const Graph& g, const Composite& c) {
+  std::string why;
+  slice_copies_of(g, c, why);
+  return why.empty() ? Support::yes() : Support::no(why);
+}
+
+std::unique_ptr<Kernel> prepare_slice_copies(const Graph& g, const Composite& c) {
+  std::string why;
+  std::vector<cpu::ViewCopy> copies = slice_copies_of(g, c, why);
+  if (!why.empty()) throw Error(ErrorCode::kUnsupported, why, {.graph = g.name(), .node = g.node_label(c.anchor)});
+  const Node& t = g.node(c.anchor);
+  int src0 = -1, src1 = -1;
+  bool pieces = false;
+  for (const cpu::ViewCopy& v : copies) pieces |= v.select >= 0;
+  if (pieces) {
+    // The CONCAT's two pieces: the composite's only member CONCAT.
+    for (int ni : c.nodes)
+      if (g.node(ni).op == Op::CONCAT) {
+        src0 = c.input_index(g.node(ni).inputs[0]);
+        src1 = c.input_index(g.node(ni).inputs[1]);
+      }
+  } else {
+    src0 = c.input_index(t.inputs[0]);
+  }
+  if (src0 < 0 || (pieces && src1 < 0))
+    throw Error(ErrorCode::kInternal, "slice copies: the sources are not inputs of the composite",
+                {.graph = g.name(), .node = g.node_label(c.anchor)});
+  return std::make_unique<SliceCopiesKernel>(std::move(copies), src0, src1);
+}
+
 // ---- Regions: softmax and layer normalization -----------------------------------------------------
 
 Support region_supported(const Graph& g, const Composite& c) {
@@ -1858,6 +1941,7 @@ class OneDnnBackend final : public Backend {
     Support s;
     if (c.region == Composite::Region::kGroupedConv) s = grouped_conv_supported(g, c);
     else if (c.region == Composite::Region::kElementwise) s = elementwise_supported(g, c);
+    else if (c.region == Composite::Region::kSliceCopies) s = slice_copies_supported(g, c);
     else if (c.region != Composite::Region::kNone) s = region_supported(g, c);
     else switch (n.op) {
       case Op::CONV2D:
@@ -1962,6 +2046,7 @@ class OneDnnBackend final : public Backend {
   static std::unique_ptr<Kernel> prepare_impl(const Graph& g, const Composite& c, const PrepareOptions& o) {
     if (c.region == Composite::Region::kGroupedConv) return prepare_grouped_conv(g, c, o);
     if (c.region == Composite::Region::kElementwise) return prepare_elementwise(g, c);
+    if (c.region == Composite::Region::kSliceCopies) return prepare_slice_copies(g, c);
     if (c.region != Composite::Region::kNone) return prepare_region(g, c, o);
     switch (g.node(c.anchor).op) {
       case Op::CONV2D:

@@ -253,104 +253,29 @@ class RegionBuilder {
     return vkb::check_attention(g_, qk, *members[attention_softmax_], *members[j], attention_aliases_, low_.caps).empty() ? j : 0;
   }
 
-  // A TRANSPOSE whose result only SLICEs of this region read (through RESHAPEs), each SLICE a
-  // strided view of the TRANSPOSE's input (compiler::slice_merged_view where the RESHAPE after the
-  // TRANSPOSE merges what strides cannot), gets no dispatch: each SLICE copies its elements straight
-  // from that input (lower_view_copy). ShuffleNet's channel shuffle followed by the next block's
-  // split: one copy per half instead of the whole tensor transposed and then split.
+  // A TRANSPOSE whose result only SLICEs of this region read (through RESHAPEs) gets no dispatch:
+  // each SLICE copies its elements straight from the TRANSPOSE's input, or from the two pieces of a
+  // CONCAT in front of it that gets no dispatch either (compiler::fold_transpose; lower_view_copy).
+  // ShuffleNet's channel shuffle followed by the next block's split: one copy per half instead of
+  // the branches concatenated, the whole tensor transposed and then split.
   void fold_transposes(const std::vector<const Composite*>& members) {
     std::map<int, const Composite*> single;
     for (const Composite* m : members)
       if (m->single()) single[m->anchor] = m;
-    std::map<ValueId, std::vector<int>> readers;
+    std::vector<std::vector<int>> readers(g_.values().size());
     for (int ni = 0; ni < static_cast<int>(g_.nodes().size()); ++ni)
-      for (ValueId v : g_.node(ni).inputs) readers[v].push_back(ni);
+      for (ValueId v : g_.node(ni).inputs) readers[static_cast<size_t>(v)].push_back(ni);
+    auto joinable = [&](int n) { return single.count(n) && !copies_.count(n); };
+    auto escapes = [&](ValueId v) { return info_[find(v)].output; };
     for (const auto& [t, unused] : single) {
-      const Node& tn = g_.node(t);
-      if (tn.op != Op::TRANSPOSE || info_[find(tn.outputs[0])].output) continue;
-      std::map<int, SliceFold> folds;
-      // Value `v` is `view` of the TRANSPOSE's input, or (no view) RESHAPE(`before`, v's shape)
-      // where strides cannot express that reshape: then only SLICEs may read it. False where a
-      // reader is neither a RESHAPE of this region nor a SLICE a view expresses.
-      std::function<bool(ValueId, const std::optional<compiler::StridedView>&, const compiler::StridedView&)> walk =
-          [&](ValueId v, const std::optional<compiler::StridedView>& view, const compiler::StridedView& before) {
-            const Shape& shape = g_.value(v).type.shape;
-            for (int r : readers[v]) {
-              if (!single.count(r)) return false;
-              const Node& rn = g_.node(r);
-              if (is_alias_op(rn.op) && !copies_.count(r)) {
-                if (!view) return false;
-                if (!walk(rn.outputs[0], compiler::reshape_view(*view, g_.value(rn.outputs[0]).type.shape), *view))
-                  return false;
-                continue;
-              }
-              if (rn.op != Op::SLICE || rn.inputs[0] != v) return false;
-              const auto begin = vkb::const_shape(g_, rn.inputs[1]), size = vkb::const_shape(g_, rn.inputs[2]);
-              if (!begin || !size) return false;
-              const std::optional<compiler::StridedView> sv =
-                  view ? compiler::slice_view(*view, *begin, *size) : compiler::slice_merged_view(before, shape, *begin, *size);
-              if (!sv || sv->split > 1) return false;
-              folds[r] = {tn.inputs[0], kNoValue, *sv, -1};
-            }
-            return true;
-          };
-      const compiler::StridedView start = compiler::transpose_view(
-          compiler::StridedView::contiguous(g_.value(tn.inputs[0]).type.shape), tn.attr_ints("perms"));
-      if (walk(tn.outputs[0], start, start) && !folds.empty()) {
-        folded_.insert(t);
-        fold_concat(t, folds, single, readers);
-        slice_folds_.insert(folds.begin(), folds.end());
-      }
+      if (g_.node(t).op != Op::TRANSPOSE) continue;
+      const std::optional<compiler::TransposeFold> f = compiler::fold_transpose(g_, t, readers, joinable, escapes);
+      if (!f) continue;
+      folded_.insert(t);
+      if (f->concat >= 0) folded_.insert(f->concat);
+      for (const compiler::SliceCopy& c : f->copies)
+        slice_folds_[c.slice] = {f->sources[0], f->sources.size() > 1 ? f->sources[1] : kNoValue, c.view, c.select};
     }
-  }
-
-  // Where the folded TRANSPOSE `t` reads (through RESHAPEs) a CONCAT of two equal pieces along the
-  // last axis that nothing else reads, and every SLICE's view of it takes both pieces by one
-  // dimension of extent 2 whose stride is a piece's width (ShuffleNet: the block's two branches
-  // concatenated, then shuffled and split again), the SLICEs read the pieces (ly_map2) and the
-  // CONCAT gets no dispatch either.
-  void fold_concat(int t, std::map<int, SliceFold>& folds, const std::map<int, const Composite*>& single,
-                   std::map<ValueId, std::vector<int>>& readers) {
-    ValueId v = g_.node(t).inputs[0];
-    if (readers[v].size() != 1) return;
-    int p = g_.value(v).producer;
-    while (p >= 0 && single.count(p) && is_alias_op(g_.node(p).op) && !copies_.count(p)) {
-      v = g_.node(p).inputs[0];
-      if (readers[v].size() != 1) return;
-      p = g_.value(v).producer;
-    }
-    if (p < 0 || !single.count(p) || g_.node(p).op != Op::CONCAT || info_[find(v)].output) return;
-    const Node& cn = g_.node(p);
-    const Shape& cs = g_.value(v).type.shape;
-    if (cn.inputs.size() != 2 || cs.empty() || cn.attr_int("axis") != static_cast<int64_t>(cs.size()) - 1 ||
-        g_.value(cn.inputs[0]).type != g_.value(cn.inputs[1]).type)
-      return;
-    const int64_t C = cs.back(), piece = C / 2;
-    std::map<int, SliceFold> mapped;
-    for (const auto& [slice, f] : folds) {
-      SliceFold m{cn.inputs[0], cn.inputs[1], f.view, -1};
-      int64_t channel_end = f.view.offset % C;  // one past the last channel a piece is read at
-      for (size_t d = 0; d < f.view.dims.size(); ++d) {
-        const int64_t n = f.view.dims[d], st = f.view.strides[d];
-        if (n == 1) {
-          m.view.strides[d] = 0;
-        } else if (n == 2 && st == piece && m.select < 0) {
-          m.select = static_cast<int>(d);
-          m.view.strides[d] = 0;
-        } else if (st > 0 && st % C == 0) {
-          m.view.strides[d] = st / C * piece;
-        } else if (st > 0 && st < piece) {
-          channel_end += (n - 1) * st;
-        } else {
-          return;
-        }
-      }
-      if (m.select < 0 || channel_end >= piece) return;
-      m.view.offset = f.view.offset / C * piece + f.view.offset % C;
-      mapped[slice] = m;
-    }
-    folded_.insert(p);
-    folds = std::move(mapped);
   }
 
   ValueId find(ValueId v) {

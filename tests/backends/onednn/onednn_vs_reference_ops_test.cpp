@@ -6,6 +6,7 @@
 #include <functional>
 #include <thread>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include <numeric>
@@ -423,6 +424,90 @@ TEST(OneDnnVsReference, TransposePermutations) {
     Net net(seed++);
     ValueId x = net.input({2, 3, 4, 6});
     check_vs_reference(net.finish({net.transpose(x, p)}), net.feeds, {"TRANSPOSE"}, kExact);
+  }
+}
+
+// ShuffleNet's channel shuffle and split (NHWC, as the ONNX importer writes it): x [1, H, W, C]
+// RESHAPE [1, H, W, 2, C/2], TRANSPOSE [0, 1, 2, 4, 3], RESHAPE [1, H, W, C], then two SLICEs of
+// C/2 channels (the second also cut along H). One unit copies each SLICE straight from x
+// ("TRANSPOSE+SLICE"), or, where x is a CONCAT of two equal pieces that nothing else reads, from the
+// pieces ("CONCAT+TRANSPOSE+SLICE"): bit for bit the reference's results. The first SLICE's result
+// is read (by a REVERSE) before the second SLICE and its CONST_SHAPEs come in graph order, as in
+// ShuffleNet, so the unit runs at its first SLICE. Kept apart: a TRANSPOSE whose result is also an
+// output, one read by a SLICE that cuts a channel pair; a CONCAT whose result is also an output, or
+// of three pieces.
+TEST(OneDnnVsReference, ChannelShuffleSplitCopiesStraightFromThePieces) {
+  struct Case {
+    DType t;
+    int64_t H, W, C;
+    bool cut_pair, shuffle_out;
+    bool folded;
+    int pieces;       // x is a CONCAT of this many inputs (0: x is an input)
+    bool concat_out;  // the CONCAT's result is an output too
+    bool concat_folded;
+  };
+  uint32_t seed = 2650;
+  for (const Case& c :
+       {Case{DType::kFp32, 5, 3, 8, false, false, true, 0, false, false},
+        Case{DType::kFp16, 4, 4, 116, false, false, true, 0, false, false},
+        Case{DType::kFp32, 5, 3, 8, false, false, true, 2, false, true},
+        Case{DType::kFp32, 6, 7, 116, false, false, true, 2, false, true},
+        Case{DType::kFp16, 4, 4, 116, false, false, true, 2, false, true},
+        Case{DType::kInt8, 2, 3, 12, false, false, true, 2, false, true},
+        Case{DType::kInt32, 3, 2, 36, false, false, true, 2, false, true},
+        Case{DType::kFp32, 3, 3, 8, true, false, false, 0, false, false},
+        Case{DType::kFp32, 3, 3, 8, false, true, false, 0, false, false},
+        Case{DType::kFp32, 3, 3, 8, false, false, true, 2, true, false},
+        Case{DType::kFp32, 3, 3, 12, false, false, true, 3, false, false}}) {
+    SCOPED_TRACE(std::string(dtype_name(c.t)) + " C " + std::to_string(c.C) + (c.cut_pair ? " cut" : "") +
+                 (c.shuffle_out ? " out" : "") + " pieces " + std::to_string(c.pieces) + (c.concat_out ? " concat out" : ""));
+    Net net(seed++);
+    const int64_t H = c.H, W = c.W, C = c.C;
+    auto input = [&](Shape s) {
+      ValueId v = net.b.input("in" + std::to_string(net.feeds.size()), {c.t, s});
+      std::vector<double> vals(static_cast<size_t>(shape_elements(s)));
+      for (size_t i = 0; i < vals.size(); ++i) vals[i] = static_cast<double>((i * 37 + net.feeds.size() * 11) % 101) - 50;
+      net.feeds.push_back(Tensor::from_doubles({c.t, s}, vals));
+      return v;
+    };
+    ValueId x;
+    if (c.pieces == 0) {
+      x = input({1, H, W, C});
+    } else {
+      std::vector<ValueId> pieces;
+      for (int i = 0; i < c.pieces; ++i) pieces.push_back(input({1, H, W, C / c.pieces}));
+      x = net.concat(pieces, 3);
+    }
+    ValueId shuffled = net.reshape(net.transpose(net.reshape(x, {1, H, W, 2, C / 2}), {0, 1, 2, 4, 3}), {1, H, W, C});
+    const int64_t first = c.cut_pair ? 1 : 0;
+    ValueId a = net.b.op(Op::SLICE, {shuffled, net.b.constant_shape(net.fresh("start"), {0, 0, 0, first}),
+                                     net.b.constant_shape(net.fresh("size"), {1, H, W, C / 2})});
+    ValueId a2 = net.b.op(Op::REVERSE, {a}, {{"axis", int64_t{2}}});
+    ValueId b = net.b.op(Op::SLICE, {shuffled, net.b.constant_shape(net.fresh("start"), {0, 1, 0, C / 2}),
+                                     net.b.constant_shape(net.fresh("size"), {1, H - 1, W, C / 2})});
+    std::vector<ValueId> outs = {a2, b};
+    if (c.shuffle_out) outs.push_back(shuffled);
+    if (c.concat_out) outs.push_back(x);
+    const Module m = net.finish(outs);
+    auto dnn = Model::from_module(m, kOneDnn);
+    auto ref = Model::from_module(m, kReference);
+    const std::vector<Tensor> got = run_model(dnn, net.feeds), want = run_model(ref, net.feeds);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i)
+      EXPECT_EQ(got[i].byte_size() == want[i].byte_size() &&
+                    std::memcmp(got[i].bytes(), want[i].bytes(), got[i].byte_size()) == 0,
+                true)
+          << "output " << i;
+    const std::string ex = dnn->explain();
+    auto count = [&](const std::string& unit) {
+      int n = 0;
+      for (size_t at = ex.find(unit); at != std::string::npos; at = ex.find(unit, at + 1)) ++n;
+      return n;
+    };
+    EXPECT_EQ(count(" TRANSPOSE: "), c.folded ? 0 : 1) << ex;
+    EXPECT_EQ(count(" onednn TRANSPOSE+SLICE: "), c.folded && !c.concat_folded ? 1 : 0) << ex;
+    EXPECT_EQ(count(" onednn CONCAT+TRANSPOSE+SLICE: "), c.concat_folded ? 1 : 0) << ex;
+    EXPECT_EQ(count(" CONCAT: "), c.pieces > 0 && !c.concat_folded ? 1 : 0) << ex;
   }
 }
 
