@@ -398,12 +398,20 @@ struct Tile {
 // residual 1x1 convolutions), MobileNetV2 b32 2.165 -> 2.080, DenseNet-121 b32 within its noise
 // (20.1-22.5 ms); MATMULs take it under K = 256 (ConvNeXt-T's K = 96 / 192 MLP-up layers), since
 // BERT b32's K = 256 projections were slower on the 64 tile (1.426 -> 1.442 ms). Integers: 64.
+// A long reduction (K >= 1024) whose 64-tile grid is a quarter wave or more but under 128 groups
+// takes the 64 tile too where the device gives its compute units and K slices (pick_split) can make
+// a wave of it: the 32 tile runs at about half the 64 tile's rate (H100, fp32: 11.7 against 21
+// TFLOP/s). FCN-ResNet-50 and DeepLabV3-ResNet-50 at batch 1 run their dilated layer 3 / 4 and head
+// convolutions at 28 x 28 (784 rows, 256 to 512 columns, K = 2048 to 18432): their head took 1.27
+// ms on the 32 tile; the 64 tile everywhere gave 3.74 against 4.99 ms host to host (FCN) and 4.30 -
+// 4.49 against 5.82 - 5.86 (DeepLabV3). Batch-1 classifiers' last stages (ResNet-50's 49 and 196
+// pixels, BERT b1's 128 rows) have smaller grids and keep the 32 tile.
 // WEFT_VULKAN_GEMM_TILE=32|64|128 forces a float tile (tests, tuning).
 // Workgroups of a SIMT float tile that one compute unit holds at once, as measured on an H100: two
 // of the 128 tile (128 registers per invocation), four of the smaller ones (47-63).
 int64_t tile_groups_per_unit(const Tile& t) { return t.bm >= 128 ? 2 : 4; }
 
-Tile pick_tile(int64_t M, int64_t N, int64_t batch, int acc, bool short_k = false, uint32_t compute_units = 0) {
+Tile pick_tile(int64_t M, int64_t N, int64_t K, int64_t batch, int acc, bool short_k = false, uint32_t compute_units = 0) {
   if (acc == 2) return {"tc_gemm_i32", 64, 64, 16};
   if (acc == 3) return {"tc_gemm_i64", 64, 64, 16};
   static const Tile kTiles[] = {{"tc_gemm_f2", 32, 32, 32}, {"tc_gemm_f4", 64, 64, 16}, {"tc_gemm_f8", 128, 128, 8}};
@@ -426,6 +434,10 @@ Tile pick_tile(int64_t M, int64_t N, int64_t batch, int acc, bool short_k = fals
   };
   if (!short_k && fits(128, 256, 0.125) && full_waves()) return kTiles[2];
   if (fits(64, 128, 0.25)) return kTiles[1];
+  if (compute_units > 0 && acc == 0 && K >= 1024 && fits(64, 32, 0.25)) {
+    const int64_t groups = ((M + 63) / 64) * ((N + 63) / 64) * batch;
+    if (groups * std::min<int64_t>(K / 128, 16) >= 2 * int64_t{compute_units}) return kTiles[1];
+  }
   return kTiles[0];
 }
 
@@ -492,7 +504,7 @@ Tile pick_fp16_tile(int64_t M, int64_t N, int64_t K, int64_t batch, bool vectors
   if (vec64 && (forced == 64 || (forced < 0 && (grid(64) >= kSmallGrid || K >= kSplitK))))
     return {"tc_gemm64_coop", 64, 64, 32};
   if (forced == 64 || (forced < 0 && grid(64) >= (widened_b ? kHugeGrid : kFullGrid))) return {"tc_matmul_coop", 64, 64, 32};
-  return pick_tile(M, N, batch, 0, false, caps.compute_units);
+  return pick_tile(M, N, K, batch, 0, false, caps.compute_units);
 }
 
 // The tiled GEMMs' workgroup size (tc_gemm.glsl's WG): 128 invocations for the 64 x 64
@@ -814,7 +826,7 @@ std::string plan_conv(const Graph& g, const Composite& c, const Caps& caps, Conv
   }
   p.gemm = !p.depthwise && finite && p.OC >= 4;
   if (p.gemm) {
-    p.tile = pick_tile(p.pixels(), p.OC, 1, p.acc, p.K() < 512, caps.compute_units);
+    p.tile = pick_tile(p.pixels(), p.OC, p.K(), 1, p.acc, p.K() < 512, caps.compute_units);
     // Not where a squeeze-and-excitation MUL folds in front (scale_in): only the SIMT tiles scale A
     // as it loads, and the MUL apart plus the cooperative tile cost more than the fused SIMT GEMM
     // (MobileNetV3-L's 1x1 convolutions after an SE block in the fp16 mode on an H100: 0.022 ms of
@@ -1107,7 +1119,7 @@ std::string plan_matmul(const Graph& g, const Composite& c, const Caps& caps, Ma
       return "the accumulator could reach " + str(static_cast<int64_t>(bound)) + ", beyond " + dtype_name(p.out_t) +
              " (the reference checks every addition)";
   }
-  p.tile = pick_tile(p.H, p.W, p.N, p.acc, p.C < 256, caps.compute_units);
+  p.tile = pick_tile(p.H, p.W, p.C, p.N, p.acc, p.C < 256, caps.compute_units);
   if (p.in_t == DType::kFp16 && use_coop(caps)) {
     // Vectors of eight halves: A along k; B along n, or along k where B is a transposed view with
     // k contiguous (attention's K^T: the 64 x 64 / 128 x 128 tiles then stage it as [n][k]).
