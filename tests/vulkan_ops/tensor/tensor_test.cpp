@@ -257,6 +257,41 @@ TEST(VulkanTensor, Conv2dEveryRowMatchesReference) {
   }
 }
 
+// Batch-1 Linear layers (B = W^T read in place from [N][K] weights: k contiguous) of up to four
+// rows run as matrix-vector products (tc_gemv, named in the profile): K not a multiple of the
+// kernel's 512-element step, N not a multiple of its 8 columns per workgroup, a bias and CLAMP
+// fused, fp16 operands with an fp32 result. Five rows, or B with n contiguous, stay on the tiles.
+TEST(VulkanTensor, BatchOneLinearLayersRunAsMatrixVectorProducts) {
+  struct Case {
+    DType in;
+    int64_t M, K, N;
+    bool transposed, post, gemv;
+  };
+  uint32_t seed = 950;
+  for (const Case& c : {Case{DType::kFp32, 1, 1000, 300, true, true, true}, Case{DType::kFp32, 3, 2052, 264, true, false, true},
+                        Case{DType::kFp16, 1, 516, 1000, true, true, true}, Case{DType::kFp32, 4, 256, 256, true, true, true},
+                        Case{DType::kFp32, 5, 1000, 300, true, false, false},
+                        Case{DType::kFp32, 1, 1000, 300, false, false, false}}) {
+    SCOPED_TRACE(std::string(dtype_name(c.in)) + " " + std::to_string(c.M) + "x" + std::to_string(c.K) + "x" +
+                 std::to_string(c.N) + (c.transposed ? " W^T" : ""));
+    Net net(seed++);
+    ValueId a = net.input({c.in, {1, c.M, c.K}});
+    ValueId b = c.transposed ? net.b.op(Op::TRANSPOSE, {net.weight({c.in, {1, c.N, c.K}})},
+                                        {{"perms", std::vector<int64_t>{0, 2, 1}}})
+                             : net.weight({c.in, {1, c.K, c.N}});
+    ValueId y = net.matmul(a, b, DType::kFp32);
+    if (c.post) y = net.clamp(net.add(y, net.weight({DType::kFp32, {1, 1, c.N}})), 0.0, 6.0);
+    const Module m = net.finish({y});
+    check_vs_reference(m, net.feeds, kF32);
+    Context ctx(Model::from_module(m, vulkan_first()));
+    ctx.set_profiling(true);
+    ctx.run(net.feeds);
+    int gemv = 0;
+    for (const KernelProfile& k : ctx.profile()) gemv += k.device && k.implementation == "tc_gemv";
+    EXPECT_EQ(gemv, c.gemv ? 1 : 0);
+  }
+}
+
 // Every float tile size of the tiled kernel over several tiles with ragged edges.
 TEST(VulkanTensor, Conv2dAndMatmulEveryTileSize) {
   ScopedEnv no_coop("WEFT_VULKAN_NO_COOP", "1");
