@@ -25,6 +25,15 @@ const Tensor* const_tensor(const Graph& g, ValueId v) {
   return p >= 0 && g.node(p).op == Op::CONST ? &g.node(p).attr_tensor("values") : nullptr;
 }
 
+// Whether `v` is a CONST of integers, every one equal to `want` (a MUL's shift).
+bool const_all_int(const Graph& g, ValueId v, int64_t want) {
+  const Tensor* t = const_tensor(g, v);
+  if (!t || !is_integer(t->dtype())) return false;
+  for (int64_t i = 0; i < t->num_elements(); ++i)
+    if (t->at_int(i) != want) return false;
+  return true;
+}
+
 // One MATMUL of a group of siblings: the RESHAPE in front of it and after it (batched form, -1
 // when none) and the bias ADD after that (-1 when none).
 struct Member {
@@ -222,6 +231,148 @@ int merge_sibling_matmuls(Graph& g, bool through_reshapes) {
 }
 
 
+int fold_slice_scales(Graph& g) {
+  std::vector<std::vector<int>> readers(g.values().size());
+  for (size_t i = 0; i < g.nodes().size(); ++i)
+    for (ValueId v : g.node(static_cast<int>(i)).inputs) readers[static_cast<size_t>(v)].push_back(static_cast<int>(i));
+  std::vector<char> is_output(g.values().size(), 0);
+  for (ValueId o : g.outputs()) is_output[static_cast<size_t>(o)] = 1;
+  auto shape_of = [&](ValueId v) -> const std::vector<int64_t>* {
+    const int p = g.value(v).producer;
+    return p >= 0 && g.node(p).op == Op::CONST_SHAPE ? &g.node(p).attr_ints("values") : nullptr;
+  };
+  // The column range [first, second) of `y`'s last axis that SLICE node `s` takes, whole along
+  // every other axis; {-1, -1} otherwise.
+  auto columns = [&](int s, ValueId y) -> std::pair<int64_t, int64_t> {
+    const Node& n = g.node(s);
+    const Shape& ys = g.value(y).type.shape;
+    const auto* start = n.op == Op::SLICE && n.inputs.size() == 3 && n.inputs[0] == y ? shape_of(n.inputs[1]) : nullptr;
+    const auto* size = start ? shape_of(n.inputs[2]) : nullptr;
+    if (!size || ys.empty() || start->size() != ys.size() || size->size() != ys.size()) return {-1, -1};
+    for (size_t d = 0; d + 1 < ys.size(); ++d)
+      if ((*start)[d] != 0 || (*size)[d] != ys[d]) return {-1, -1};
+    return {start->back(), start->back() + size->back()};
+  };
+  struct Fold {
+    int mul, slice;
+    int64_t first, last;
+  };
+  std::map<ValueId, std::vector<Fold>> by_y;
+  for (size_t i = 0; i < g.nodes().size(); ++i) {
+    const Node& m = g.node(static_cast<int>(i));
+    if (m.op != Op::MUL || m.inputs.size() < 2 || is_output[static_cast<size_t>(m.inputs[0])] ||
+        is_output[static_cast<size_t>(m.outputs[0])])
+      continue;
+    if (m.inputs.size() > 2 && !const_all_int(g, m.inputs[2], 0)) continue;
+    const Tensor* c = const_tensor(g, m.inputs[1]);
+    const ValueId x = m.inputs[0];
+    if (!c || c->num_elements() != 1 || c->dtype() != g.value(x).type.dtype || !is_float(c->dtype()) ||
+        g.value(m.outputs[0]).type != g.value(x).type || readers[static_cast<size_t>(x)].size() != 1)
+      continue;
+    int s = g.value(x).producer;
+    if (s >= 0 && g.node(s).op == Op::RESHAPE) {
+      const ValueId sv = g.node(s).inputs[0];
+      if (readers[static_cast<size_t>(sv)].size() != 1 || is_output[static_cast<size_t>(sv)]) continue;
+      s = g.value(sv).producer;
+    }
+    if (s < 0 || g.node(s).op != Op::SLICE) continue;
+    const ValueId y = g.node(s).inputs[0];
+    const auto [first, last] = columns(s, y);
+    if (first < 0 || is_output[static_cast<size_t>(y)] || g.value(y).producer < 0) continue;
+    by_y[y].push_back({static_cast<int>(i), s, first, last});
+  }
+  // Every reader of Y a SLICE: a folded one, or one of a range disjoint from every folded range.
+  std::map<ValueId, std::vector<Fold>> kept;
+  for (auto& [y, folds] : by_y) {
+    bool ok = true;
+    for (int r : readers[static_cast<size_t>(y)]) {
+      const auto [a, b] = columns(r, y);
+      if (a < 0) ok = false;
+      for (const Fold& f : folds)
+        if (r != f.slice && a < f.last && f.first < b) ok = false;
+    }
+    // Two folds of one range (two SLICEs of the same columns, each scaled) would need two scales.
+    for (size_t i = 0; i < folds.size(); ++i)
+      for (size_t j = i + 1; j < folds.size(); ++j)
+        if (folds[i].first < folds[j].last && folds[j].first < folds[i].last) ok = false;
+    if (ok) kept[y] = folds;
+  }
+  if (kept.empty()) return 0;
+
+  std::vector<char> skip(g.nodes().size(), 0);
+  std::map<int, ValueId> after;  // producer node -> the Y it makes that gets its scale after it
+  for (const auto& [y, folds] : kept) {
+    after[g.value(y).producer] = y;
+    for (const Fold& f : folds) skip[static_cast<size_t>(f.mul)] = 1;
+  }
+  Graph out(g.name());
+  std::vector<ValueId> map(g.values().size(), kNoValue);
+  for (ValueId in : g.inputs()) map[static_cast<size_t>(in)] = out.add_input(g.value(in).name, g.value(in).type);
+  auto fresh = [&](const std::string& base) {
+    std::string name = base;
+    for (int k = 1; g.find_value(name) || out.find_value(name); ++k) name = base + "_" + std::to_string(k);
+    return name;
+  };
+  int folded = 0;
+  for (size_t i = 0; i < g.nodes().size(); ++i) {
+    if (skip[i]) {
+      // The MUL's readers read its input, whose columns are now scaled at the source.
+      const Node& m = g.node(static_cast<int>(i));
+      map[static_cast<size_t>(m.outputs[0])] = map[static_cast<size_t>(m.inputs[0])];
+      ++folded;
+      continue;
+    }
+    copy_node(g, static_cast<int>(i), out, map);
+    auto it = after.find(static_cast<int>(i));
+    if (it == after.end()) continue;
+    const ValueId y = it->second;
+    const TensorType& yt = g.value(y).type;
+    const std::vector<Fold>& folds = kept[y];
+    const Tensor& c0 = *const_tensor(g, g.node(folds[0].mul).inputs[1]);
+    Shape cs(yt.shape.size(), 1);
+    cs.back() = yt.shape.back();
+    // 1 elsewhere (x * 1 is x exactly, NaN and infinities included); each range its MUL's factor
+    // (the same bits: the product rounds as the MUL did).
+    Tensor scale = Tensor::from_doubles(TensorType{c0.dtype(), cs}, std::vector<double>(static_cast<size_t>(cs.back()), 1.0));
+    const size_t es = storage_size(c0.dtype());
+    for (const Fold& f : folds) {
+      const Tensor& c = *const_tensor(g, g.node(f.mul).inputs[1]);
+      for (int64_t k = f.first; k < f.last; ++k) std::memcpy(scale.mutable_bytes() + k * es, c.bytes(), es);
+    }
+    const std::string base = g.value(y).name;
+    const ValueId sv = out.add_value(fresh(base + "_column_scale"), scale.type());
+    Node cn;
+    cn.op = Op::CONST;
+    cn.attrs = {std::move(scale)};
+    cn.outputs = {sv};
+    out.add_node(std::move(cn));
+    const Node& m0 = g.node(folds[0].mul);
+    std::vector<ValueId> ins = {map[static_cast<size_t>(y)], sv};
+    if (m0.inputs.size() > 2) {
+      const ValueId shift = out.add_value(fresh(base + "_column_scale_shift"), g.value(m0.inputs[2]).type);
+      Node sn;
+      sn.op = Op::CONST;
+      sn.attrs = {*const_tensor(g, m0.inputs[2])};
+      sn.outputs = {shift};
+      out.add_node(std::move(sn));
+      ins.push_back(shift);
+    }
+    const ValueId scaled = out.add_value(fresh(base + "_column_scaled"), yt);
+    Node mn;
+    mn.op = Op::MUL;
+    mn.name = m0.name;
+    mn.inputs = std::move(ins);
+    mn.outputs = {scaled};
+    out.add_node(std::move(mn));
+    map[static_cast<size_t>(y)] = scaled;
+  }
+  std::vector<ValueId> outs;
+  for (ValueId o : g.outputs()) outs.push_back(map[static_cast<size_t>(o)]);
+  out.set_outputs(outs);
+  g = prune_graph(out);
+  return folded;
+}
+
 CanonicalizeStats canonicalize(Graph& g) {
   CanonicalizeStats stats;
   std::vector<int> readers(g.values().size(), 0);
@@ -255,6 +406,7 @@ CanonicalizeStats canonicalize(Graph& g) {
   }
   if (stats.rsqrt > 0) g = prune_graph(g);
   stats.merged_matmuls = merge_sibling_matmuls(g, /*through_reshapes=*/false);
+  stats.column_scales = fold_slice_scales(g);
   return stats;
 }
 

@@ -11,6 +11,7 @@ struct CanonicalizeStats {
   int rsqrt = 0;     // RECIPROCAL(POW(x, 0.5)) -> RSQRT(x)
   int commuted = 0;  // ADD / MUL(constant, x) -> (x, constant)
   int merged_matmuls = 0;  // MATMULs folded into a sibling's wider one
+  int column_scales = 0;   // MULs of a column range moved in front of its SLICE
 };
 
 // Rewrites `g` in place; nodes left without users are pruned.
@@ -31,7 +32,17 @@ struct CanonicalizeStats {
 //    are left alone here: a backend that cannot read the slices' strided views in place (oneDNN
 //    with attention's split batch axis) would copy them, and the BERT encoder at batch 4 ran 3%
 //    slower so.
+//  - MUL(SLICE(y) [-> RESHAPE], s), s one value, where the SLICE takes a range of y's last axis
+//    (whole along the others) and every other reader of y is a SLICE of a disjoint range ->
+//    the SLICE (and RESHAPE) of MUL(y, c), c holding s on that range and 1 elsewhere: attention's
+//    query scaled by 1/sqrt(d) after it is sliced out of a packed in_proj (nn.MultiheadAttention's
+//    export: ViT, nn.TransformerEncoder). Every element is the same product (x * 1 is x exactly),
+//    the per-column MUL fuses into the projection GEMM as a post-op, and the query stays a strided
+//    view of the projection that the attention reads in place (no copy, no separate MUL).
 CanonicalizeStats canonicalize(Graph& g);
+
+// The last rewrite of canonicalize() on its own; returns how many MULs it moved.
+int fold_slice_scales(Graph& g);
 
 // The sibling-MATMUL merge on its own (canonicalize() runs it without `through_reshapes`). With
 // `through_reshapes`, also the batched form x [B, S, K] -> RESHAPE [1, B*S, K] -> MATMUL ->

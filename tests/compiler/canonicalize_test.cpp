@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <limits>
 
 #include "compiler/canonicalize.h"
 #include "compiler/count_ops.h"
@@ -219,6 +221,66 @@ TEST(Canonicalize, BatchedSiblingMatmulsMergeThroughTheirReshapesWhenAsked) {
     EXPECT_EQ(count(g, Op::MATMUL), 2);
     const std::vector<Tensor> after = Interpreter(Module(g)).run({x});
     for (size_t i = 0; i < 3; ++i) EXPECT_TRUE(after[i].identical(before[i])) << i;
+  }
+}
+
+// nn.MultiheadAttention's export: y [S, 1, 3E] (the packed projection plus its bias) SLICEd into
+// q, k, v along the last axis, q RESHAPEd to heads and scaled by one value. The scale moves in front
+// of the SLICEs as a per-column MUL of y (s on q's columns, 1 elsewhere), bit for bit the same
+// results (NaN and infinities in k and v included). Kept: a second reader of q's columns, y as
+// an output, a scale of more than one value, a SLICE that cuts another axis.
+TEST(Canonicalize, ScaleOfASlicedQueryMovesInFrontOfTheSlice) {
+  enum Variant { kFold, kSecondReader, kYOutput, kWideScale, kCutRows, kScaleK };
+  for (Variant v : {kFold, kSecondReader, kYOutput, kWideScale, kCutRows, kScaleK}) {
+    SCOPED_TRACE(static_cast<int>(v));
+    const int64_t S = 5, E = 8;
+    GraphBuilder b;
+    ValueId x = b.input("x", {DType::kFp32, {S, 1, 3 * E}});
+    std::vector<double> bias(3 * E);
+    for (int64_t i = 0; i < 3 * E; ++i) bias[static_cast<size_t>(i)] = 0.25 * static_cast<double>(i) - 2;
+    ValueId y = b.op(Op::ADD, {x, b.constant("bias", Tensor::from_doubles({DType::kFp32, {1, 1, 3 * E}}, bias))}, {}, "y");
+    ValueId shift = b.constant("shift", Tensor::from_ints({DType::kInt8, {1}}, std::vector<int64_t>{0}));
+    int names = 0;
+    auto slice = [&](int64_t first, int64_t rows) {
+      const std::string n = std::to_string(names++);
+      return b.op(Op::SLICE, {y, b.constant_shape("start" + n, {0, 0, first}), b.constant_shape("size" + n, {rows, 1, E})});
+    };
+    auto scale = [&](ValueId t, double s) {
+      return b.op(Op::MUL, {t, b.constant("s" + std::to_string(t), Tensor::from_doubles({DType::kFp32, {1, 1, 1}},
+                                                                                         std::vector<double>{s})),
+                            shift});
+    };
+    ValueId q = slice(0, v == kCutRows ? S - 1 : S);
+    ValueId qh = b.op(Op::RESHAPE, {q, b.constant_shape("heads", {v == kCutRows ? S - 1 : S, 2, E / 2})});
+    ValueId qs = v == kWideScale ? b.op(Op::MUL, {qh, b.constant("s4", Tensor::from_doubles({DType::kFp32, {1, 1, E / 2}},
+                                                                                             std::vector<double>(E / 2, 0.125))),
+                                                  shift})
+                                 : scale(qh, 0.125);
+    ValueId k = slice(E, S), vv = slice(2 * E, S);
+    if (v == kScaleK) k = scale(k, 0.5);
+    b.output(b.op(Op::TRANSPOSE, {qs}, {{"perms", std::vector<int64_t>{1, 0, 2}}}));
+    b.output(b.op(Op::ADD, {k, vv}));
+    if (v == kSecondReader) b.output(b.op(Op::ABS, {slice(0, S)}));
+    if (v == kYOutput) b.output(y);
+    Graph g = b.finish();
+    std::vector<double> xs(static_cast<size_t>(S * 3 * E));
+    for (size_t i = 0; i < xs.size(); ++i) xs[i] = std::sin(static_cast<double>(i)) * 3;
+    xs[3 * E + E + 1] = std::nan("");
+    xs[2 * E + 3] = std::numeric_limits<double>::infinity();
+    const Tensor in = Tensor::from_doubles({DType::kFp32, {S, 1, 3 * E}}, xs);
+    const std::vector<Tensor> before = Interpreter(Module(g)).run({in});
+    const int muls = count(g, Op::MUL);
+    const int moved = fold_slice_scales(g);
+    EXPECT_TRUE(verify_module(Module(g)).empty());
+    const bool folds = v == kFold || v == kScaleK;
+    EXPECT_EQ(moved, folds ? (v == kScaleK ? 2 : 1) : 0);
+    EXPECT_EQ(count(g, Op::MUL), folds ? 1 : muls);
+    const std::vector<Tensor> after = Interpreter(Module(g)).run({in});
+    ASSERT_EQ(after.size(), before.size());
+    for (size_t o = 0; o < after.size(); ++o) {
+      ASSERT_EQ(after[o].type(), before[o].type());
+      EXPECT_EQ(std::memcmp(after[o].bytes(), before[o].bytes(), after[o].byte_size()), 0) << "output " << o;
+    }
   }
 }
 
