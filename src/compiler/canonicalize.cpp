@@ -269,13 +269,15 @@ int fold_slice_scales(Graph& g) {
     if (!c || c->num_elements() != 1 || c->dtype() != g.value(x).type.dtype || !is_float(c->dtype()) ||
         g.value(m.outputs[0]).type != g.value(x).type || readers[static_cast<size_t>(x)].size() != 1)
       continue;
+    // Back through RESHAPEs and TRANSPOSEs read only on this path (a scale commutes with them).
     int s = g.value(x).producer;
-    if (s >= 0 && g.node(s).op == Op::RESHAPE) {
+    bool chain = true;
+    while (s >= 0 && (g.node(s).op == Op::RESHAPE || g.node(s).op == Op::TRANSPOSE)) {
       const ValueId sv = g.node(s).inputs[0];
-      if (readers[static_cast<size_t>(sv)].size() != 1 || is_output[static_cast<size_t>(sv)]) continue;
+      if (readers[static_cast<size_t>(sv)].size() != 1 || is_output[static_cast<size_t>(sv)]) chain = false;
       s = g.value(sv).producer;
     }
-    if (s < 0 || g.node(s).op != Op::SLICE) continue;
+    if (!chain || s < 0 || g.node(s).op != Op::SLICE) continue;
     const ValueId y = g.node(s).inputs[0];
     const auto [first, last] = columns(s, y);
     if (first < 0 || is_output[static_cast<size_t>(y)] || g.value(y).producer < 0) continue;

@@ -32,11 +32,12 @@ struct CanonicalizeStats {
 //    are left alone here: a backend that cannot read the slices' strided views in place (oneDNN
 //    with attention's split batch axis) would copy them, and the BERT encoder at batch 4 ran 3%
 //    slower so.
-//  - MUL(SLICE(y) [-> RESHAPE], s), s one value, where the SLICE takes a range of y's last axis
-//    (whole along the others) and every other reader of y is a SLICE of a disjoint range ->
-//    the SLICE (and RESHAPE) of MUL(y, c), c holding s on that range and 1 elsewhere: attention's
-//    query scaled by 1/sqrt(d) after it is sliced out of a packed in_proj (nn.MultiheadAttention's
-//    export: ViT, nn.TransformerEncoder). Every element is the same product (x * 1 is x exactly),
+//  - MUL(SLICE(y) [-> RESHAPEs / TRANSPOSEs], s), s one value, where the SLICE takes a range of
+//    y's last axis (whole along the others) and every other reader of y is a SLICE of a disjoint
+//    range -> the SLICE (and the views) of MUL(y, c), c holding s on that range and 1 elsewhere:
+//    attention's query scaled by 1/sqrt(d) after it is sliced out of a packed in_proj
+//    (nn.MultiheadAttention's export: ViT, nn.TransformerEncoder), or the query and the transposed
+//    key each scaled by d^-1/4 (newer exports of scaled_dot_product_attention). Every element is the same product (x * 1 is x exactly),
 //    the per-column MUL fuses into the projection GEMM as a post-op, and the query stays a strided
 //    view of the projection that the attention reads in place (no copy, no separate MUL).
 CanonicalizeStats canonicalize(Graph& g);
