@@ -36,8 +36,9 @@ struct CanonicalizeStats {
 //    y's last axis (whole along the others) and every other reader of y is a SLICE of a disjoint
 //    range -> the SLICE (and the views) of MUL(y, c), c holding s on that range and 1 elsewhere:
 //    attention's query scaled by 1/sqrt(d) after it is sliced out of a packed in_proj
-//    (nn.MultiheadAttention's export: ViT, nn.TransformerEncoder), or the query and the transposed
-//    key each scaled by d^-1/4 (newer exports of scaled_dot_product_attention). Every element is the same product (x * 1 is x exactly),
+//    (nn.MultiheadAttention's export: ViT, nn.TransformerEncoder), or a key scaled after its
+//    TRANSPOSE. (torch 2.11 slices q, k, v along the first axis of a transposed [3, S, 1, 1, E]
+//    view instead: not this form.) Every element is the same product (x * 1 is x exactly),
 //    the per-column MUL fuses into the projection GEMM as a post-op, and the query stays a strided
 //    view of the projection that the attention reads in place (no copy, no separate MUL).
 CanonicalizeStats canonicalize(Graph& g);

@@ -225,8 +225,8 @@ TEST(Canonicalize, BatchedSiblingMatmulsMergeThroughTheirReshapesWhenAsked) {
 }
 
 // nn.MultiheadAttention's export: y [S, 1, 3E] (the packed projection plus its bias) SLICEd into
-// q, k, v along the last axis, q RESHAPEd to heads and scaled by one value (and, as newer exports
-// of scaled_dot_product_attention write it, k TRANSPOSEd and scaled too). The scale moves in front
+// q, k, v along the last axis, q RESHAPEd to heads and scaled by one value (and in one variant k
+// TRANSPOSEd and scaled too). The scale moves in front
 // of the SLICEs as a per-column MUL of y (s on q's columns, 1 elsewhere), bit for bit the same
 // results (NaN and infinities in k and v included). Kept: a second reader of q's columns, y as
 // an output, a scale of more than one value, a SLICE that cuts another axis.
@@ -258,7 +258,7 @@ TEST(Canonicalize, ScaleOfASlicedQueryMovesInFrontOfTheSlice) {
                                                   shift})
                                  : scale(qh, 0.125);
     ValueId k = slice(E, S), vv = slice(2 * E, S);
-    if (v == kScaleK) {  // the key transposed, then scaled (scaled_dot_product_attention's export)
+    if (v == kScaleK) {  // the key transposed, then scaled
       k = scale(b.op(Op::TRANSPOSE, {k}, {{"perms", std::vector<int64_t>{1, 0, 2}}}), 0.5);
       k = b.op(Op::TRANSPOSE, {k}, {{"perms", std::vector<int64_t>{1, 0, 2}}});
     }
