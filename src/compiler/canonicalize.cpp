@@ -267,7 +267,8 @@ int fold_slice_scales(Graph& g) {
     const Tensor* c = const_tensor(g, m.inputs[1]);
     const ValueId x = m.inputs[0];
     if (!c || c->num_elements() != 1 || c->dtype() != g.value(x).type.dtype || !is_float(c->dtype()) ||
-        g.value(m.outputs[0]).type != g.value(x).type || readers[static_cast<size_t>(x)].size() != 1)
+        g.value(m.outputs[0]).type != g.value(x).type || readers[static_cast<size_t>(x)].size() != 1 ||
+        is_output[static_cast<size_t>(x)])
       continue;
     // Back through RESHAPEs and TRANSPOSEs read only on this path (a scale commutes with them).
     int s = g.value(x).producer;
@@ -302,9 +303,9 @@ int fold_slice_scales(Graph& g) {
   if (kept.empty()) return 0;
 
   std::vector<char> skip(g.nodes().size(), 0);
-  std::map<int, ValueId> after;  // producer node -> the Y it makes that gets its scale after it
+  std::map<int, std::vector<ValueId>> after;  // producer node -> the Y's it makes that get a scale after it
   for (const auto& [y, folds] : kept) {
-    after[g.value(y).producer] = y;
+    after[g.value(y).producer].push_back(y);
     for (const Fold& f : folds) skip[static_cast<size_t>(f.mul)] = 1;
   }
   Graph out(g.name());
@@ -327,46 +328,47 @@ int fold_slice_scales(Graph& g) {
     copy_node(g, static_cast<int>(i), out, map);
     auto it = after.find(static_cast<int>(i));
     if (it == after.end()) continue;
-    const ValueId y = it->second;
-    const TensorType& yt = g.value(y).type;
-    const std::vector<Fold>& folds = kept[y];
-    const Tensor& c0 = *const_tensor(g, g.node(folds[0].mul).inputs[1]);
-    Shape cs(yt.shape.size(), 1);
-    cs.back() = yt.shape.back();
-    // 1 elsewhere (x * 1 is x exactly, NaN and infinities included); each range its MUL's factor
-    // (the same bits: the product rounds as the MUL did).
-    Tensor scale = Tensor::from_doubles(TensorType{c0.dtype(), cs}, std::vector<double>(static_cast<size_t>(cs.back()), 1.0));
-    const size_t es = storage_size(c0.dtype());
-    for (const Fold& f : folds) {
-      const Tensor& c = *const_tensor(g, g.node(f.mul).inputs[1]);
-      for (int64_t k = f.first; k < f.last; ++k) std::memcpy(scale.mutable_bytes() + k * es, c.bytes(), es);
+    for (const ValueId y : it->second) {
+      const TensorType& yt = g.value(y).type;
+      const std::vector<Fold>& folds = kept[y];
+      const Tensor& c0 = *const_tensor(g, g.node(folds[0].mul).inputs[1]);
+      Shape cs(yt.shape.size(), 1);
+      cs.back() = yt.shape.back();
+      // 1 elsewhere (x * 1 is x exactly, NaN and infinities included); each range its MUL's factor
+      // (the same bits: the product rounds as the MUL did).
+      Tensor scale = Tensor::from_doubles(TensorType{c0.dtype(), cs}, std::vector<double>(static_cast<size_t>(cs.back()), 1.0));
+      const size_t es = storage_size(c0.dtype());
+      for (const Fold& f : folds) {
+        const Tensor& c = *const_tensor(g, g.node(f.mul).inputs[1]);
+        for (int64_t k = f.first; k < f.last; ++k) std::memcpy(scale.mutable_bytes() + k * es, c.bytes(), es);
+      }
+      const std::string base = g.value(y).name;
+      const ValueId sv = out.add_value(fresh(base + "_column_scale"), scale.type());
+      Node cn;
+      cn.op = Op::CONST;
+      cn.attrs = {std::move(scale)};
+      cn.outputs = {sv};
+      out.add_node(std::move(cn));
+      const Node& m0 = g.node(folds[0].mul);
+      std::vector<ValueId> ins = {map[static_cast<size_t>(y)], sv};
+      if (m0.inputs.size() > 2) {
+        const ValueId shift = out.add_value(fresh(base + "_column_scale_shift"), g.value(m0.inputs[2]).type);
+        Node sn;
+        sn.op = Op::CONST;
+        sn.attrs = {*const_tensor(g, m0.inputs[2])};
+        sn.outputs = {shift};
+        out.add_node(std::move(sn));
+        ins.push_back(shift);
+      }
+      const ValueId scaled = out.add_value(fresh(base + "_column_scaled"), yt);
+      Node mn;
+      mn.op = Op::MUL;
+      mn.name = m0.name;
+      mn.inputs = std::move(ins);
+      mn.outputs = {scaled};
+      out.add_node(std::move(mn));
+      map[static_cast<size_t>(y)] = scaled;
     }
-    const std::string base = g.value(y).name;
-    const ValueId sv = out.add_value(fresh(base + "_column_scale"), scale.type());
-    Node cn;
-    cn.op = Op::CONST;
-    cn.attrs = {std::move(scale)};
-    cn.outputs = {sv};
-    out.add_node(std::move(cn));
-    const Node& m0 = g.node(folds[0].mul);
-    std::vector<ValueId> ins = {map[static_cast<size_t>(y)], sv};
-    if (m0.inputs.size() > 2) {
-      const ValueId shift = out.add_value(fresh(base + "_column_scale_shift"), g.value(m0.inputs[2]).type);
-      Node sn;
-      sn.op = Op::CONST;
-      sn.attrs = {*const_tensor(g, m0.inputs[2])};
-      sn.outputs = {shift};
-      out.add_node(std::move(sn));
-      ins.push_back(shift);
-    }
-    const ValueId scaled = out.add_value(fresh(base + "_column_scaled"), yt);
-    Node mn;
-    mn.op = Op::MUL;
-    mn.name = m0.name;
-    mn.inputs = std::move(ins);
-    mn.outputs = {scaled};
-    out.add_node(std::move(mn));
-    map[static_cast<size_t>(y)] = scaled;
   }
   std::vector<ValueId> outs;
   for (ValueId o : g.outputs()) outs.push_back(map[static_cast<size_t>(o)]);

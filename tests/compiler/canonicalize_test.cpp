@@ -228,11 +228,11 @@ TEST(Canonicalize, BatchedSiblingMatmulsMergeThroughTheirReshapesWhenAsked) {
 // q, k, v along the last axis, q RESHAPEd to heads and scaled by one value (and in one variant k
 // TRANSPOSEd and scaled too). The scale moves in front
 // of the SLICEs as a per-column MUL of y (s on q's columns, 1 elsewhere), bit for bit the same
-// results (NaN and infinities in k and v included). Kept: a second reader of q's columns, y as
-// an output, a scale of more than one value, a SLICE that cuts another axis.
+// results (NaN and infinities in k and v included). Kept: a second reader of q's columns, y or the
+// unscaled q as an output, a scale of more than one value, a SLICE that cuts another axis.
 TEST(Canonicalize, ScaleOfASlicedQueryMovesInFrontOfTheSlice) {
-  enum Variant { kFold, kSecondReader, kYOutput, kWideScale, kCutRows, kScaleK };
-  for (Variant v : {kFold, kSecondReader, kYOutput, kWideScale, kCutRows, kScaleK}) {
+  enum Variant { kFold, kSecondReader, kYOutput, kWideScale, kCutRows, kScaleK, kQOutput };
+  for (Variant v : {kFold, kSecondReader, kYOutput, kWideScale, kCutRows, kScaleK, kQOutput}) {
     SCOPED_TRACE(static_cast<int>(v));
     const int64_t S = 5, E = 8;
     GraphBuilder b;
@@ -266,6 +266,7 @@ TEST(Canonicalize, ScaleOfASlicedQueryMovesInFrontOfTheSlice) {
     b.output(b.op(Op::ADD, {k, vv}));
     if (v == kSecondReader) b.output(b.op(Op::ABS, {slice(0, S)}));
     if (v == kYOutput) b.output(y);
+    if (v == kQOutput) b.output(qh);  // the unscaled heads are needed too
     Graph g = b.finish();
     std::vector<double> xs(static_cast<size_t>(S * 3 * E));
     for (size_t i = 0; i < xs.size(); ++i) xs[i] = std::sin(static_cast<double>(i)) * 3;
