@@ -267,8 +267,7 @@ int fold_slice_scales(Graph& g) {
     const Tensor* c = const_tensor(g, m.inputs[1]);
     const ValueId x = m.inputs[0];
     if (!c || c->num_elements() != 1 || c->dtype() != g.value(x).type.dtype || !is_float(c->dtype()) ||
-        g.value(m.outputs[0]).type != g.value(x).type || readers[static_cast<size_t>(x)].size() != 1 ||
-        is_output[static_cast<size_t>(x)])
+        g.value(m.outputs[0]).type != g.value(x).type || readers[static_cast<size_t>(x)].size() != 1)
       continue;
     // Back through RESHAPEs and TRANSPOSEs read only on this path (a scale commutes with them).
     int s = g.value(x).producer;
