@@ -42,6 +42,38 @@ struct Member {
   ValueId last = kNoValue;  // the member's result: the ADD's, else the RESHAPE's, else the MATMUL's
 };
 
+// A rewrite's new graph, built from `g` node by node (so that inserted nodes keep the order
+// topological): the old-to-new value map, names free in both graphs, new nodes.
+struct Rebuild {
+  const Graph& g;
+  Graph out;
+  std::vector<ValueId> map;
+  explicit Rebuild(const Graph& from) : g(from), out(from.name()), map(from.values().size(), kNoValue) {
+    for (ValueId in : g.inputs()) map[static_cast<size_t>(in)] = out.add_input(g.value(in).name, g.value(in).type);
+  }
+  std::string fresh(const std::string& base) const {
+    std::string name = base;
+    for (int k = 1; g.find_value(name) || out.find_value(name); ++k) name = base + "_" + std::to_string(k);
+    return name;
+  }
+  void node(Op op, std::vector<ValueId> inputs, std::vector<AttrValue> attrs, ValueId result, std::string label) {
+    Node n;
+    n.op = op;
+    n.name = std::move(label);
+    n.inputs = std::move(inputs);
+    n.attrs = std::move(attrs);
+    n.outputs = {result};
+    out.add_node(std::move(n));
+  }
+  // The new graph with g's outputs mapped, unused nodes pruned.
+  Graph finish() {
+    std::vector<ValueId> outs;
+    for (ValueId o : g.outputs()) outs.push_back(map[static_cast<size_t>(o)]);
+    out.set_outputs(outs);
+    return prune_graph(out);
+  }
+};
+
 }  // namespace
 
 int merge_sibling_matmuls(Graph& g, bool through_reshapes) {
@@ -127,27 +159,12 @@ int merge_sibling_matmuls(Graph& g, bool through_reshapes) {
     for (const Member& mem : group)
       for (int n : {mem.matmul, mem.reshape_in, mem.reshape_out, mem.add})
         if (n >= 0) skip[static_cast<size_t>(n)] = 1;
-  Graph out(g.name());
-  std::vector<ValueId> map(g.values().size(), kNoValue);
-  for (ValueId in : g.inputs()) map[static_cast<size_t>(in)] = out.add_input(g.value(in).name, g.value(in).type);
-  // A name free in both graphs (the old values are copied into `out` after the merged nodes).
-  auto fresh = [&](const std::string& base) {
-    std::string name = base;
-    for (int k = 1; g.find_value(name) || out.find_value(name); ++k) name = base + "_" + std::to_string(k);
-    return name;
-  };
-  auto node = [&](Op op, std::vector<ValueId> inputs, std::vector<AttrValue> attrs, ValueId result, std::string label) {
-    Node n;
-    n.op = op;
-    n.name = std::move(label);
-    n.inputs = std::move(inputs);
-    n.attrs = std::move(attrs);
-    n.outputs = {result};
-    out.add_node(std::move(n));
-  };
+  Rebuild rb(g);
+  Graph& out = rb.out;
+  std::vector<ValueId>& map = rb.map;
   auto shape_value = [&](const std::string& base, const Shape& s) {
-    const ValueId v = out.add_value(fresh(base), TensorType{DType::kShape, {static_cast<int64_t>(s.size())}});
-    node(Op::CONST_SHAPE, {}, {std::vector<int64_t>(s.begin(), s.end())}, v, "");
+    const ValueId v = out.add_value(rb.fresh(base), TensorType{DType::kShape, {static_cast<int64_t>(s.size())}});
+    rb.node(Op::CONST_SHAPE, {}, {std::vector<int64_t>(s.begin(), s.end())}, v, "");
     return v;
   };
   int merged = 0;
@@ -185,26 +202,26 @@ int merge_sibling_matmuls(Graph& g, bool through_reshapes) {
       ValueId lhs = map[static_cast<size_t>(f.inputs[0])];
       if (group[0].reshape_in >= 0) {
         const Node& r = g.node(group[0].reshape_in);
-        lhs = out.add_value(fresh(base + "_merged_lhs"), a);
-        node(Op::RESHAPE, {map[static_cast<size_t>(r.inputs[0])], shape_value(base + "_merged_lhs_shape", a.shape)}, {},
+        lhs = out.add_value(rb.fresh(base + "_merged_lhs"), a);
+        rb.node(Op::RESHAPE, {map[static_cast<size_t>(r.inputs[0])], shape_value(base + "_merged_lhs_shape", a.shape)}, {},
              lhs, r.name);
       }
-      const ValueId wv = out.add_value(fresh(base + "_merged_weights"), w.type());
-      node(Op::CONST, {}, {std::move(w)}, wv, "");
-      ValueId result = out.add_value(fresh(base + "_merged"), TensorType{out_dtype, {1, a.shape[1], total}});
-      node(Op::MATMUL, {lhs, wv, map[static_cast<size_t>(f.inputs[2])], map[static_cast<size_t>(f.inputs[3])]}, {},
+      const ValueId wv = out.add_value(rb.fresh(base + "_merged_weights"), w.type());
+      rb.node(Op::CONST, {}, {std::move(w)}, wv, "");
+      ValueId result = out.add_value(rb.fresh(base + "_merged"), TensorType{out_dtype, {1, a.shape[1], total}});
+      rb.node(Op::MATMUL, {lhs, wv, map[static_cast<size_t>(f.inputs[2])], map[static_cast<size_t>(f.inputs[3])]}, {},
            result, f.name);
       if (group[0].reshape_out >= 0) {
-        const ValueId shaped = out.add_value(fresh(base + "_merged_shaped"), wide);
-        node(Op::RESHAPE, {result, shape_value(base + "_merged_shape", wide.shape)}, {}, shaped,
+        const ValueId shaped = out.add_value(rb.fresh(base + "_merged_shaped"), wide);
+        rb.node(Op::RESHAPE, {result, shape_value(base + "_merged_shape", wide.shape)}, {}, shaped,
              g.node(group[0].reshape_out).name);
         result = shaped;
       }
       if (group[0].add >= 0) {
-        const ValueId bv = out.add_value(fresh(base + "_merged_bias"), bias.type());
-        node(Op::CONST, {}, {std::move(bias)}, bv, "");
-        const ValueId sum = out.add_value(fresh(base + "_merged_biased"), wide);
-        node(Op::ADD, {result, bv}, {}, sum, g.node(group[0].add).name);
+        const ValueId bv = out.add_value(rb.fresh(base + "_merged_bias"), bias.type());
+        rb.node(Op::CONST, {}, {std::move(bias)}, bv, "");
+        const ValueId sum = out.add_value(rb.fresh(base + "_merged_biased"), wide);
+        rb.node(Op::ADD, {result, bv}, {}, sum, g.node(group[0].add).name);
         result = sum;
       }
       off = 0;
@@ -214,7 +231,7 @@ int merge_sibling_matmuls(Graph& g, bool through_reshapes) {
         Shape start(t.shape.size(), 0);
         start.back() = off;
         const ValueId piece = out.add_value(name, t);
-        node(Op::SLICE, {result, shape_value(name + "_start", start), shape_value(name + "_size", t.shape)}, {}, piece,
+        rb.node(Op::SLICE, {result, shape_value(name + "_start", start), shape_value(name + "_size", t.shape)}, {}, piece,
              g.node(mem.matmul).name);
         map[static_cast<size_t>(mem.last)] = piece;
         off += mem.n;
@@ -223,10 +240,7 @@ int merge_sibling_matmuls(Graph& g, bool through_reshapes) {
     }
     if (!skip[i]) copy_node(g, static_cast<int>(i), out, map);
   }
-  std::vector<ValueId> outs;
-  for (ValueId o : g.outputs()) outs.push_back(map[static_cast<size_t>(o)]);
-  out.set_outputs(outs);
-  g = prune_graph(out);
+  g = rb.finish();
   return merged;
 }
 
@@ -307,14 +321,9 @@ int fold_slice_scales(Graph& g) {
     after[g.value(y).producer].push_back(y);
     for (const Fold& f : folds) skip[static_cast<size_t>(f.mul)] = 1;
   }
-  Graph out(g.name());
-  std::vector<ValueId> map(g.values().size(), kNoValue);
-  for (ValueId in : g.inputs()) map[static_cast<size_t>(in)] = out.add_input(g.value(in).name, g.value(in).type);
-  auto fresh = [&](const std::string& base) {
-    std::string name = base;
-    for (int k = 1; g.find_value(name) || out.find_value(name); ++k) name = base + "_" + std::to_string(k);
-    return name;
-  };
+  Rebuild rb(g);
+  Graph& out = rb.out;
+  std::vector<ValueId>& map = rb.map;
   int folded = 0;
   for (size_t i = 0; i < g.nodes().size(); ++i) {
     if (skip[i]) {
@@ -342,37 +351,21 @@ int fold_slice_scales(Graph& g) {
         for (int64_t k = f.first; k < f.last; ++k) std::memcpy(scale.mutable_bytes() + k * es, c.bytes(), es);
       }
       const std::string base = g.value(y).name;
-      const ValueId sv = out.add_value(fresh(base + "_column_scale"), scale.type());
-      Node cn;
-      cn.op = Op::CONST;
-      cn.attrs = {std::move(scale)};
-      cn.outputs = {sv};
-      out.add_node(std::move(cn));
+      const ValueId sv = out.add_value(rb.fresh(base + "_column_scale"), scale.type());
+      rb.node(Op::CONST, {}, {std::move(scale)}, sv, "");
       const Node& m0 = g.node(folds[0].mul);
       std::vector<ValueId> ins = {map[static_cast<size_t>(y)], sv};
       if (m0.inputs.size() > 2) {
-        const ValueId shift = out.add_value(fresh(base + "_column_scale_shift"), g.value(m0.inputs[2]).type);
-        Node sn;
-        sn.op = Op::CONST;
-        sn.attrs = {*const_tensor(g, m0.inputs[2])};
-        sn.outputs = {shift};
-        out.add_node(std::move(sn));
+        const ValueId shift = out.add_value(rb.fresh(base + "_column_scale_shift"), g.value(m0.inputs[2]).type);
+        rb.node(Op::CONST, {}, {*const_tensor(g, m0.inputs[2])}, shift, "");
         ins.push_back(shift);
       }
-      const ValueId scaled = out.add_value(fresh(base + "_column_scaled"), yt);
-      Node mn;
-      mn.op = Op::MUL;
-      mn.name = m0.name;
-      mn.inputs = std::move(ins);
-      mn.outputs = {scaled};
-      out.add_node(std::move(mn));
+      const ValueId scaled = out.add_value(rb.fresh(base + "_column_scaled"), yt);
+      rb.node(Op::MUL, std::move(ins), {}, scaled, m0.name);
       map[static_cast<size_t>(y)] = scaled;
     }
   }
-  std::vector<ValueId> outs;
-  for (ValueId o : g.outputs()) outs.push_back(map[static_cast<size_t>(o)]);
-  out.set_outputs(outs);
-  g = prune_graph(out);
+  g = rb.finish();
   return folded;
 }
 
