@@ -1033,14 +1033,19 @@ Partition partition_graph(const Module& m, const Graph& g, const std::vector<con
     }
     return nullptr;
   };
-  for (Composite& c : matcher.elementwise_groups(loop_backend)) {
-    const Backend* b = loop_backend(c.anchor);  // every member's
-    if (!ask(b, c).ok) continue;
-    std::vector<std::string> declined;  // what the backends before the loop's said of its members
+  // What the backends other than `b` said of a group's members on their own (kept with the group).
+  auto members_declined = [&](const Composite& c, const Backend* b) {
+    std::vector<std::string> declined;
     const std::string own = std::string(b->name()) + ": ";
     for (int ni : c.nodes)
       for (const std::string& d : single_choice(ni).declined)
         if (d.rfind(own, 0) != 0 && std::find(declined.begin(), declined.end(), d) == declined.end()) declined.push_back(d);
+    return declined;
+  };
+  for (Composite& c : matcher.elementwise_groups(loop_backend)) {
+    const Backend* b = loop_backend(c.anchor);  // every member's
+    if (!ask(b, c).ok) continue;
+    std::vector<std::string> declined = members_declined(c, b);
     assign(std::move(c), b, std::move(declined));
   }
 
@@ -1060,12 +1065,7 @@ Partition partition_graph(const Module& m, const Graph& g, const std::vector<con
       if (!is_view_or_const(g.node(ni).op)) latest = std::min(latest, rank(single_choice(ni).backend));
     for (size_t bi = 0; bi < priority.size() && bi <= latest; ++bi) {
       if (!ask(priority[bi], *c).ok) continue;
-      std::vector<std::string> declined;
-      const std::string own = std::string(priority[bi]->name()) + ": ";
-      for (int ni : c->nodes)
-        for (const std::string& d : single_choice(ni).declined)
-          if (d.rfind(own, 0) != 0 && std::find(declined.begin(), declined.end(), d) == declined.end())
-            declined.push_back(d);
+      std::vector<std::string> declined = members_declined(*c, priority[bi]);
       assign(std::move(*c), priority[bi], std::move(declined));
       break;
     }
