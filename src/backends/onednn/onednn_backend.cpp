@@ -1802,6 +1802,10 @@ std::vector<cpu::ViewCopy> slice_copies_of(const Graph& g, const Composite& c, s
       return {};
     }
     out.push_back(cpu::simplify({sc.view.dims, sc.view.strides, sc.view.offset, sc.select, bytes}));
+    if (out.back().dims.size() > cpu::kMaxViewRank) {
+      why = "a SLICE's view of the TRANSPOSE's input has more than " + std::to_string(cpu::kMaxViewRank) + " dimensions";
+      return {};
+    }
   }
   return out;
 }

@@ -68,7 +68,7 @@ void copy_rows(const ViewCopy& c, const uint8_t* src0, const uint8_t* src1, uint
   const int64_t run = pairs ? c.dims[rank - 2] : c.dims[rank - 1];
   const int64_t step = c.strides[rank - 1];
   const size_t outer = rank - inner_dims;
-  std::vector<int64_t> idx(outer, 0);
+  int64_t idx[kMaxViewRank] = {};
   int64_t rows = 1;
   for (size_t d = 0; d < outer; ++d) rows *= c.dims[d];
   const int64_t row_elems = pairs ? 2 * run : run;

@@ -13,6 +13,9 @@ namespace weft::backend::cpu {
 // A copy into contiguous memory: result element (i0, ..., ik) in row-major order is source element
 // offset + sum(i_d * strides[d]) (in elements), taken from source 1 instead of source 0 where the
 // index along dimension `select` (extent 2, stride 0) is 1.
+// The most dimensions a copy may have (its loop indices live on the stack).
+inline constexpr size_t kMaxViewRank = 16;
+
 struct ViewCopy {
   std::vector<int64_t> dims, strides;
   int64_t offset = 0;
@@ -25,7 +28,7 @@ struct ViewCopy {
 ViewCopy simplify(const ViewCopy& c);
 
 // Runs simplified copy `c` from `src0` (and `src1` with a select dimension) into `out`. Element sizes
-// 1, 2, 4 and 8 bytes; the result holds the product of dims elements.
+// 1, 2, 4 and 8 bytes, at most kMaxViewRank dimensions; the result holds the product of dims elements.
 void run_view_copy(const ViewCopy& c, const uint8_t* src0, const uint8_t* src1, uint8_t* out);
 
 }  // namespace weft::backend::cpu
