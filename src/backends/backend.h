@@ -126,8 +126,11 @@ struct Composite {
   std::vector<int> out_view;
   // MATMUL: a RESHAPE of its result that keeps the last dimension (the ONNX importer's 3-D
   // MatMul -> 4-D), with post_ops applied after it; the kernel writes the matmul's result (same
-  // bytes) and applies the post-ops as if on the matmul's shape. -1 when absent.
+  // bytes) and applies the post-ops as if on the matmul's shape. -1 when absent. It stands before
+  // post_ops[post_reshape_at] (0: right after the MATMUL; later: after a bias, the residual read in
+  // the reshaped shape, the same elements in the same order).
   int post_reshape = -1;
+  size_t post_reshape_at = 0;
   // Operations applied to the anchor's result, in order: a bias (ADD of a constant broadcast
   // along the last dimension), a residual (ADD of a tensor of the result's type), activations.
   std::vector<PostOp> post_ops;

@@ -106,7 +106,9 @@ class Matcher {
       full.a_view = view_chain(n.inputs[0], a);
       full.b_view = view_chain(n.inputs[1], a);
     }
-    if (conv || matmul) full.post_ops = post_ops(n.outputs[0], matmul);
+    int mid_reshape = -1;  // a RESHAPE between post-ops (post_ops' `reshape`), before post-op mid_at
+    size_t mid_at = 0;
+    if (conv || matmul) full.post_ops = post_ops(n.outputs[0], matmul, matmul ? &mid_reshape : nullptr, &mid_at);
     if (matmul && full.post_ops.empty()) {
       // Post-ops behind a RESHAPE that keeps the last dimension (bias and GELU of a 3-D MatMul
       // that the ONNX importer reshaped back to 4-D).
@@ -137,6 +139,7 @@ class Matcher {
         }
         c.post_ops.assign(full.post_ops.begin(), full.post_ops.begin() + static_cast<long>(k));
         if (k > 0) c.post_reshape = full.post_reshape;
+        if (mid_reshape >= 0 && k > mid_at) c.post_reshape = mid_reshape, c.post_reshape_at = mid_at;
         if (k == 0 && !full.out_view.empty()) {
           Composite with_out = c;
           with_out.out_view = full.out_view;
@@ -342,9 +345,13 @@ class Matcher {
     return chain;
   }
 
-  std::vector<PostOp> post_ops(ValueId r, bool allow_bias) const {
+  // With `reshape`: the chain may pass one RESHAPE that keeps the last dimension after the first
+  // post-op (a 3-D MatMul's bias, then the residual stream's shape: torch 2.x's ViT adds its
+  // [S, 1, E] residual to the out-projection's [1, S, E] result); *reshape is that RESHAPE and
+  // *reshape_at the number of post-ops before it (left -1 and 0 when none).
+  std::vector<PostOp> post_ops(ValueId r, bool allow_bias, int* reshape = nullptr, size_t* reshape_at = nullptr) const {
     std::vector<PostOp> ops;
-    const TensorType& rt = g_.value(r).type;
+    TensorType rt = g_.value(r).type;
     bool had_bias = false, had_residual = false;
     for (;;) {
       // swish: r feeds a SIGMOID and a MUL(r, sigmoid(r)), nothing else.
@@ -375,6 +382,15 @@ class Matcher {
       int c = sole_consumer(r);
       if (c < 0) break;
       const Node& n = g_.node(c);
+      if (reshape && *reshape < 0 && !ops.empty() && n.op == Op::RESHAPE && n.inputs[0] == r) {
+        const TensorType& to = g_.value(n.outputs[0]).type;
+        if (to.rank() < 1 || rt.rank() < 1 || to.shape.back() != rt.shape.back()) break;
+        *reshape = c;
+        *reshape_at = ops.size();
+        rt = to;
+        r = n.outputs[0];
+        continue;
+      }
       if (g_.value(n.outputs[0]).type != rt) break;
       if (n.op == Op::ADD) {
         ValueId other = n.inputs[0] == r ? n.inputs[1] : n.inputs[0];
@@ -412,6 +428,7 @@ class Matcher {
       }
       r = n.outputs[0];
     }
+    if (reshape && *reshape >= 0 && *reshape_at == ops.size()) *reshape = -1, *reshape_at = 0;  // nothing after it
     return ops;
   }
 
@@ -829,8 +846,8 @@ class Matcher {
     }
     if (c.region == Composite::Region::kGroupedConv) pattern += "GROUPED_";
     pattern += op_name(g_.node(c.anchor).op);
-    if (c.post_reshape >= 0) pattern += "+RESHAPE";
     for (const PostOp& p : c.post_ops) {
+      if (c.post_reshape >= 0 && &p == &c.post_ops[c.post_reshape_at]) pattern += "+RESHAPE";
       switch (p.kind) {
         case PostOp::Kind::kBias: pattern += "+BIAS"; break;
         case PostOp::Kind::kResidual: pattern += "+ADD"; break;

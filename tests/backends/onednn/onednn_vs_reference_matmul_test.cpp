@@ -125,6 +125,17 @@ TEST(OneDnnVsReference, PostOpsBehindTheReshapeOfAMatmulFuse) {
   }
 }
 
+TEST(OneDnnVsReference, ResidualAddBehindAReshapeAfterTheBiasFuses) {
+  // torch 2.x's ViT: the out-projection's [1, S, E] result plus bias, reshaped to the residual
+  // stream's [S, 1, E], then the residual add: one matmul with the bias and a sum post-op.
+  Net net(1116);
+  ValueId x = net.input({1, 9, 16}, -2, 2);
+  ValueId r = net.input({9, 1, 24});
+  ValueId h = net.add(net.matmul(x, net.weight({1, 16, 24}, -0.3, 0.3)), net.weight({1, 1, 24}));
+  Module m = net.finish({net.add(r, net.reshape(h, {9, 1, 24}))});
+  check_vs_reference(m, net.feeds, {"MATMUL+BIAS+RESHAPE+ADD"}, kTolAccumulate);
+}
+
 TEST(OneDnnVsReference, PerChannelLayerScaleFusesAfterTheMatmul) {
   // ConvNeXt's block end: pointwise MATMUL behind the importer's RESHAPE, bias, the layer scale
   // gamma [1,1,1,C] (a per-channel MUL) and the residual add: one matmul with binary post-ops.

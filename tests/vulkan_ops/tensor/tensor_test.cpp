@@ -1256,6 +1256,19 @@ TEST(VulkanTensor, MatmulPostOpsBehindTheReshape) {
   }
 }
 
+// torch 2.x's ViT: bias on the out-projection's [1, S, E] result, then a RESHAPE to the residual
+// stream's [S, 1, E] and the residual add: one dispatch (the RESHAPE between post-ops).
+TEST(VulkanTensor, ResidualAddBehindAReshapeAfterTheBias) {
+  ScopedEnv no_coop("WEFT_VULKAN_NO_COOP", "1");
+  Net net(727);
+  const DType t = DType::kFp32;
+  ValueId x = net.input({t, {1, 9, 16}});
+  ValueId h = net.add(net.matmul(x, net.weight({t, {1, 16, 24}}, -0.3, 0.3), t), net.weight({t, {1, 1, 24}}));
+  ValueId y = net.add(net.input({t, {9, 1, 24}}), net.reshape(h, {9, 1, 24}));
+  const std::string ex = check_vs_reference(net.finish({y}), net.feeds, kF32);
+  expect_pattern(ex, "MATMUL+BIAS+RESHAPE+ADD");
+}
+
 TEST(VulkanTensor, DepthwiseClampAndSlicedConv) {
   {
     Net net(730);
