@@ -5,6 +5,7 @@
 #include <map>
 
 #include "compiler/layout_cleanup.h"
+#include "compiler/strided_view.h"
 
 namespace weft::compiler {
 namespace {
@@ -251,27 +252,11 @@ int fold_slice_scales(Graph& g) {
     for (ValueId v : g.node(static_cast<int>(i)).inputs) readers[static_cast<size_t>(v)].push_back(static_cast<int>(i));
   std::vector<char> is_output(g.values().size(), 0);
   for (ValueId o : g.outputs()) is_output[static_cast<size_t>(o)] = 1;
-  auto shape_of = [&](ValueId v) -> const std::vector<int64_t>* {
-    const int p = g.value(v).producer;
-    return p >= 0 && g.node(p).op == Op::CONST_SHAPE ? &g.node(p).attr_ints("values") : nullptr;
-  };
-  // The column range [first, second) of `y`'s last axis that SLICE node `s` takes, whole along
-  // every other axis; {-1, -1} otherwise.
-  auto columns = [&](int s, ValueId y) -> std::pair<int64_t, int64_t> {
-    const Node& n = g.node(s);
-    const Shape& ys = g.value(y).type.shape;
-    const auto* start = n.op == Op::SLICE && n.inputs.size() == 3 && n.inputs[0] == y ? shape_of(n.inputs[1]) : nullptr;
-    const auto* size = start ? shape_of(n.inputs[2]) : nullptr;
-    if (!size || ys.empty() || start->size() != ys.size() || size->size() != ys.size()) return {-1, -1};
-    for (size_t d = 0; d + 1 < ys.size(); ++d)
-      if ((*start)[d] != 0 || (*size)[d] != ys[d]) return {-1, -1};
-    return {start->back(), start->back() + size->back()};
-  };
-  struct Fold {
-    int mul, slice;
-    int64_t first, last;
-  };
-  std::map<ValueId, std::vector<Fold>> by_y;
+  auto is_view = [&](const Node& n) { return n.op == Op::RESHAPE || n.op == Op::TRANSPOSE || n.op == Op::SLICE; };
+  // Candidates: MUL(x, s), s one float value of x's type, x read only there, the result of x's type.
+  // Each is grouped under the value y that x is a view of (back through RESHAPE / TRANSPOSE / SLICE).
+  std::map<ValueId, std::vector<int>> by_y;
+  std::vector<char> candidate(g.nodes().size(), 0);
   for (size_t i = 0; i < g.nodes().size(); ++i) {
     const Node& m = g.node(static_cast<int>(i));
     if (m.op != Op::MUL || m.inputs.size() < 2 || is_output[static_cast<size_t>(m.inputs[0])] ||
@@ -283,43 +268,90 @@ int fold_slice_scales(Graph& g) {
     if (!c || c->num_elements() != 1 || c->dtype() != g.value(x).type.dtype || !is_float(c->dtype()) ||
         g.value(m.outputs[0]).type != g.value(x).type || readers[static_cast<size_t>(x)].size() != 1)
       continue;
-    // Back through RESHAPEs and TRANSPOSEs read only on this path (a scale commutes with them).
-    int s = g.value(x).producer;
-    bool chain = true;
-    while (s >= 0 && (g.node(s).op == Op::RESHAPE || g.node(s).op == Op::TRANSPOSE)) {
-      const ValueId sv = g.node(s).inputs[0];
-      if (readers[static_cast<size_t>(sv)].size() != 1 || is_output[static_cast<size_t>(sv)]) chain = false;
-      s = g.value(sv).producer;
+    // (Only through a SLICE: a scale behind RESHAPEs and TRANSPOSEs alone applies to all of y,
+    // where it is a post-op of y's producer already, e.g. attention's scale after Q K^T.)
+    ValueId y = x;
+    bool sliced = false;
+    while (g.value(y).producer >= 0 && is_view(g.node(g.value(y).producer))) {
+      sliced |= g.node(g.value(y).producer).op == Op::SLICE;
+      y = g.node(g.value(y).producer).inputs[0];
     }
-    if (!chain || s < 0 || g.node(s).op != Op::SLICE) continue;
-    const ValueId y = g.node(s).inputs[0];
-    const auto [first, last] = columns(s, y);
-    if (first < 0 || is_output[static_cast<size_t>(y)] || g.value(y).producer < 0) continue;
-    by_y[y].push_back({static_cast<int>(i), s, first, last});
+    const int yp = g.value(y).producer;
+    if (!sliced || yp < 0 || g.node(yp).op == Op::CONST || g.value(y).type.rank() < 1) continue;
+    by_y[y].push_back(static_cast<int>(i));
+    candidate[i] = 1;
   }
-  // Every reader of Y a SLICE: a folded one, or one of a range disjoint from every folded range.
-  std::map<ValueId, std::vector<Fold>> kept;
-  for (auto& [y, folds] : by_y) {
+  // Which elements of y each reader sees: every reader of y, through the views between, is a leaf
+  // (a candidate MUL, or anything else, which is taken to read all of the view it reads). Y's
+  // elements are addressed by offset; a column is an offset modulo the last axis. The fold holds
+  // where each column is read by candidates of one factor only, or by no candidate.
+  constexpr int64_t kMaxElements = int64_t{1} << 26;  // enumerated one by one below
+  std::map<ValueId, std::vector<int>> kept;  // y -> per column, the MUL whose factor it takes (-1: none)
+  for (const auto& [y, muls] : by_y) {
+    const TensorType& yt = g.value(y).type;
+    const int64_t cols = yt.shape.back(), total = shape_elements(yt.shape);
+    if (is_output[static_cast<size_t>(y)] || cols < 1 || total > kMaxElements) continue;
+    std::vector<int> colf(static_cast<size_t>(cols), -1);
+    std::vector<char> plain(static_cast<size_t>(cols), 0);
     bool ok = true;
-    for (int r : readers[static_cast<size_t>(y)]) {
-      const auto [a, b] = columns(r, y);
-      if (a < 0) ok = false;
-      for (const Fold& f : folds)
-        if (r != f.slice && a < f.last && f.first < b) ok = false;
+    // Visits every offset of y that `chain` (views from y) addresses; all of y where the chain
+    // is empty or not a strided view.
+    auto each = [&](const std::vector<int>& chain, const auto& f) {
+      const std::optional<StridedView> v = chain.empty() ? std::nullopt : forward_chain(g, chain);
+      if (!v || v->split > 1) {
+        for (int64_t e = 0; e < total; ++e) f(e);
+        return;
+      }
+      const size_t r = v->dims.size();
+      std::vector<int64_t> idx(r, 0);
+      for (int64_t d : v->dims)
+        if (d == 0) return;
+      for (;;) {
+        int64_t off = v->offset;
+        for (size_t d = 0; d < r; ++d) off += idx[d] * v->strides[d];
+        f(off);
+        size_t d = r;
+        while (d > 0 && ++idx[d - 1] == v->dims[d - 1]) idx[--d] = 0;
+        if (d == 0) return;
+      }
+    };
+    std::vector<std::pair<ValueId, std::vector<int>>> stack = {{y, {}}};
+    while (ok && !stack.empty()) {
+      auto [v, chain] = std::move(stack.back());
+      stack.pop_back();
+      for (int r : readers[static_cast<size_t>(v)]) {
+        const Node& n = g.node(r);
+        std::vector<int> next = chain;
+        next.push_back(r);
+        if (is_view(n) && n.inputs[0] == v) {
+          if (is_output[static_cast<size_t>(n.outputs[0])]) ok = false;
+          stack.push_back({n.outputs[0], std::move(next)});
+        } else if (candidate[static_cast<size_t>(r)] && std::find(muls.begin(), muls.end(), r) != muls.end()) {
+          const Tensor& c = *const_tensor(g, n.inputs[1]);
+          next.pop_back();
+          each(next, [&](int64_t e) {
+            int& f = colf[static_cast<size_t>(e % cols)];
+            if (f >= 0 && std::memcmp(const_tensor(g, g.node(f).inputs[1])->bytes(), c.bytes(), storage_size(c.dtype())) != 0)
+              ok = false;
+            f = r;
+          });
+        } else {
+          next.pop_back();
+          each(next, [&](int64_t e) { plain[static_cast<size_t>(e % cols)] = 1; });
+        }
+      }
     }
-    // Two folds of one range (two SLICEs of the same columns, each scaled) would need two scales.
-    for (size_t i = 0; i < folds.size(); ++i)
-      for (size_t j = i + 1; j < folds.size(); ++j)
-        if (folds[i].first < folds[j].last && folds[j].first < folds[i].last) ok = false;
-    if (ok) kept[y] = folds;
+    for (int64_t k = 0; k < cols && ok; ++k)
+      if (colf[static_cast<size_t>(k)] >= 0 && plain[static_cast<size_t>(k)]) ok = false;
+    if (ok) kept[y] = std::move(colf);
   }
   if (kept.empty()) return 0;
 
   std::vector<char> skip(g.nodes().size(), 0);
   std::map<int, std::vector<ValueId>> after;  // producer node -> the Y's it makes that get a scale after it
-  for (const auto& [y, folds] : kept) {
+  for (const auto& [y, colf] : kept) {
     after[g.value(y).producer].push_back(y);
-    for (const Fold& f : folds) skip[static_cast<size_t>(f.mul)] = 1;
+    for (int m : by_y[y]) skip[static_cast<size_t>(m)] = 1;
   }
   Rebuild rb(g);
   Graph& out = rb.out;
@@ -338,22 +370,21 @@ int fold_slice_scales(Graph& g) {
     if (it == after.end()) continue;
     for (const ValueId y : it->second) {
       const TensorType& yt = g.value(y).type;
-      const std::vector<Fold>& folds = kept[y];
-      const Tensor& c0 = *const_tensor(g, g.node(folds[0].mul).inputs[1]);
+      const std::vector<int>& colf = kept[y];
+      const Node& m0 = g.node(by_y[y].front());
+      const Tensor& c0 = *const_tensor(g, m0.inputs[1]);
       Shape cs(yt.shape.size(), 1);
       cs.back() = yt.shape.back();
-      // 1 elsewhere (x * 1 is x exactly, NaN and infinities included); each range its MUL's factor
-      // (the same bits: the product rounds as the MUL did).
+      // 1 elsewhere (x * 1 is x exactly, NaN and infinities included); each column read by a MUL
+      // that MUL's factor (the same bits: the product rounds as the MUL did).
       Tensor scale = Tensor::from_doubles(TensorType{c0.dtype(), cs}, std::vector<double>(static_cast<size_t>(cs.back()), 1.0));
       const size_t es = storage_size(c0.dtype());
-      for (const Fold& f : folds) {
-        const Tensor& c = *const_tensor(g, g.node(f.mul).inputs[1]);
-        for (int64_t k = f.first; k < f.last; ++k) std::memcpy(scale.mutable_bytes() + k * es, c.bytes(), es);
-      }
+      for (size_t k = 0; k < colf.size(); ++k)
+        if (colf[k] >= 0)
+          std::memcpy(scale.mutable_bytes() + k * es, const_tensor(g, g.node(colf[k]).inputs[1])->bytes(), es);
       const std::string base = g.value(y).name;
       const ValueId sv = out.add_value(rb.fresh(base + "_column_scale"), scale.type());
       rb.node(Op::CONST, {}, {std::move(scale)}, sv, "");
-      const Node& m0 = g.node(folds[0].mul);
       std::vector<ValueId> ins = {map[static_cast<size_t>(y)], sv};
       if (m0.inputs.size() > 2) {
         const ValueId shift = out.add_value(rb.fresh(base + "_column_scale_shift"), g.value(m0.inputs[2]).type);
@@ -367,6 +398,79 @@ int fold_slice_scales(Graph& g) {
   }
   g = rb.finish();
   return folded;
+}
+
+int unshare_view_chains(Graph& g) {
+  std::vector<std::vector<int>> readers(g.values().size());
+  for (size_t i = 0; i < g.nodes().size(); ++i)
+    for (ValueId v : g.node(static_cast<int>(i)).inputs) readers[static_cast<size_t>(v)].push_back(static_cast<int>(i));
+  std::vector<char> is_output(g.values().size(), 0);
+  for (ValueId o : g.outputs()) is_output[static_cast<size_t>(o)] = 1;
+  auto layout = [&](int n) { return n >= 0 && (g.node(n).op == Op::RESHAPE || g.node(n).op == Op::TRANSPOSE); };
+  // Whether the value SLICE node `s` makes reaches a MATMUL operand through views read only on the
+  // way, and `chain` (the views in front of `s`), `s` and those views together are one strided view
+  // (a split batch axis allowed) of three dimensions: what the MATMUL can read in place.
+  auto feeds_matmul = [&](int s, std::vector<int> chain) {
+    chain.push_back(s);
+    ValueId v = g.node(s).outputs[0];
+    for (;;) {
+      const std::vector<int>& r = readers[static_cast<size_t>(v)];
+      if (r.size() != 1 || is_output[static_cast<size_t>(v)]) return false;
+      const Node& n = g.node(r[0]);
+      if (n.op == Op::MATMUL) {
+        const std::optional<StridedView> view = forward_chain(g, chain, /*allow_split=*/true);
+        return (n.inputs[0] == v || n.inputs[1] == v) && view && view->dims.size() == 3;
+      }
+      if (!layout(r[0]) && n.op != Op::SLICE) return false;
+      if (n.inputs[0] != v) return false;
+      chain.push_back(r[0]);
+      v = n.outputs[0];
+    }
+  };
+  // SLICE node -> the chain (ascending) it gets a copy of.
+  std::map<int, std::vector<int>> copies;
+  for (size_t i = 0; i < g.values().size(); ++i) {
+    const ValueId t = static_cast<ValueId>(i);
+    const std::vector<int>& rs = readers[i];
+    if (rs.size() < 2 || is_output[i] || !layout(g.value(t).producer)) continue;
+    // Up through RESHAPEs / TRANSPOSEs whose results are read on this path only.
+    std::vector<int> chain = {g.value(t).producer};
+    for (;;) {
+      const ValueId in = g.node(chain.front()).inputs[0];
+      const int p = g.value(in).producer;
+      if (!layout(p) || readers[static_cast<size_t>(in)].size() != 1 || is_output[static_cast<size_t>(in)]) break;
+      chain.insert(chain.begin(), p);
+    }
+    bool ok = true;
+    for (int r : rs) ok = ok && g.node(r).op == Op::SLICE && g.node(r).inputs[0] == t && feeds_matmul(r, chain);
+    if (!ok) continue;
+    for (size_t k = 1; k < rs.size(); ++k) copies[rs[k]] = chain;
+  }
+  if (copies.empty()) return 0;
+  Rebuild rb(g);
+  std::vector<ValueId>& map = rb.map;
+  for (size_t i = 0; i < g.nodes().size(); ++i) {
+    auto it = copies.find(static_cast<int>(i));
+    if (it != copies.end()) {
+      // This SLICE reads its own copy of the views (the original's values stay mapped for the first).
+      std::vector<ValueId> saved;
+      for (int c : it->second) saved.push_back(map[static_cast<size_t>(g.node(c).outputs[0])]);
+      for (int c : it->second) {
+        const Node& n = g.node(c);
+        std::vector<ValueId> ins;
+        for (ValueId v : n.inputs) ins.push_back(map[static_cast<size_t>(v)]);
+        const ValueId o = rb.out.add_value(rb.fresh(g.value(n.outputs[0]).name + "_unshared"), g.value(n.outputs[0]).type);
+        rb.node(n.op, std::move(ins), n.attrs, o, n.name);
+        map[static_cast<size_t>(n.outputs[0])] = o;
+      }
+      copy_node(g, static_cast<int>(i), rb.out, map);
+      for (size_t k = 0; k < it->second.size(); ++k) map[static_cast<size_t>(g.node(it->second[k]).outputs[0])] = saved[k];
+      continue;
+    }
+    copy_node(g, static_cast<int>(i), rb.out, map);
+  }
+  g = rb.finish();
+  return static_cast<int>(copies.size());
 }
 
 CanonicalizeStats canonicalize(Graph& g) {
@@ -400,7 +504,21 @@ CanonicalizeStats canonicalize(Graph& g) {
     r.inputs = {pw.inputs[0]};
     ++stats.rsqrt;
   }
-  if (stats.rsqrt > 0) g = prune_graph(g);
+  for (size_t i = 0; i < g.nodes().size(); ++i) {
+    Node& r = g.mutable_node(static_cast<int>(i));
+    if (r.op != Op::RESHAPE || r.inputs.empty()) continue;
+    const ValueId m = r.inputs[0];
+    const int p = g.value(m).producer;
+    if (p < 0 || g.node(p).op != Op::RESHAPE || readers[static_cast<size_t>(m)] != 1) continue;
+    // Only on a value a view chain starts from: inside one (after a TRANSPOSE or SLICE) two steps
+    // may be a strided view where the merged one is not (compiler/strided_view.h).
+    const int q = g.value(g.node(p).inputs[0]).producer;
+    if (q >= 0 && (g.node(q).op == Op::RESHAPE || g.node(q).op == Op::TRANSPOSE || g.node(q).op == Op::SLICE)) continue;
+    r.inputs[0] = g.node(p).inputs[0];  // (readers counts graph outputs too: m is none)
+    ++readers[static_cast<size_t>(r.inputs[0])];
+    ++stats.reshapes;
+  }
+  if (stats.rsqrt > 0 || stats.reshapes > 0) g = prune_graph(g);
   stats.merged_matmuls = merge_sibling_matmuls(g, /*through_reshapes=*/false);
   stats.column_scales = fold_slice_scales(g);
   return stats;

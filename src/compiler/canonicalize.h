@@ -10,6 +10,7 @@ namespace weft::compiler {
 struct CanonicalizeStats {
   int rsqrt = 0;     // RECIPROCAL(POW(x, 0.5)) -> RSQRT(x)
   int commuted = 0;  // ADD / MUL(constant, x) -> (x, constant)
+  int reshapes = 0;  // RESHAPE(RESHAPE(x)) -> RESHAPE(x)
   int merged_matmuls = 0;  // MATMULs folded into a sibling's wider one
   int column_scales = 0;   // MULs of a column range moved in front of its SLICE
 };
@@ -18,6 +19,11 @@ struct CanonicalizeStats {
 //  - RECIPROCAL(POW(x, 0.5)) -> RSQRT(x) when the POW's result is read only there (a division by
 //    a square root as frameworks export it: x / sqrt(var + eps) in hand-written layer norms,
 //    torch.rsqrt exported as Sqrt and Div; TOSA has RSQRT but no square root).
+//  - RESHAPE(RESHAPE(x)) -> RESHAPE(x) where the inner result is read only there and x is not
+//    itself a RESHAPE, TRANSPOSE or SLICE result: the same elements in the same order, and one
+//    RESHAPE between a 3-D MatMul's bias and a residual ADD is what the partitioner's post-op chain
+//    passes (torch 2.x's ViT: Gemm -> [S, E] -> [S, 1, E] -> ADD). Inside a view chain two steps
+//    can be a strided view where the merged one is not, so those stay.
 //  - ADD(c, x) and MUL(c, x) with c a constant and x not -> ADD(x, c), MUL(x, c): both are exactly
 //    commutative (also in floating point) and broadcast both ways, and the fusions look for the
 //    constant second (ConvNeXt's layer scale is exported as Mul(gamma, x)).
@@ -53,5 +59,14 @@ int fold_slice_scales(Graph& g);
 // that. Model::from_module asks for it when the leading backend reads split-batch views in place
 // (Backend::reads_split_views: the Vulkan GEMMs). Returns how many MATMULs were folded into another.
 int merge_sibling_matmuls(Graph& g, bool through_reshapes);
+
+// Gives each SLICE of a RESHAPE / TRANSPOSE chain's result its own copy of the chain, where every
+// reader of that result is a SLICE feeding a MATMUL operand through views alone (torch 2.x's
+// nn.MultiheadAttention: q, k and v taken from one transposed [3, S, B, 1, E] view of the packed
+// projection). Each chain is then private to one MATMUL operand, which a backend that reads strided
+// views (Backend::reads_split_views) reads in place: the shared TRANSPOSE is never written. Where a
+// backend copied the views instead, each copy would move the whole chain, so Model::build asks for
+// it only for such backends. Returns how many chain copies it made.
+int unshare_view_chains(Graph& g);
 
 }  // namespace weft::compiler

@@ -137,6 +137,10 @@ std::shared_ptr<const Model> Model::build(Module module, const BackendOptions& o
     if (const int merged = compiler::merge_sibling_matmuls(main, /*through_reshapes=*/true); merged > 0)
       module.add_note("merged " + std::to_string(merged) + " batched sibling MATMUL" + (merged == 1 ? "" : "s") +
                       " into wider ones (" + std::string(priority.front()->name()) + " reads their slices in place)");
+    if (const int copied = compiler::unshare_view_chains(main); copied > 0)
+      module.add_note("gave " + std::to_string(copied) + " SLICE" + (copied == 1 ? "" : "s") +
+                      " of a shared RESHAPE / TRANSPOSE chain a copy of it (" + std::string(priority.front()->name()) +
+                      " reads each as a strided view)");
   }
   auto impl = std::make_unique<Model::Impl>();
   impl->module = std::move(module);

@@ -229,7 +229,8 @@ TEST(Canonicalize, BatchedSiblingMatmulsMergeThroughTheirReshapesWhenAsked) {
 // TRANSPOSEd and scaled too). The scale moves in front
 // of the SLICEs as a per-column MUL of y (s on q's columns, 1 elsewhere), bit for bit the same
 // results (NaN and infinities in k and v included). Kept: a second reader of q's columns, y or the
-// unscaled q as an output, a scale of more than one value, a SLICE that cuts another axis.
+// unscaled q as an output, a scale of more than one value. A q that leaves out y's last row folds
+// too: that row of q's columns is scaled, and nothing reads it.
 TEST(Canonicalize, ScaleOfASlicedQueryMovesInFrontOfTheSlice) {
   enum Variant { kFold, kSecondReader, kYOutput, kWideScale, kCutRows, kScaleK, kQOutput };
   for (Variant v : {kFold, kSecondReader, kYOutput, kWideScale, kCutRows, kScaleK, kQOutput}) {
@@ -277,7 +278,7 @@ TEST(Canonicalize, ScaleOfASlicedQueryMovesInFrontOfTheSlice) {
     const int muls = count(g, Op::MUL);
     const int moved = fold_slice_scales(g);
     EXPECT_TRUE(verify_module(Module(g)).empty());
-    const bool folds = v == kFold || v == kScaleK;
+    const bool folds = v == kFold || v == kScaleK || v == kCutRows;
     EXPECT_EQ(moved, folds ? (v == kScaleK ? 2 : 1) : 0);
     EXPECT_EQ(count(g, Op::MUL), folds ? 1 : muls);
     const std::vector<Tensor> after = Interpreter(Module(g)).run({in});
@@ -286,6 +287,124 @@ TEST(Canonicalize, ScaleOfASlicedQueryMovesInFrontOfTheSlice) {
       ASSERT_EQ(after[o].type(), before[o].type());
       EXPECT_EQ(std::memcmp(after[o].bytes(), before[o].bytes(), after[o].byte_size()), 0) << "output " << o;
     }
+  }
+}
+
+// torch 2.x's nn.MultiheadAttention: the packed projection y [S, 1, 3E] viewed as [S, 1, 3, E],
+// [1, S, 1, 3, E], TRANSPOSEd to [3, S, 1, 1, E] and squeezed; q, k and v are SLICEs of that along
+// its first axis, split into heads, and SDPA's export scales q and K^T by sqrt(1/sqrt(d)) each.
+// fold_slice_scales moves both scales in front of the views as one per-column MUL of y (bit for
+// bit the same scores), and unshare_view_chains gives k's and v's SLICEs their own copies of the
+// shared views, so each MATMUL operand is a private view chain of y. Kept: a reader of q's part
+// of the transposed view besides the query (an output here).
+TEST(Canonicalize, TorchTwoAttentionScalesFoldThroughThePackedTranspose) {
+  for (bool extra_reader : {false, true}) {
+    SCOPED_TRACE(extra_reader ? "q's rows also an output" : "attention only");
+    const int64_t S = 5, E = 8, H = 2, D = 4;
+    GraphBuilder b;
+    ValueId x = b.input("x", {DType::kFp32, {S, 1, 3 * E}});
+    std::vector<double> bias(3 * E);
+    for (int64_t i = 0; i < 3 * E; ++i) bias[static_cast<size_t>(i)] = 0.125 * static_cast<double>(i) - 1;
+    ValueId y = b.op(Op::ADD, {x, b.constant("bias", Tensor::from_doubles({DType::kFp32, {1, 1, 3 * E}}, bias))}, {}, "y");
+    ValueId shift = b.constant("shift", Tensor::from_ints({DType::kInt8, {1}}, std::vector<int64_t>{0}));
+    ValueId zp = b.constant("zp", Tensor::from_doubles({DType::kFp32, {1}}, std::vector<double>{0}));
+    ValueId t = b.op(Op::RESHAPE, {y, b.constant_shape("unflatten", {S, 1, 3, E})});
+    t = b.op(Op::RESHAPE, {t, b.constant_shape("unsqueeze", {1, S, 1, 3, E})});
+    t = b.op(Op::TRANSPOSE, {t}, {{"perms", std::vector<int64_t>{3, 1, 2, 0, 4}}});
+    t = b.op(Op::RESHAPE, {t, b.constant_shape("squeeze", {3, S, 1, E})});
+    const double s = std::sqrt(1.0 / std::sqrt(static_cast<double>(D)));
+    auto part = [&](int64_t i) {
+      const std::string n = std::to_string(i);
+      ValueId p = b.op(Op::SLICE, {t, b.constant_shape("start" + n, {i, 0, 0, 0}), b.constant_shape("size" + n, {1, S, 1, E})});
+      p = b.op(Op::RESHAPE, {p, b.constant_shape("heads" + n, {S, H, D})});
+      return b.op(Op::TRANSPOSE, {p}, {{"perms", std::vector<int64_t>{1, 0, 2}}});  // [H, S, D]
+    };
+    auto scale = [&](ValueId v) {
+      return b.op(Op::MUL, {v, b.constant("s" + std::to_string(v), Tensor::from_doubles({DType::kFp32, {1, 1, 1}},
+                                                                                         std::vector<double>{s})),
+                            shift});
+    };
+    ValueId q = scale(part(0));
+    ValueId kt = scale(b.op(Op::TRANSPOSE, {part(1)}, {{"perms", std::vector<int64_t>{0, 2, 1}}}));  // [H, D, S]
+    ValueId v = part(2);
+    ValueId scores = b.op(Op::MATMUL, {q, kt, zp, zp});
+    b.output(b.op(Op::MATMUL, {scores, v, zp, zp}));
+    if (extra_reader) b.output(b.op(Op::ABS, {b.op(Op::SLICE, {t, b.constant_shape("start_x", {0, 0, 0, 0}),
+                                                                b.constant_shape("size_x", {1, S, 1, E})})}));
+    Graph g = b.finish();
+    std::vector<double> xs(static_cast<size_t>(S * 3 * E));
+    for (size_t i = 0; i < xs.size(); ++i) xs[i] = std::sin(static_cast<double>(i) * 1.3) * 2;
+    xs[2 * E + 5] = std::numeric_limits<double>::infinity();  // a value of v
+    const Tensor in = Tensor::from_doubles({DType::kFp32, {S, 1, 3 * E}}, xs);
+    const std::vector<Tensor> before = Interpreter(Module(g)).run({in});
+    auto same = [&](const char* step) {
+      EXPECT_TRUE(verify_module(Module(g)).empty()) << step;
+      const std::vector<Tensor> after = Interpreter(Module(g)).run({in});
+      ASSERT_EQ(after.size(), before.size()) << step;
+      for (size_t o = 0; o < after.size(); ++o) EXPECT_TRUE(after[o].identical(before[o])) << step << " output " << o;
+    };
+    EXPECT_EQ(fold_slice_scales(g), extra_reader ? 0 : 2);
+    same("fold_slice_scales");
+    EXPECT_EQ(count(g, Op::MUL), extra_reader ? 2 : 1);
+    for (const Node& n : g.nodes()) {
+      if (n.op != Op::MUL || extra_reader) continue;
+      EXPECT_EQ(g.node(g.value(n.inputs[0]).producer).op, Op::ADD);  // the per-column MUL right after the bias
+      EXPECT_EQ(g.value(n.inputs[1]).type.shape, (Shape{1, 1, 3 * E}));
+    }
+    // Each of q, k, v's SLICEs (and the extra reader's, which feeds no MATMUL) reads the one
+    // transposed view; k and v get copies when only MATMULs are fed.
+    const int transposes = count(g, Op::TRANSPOSE);
+    EXPECT_EQ(unshare_view_chains(g), extra_reader ? 0 : 2);
+    same("unshare_view_chains");
+    EXPECT_EQ(count(g, Op::TRANSPOSE), transposes + (extra_reader ? 0 : 2));
+    if (!extra_reader) {
+      std::vector<int> readers(g.values().size(), 0);
+      for (const Node& n : g.nodes())
+        for (ValueId i : n.inputs) ++readers[static_cast<size_t>(i)];
+      for (const Node& n : g.nodes()) {
+        if (n.op == Op::TRANSPOSE || n.op == Op::RESHAPE) {
+          EXPECT_LE(readers[static_cast<size_t>(n.outputs[0])], 1);
+        }
+      }
+    }
+  }
+}
+
+// A scale behind RESHAPEs alone (attention's 1/sqrt(d) after Q K^T reshaped back to 4-D) stays a
+// MUL by one value: it covers all of the MATMUL's result, a post-op of it already.
+TEST(Canonicalize, ScaleBehindReshapesAloneStays) {
+  GraphBuilder b;
+  ValueId q = b.input("q", {DType::kFp32, {2, 3, 4}});
+  ValueId k = b.input("k", {DType::kFp32, {2, 4, 3}});
+  ValueId zp = b.constant("zp", Tensor::from_doubles({DType::kFp32, {1}}, std::vector<double>{0}));
+  ValueId s = b.op(Op::MATMUL, {q, k, zp, zp});
+  s = b.op(Op::RESHAPE, {s, b.constant_shape("four", {1, 2, 3, 3})});
+  b.output(b.op(Op::MUL, {s, b.constant("scale", Tensor::from_doubles({DType::kFp32, {1, 1, 1, 1}}, std::vector<double>{0.5})),
+                          b.constant("shift", Tensor::from_ints({DType::kInt8, {1}}, std::vector<int64_t>{0}))}));
+  Graph g = b.finish();
+  EXPECT_EQ(fold_slice_scales(g), 0);
+  EXPECT_EQ(count(g, Op::MUL), 1);
+}
+
+// RESHAPE(RESHAPE(x)) is one RESHAPE where the inner result has no other reader.
+TEST(Canonicalize, ReshapeOfAReshapeBecomesOne) {
+  for (bool second_reader : {false, true}) {
+    GraphBuilder b;
+    ValueId x = b.input("x", {DType::kFp32, {2, 6}});
+    ValueId m = b.op(Op::RESHAPE, {x, b.constant_shape("a", {12})});
+    b.output(b.op(Op::RESHAPE, {m, b.constant_shape("c", {3, 1, 4})}, {}, "y"));
+    if (second_reader) b.output(b.op(Op::ABS, {m}));
+    Graph g = b.finish();
+    const CanonicalizeStats st = canonicalize(g);
+    EXPECT_EQ(st.reshapes, second_reader ? 0 : 1);
+    EXPECT_EQ(count(g, Op::RESHAPE), second_reader ? 2 : 1);
+    EXPECT_TRUE(verify_module(Module(g)).empty());
+    std::vector<double> xs(12);
+    for (size_t i = 0; i < xs.size(); ++i) xs[i] = static_cast<double>(i) - 3.5;
+    const Tensor in = Tensor::from_doubles({DType::kFp32, {2, 6}}, xs);
+    const std::vector<Tensor> out = Interpreter(Module(g)).run({in});
+    EXPECT_EQ(out[0].type().shape, (Shape{3, 1, 4}));
+    for (int64_t i = 0; i < 12; ++i) EXPECT_EQ(out[0].at_double(i), xs[static_cast<size_t>(i)]);
   }
 }
 
