@@ -5,7 +5,8 @@
 // Staging: per K step of 32, A's BM x 32 block as [m][k] and B's 32 x BN block as [k][n] in
 // shared memory, rows padded by one vector (8 halves) against bank conflicts; two stages, so that
 // one barrier per step suffices (a stage is written while the other is read). Every invocation
-// moves AV vectors of A and BV of B per step, loaded into registers one step ahead. A vector is
+// moves AV vectors of A and BV of B per step, loaded into registers two steps ahead (two register
+// sets: a step's loads are in flight while the two steps before it are multiplied). A vector is
 // eight consecutive k of one row of A (for a convolution: eight input channels of one tap of one
 // output pixel, as IC is a multiple of 8) or eight consecutive n of one row of B; vectors wholly
 // outside the operands (rows >= M, k >= K, n >= N, taps in the padding) load as zeros or the
@@ -35,6 +36,62 @@ uvec4 fill_vector() {
   return uvec4(w);
 }
 
+// Loads step `step` (K columns kbeg + BK * step on) of both operands into registers: vectors
+// wholly outside the operands (rows >= M, k >= kend, n >= N, taps in the padding) as zeros or the
+// folded PAD's fill.
+void load_step(int kbeg, int step, int kend, int batch, int m0, int n0, int aq, int ar, int bq, int bk,
+               out uvec4 ra[AV], out uvec4 rb[BV]) {
+  const int k = kbeg + step * BK + aq * 8;
+  int ic = 0, kd = 0, ky = 0, kx = 0;
+  if (CONV != 0) conv_tap(k, ic, kd, ky, kx);
+  [[unroll]] for (int p = 0; p < AV; ++p) {
+    uvec4 v = uvec4(0);
+    if (row_ok[p] && k < kend) {
+      if (CONV == 0) {
+        v = a_v[uint(A_OFF + a_batch(batch) + (m0 + ar + A_PASS * p) * A_ROW + k) / 8u];
+      } else {
+        const int src = conv_source(row_n[p], row_d[p], row_y[p], row_x[p], kd, ky, kx, ic);
+        if (src >= 0) v = a_v[uint(src) / 8u];
+        else if (src == -2) v = fill_vector();
+      }
+    }
+    ra[p] = v;
+  }
+  if (B_NK != 0) {
+    [[unroll]] for (int p = 0; p < BV; ++p) {
+      const int n = n0 + ar + A_PASS * p;
+      rb[p] = (k < kend && n < N) ? b_v[uint(B_OFF + b_batch(batch) + n * B_N + k) / 8u] : uvec4(0);
+    }
+  } else {
+    [[unroll]] for (int p = 0; p < BV; ++p) {
+      const int kb = kbeg + step * BK + bk + B_PASS * p, n = n0 + bq * 8;
+      rb[p] = (kb < kend && n < N) ? b_v[uint(B_OFF + b_batch(batch) + kb * B_K + n) / 8u] : uvec4(0);
+    }
+  }
+}
+
+// Writes a step's registers into stage `st` of shared memory.
+void store_step(int st, int aq, int ar, int bq, int bk, uvec4 ra[AV], uvec4 rb[BV]) {
+  [[unroll]] for (int p = 0; p < AV; ++p) As[st * A_STAGE + (ar + A_PASS * p) * AP + aq] = ra[p];
+  if (B_NK != 0) [[unroll]] for (int p = 0; p < BV; ++p) Bs[st * B_STAGE + (ar + A_PASS * p) * AP + aq] = rb[p];
+  else [[unroll]] for (int p = 0; p < BV; ++p) Bs[st * B_STAGE + (bk + B_PASS * p) * BP + bq] = rb[p];
+}
+
+// Multiplies the step in stage `st` into this subgroup's accumulators.
+void multiply(int st, int qm, int qn, inout fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> acc[FM][FN]) {
+  [[unroll]] for (int kk = 0; kk < BK; kk += 16) {
+    fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> fa[FM], fb[FN];
+    [[unroll]] for (int i = 0; i < FM; ++i)
+      coopMatLoadNV(fa[i], As, uint(st * A_STAGE + (qm + 16 * i) * AP + kk / 8), uint(AP), false);
+    [[unroll]] for (int j = 0; j < FN; ++j) {
+      if (B_NK != 0) coopMatLoadNV(fb[j], Bs, uint(st * B_STAGE + (qn + 16 * j) * AP + kk / 8), uint(AP), true);
+      else coopMatLoadNV(fb[j], Bs, uint(st * B_STAGE + kk * BP + (qn + 16 * j) / 8), uint(BP), false);
+    }
+    [[unroll]] for (int i = 0; i < FM; ++i)
+      [[unroll]] for (int j = 0; j < FN; ++j) acc[i][j] = coopMatMulAddNV(fa[i], fb[j], acc[i][j]);
+  }
+}
+
 void main() {
   const uint lid = gl_LocalInvocationIndex;
   const int n0 = int(gl_WorkGroupID.x) * BN, m0 = int(gl_WorkGroupID.y) * BM;
@@ -57,60 +114,25 @@ void main() {
   [[unroll]] for (int i = 0; i < FM; ++i)
     [[unroll]] for (int j = 0; j < FN; ++j) acc[i][j] = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
 
-  uvec4 ra[AV], rb[BV];
   const int steps = (kend - kbeg + BK - 1) / BK;
-  // Iteration s loads step s + 1 into registers, multiplies step s from its stage, then stores
-  // step s + 1 into the other stage (s = -1 only loads and stores the first step).
-  for (int s = -1; s < steps; ++s) {
-    if (s + 1 < steps) {
-      const int k = kbeg + (s + 1) * BK + aq * 8;
-      int ic = 0, kd = 0, ky = 0, kx = 0;
-      if (CONV != 0) conv_tap(k, ic, kd, ky, kx);
-      [[unroll]] for (int p = 0; p < AV; ++p) {
-        uvec4 v = uvec4(0);
-        if (row_ok[p] && k < kend) {
-          if (CONV == 0) {
-            v = a_v[uint(A_OFF + a_batch(batch) + (m0 + ar + A_PASS * p) * A_ROW + k) / 8u];
-          } else {
-            const int src = conv_source(row_n[p], row_d[p], row_y[p], row_x[p], kd, ky, kx, ic);
-            if (src >= 0) v = a_v[uint(src) / 8u];
-            else if (src == -2) v = fill_vector();
-          }
-        }
-        ra[p] = v;
-      }
-      if (B_NK != 0) {
-        [[unroll]] for (int p = 0; p < BV; ++p) {
-          const int n = n0 + ar + A_PASS * p;
-          rb[p] = (k < kend && n < N) ? b_v[uint(B_OFF + b_batch(batch) + n * B_N + k) / 8u] : uvec4(0);
-        }
-      } else {
-        [[unroll]] for (int p = 0; p < BV; ++p) {
-          const int kb = kbeg + (s + 1) * BK + bk + B_PASS * p, n = n0 + bq * 8;
-          rb[p] = (kb < kend && n < N) ? b_v[uint(B_OFF + b_batch(batch) + kb * B_K + n) / 8u] : uvec4(0);
-        }
-      }
-    }
-    if (s >= 0) {
-      const int st = s & 1;
-      [[unroll]] for (int kk = 0; kk < BK; kk += 16) {
-        fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> fa[FM], fb[FN];
-        [[unroll]] for (int i = 0; i < FM; ++i)
-          coopMatLoadNV(fa[i], As, uint(st * A_STAGE + (qm + 16 * i) * AP + kk / 8), uint(AP), false);
-        [[unroll]] for (int j = 0; j < FN; ++j) {
-          if (B_NK != 0) coopMatLoadNV(fb[j], Bs, uint(st * B_STAGE + (qn + 16 * j) * AP + kk / 8), uint(AP), true);
-          else coopMatLoadNV(fb[j], Bs, uint(st * B_STAGE + kk * BP + (qn + 16 * j) / 8), uint(BP), false);
-        }
-        [[unroll]] for (int i = 0; i < FM; ++i)
-          [[unroll]] for (int j = 0; j < FN; ++j) acc[i][j] = coopMatMulAddNV(fa[i], fb[j], acc[i][j]);
-      }
-    }
-    if (s + 1 < steps) {
-      const int st = (s + 1) & 1;
-      [[unroll]] for (int p = 0; p < AV; ++p) As[st * A_STAGE + (ar + A_PASS * p) * AP + aq] = ra[p];
-      if (B_NK != 0) [[unroll]] for (int p = 0; p < BV; ++p) Bs[st * B_STAGE + (ar + A_PASS * p) * AP + aq] = rb[p];
-      else [[unroll]] for (int p = 0; p < BV; ++p) Bs[st * B_STAGE + (bk + B_PASS * p) * BP + bq] = rb[p];
-    }
+  // Two register sets, so that each step's loads are issued two steps before its stage is written:
+  // iteration s issues step s + 2 into the set step s came in (stored to shared memory already),
+  // multiplies step s from its stage and stores step s + 1 into the other stage. The loop runs two
+  // steps per pass, so that each set is named statically (no indexing of register arrays).
+  uvec4 ra0[AV], rb0[BV], ra1[AV], rb1[BV];
+  load_step(kbeg, 0, kend, batch, m0, n0, aq, ar, bq, bk, ra0, rb0);
+  store_step(0, aq, ar, bq, bk, ra0, rb0);
+  if (steps > 1) load_step(kbeg, 1, kend, batch, m0, n0, aq, ar, bq, bk, ra1, rb1);
+  barrier();
+  for (int s = 0; s < steps; s += 2) {
+    if (s + 2 < steps) load_step(kbeg, s + 2, kend, batch, m0, n0, aq, ar, bq, bk, ra0, rb0);
+    multiply(0, qm, qn, acc);
+    if (s + 1 < steps) store_step(1, aq, ar, bq, bk, ra1, rb1);
+    barrier();
+    if (s + 1 >= steps) break;
+    if (s + 3 < steps) load_step(kbeg, s + 3, kend, batch, m0, n0, aq, ar, bq, bk, ra1, rb1);
+    multiply(1, qm, qn, acc);
+    if (s + 2 < steps) store_step(0, aq, ar, bq, bk, ra0, rb0);
     barrier();
   }
 
