@@ -14,6 +14,7 @@
 //   tc_gemm128_coop        fp16 MATMUL and convolutions with cooperative matrices (Caps::coop_matrix_f16),
 //                          128 x 128 tiles moved as 16-byte vectors, where the operands allow and the
 //                          grid fills the GPU;
+//   tc_gemm256_coop        the same with 256 x 128 tiles and one shared-memory stage, for large grids;
 //   tc_gemm64_coop         the same with 64 x 64 tiles, for smaller grids (batch-1 layers);
 //   tc_matmul_coop         64 x 64 tiles with scalar loads, for the large fp16 GEMMs without vectors;
 //   tc_splitk              the second pass of a float GEMM split over K (grids too small for the GPU);
@@ -488,7 +489,13 @@ bool use_coop(const Caps& caps) {
 // grid is small: matrix-vector shapes). On an H200: MobileNetV2 / ResNet-50 at batch 1 took
 // 0.87 / 2.52 ms of GPU time with tc_matmul_coop from 96 groups, 0.71 / 1.75 ms with widened SIMT
 // tiles; a 1024^3 MATMUL (fp16 B) 0.10 ms with tc_matmul_coop, 0.18 ms with SIMT.
-// WEFT_VULKAN_COOP=128|64|0 forces the tile (tests, tuning): 128 and 64 where the kernel applies.
+// Where M and N are at least kWideSide and the 256 x 128 tile makes two waves of workgroups (from
+// the device's compute units; 256 where it gives none), tc_gemm256_coop: each subgroup multiplies
+// a 64 x 64 part, twice the products per fragment read from shared memory of the 128 tile's 64 x 32
+// (H200, fp16 sweep, same session: 4096^3 148.6 -> 172.7 TFLOP/s, 8192^3 154.9 -> 181.3,
+// 4096 x 3072 x 768 116.4 -> 122.3; on fewer than two waves it lost: 2048^3 132.2 -> 98.7,
+// 4096 x 768 x 3072 (96 groups) 105.0 -> 86.3).
+// WEFT_VULKAN_COOP=256|128|64|0 forces the tile (tests, tuning): 256, 128 and 64 where the kernel applies.
 Tile pick_fp16_tile(int64_t M, int64_t N, int64_t K, int64_t batch, bool vectors, bool widened_b, const Caps& caps,
                     bool b_nk = false) {
   constexpr int64_t kSmallGrid = 64, kFullGrid = 96, kHugeGrid = 1024, kSplitK = 512, kWideSide = 2048;
@@ -499,6 +506,11 @@ Tile pick_fp16_tile(int64_t M, int64_t N, int64_t K, int64_t batch, bool vectors
   auto grid = [&](int64_t t) { return ((M + t - 1) / t) * ((N + t - 1) / t) * batch; };
   const char* e = std::getenv("WEFT_VULKAN_COOP");
   const int forced = e ? std::atoi(e) : -1;
+  // The 256 x 128 tile (one 8-warp workgroup per SM at 210-255 registers) from two waves of it.
+  const int64_t waves2 = caps.compute_units > 0 ? 2 * int64_t{caps.compute_units} : 256;
+  const int64_t grid256 = ((M + 255) / 256) * ((N + 127) / 128) * batch;
+  if (wide && (forced == 256 || (forced < 0 && M >= kWideSide && N >= kWideSide && grid256 >= waves2)))
+    return {"tc_gemm256_coop", 256, 128, 32};
   if (wide && (forced == 128 || (forced < 0 && M >= kWideSide && N >= kWideSide && grid(128) >= kFullGrid)))
     return {"tc_gemm128_coop", 128, 128, 32};
   if (vec64 && (forced == 64 || (forced < 0 && (grid(64) >= kSmallGrid || K >= kSplitK))))
@@ -1141,7 +1153,7 @@ std::string plan_matmul(const Graph& g, const Composite& c, const Caps& caps, Ma
     p.acc = 0;
     p.tile = pick_fp16_tile(p.H, p.W, p.C, p.N, vectors, const_tensor(g, p.b_src) != nullptr, caps, b_along_k);
     const std::string_view sh(p.tile.shader);
-    p.b_nk = vectors && b_along_k && (sh == "tc_gemm128_coop" || sh == "tc_gemm64_coop");
+    p.b_nk = vectors && b_along_k && (sh == "tc_gemm128_coop" || sh == "tc_gemm64_coop" || sh == "tc_gemm256_coop");
   }
   // A batch-1 product of up to four rows whose B has k contiguous (a Linear layer's weights read as
   // W^T in place) reads B once as 16-byte vectors (tc_gemv): on an H100, fp32, VGG-11's 25088 x

@@ -1403,13 +1403,13 @@ TEST(VulkanTensor, CooperativeMatrixShapes) {
   }
 }
 
-// The vector-staged cooperative-matrix kernels (tc_gemm128_coop, tc_gemm64_coop: K, N, IC and OC
+// The vector-staged cooperative-matrix kernels (tc_gemm256_coop, tc_gemm128_coop, tc_gemm64_coop: K, N, IC and OC
 // multiples of 8) at their edges, with each tile forced in turn (WEFT_VULKAN_COOP; on a device
 // without cooperative matrices every variant runs the SIMT tiles, and the widened fp16 weights):
 // ragged M, batches, B read through a transpose, a strided padded convolution, a 1x1 convolution
 // read in place, a K split.
 TEST(VulkanTensor, VectorCooperativeMatrixShapes) {
-  for (const char* tile : {"128", "64", "0"}) {
+  for (const char* tile : {"256", "128", "64", "0"}) {
     ScopedEnv force("WEFT_VULKAN_COOP", tile);
     SCOPED_TRACE(std::string("WEFT_VULKAN_COOP=") + tile);
     for (const auto& s : std::vector<std::array<int64_t, 4>>{{3, 130, 48, 24}, {1, 257, 72, 136}, {1, 16, 1024, 64}}) {

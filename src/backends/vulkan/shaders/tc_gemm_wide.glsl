@@ -13,6 +13,9 @@
 // folded PAD's fill. With B_NK, B's vectors are eight consecutive k of one column n, staged as
 // [n][k] like A (its stage then holds BN rows of the A pitch).
 
+#ifndef NSTAGE
+#define NSTAGE 2               // shared-memory stages (1: write and read one stage, two barriers a step)
+#endif
 #define FM (BM / SGM / 16)     // fragments per subgroup along m
 #define FN (BN / SGN / 16)     // and along n
 #define AP (BK / 8 + 1)        // A's row pitch in shared memory, in vectors
@@ -23,8 +26,8 @@
 #define BV (BK * BN / 8 / WG)  // and of B
 #define A_PASS (WG / (BK / 8)) // rows of A per pass of the workgroup
 #define B_PASS (WG / (BN / 8)) // rows (k) of B per pass
-shared uvec4 As[2 * A_STAGE];
-shared uvec4 Bs[2 * B_STAGE];
+shared uvec4 As[NSTAGE * A_STAGE];
+shared uvec4 Bs[NSTAGE * B_STAGE];
 
 // Per A row this invocation stages (convolutions): the output pixel's batch and window origin.
 int row_n[AV], row_d[AV], row_y[AV], row_x[AV];
@@ -81,6 +84,17 @@ void store_step(int st, int aq, int ar, int bq, int bk, uvec4 ra[AV], uvec4 rb[B
 void multiply(int st, int qm, int qn, inout fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> acc[FM][FN]) {
   [[unroll]] for (int kk = 0; kk < BK; kk += 16) {
     fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> fa[FM], fb[FN];
+#if NSTAGE == 1
+    // (The 64 x 64 parts: B's fragments first, then A's one at a time, to stay within 255 registers.)
+    [[unroll]] for (int j = 0; j < FN; ++j) {
+      if (B_NK != 0) coopMatLoadNV(fb[j], Bs, uint(st * B_STAGE + (qn + 16 * j) * AP + kk / 8), uint(AP), true);
+      else coopMatLoadNV(fb[j], Bs, uint(st * B_STAGE + kk * BP + (qn + 16 * j) / 8), uint(BP), false);
+    }
+    [[unroll]] for (int i = 0; i < FM; ++i) {
+      coopMatLoadNV(fa[i], As, uint(st * A_STAGE + (qm + 16 * i) * AP + kk / 8), uint(AP), false);
+      [[unroll]] for (int j = 0; j < FN; ++j) acc[i][j] = coopMatMulAddNV(fa[i], fb[j], acc[i][j]);
+    }
+#else
     [[unroll]] for (int i = 0; i < FM; ++i)
       coopMatLoadNV(fa[i], As, uint(st * A_STAGE + (qm + 16 * i) * AP + kk / 8), uint(AP), false);
     [[unroll]] for (int j = 0; j < FN; ++j) {
@@ -89,6 +103,7 @@ void multiply(int st, int qm, int qn, inout fcoopmatNV<32, gl_ScopeSubgroup, 16,
     }
     [[unroll]] for (int i = 0; i < FM; ++i)
       [[unroll]] for (int j = 0; j < FN; ++j) acc[i][j] = coopMatMulAddNV(fa[i], fb[j], acc[i][j]);
+#endif
   }
 }
 
@@ -124,6 +139,7 @@ void main() {
   store_step(0, aq, ar, bq, bk, ra0, rb0);
   if (steps > 1) load_step(kbeg, 1, kend, batch, m0, n0, aq, ar, bq, bk, ra1, rb1);
   barrier();
+#if NSTAGE == 2
   for (int s = 0; s < steps; s += 2) {
     if (s + 2 < steps) load_step(kbeg, s + 2, kend, batch, m0, n0, aq, ar, bq, bk, ra0, rb0);
     multiply(0, qm, qn, acc);
@@ -135,6 +151,23 @@ void main() {
     if (s + 2 < steps) store_step(0, aq, ar, bq, bk, ra0, rb0);
     barrier();
   }
+#else
+  // One stage: each step is written after the step before has been multiplied (a barrier either side).
+  for (int s = 0; s < steps; s += 2) {
+    if (s + 2 < steps) load_step(kbeg, s + 2, kend, batch, m0, n0, aq, ar, bq, bk, ra0, rb0);
+    multiply(0, qm, qn, acc);
+    barrier();
+    if (s + 1 >= steps) break;
+    store_step(0, aq, ar, bq, bk, ra1, rb1);
+    barrier();
+    if (s + 3 < steps) load_step(kbeg, s + 3, kend, batch, m0, n0, aq, ar, bq, bk, ra1, rb1);
+    multiply(0, qm, qn, acc);
+    barrier();
+    if (s + 2 >= steps) break;
+    store_step(0, aq, ar, bq, bk, ra0, rb0);
+    barrier();
+  }
+#endif
 
   // Each 16 x 16 result goes through this subgroup's slice of Cs to the epilogue (one copy of its
   // code: the fragment is picked by an unrolled comparison, the loop itself is not unrolled).
