@@ -286,6 +286,54 @@ int fold_slice_scales(Graph& g) {
   // elements are addressed by offset; a column is an offset modulo the last axis. The fold holds
   // where each column is read by candidates of one factor only, or by no candidate.
   constexpr int64_t kMaxElements = int64_t{1} << 26;  // enumerated one by one below
+  constexpr int64_t kMaxVisits = int64_t{1} << 25;    // element steps of one walk_back
+  // Calls f with the offset in the chain's source of every element of its result, mapping each
+  // flat index back node by node (RESHAPE keeps it; TRANSPOSE and SLICE move the multi-index);
+  // false (nothing called) where a SLICE's start is not a constant or the walk is too long.
+  auto walk_back = [&](const std::vector<int>& chain, const auto& f) {
+    struct Step {
+      Op op;
+      Shape in, out;
+      std::vector<int64_t> arg;  // TRANSPOSE: perms; SLICE: start
+    };
+    std::vector<Step> steps;
+    for (int ni : chain) {
+      const Node& n = g.node(ni);
+      Step st{n.op, g.value(n.inputs[0]).type.shape, g.value(n.outputs[0]).type.shape, {}};
+      if (n.op == Op::TRANSPOSE) st.arg = n.attr_ints("perms");
+      if (n.op == Op::SLICE) {
+        const int p = g.value(n.inputs[1]).producer;
+        if (p < 0 || g.node(p).op != Op::CONST_SHAPE) return false;
+        st.arg = g.node(p).attr_ints("values");
+      }
+      steps.push_back(std::move(st));
+    }
+    const int64_t count = shape_elements(steps.back().out);
+    if (count > kMaxVisits / static_cast<int64_t>(steps.size())) return false;
+    std::vector<int64_t> idx, in_idx;
+    for (int64_t e0 = 0; e0 < count; ++e0) {
+      int64_t e = e0;
+      for (size_t k = steps.size(); k-- > 0;) {
+        const Step& st = steps[k];
+        if (st.op == Op::RESHAPE) continue;
+        const size_t r = st.out.size();
+        idx.assign(r, 0);
+        for (size_t d = r, rest = static_cast<size_t>(e); d-- > 0;) {
+          idx[d] = static_cast<int64_t>(rest % static_cast<size_t>(st.out[d]));
+          rest /= static_cast<size_t>(st.out[d]);
+        }
+        in_idx.assign(st.in.size(), 0);
+        for (size_t d = 0; d < r; ++d) {
+          if (st.op == Op::TRANSPOSE) in_idx[static_cast<size_t>(st.arg[d])] = idx[d];
+          else in_idx[d] = idx[d] + st.arg[d];
+        }
+        e = 0;
+        for (size_t d = 0; d < st.in.size(); ++d) e = e * st.in[d] + in_idx[d];
+      }
+      f(e);
+    }
+    return true;
+  };
   std::map<ValueId, std::vector<int>> kept;  // y -> per column, the MUL whose factor it takes (-1: none)
   for (const auto& [y, muls] : by_y) {
     const TensorType& yt = g.value(y).type;
@@ -294,21 +342,27 @@ int fold_slice_scales(Graph& g) {
     std::vector<int> colf(static_cast<size_t>(cols), -1);
     std::vector<char> plain(static_cast<size_t>(cols), 0);
     bool ok = true;
-    // Visits every offset of y that `chain` (views from y) addresses; all of y where the chain
-    // is empty or not a strided view.
+    // Visits every offset of y that `chain` (views from y) addresses: from its strided view, or
+    // where it is none (heads of a batch merged in a middle axis: torch's q.view(S, B*H, D) at
+    // B > 1) element by element back through the chain; all of y where the chain is empty, a
+    // SLICE's start is not a constant, or the element walk would exceed kMaxVisits.
     auto each = [&](const std::vector<int>& chain, const auto& f) {
-      const std::optional<StridedView> v = chain.empty() ? std::nullopt : forward_chain(g, chain);
-      if (!v || v->split > 1) {
+      const std::optional<StridedView> v = chain.empty() ? std::nullopt : forward_chain(g, chain, /*allow_split=*/true);
+      if (!v) {
+        if (!chain.empty() && walk_back(chain, f)) return;
         for (int64_t e = 0; e < total; ++e) f(e);
         return;
       }
       const size_t r = v->dims.size();
+      if (r == 0) return f(v->offset);
       std::vector<int64_t> idx(r, 0);
       for (int64_t d : v->dims)
         if (d == 0) return;
       for (;;) {
-        int64_t off = v->offset;
-        for (size_t d = 0; d < r; ++d) off += idx[d] * v->strides[d];
+        // (A split first axis, the heads of a batch: index i at (i / split) * outer + (i % split) * stride.)
+        int64_t off = v->offset + (v->split > 1 ? (idx[0] / v->split) * v->outer + (idx[0] % v->split) * v->strides[0]
+                                                 : idx[0] * v->strides[0]);
+        for (size_t d = 1; d < r; ++d) off += idx[d] * v->strides[d];
         f(off);
         size_t d = r;
         while (d > 0 && ++idx[d - 1] == v->dims[d - 1]) idx[--d] = 0;
