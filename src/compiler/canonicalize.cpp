@@ -75,14 +75,24 @@ struct Rebuild {
   }
 };
 
+// The nodes reading each value (a node once per input that reads it) and which values are graph
+// outputs, for the rewrites below.
+struct Uses {
+  std::vector<std::vector<int>> readers;
+  std::vector<char> is_output;
+  explicit Uses(const Graph& g) : readers(g.values().size()), is_output(g.values().size(), 0) {
+    for (size_t i = 0; i < g.nodes().size(); ++i)
+      for (ValueId v : g.node(static_cast<int>(i)).inputs) readers[static_cast<size_t>(v)].push_back(static_cast<int>(i));
+    for (ValueId o : g.outputs()) is_output[static_cast<size_t>(o)] = 1;
+  }
+};
+
 }  // namespace
 
 int merge_sibling_matmuls(Graph& g, bool through_reshapes) {
-  std::vector<std::vector<int>> readers(g.values().size());
-  for (size_t i = 0; i < g.nodes().size(); ++i)
-    for (ValueId v : g.node(static_cast<int>(i)).inputs) readers[static_cast<size_t>(v)].push_back(static_cast<int>(i));
-  std::vector<char> is_output(g.values().size(), 0);
-  for (ValueId o : g.outputs()) is_output[static_cast<size_t>(o)] = 1;
+  const Uses uses(g);
+  const std::vector<std::vector<int>>& readers = uses.readers;
+  const std::vector<char>& is_output = uses.is_output;
   // The single node reading `v` when it is of kind `op` (and `v` is not a graph output), else -1.
   auto only_reader = [&](ValueId v, Op op) {
     const std::vector<int>& r = readers[static_cast<size_t>(v)];
@@ -247,11 +257,9 @@ int merge_sibling_matmuls(Graph& g, bool through_reshapes) {
 
 
 int fold_slice_scales(Graph& g) {
-  std::vector<std::vector<int>> readers(g.values().size());
-  for (size_t i = 0; i < g.nodes().size(); ++i)
-    for (ValueId v : g.node(static_cast<int>(i)).inputs) readers[static_cast<size_t>(v)].push_back(static_cast<int>(i));
-  std::vector<char> is_output(g.values().size(), 0);
-  for (ValueId o : g.outputs()) is_output[static_cast<size_t>(o)] = 1;
+  const Uses uses(g);
+  const std::vector<std::vector<int>>& readers = uses.readers;
+  const std::vector<char>& is_output = uses.is_output;
   auto is_view = [&](const Node& n) { return n.op == Op::RESHAPE || n.op == Op::TRANSPOSE || n.op == Op::SLICE; };
   // Candidates: MUL(x, s), s one float value of x's type, x read only there, the result of x's type.
   // Each is grouped under the value y that x is a view of (back through RESHAPE / TRANSPOSE / SLICE).
@@ -455,11 +463,9 @@ int fold_slice_scales(Graph& g) {
 }
 
 int unshare_view_chains(Graph& g) {
-  std::vector<std::vector<int>> readers(g.values().size());
-  for (size_t i = 0; i < g.nodes().size(); ++i)
-    for (ValueId v : g.node(static_cast<int>(i)).inputs) readers[static_cast<size_t>(v)].push_back(static_cast<int>(i));
-  std::vector<char> is_output(g.values().size(), 0);
-  for (ValueId o : g.outputs()) is_output[static_cast<size_t>(o)] = 1;
+  const Uses uses(g);
+  const std::vector<std::vector<int>>& readers = uses.readers;
+  const std::vector<char>& is_output = uses.is_output;
   auto layout = [&](int n) { return n >= 0 && (g.node(n).op == Op::RESHAPE || g.node(n).op == Op::TRANSPOSE); };
   // Whether the value SLICE node `s` makes reaches a MATMUL operand through views read only on the
   // way, and `chain` (the views in front of `s`), `s` and those views together are one strided view
