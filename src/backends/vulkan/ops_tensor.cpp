@@ -503,19 +503,18 @@ Tile pick_fp16_tile(int64_t M, int64_t N, int64_t K, int64_t batch, bool vectors
   // staging; B staged as [n][k] (b_nk) takes BN rows of A's pitch instead of BK rows of its own.
   const bool wide = vectors && K >= 64 && caps.max_invocations >= 256 && caps.max_shared_bytes >= (b_nk ? 49152 : 46080);
   const bool vec64 = vectors && K >= 64 && caps.max_shared_bytes >= (b_nk ? 24576 : 23552);
-  auto grid = [&](int64_t t) { return ((M + t - 1) / t) * ((N + t - 1) / t) * batch; };
+  auto grid = [&](int64_t bm, int64_t bn) { return ((M + bm - 1) / bm) * ((N + bn - 1) / bn) * batch; };
   const char* e = std::getenv("WEFT_VULKAN_COOP");
   const int forced = e ? std::atoi(e) : -1;
   // The 256 x 128 tile (one 8-warp workgroup per SM at 210-255 registers) from two waves of it.
   const int64_t waves2 = caps.compute_units > 0 ? 2 * int64_t{caps.compute_units} : 256;
-  const int64_t grid256 = ((M + 255) / 256) * ((N + 127) / 128) * batch;
-  if (wide && (forced == 256 || (forced < 0 && M >= kWideSide && N >= kWideSide && grid256 >= waves2)))
+  if (wide && (forced == 256 || (forced < 0 && M >= kWideSide && N >= kWideSide && grid(256, 128) >= waves2)))
     return {"tc_gemm256_coop", 256, 128, 32};
-  if (wide && (forced == 128 || (forced < 0 && M >= kWideSide && N >= kWideSide && grid(128) >= kFullGrid)))
+  if (wide && (forced == 128 || (forced < 0 && M >= kWideSide && N >= kWideSide && grid(128, 128) >= kFullGrid)))
     return {"tc_gemm128_coop", 128, 128, 32};
-  if (vec64 && (forced == 64 || (forced < 0 && (grid(64) >= kSmallGrid || K >= kSplitK))))
+  if (vec64 && (forced == 64 || (forced < 0 && (grid(64, 64) >= kSmallGrid || K >= kSplitK))))
     return {"tc_gemm64_coop", 64, 64, 32};
-  if (forced == 64 || (forced < 0 && grid(64) >= (widened_b ? kHugeGrid : kFullGrid))) return {"tc_matmul_coop", 64, 64, 32};
+  if (forced == 64 || (forced < 0 && grid(64, 64) >= (widened_b ? kHugeGrid : kFullGrid))) return {"tc_matmul_coop", 64, 64, 32};
   return pick_tile(M, N, K, batch, 0, false, caps.compute_units);
 }
 
