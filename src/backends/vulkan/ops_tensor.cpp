@@ -1340,12 +1340,14 @@ struct AttentionPlan {
 };
 
 // Whether mx_attention_coop takes the attention `p` plans: its fragments are 16 x 16 (rows of 16
-// bytes, loaded from memory in place), it holds a block's scores whole in shared memory and its
-// softmax keeps up to 32 of a row's scores per invocation (eight per row).
+// bytes, loaded from memory in place; a partial last block of queries or keys is staged in shared
+// memory, zero-padded), it holds a block's scores whole in shared memory and its softmax keeps up to
+// 32 of a row's scores per invocation (eight per row).
 std::string plan_coop_attention(AttentionPlan& p, const Caps& caps) {
-  if (p.LQ % 16 != 0 || p.LK % 16 != 0 || p.D % 16 != 0 || p.D > 128 || p.LK > 256)
-    return "the fused kernel needs query and key counts and a head size (" + str(p.LQ) + ", " + str(p.LK) + ", " +
-           str(p.D) + ") that are multiples of 16, at most 256 keys and a head size of at most 128";
+  const int64_t lkp = (p.LK + 15) / 16 * 16;
+  if (p.D % 16 != 0 || p.D > 128 || lkp > 256)
+    return "the fused kernel needs a head size (" + str(p.D) + ") that is a multiple of 16 of at most 128 and at most 256 keys (" +
+           str(p.LK) + ")";
   const compiler::StridedView &q = p.qk.av, &k = p.qk.bv, &v = p.pv.bv;
   auto rows8 = [](const compiler::StridedView& w, int64_t row) {
     return w.offset % 8 == 0 && w.strides[0] % 8 == 0 && row % 8 == 0 && (w.split <= 1 || w.outer % 8 == 0);
@@ -1354,13 +1356,15 @@ std::string plan_coop_attention(AttentionPlan& p, const Caps& caps) {
       !rows8(v, v.strides[1]))
     return "the fused kernel reads Q, K and V in 16-byte rows along the head (d contiguous, offsets and strides "
            "multiples of 8)";
-  p.SP = std::max(p.LK, p.D) + 4;
-  p.PP = p.LK / 8 + 1;
-  const int64_t shared = 16 * p.SP * 4 + 16 * p.PP * 16;
+  p.SP = std::max(lkp, p.D) + 4;
+  p.PP = lkp / 8 + 1;
+  // Ss and Ps, then the staged partial blocks Tq, Tk and Tv (16 rows of D halves, or one vector).
+  const int64_t block = 16 * p.D * 2;
+  const int64_t shared = 16 * p.SP * 4 + 16 * p.PP * 16 + (p.LQ % 16 != 0 ? block : 16) + 2 * (p.LK % 16 != 0 ? block : 16);
   if (shared > static_cast<int64_t>(caps.max_shared_bytes))
     return "the fused kernel needs " + str(shared) + " bytes of shared memory for " + str(p.LK) + " keys, the device has " +
            str(caps.max_shared_bytes);
-  return check_groups(p.LQ / 16, p.BH, 1, caps);
+  return check_groups((p.LQ + 15) / 16, p.BH, 1, caps);
 }
 
 // Whether every reader of `v` is one of `nodes` (ascending) and `v` is no graph output.
@@ -1503,7 +1507,7 @@ void lower_attention(Lowering& l, const Composite& qk, const Composite& sm, cons
     s.set(28, p.SP);
     s.set(29, p.PP);
     l.dispatch("mx_attention_coop", std::move(s.v), args,
-               {static_cast<uint32_t>(p.LQ / 16), static_cast<uint32_t>(p.BH), 1});
+               {static_cast<uint32_t>((p.LQ + 15) / 16), static_cast<uint32_t>(p.BH), 1});
     return;
   }
   put(6, q, {0, 1});      // Q: batch and row strides (d contiguous)

@@ -632,10 +632,11 @@ TEST(VulkanTensor, MaskedAttentionRunsAsOneDispatch) {
 }
 
 // fp16 attention on a device with cooperative matrices (mx_attention_coop): one dispatch where the
-// query and key counts and the head size are multiples of 16 and Q, K, V are read in 16-byte rows
+// head size is a multiple of 16, there are at most 256 keys and Q, K, V are read in 16-byte rows
 // (head sizes 32, 64 and 128; a padding mask added before the scale, a causal mask after it, no
-// scale; several row blocks and batches of heads); otherwise the three units on the
-// cooperative-matrix GEMMs (a slice offset of one half, 40 queries). Results within fp16 rounding
+// scale; several row blocks and batches of heads; query and key counts that are not multiples of 16
+// down to a single partial block, and 250 keys); otherwise the three units on the cooperative-matrix
+// GEMMs (a slice offset of one half, 260 keys, head size 24). Results within fp16 rounding
 // of the reference and of the three units (WEFT_VULKAN_ATTENTION=off). lavapipe has no cooperative
 // matrices: skipped there (the SIMT kernel's fp16 cases above run instead).
 TEST(VulkanTensor, CooperativeMatrixAttention) {
