@@ -159,37 +159,203 @@ std::optional<StridedView> apply_node(const Graph& g, const Node& n, const Strid
   return std::nullopt;
 }
 
-std::optional<StridedView> forward_chain(const Graph& g, const std::vector<int>& chain, bool allow_split) {
-  if (chain.empty()) return std::nullopt;
-  StridedView v = StridedView::contiguous(g.value(g.node(chain.front()).inputs[0]).type.shape);
-  for (int ni : chain) {
-    auto next = apply_node(g, g.node(ni), v, allow_split);
-    if (!next) return std::nullopt;
-    v = *next;
+namespace {
+
+// A view whose axes may each be several strided parts (outer to inner; parts of extent 1 dropped):
+// what a chain of TRANSPOSE / RESHAPE / SLICE addresses when an intermediate value is no strided
+// view but the end is (torch's seq-first attention: [S, B, E] -> [S, B*H, D] merges axes with
+// unrelated strides, the TRANSPOSE and RESHAPE after it split them apart again).
+struct Part {
+  int64_t extent, stride;
+};
+struct PartsView {
+  std::vector<std::vector<Part>> axes;
+  int64_t offset = 0;
+};
+
+void push_part(std::vector<Part>& parts, Part p) {
+  if (p.extent == 1) return;
+  if (!parts.empty() && parts.back().stride == p.stride * p.extent) {
+    parts.back() = {parts.back().extent * p.extent, p.stride};  // contiguous with the outer part
+    return;
+  }
+  parts.push_back(p);
+}
+
+PartsView parts_of(const Shape& dims) {
+  PartsView v;
+  const StridedView c = StridedView::contiguous(dims);
+  for (size_t i = 0; i < dims.size(); ++i) {
+    v.axes.emplace_back();
+    push_part(v.axes.back(), {dims[i], c.strides[i]});
   }
   return v;
 }
 
+std::optional<PartsView> parts_reshape(const PartsView& v, const Shape& to) {
+  std::vector<Part> flat;  // every part, outermost first, contiguous neighbours merged
+  for (const auto& a : v.axes)
+    for (const Part& p : a) push_part(flat, p);
+  PartsView r{{}, v.offset};
+  size_t k = 0;
+  for (int64_t n : to) {
+    r.axes.emplace_back();
+    for (int64_t need = n; need > 1;) {
+      if (k >= flat.size()) return std::nullopt;
+      Part& p = flat[k];
+      if (need % p.extent == 0) {  // the whole part
+        push_part(r.axes.back(), p);
+        need /= p.extent;
+        ++k;
+      } else if (p.extent % need == 0) {  // its outer `need` indices; the inner rest stays
+        push_part(r.axes.back(), {need, p.stride * (p.extent / need)});
+        p.extent /= need;
+        need = 1;
+      } else {
+        return std::nullopt;
+      }
+    }
+  }
+  if (k != flat.size()) return std::nullopt;
+  return r;
+}
+
+std::optional<PartsView> parts_node(const Graph& g, const Node& n, const PartsView& v) {
+  if (n.op == Op::TRANSPOSE) {
+    PartsView r{{}, v.offset};
+    for (int64_t p : n.attr_ints("perms")) r.axes.push_back(v.axes.at(static_cast<size_t>(p)));
+    return r;
+  }
+  if (n.op == Op::RESHAPE) return parts_reshape(v, g.value(n.outputs[0]).type.shape);
+  if (n.op == Op::SLICE) {
+    const int p = g.value(n.inputs[1]).producer;
+    if (p < 0 || g.node(p).op != Op::CONST_SHAPE) return std::nullopt;
+    const std::vector<int64_t>& start = g.node(p).attr_ints("values");
+    const Shape& size = g.value(n.outputs[0]).type.shape;
+    if (start.size() != v.axes.size() || size.size() != v.axes.size() || shape_elements(size) == 0) return std::nullopt;
+    PartsView r = v;
+    for (size_t i = 0; i < v.axes.size(); ++i) {
+      std::vector<Part>& a = r.axes[i];
+      if (a.empty()) continue;  // (size 1: start 0)
+      // Only the outermost part is sliced: start and size whole multiples of the inner parts.
+      int64_t inner = 1;
+      for (size_t j = 1; j < a.size(); ++j) inner *= a[j].extent;
+      if (start[i] % inner != 0 || size[i] % inner != 0) return std::nullopt;
+      r.offset += start[i] / inner * a[0].stride;
+      a[0].extent = size[i] / inner;
+      if (a[0].extent == 1) a.erase(a.begin());
+    }
+    return r;
+  }
+  return std::nullopt;
+}
+
+// A RESHAPE, or a TRANSPOSE that keeps the order of the axes bigger than 1 (the same elements in
+// the same order: a reshape).
+bool reshape_like(const Graph& g, const Node& n) {
+  if (n.op == Op::RESHAPE) return true;
+  if (n.op != Op::TRANSPOSE) return false;
+  const Shape& in = g.value(n.inputs[0]).type.shape;
+  int64_t last = -1;
+  for (int64_t p : n.attr_ints("perms")) {
+    if (in.at(static_cast<size_t>(p)) == 1) continue;
+    if (p < last) return false;
+    last = p;
+  }
+  return true;
+}
+
+// The StridedView of `v` with dims `dims`: one part per axis, or two on the first axis where
+// `allow_split` (a split view); nullopt otherwise.
+std::optional<StridedView> to_strided(const PartsView& v, const Shape& dims, bool allow_split) {
+  for (int64_t d : dims)
+    if (d == 0) return std::nullopt;
+  StridedView r{dims, std::vector<int64_t>(dims.size(), 1), v.offset};
+  int64_t below = 1;  // a size-1 axis takes the stride it would have in contiguous memory of the rest
+  for (size_t i = dims.size(); i-- > 0;) {
+    const auto& a = v.axes[i];
+    if (a.size() > 2 || (a.size() == 2 && (i != 0 || !allow_split))) return std::nullopt;
+    r.strides[i] = a.empty() ? below : a.back().stride;
+    if (a.size() == 2) {
+      r.split = a[1].extent;
+      r.outer = a[0].stride;
+    }
+    below = a.empty() ? below : a.front().stride * a.front().extent;
+  }
+  return r;
+}
+
+}  // namespace
+
+// Step by step where every value on the way is a strided view (the common case, and the strides
+// earlier releases gave); otherwise through PartsView, which takes chains whose middle is none.
+std::optional<StridedView> forward_chain(const Graph& g, const std::vector<int>& chain, bool allow_split) {
+  if (chain.empty()) return std::nullopt;
+  const Shape& in = g.value(g.node(chain.front()).inputs[0]).type.shape;
+  std::optional<StridedView> v = StridedView::contiguous(in);
+  for (int ni : chain) {
+    v = apply_node(g, g.node(ni), *v, allow_split);
+    if (!v) break;
+  }
+  if (v) return v;
+  if (shape_elements(in) == 0) return std::nullopt;
+  std::optional<PartsView> p = parts_of(in);
+  for (size_t k = 0; k < chain.size(); ++k) {
+    const Node& n = g.node(chain[k]);
+    if (reshape_like(g, n)) {
+      // RESHAPE(RESHAPE(x)) is RESHAPE(x): the shape between may cut the parts where the last does not.
+      if (k + 1 < chain.size() && reshape_like(g, g.node(chain[k + 1]))) continue;
+      p = parts_reshape(*p, g.value(n.outputs[0]).type.shape);
+    } else {
+      p = parts_node(g, n, *p);
+    }
+    if (!p) return std::nullopt;
+  }
+  return to_strided(*p, g.value(g.node(chain.back()).outputs[0]).type.shape, allow_split);
+}
+
 std::optional<StridedView> backward_chain(const Graph& g, const std::vector<int>& chain, bool allow_split) {
   if (chain.empty()) return std::nullopt;
-  StridedView v = StridedView::contiguous(g.value(g.node(chain.back()).outputs[0]).type.shape);
-  for (size_t k = chain.size(); k-- > 0;) {
-    if (v.split > 1) return std::nullopt;
+  const Shape& out = g.value(g.node(chain.back()).outputs[0]).type.shape;
+  std::optional<StridedView> v = StridedView::contiguous(out);
+  for (size_t k = chain.size(); k-- > 0 && v;) {
+    if (v->split > 1) {
+      v.reset();
+      break;
+    }
     const Node& n = g.node(chain[k]);
     const Shape& in_shape = g.value(n.inputs[0]).type.shape;
-    std::optional<StridedView> prev;
     if (n.op == Op::TRANSPOSE) {
       const std::vector<int64_t>& p = n.attr_ints("perms");
       std::vector<int64_t> inverse(p.size());
       for (size_t i = 0; i < p.size(); ++i) inverse[static_cast<size_t>(p[i])] = static_cast<int64_t>(i);
-      prev = transpose_view(v, inverse);
+      v = transpose_view(*v, inverse);
     } else if (n.op == Op::RESHAPE) {
-      prev = reshape_view(v, in_shape, allow_split);
-    }  // SLICE: its output is not all of its input
-    if (!prev) return std::nullopt;
-    v = *prev;
+      v = reshape_view(*v, in_shape, allow_split);
+    } else {
+      v.reset();  // SLICE: its output is not all of its input
+    }
   }
-  return v;
+  if (v) return v;
+  if (shape_elements(out) == 0) return std::nullopt;
+  PartsView p = parts_of(out);
+  for (size_t k = chain.size(); k-- > 0;) {
+    const Node& n = g.node(chain[k]);
+    if (reshape_like(g, n)) {
+      if (k > 0 && reshape_like(g, g.node(chain[k - 1]))) continue;  // (as forward_chain)
+      std::optional<PartsView> r = parts_reshape(p, g.value(n.inputs[0]).type.shape);
+      if (!r) return std::nullopt;
+      p = *r;
+    } else if (n.op == Op::TRANSPOSE) {
+      const std::vector<int64_t>& perms = n.attr_ints("perms");
+      PartsView r{std::vector<std::vector<Part>>(perms.size()), p.offset};
+      for (size_t i = 0; i < perms.size(); ++i) r.axes.at(static_cast<size_t>(perms[i])) = p.axes.at(i);
+      p = r;
+    } else {
+      return std::nullopt;
+    }
+  }
+  return to_strided(p, g.value(g.node(chain.front()).inputs[0]).type.shape, allow_split);
 }
 
 std::optional<int64_t> contiguous_slice_offset(const Graph& g, const Node& n) {

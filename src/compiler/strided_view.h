@@ -19,8 +19,8 @@ struct StridedView {
   int64_t offset = 0;            // of element [0,...,0] from the base, in elements (after a SLICE)
   // split > 1: dims[0] is two axes merged that one stride cannot address (attention's batch and
   // heads, [B, H, S, dh] read as [B*H, S, dh]): index i of dims[0] is at (i / split) * outer +
-  // (i % split) * strides[0]. Only reshape_view makes it (merging the first two axes, and only as
-  // a last step: nothing applies to a split view but an identity reshape).
+  // (i % split) * strides[0]. Only reshape_view (merging the first two axes, and only as a last
+  // step: nothing applies to a split view but an identity reshape) and the chains below make it.
   int64_t split = 0, outer = 0;
 
   static StridedView contiguous(const Shape& dims);
@@ -52,11 +52,14 @@ std::optional<StridedView> apply_node(const Graph& g, const Node& n, const Strid
 // otherwise, or when start / size are not constants.
 std::optional<int64_t> contiguous_slice_offset(const Graph& g, const Node& n);
 // The view of the value entering `chain` (node indices, in order, each consuming the previous
-// one's output) as seen at the chain's end, starting from contiguous memory.
+// one's output) as seen at the chain's end, starting from contiguous memory. A value on the way
+// need not be a strided view itself: each axis is then carried as several strided parts (torch's
+// seq-first heads, [S, B, E] -> [S, B*H, D] -> [B*H, S, D]: B and H merged with unrelated
+// strides), and the end must have one part per axis (two on the first with `allow_split`).
 std::optional<StridedView> forward_chain(const Graph& g, const std::vector<int>& chain, bool allow_split = false);
 // For a chain from value M to value Y: where M's elements live inside Y's contiguous memory,
 // i.e. the view of M that writes Y. nullopt when not expressible (a SLICE never is: it drops
-// elements).
+// elements). Values on the way as in forward_chain.
 std::optional<StridedView> backward_chain(const Graph& g, const std::vector<int>& chain, bool allow_split = false);
 
 // ShuffleNet's channel shuffle followed by the next block's split, as one copy per half: a

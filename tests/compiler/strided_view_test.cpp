@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <numeric>
 #include <optional>
 #include <random>
@@ -372,6 +373,58 @@ TEST(StridedView, ChainsSplitTheBatchOfHeads) {
   }
 }
 
+// torch's seq-first attention at batch B > 1 (nn.MultiheadAttention as torch 2.x exports it): the
+// packed projection P [S, B, 3E] becomes q, k, v by [S, B, 3, E] -> [3, S, B, 1, E] -> slice t ->
+// [S, B, E], then [S, B*H, D] (B and H merged: strides 3E and D, no view), [B*H, S, D] and
+// [B, H, S, D]. The end is a strided view of P; with allow_split the chain that stops at
+// [B*H, S, D] is a split view. The out-projection's input goes the other way: [B, H, S, D] ->
+// [S, B, H, D] -> [S*B, E] is a view of the [S*B, E] result.
+TEST(StridedView, ChainsThroughSeqFirstHeads) {
+  const int64_t S = 5, B = 3, H = 2, D = 4, E = H * D;
+  for (int64_t t = 0; t < 3; ++t) {
+    GraphBuilder b("main");
+    ValueId p = b.input("p", {DType::kFp32, {S, B, 3 * E}});
+    std::vector<int> chain;
+    auto step = [&](ValueId v) {
+      chain.push_back(b.graph().value(v).producer);
+      return v;
+    };
+    ValueId v = step(b.op(Op::RESHAPE, {p, b.constant_shape("s0", {1, S, B, 3, E})}));
+    v = step(b.op(Op::TRANSPOSE, {v}, {{"perms", std::vector<int64_t>{3, 1, 2, 0, 4}}}));
+    v = step(b.op(Op::RESHAPE, {v, b.constant_shape("s1", {3, S, B, E})}));
+    v = step(b.op(Op::SLICE, {v, b.constant_shape("st", {t, 0, 0, 0}), b.constant_shape("sz", {1, S, B, E})}));
+    v = step(b.op(Op::RESHAPE, {v, b.constant_shape("s2", {S, B * H, D})}));
+    v = step(b.op(Op::TRANSPOSE, {v}, {{"perms", std::vector<int64_t>{1, 0, 2}}}));
+    ValueId heads = v;
+    b.output(step(b.op(Op::RESHAPE, {v, b.constant_shape("s3", {B, H, S, D})})));
+    b.output(heads);
+    Module m(b.finish());
+    const Graph& g = m.main();
+    auto full = compiler::forward_chain(g, chain);
+    ASSERT_TRUE(full) << t;
+    EXPECT_EQ(full->dims, (Shape{B, H, S, D}));
+    EXPECT_EQ(full->strides, (std::vector<int64_t>{3 * E, D, B * 3 * E, 1}));
+    EXPECT_EQ(full->offset, t * E);
+    const std::vector<int> to_heads(chain.begin(), chain.end() - 1);
+    EXPECT_FALSE(compiler::forward_chain(g, to_heads));
+    auto split = compiler::forward_chain(g, to_heads, true);
+    ASSERT_TRUE(split);
+    EXPECT_EQ(split->dims, (Shape{B * H, S, D}));
+    EXPECT_EQ(split->split, H);
+    EXPECT_EQ(split->outer, 3 * E);
+    EXPECT_EQ(split->strides, (std::vector<int64_t>{D, B * 3 * E, 1}));
+    EXPECT_EQ(split->offset, t * E);
+  }
+  GraphBuilder b("main");
+  ValueId o = b.input("o", {DType::kFp32, {B, H, S, D}});
+  ValueId tr = b.op(Op::TRANSPOSE, {o}, {{"perms", std::vector<int64_t>{2, 0, 1, 3}}});  // node 0
+  b.output(b.op(Op::RESHAPE, {tr, b.constant_shape("s", {S * B, E})}));             // nodes 1, 2
+  Module m(b.finish());
+  auto w = compiler::backward_chain(m.main(), {0, 2});
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->strides, (std::vector<int64_t>{E, D, B * E, 1}));
+}
+
 TEST(StridedView, BackwardChainThatNeedsACopy) {
   // M [6,4] -> RESHAPE [2,3,4] -> TRANSPOSE [1,0,2] -> Y [3,2,4]: M's rows are not evenly spaced
   // in Y, so no view of M writes Y; the suffix from the TRANSPOSE alone is a view.
@@ -394,11 +447,15 @@ TEST(StridedView, BackwardChainThatNeedsACopy) {
 // Random chains of TRANSPOSE / RESHAPE over 24 int32 elements, executed by the reference
 // interpreter on an iota input. For every sub-chain [i, j]: forward_chain gives the addresses (in
 // value i) of value j+1's elements, backward_chain the addresses (in value j+1) of value i's
-// elements, and each is refused exactly when some intermediate step is not expressible.
+// elements. Each is given whenever every value on the way is expressible with strides, and refused
+// whenever the end is not; a chain whose end is and whose middle is not (axes with unrelated strides
+// merged and split again) is given where its parts never have to be cut unevenly (`through` counts
+// those given, `missed` those not: no strides exist for some value between, and the parts of one
+// axis cannot be carried over to it).
 TEST(StridedView, RandomChainsMatchTheInterpreter) {
   std::mt19937 rng(20240611);
   auto pick = [&](size_t n) { return std::uniform_int_distribution<size_t>(0, n - 1)(rng); };
-  int fwd_given = 0, fwd_refused = 0, bwd_given = 0, bwd_refused = 0;
+  int fwd_given = 0, fwd_refused = 0, bwd_given = 0, bwd_refused = 0, through = 0, missed = 0;
   for (int trial = 0; trial < 250 && !HasFailure(); ++trial) {
     GraphBuilder b("main");
     const Shape src = shapes24()[pick(shapes24().size())];
@@ -454,10 +511,14 @@ TEST(StridedView, RandomChainsMatchTheInterpreter) {
         SCOPED_TRACE("sub-chain " + std::to_string(i) + ".." + std::to_string(j));
         const std::vector<int> sub(chain.begin() + static_cast<long>(i), chain.begin() + static_cast<long>(j) + 1);
         // Forward: value j+1 as a view of value i.
-        bool fwd_ok = true;
-        for (size_t k = i + 1; k <= j + 1; ++k) fwd_ok &= expressible(shape_of(k), addresses(k, i));
+        bool steps_ok = true;
+        for (size_t k = i + 1; k <= j; ++k) steps_ok &= expressible(shape_of(k), addresses(k, i));
+        const bool fwd_ok = expressible(shape_of(j + 1), addresses(j + 1, i));
         auto f = compiler::forward_chain(g, sub);
-        EXPECT_EQ(f.has_value(), fwd_ok);
+        if (steps_ok && fwd_ok) EXPECT_TRUE(f.has_value());
+        if (!fwd_ok) EXPECT_FALSE(f.has_value());
+        through += f && !steps_ok;
+        missed += fwd_ok && !f;
         if (f) {
           EXPECT_EQ(f->dims, shape_of(j + 1));
           expect_addresses(*f, addresses(j + 1, i));
@@ -466,10 +527,14 @@ TEST(StridedView, RandomChainsMatchTheInterpreter) {
           ++fwd_refused;
         }
         // Backward: value i inside value j+1.
-        bool bwd_ok = true;
-        for (size_t k = i; k <= j; ++k) bwd_ok &= expressible(shape_of(k), addresses(k, j + 1));
+        bool back_steps_ok = true;
+        for (size_t k = i + 1; k <= j; ++k) back_steps_ok &= expressible(shape_of(k), addresses(k, j + 1));
+        const bool bwd_ok = expressible(shape_of(i), addresses(i, j + 1));
         auto bv = compiler::backward_chain(g, sub);
-        EXPECT_EQ(bv.has_value(), bwd_ok);
+        if (back_steps_ok && bwd_ok) EXPECT_TRUE(bv.has_value());
+        if (!bwd_ok) EXPECT_FALSE(bv.has_value());
+        through += bv && !back_steps_ok;
+        missed += bwd_ok && !bv;
         if (bv) {
           EXPECT_EQ(bv->dims, shape_of(i));
           expect_addresses(*bv, addresses(i, j + 1));
@@ -481,9 +546,12 @@ TEST(StridedView, RandomChainsMatchTheInterpreter) {
     }
   }
   EXPECT_GT(fwd_given, 100);
-  EXPECT_GT(fwd_refused, 50);
+  EXPECT_GT(fwd_refused, 10);
   EXPECT_GT(bwd_given, 100);
-  EXPECT_GT(bwd_refused, 50);
+  EXPECT_GT(bwd_refused, 10);
+  EXPECT_GT(through, 0);
+  std::printf("forward %d given, %d refused; backward %d given, %d refused; %d through values that are no view, %d missed\n",
+              fwd_given, fwd_refused, bwd_given, bwd_refused, through, missed);
 }
 
 }  // namespace

@@ -563,6 +563,47 @@ TEST(VulkanTensor, AttentionRunsAsOneDispatch) {
   for (const KernelProfile& k : ctx.profile()) EXPECT_NE(k.pattern, "ATTENTION");
 }
 
+// torch's seq-first attention at batch > 1 (nn.MultiheadAttention as torch 2.x exports it; ViT at
+// batch 32): q, k and v are slices of [S, B, 3E] -> [3, S, B, 1, E], each merged to [S, B*H, D]
+// (batch and heads: no strided view), transposed to [B*H, S, D] and split to [B, H, S, D] again, a
+// strided view of the projection as a whole; the heads go back through [S, B, H, D] -> [S*B, E].
+// All of it one dispatch (mx_attention) that reads the projection in place, as at batch 1.
+TEST(VulkanTensor, SeqFirstAttentionAtBatchAboveOneRunsAsOneDispatch) {
+  ScopedEnv no_coop("WEFT_VULKAN_NO_COOP", "1");
+  const int64_t S = 20, B = 3, H = 2, D = 32, E = H * D;
+  Net net(32);
+  ValueId proj = net.input({DType::kFp32, {S, B, 3 * E}});
+  ValueId packed = net.reshape(net.b.op(Op::TRANSPOSE, {net.reshape(proj, {1, S, B, 3, E})},
+                                        {{"perms", std::vector<int64_t>{3, 1, 2, 0, 4}}}),
+                               {3, S, B, E});
+  auto head = [&](int64_t t) {
+    ValueId x = net.reshape(net.slice(packed, {t, 0, 0, 0}, {1, S, B, E}), {S, B * H, D});
+    return net.reshape(net.b.op(Op::TRANSPOSE, {x}, {{"perms", std::vector<int64_t>{1, 0, 2}}}), {B, H, S, D});
+  };
+  ValueId q = net.reshape(head(0), {B * H, S, D});
+  ValueId kt = net.reshape(net.b.op(Op::TRANSPOSE, {head(1)}, {{"perms", std::vector<int64_t>{0, 1, 3, 2}}}), {B * H, D, S});
+  ValueId v = net.reshape(head(2), {B * H, S, D});
+  ValueId scores = net.mul(net.reshape(net.matmul(q, kt, DType::kFp32), {B, H, S, S}),
+                           net.scalar(DType::kFp32, 1.0 / std::sqrt(static_cast<double>(D)), 4));
+  ValueId p = net.reshape(net.softmax(scores), {B * H, S, S});
+  ValueId o = net.reshape(net.matmul(p, v, DType::kFp32), {B, H, S, D});
+  ValueId y = net.reshape(net.b.op(Op::TRANSPOSE, {o}, {{"perms", std::vector<int64_t>{2, 0, 1, 3}}}), {S * B, E});
+  const Module m = net.finish({y});
+  check_vs_reference(m, net.feeds, kF32);
+  Context ctx(Model::from_module(m, vulkan_first()));
+  ctx.set_profiling(true);
+  ctx.run(net.feeds);
+  std::string seen;
+  int attention = 0, others = 0;
+  for (const KernelProfile& k : ctx.profile()) {
+    if (!k.device) continue;
+    seen += k.pattern + " ";
+    (k.pattern.ends_with("ATTENTION") ? attention : others) += 1;
+  }
+  EXPECT_EQ(attention, 1) << seen;
+  EXPECT_EQ(others, 0) << seen;
+}
+
 // Attention with an additive mask broadcast to the scores, as exporters write it (BERT's padding
 // mask [B,1,1,S] of 0 / -10000, a causal [1,1,S,S], a per-batch [B,1,S,S]; added after the scale
 // or before it): one dispatch (mx_attention) that reads the mask in place. With one head, a causal or
@@ -661,7 +702,10 @@ TEST(VulkanTensor, CooperativeMatrixAttention) {
   };
   for (const Case& c : {Case{2, 32, 2, 64, 0, kPaddingBeforeScale, true, true}, Case{1, 48, 3, 32, 0, kNone, false, true},
                         Case{1, 64, 2, 128, 0, kCausalAfterScale, true, true}, Case{2, 16, 2, 32, 8, kNone, true, true},
-                        Case{1, 32, 2, 32, 1, kNone, true, false}, Case{1, 40, 2, 32, 0, kNone, true, false}}) {
+                        Case{1, 32, 2, 32, 1, kNone, true, false}, Case{1, 40, 2, 32, 0, kNone, true, true},
+                        Case{1, 37, 2, 64, 0, kPaddingBeforeScale, true, true},
+                        Case{2, 5, 2, 32, 0, kCausalAfterScale, true, true}, Case{1, 250, 1, 32, 0, kNone, true, true},
+                        Case{1, 260, 1, 32, 0, kNone, true, false}, Case{1, 20, 2, 24, 0, kNone, true, false}}) {
     SCOPED_TRACE("B " + std::to_string(c.B) + " S " + std::to_string(c.S) + " H " + std::to_string(c.H) + " D " +
                  std::to_string(c.D) + " pad " + std::to_string(c.pad) + " mask " + std::to_string(c.mask));
     const int64_t B = c.B, S = c.S, H = c.H, D = c.D, E = H * D;
