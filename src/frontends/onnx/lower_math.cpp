@@ -606,7 +606,12 @@ void lower_LayerNormalization(Importer& imp, const onnx::NodeProto&) {
   const int64_t r = static_cast<int64_t>(x.shape.size());
   const int64_t axis = norm_axis(imp, imp.attr_int("axis", -1), r);
   const double eps = imp.attr_float("epsilon", 1e-5f);
-  TVal v = imp.plain(x);
+  // Rows normalized alone: where x is carried with only axes before `axis` permuted, the norm is
+  // taken in that layout and keeps it (no TRANSPOSE; see lower_MatMul).
+  bool keep = !x.perm.empty();
+  for (int64_t d = axis; d < r && keep; ++d) keep = x.perm[static_cast<size_t>(d)] == d;
+  const std::vector<int64_t> layout = keep ? x.perm : std::vector<int64_t>{};
+  TVal v = keep ? x.v : imp.plain(x);
   int64_t count = 1;
   TVal mean = v;
   for (int64_t d = axis; d < r; ++d) {
@@ -622,9 +627,9 @@ void lower_LayerNormalization(Importer& imp, const onnx::NodeProto&) {
   TVal y = imp.mul(dv, inv);
   y = imp.mul(y, imp.to_rank(imp.plain(imp.in(1)), static_cast<int>(r)));
   if (imp.has_input(2)) y = imp.add(y, imp.to_rank(imp.plain(imp.in(2)), static_cast<int>(r)));
-  imp.set_out(0, y, {}, x.onnx_type);
-  imp.set_out(1, mean, {}, x.onnx_type);  // [d0..d(axis-1), 1, ..., 1]
-  imp.set_out(2, inv, {}, x.onnx_type);
+  imp.set_out(0, y, layout, x.onnx_type);
+  imp.set_out(1, mean, layout, x.onnx_type);  // [d0..d(axis-1), 1, ..., 1]
+  imp.set_out(2, inv, layout, x.onnx_type);
 }
 
 void lower_MeanVarianceNormalization(Importer& imp, const onnx::NodeProto&) {

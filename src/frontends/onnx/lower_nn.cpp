@@ -782,9 +782,19 @@ void lower_Gemm(Importer& imp, const onnx::NodeProto&) {
 }
 
 void lower_MatMul(Importer& imp, const onnx::NodeProto&) {
+  const OVal& a = imp.in(0);
   Shape os;
-  TVal y = matmul(imp, imp.plain(imp.in(0)), imp.plain(imp.in(1)), 0, 0, &os);
-  imp.set_out(0, imp.reshape(y, os), {}, imp.in(0).onnx_type);
+  // A [.., K] times a matrix B multiplies every row of A alone: where A is carried with its leading
+  // axes permuted (torch's seq-first attention at batch > 1 leaves [B, S, E] values held as
+  // [S, B, E]), the product is taken in that layout and keeps it, so no TRANSPOSE is written.
+  const size_t r = a.shape.size();
+  if (!a.perm.empty() && r >= 3 && a.perm.back() == static_cast<int64_t>(r) - 1 && imp.in(1).shape.size() == 2) {
+    TVal y = matmul(imp, a.v, imp.plain(imp.in(1)), 0, 0, &os);
+    imp.set_out(0, imp.reshape(y, os), a.perm, a.onnx_type);
+    return;
+  }
+  TVal y = matmul(imp, imp.plain(a), imp.plain(imp.in(1)), 0, 0, &os);
+  imp.set_out(0, imp.reshape(y, os), {}, a.onnx_type);
 }
 
 void lower_QLinearMatMul(Importer& imp, const onnx::NodeProto&) {

@@ -232,6 +232,50 @@ TEST(OnnxLayout, ArgMaxOverChannelsOfAConvOutput) {
   expect_ints(out[1], {1, 2, 3}, want);
 }
 
+// torch's seq-first blocks at batch > 1 (nn.MultiheadAttention inside a batch-first model: ViT):
+// x [B, S, E] is transposed to [S, B, E] for a projection and back for the residual, layer norm and
+// MLP. A MatMul by a matrix and a LayerNormalization over the last axis treat rows alone, so they
+// run in the carried layout and the transposes cancel: no TRANSPOSE in the graph, and the numbers
+// of the same block written batch-first (through the reference interpreter, bit for bit).
+TEST(OnnxLayout, SeqFirstRowOperationsKeepTheCarriedLayout) {
+  const int64_t B = 2, S = 3, E = 4, F = 5;
+  auto build = [&](bool seq_first) {
+    ModelBuilder mb(17);
+    mb.input("x", kFloat, {B, S, E}).output("y").output("mean");
+    mb.init_f("w1", {E, E}, ramp(E * E, 271)).init_f("b1", {E}, ramp(E, 272));
+    mb.init_f("g", {E}, ramp(E, 273)).init_f("beta", {E}, ramp(E, 274));
+    mb.init_f("w2", {E, F}, ramp(E * F, 275)).init_f("b2", {F}, ramp(F, 276));
+    std::string in = "x";
+    if (seq_first) attr_ints(mb.node("Transpose", {"x"}, {"xt"}), "perm", {1, 0, 2}), in = "xt";
+    mb.node("MatMul", {in, "w1"}, {"p"});
+    mb.node("Add", {"p", "b1"}, {"pb"});
+    std::string proj = "pb";
+    if (seq_first) attr_ints(mb.node("Transpose", {"pb"}, {"pt"}), "perm", {1, 0, 2}), proj = "pt";
+    mb.node("Add", {proj, "x"}, {"r"});
+    std::string normed_in = "r";
+    if (seq_first) attr_ints(mb.node("Transpose", {"r"}, {"rt"}), "perm", {1, 0, 2}), normed_in = "rt";
+    auto& ln = mb.node("LayerNormalization", {normed_in, "g", "beta"}, {"n", seq_first ? "mt" : "mean"});
+    attr_i(ln, "axis", -1);
+    mb.node("MatMul", {"n", "w2"}, {"h"});
+    mb.node("Add", {"h", "b2"}, {seq_first ? "yt" : "y"});
+    if (seq_first) {
+      attr_ints(mb.node("Transpose", {"yt"}, {"y"}), "perm", {1, 0, 2});
+      attr_ints(mb.node("Transpose", {"mt"}, {"mean"}), "perm", {1, 0, 2});
+    }
+    return mb.import();
+  };
+  const Module seq = build(true), batch = build(false);
+  EXPECT_EQ(count_ops(seq, Op::TRANSPOSE), 0);
+  const Tensor x = f32({B, S, E}, ramp(B * S * E, 277));
+  const std::vector<Tensor> a = Interpreter(seq).run({x}), b = Interpreter(batch).run({x});
+  ASSERT_EQ(a.size(), 2u);
+  ASSERT_EQ(b.size(), 2u);
+  for (size_t o = 0; o < 2; ++o) {
+    EXPECT_EQ(a[o].type(), b[o].type());
+    EXPECT_TRUE(a[o].identical(b[o])) << o;
+  }
+}
+
 TEST(OnnxFolding, ShapeGatherUnsqueezeConcatReshapeFoldsToOneReshape) {
   // y = Reshape(x, Concat(Unsqueeze(Gather(Shape(x), 0)), [-1])): [2,3,4] -> [2,12].
   ModelBuilder mb(13);
