@@ -157,6 +157,7 @@ class RegionBuilder {
     // Output slots first, in Composite::outputs order (the runtime's order).
     for (ValueId v : c_.outputs) slot(v);
     fold_transposes(members);
+    fold_concat_slices(members);
 
     for (size_t mi = 0; mi < members.size(); ++mi) {
       const Composite* m = members[mi];
@@ -187,7 +188,15 @@ class RegionBuilder {
         add_custom(m->anchor);
         continue;
       }
-      if (folded_.count(m->anchor)) continue;  // read by its SLICEs in place (fold_transposes)
+      if (folded_.count(m->anchor)) continue;  // read in place (fold_transposes, fold_concat_slices)
+      if (auto cv = concat_views_.find(m->anchor); cv != concat_views_.end()) {
+        pattern_ = "SLICE+CONCAT";
+        if (!vkb::lower_concat_views(low_, n, cv->second))  // (fold_concat_slices checked the rows)
+          throw Error(ErrorCode::kInternal, "internal: CONCAT with folded SLICEs has no row form",
+                      Location{.graph = g_.name(), .node = g_.node_label(m->anchor)});
+        flush();
+        continue;
+      }
       if (auto f = slice_folds_.find(m->anchor); f != slice_folds_.end()) {
         pattern_ = f->second.src2 != kNoValue ? "CONCAT+TRANSPOSE+SLICE" : "TRANSPOSE+SLICE";
         vkb::lower_view_copy(low_, f->second.src, f->second.view, n.outputs[0], f->second.src2, f->second.select);
@@ -275,6 +284,56 @@ class RegionBuilder {
       if (f->concat >= 0) folded_.insert(f->concat);
       for (const compiler::SliceCopy& c : f->copies)
         slice_folds_[c.slice] = {f->sources[0], f->sources.size() > 1 ? f->sources[1] : kNoValue, c.view, c.select};
+    }
+  }
+
+  // A SLICE whose result only a CONCAT of this region reads, cut along the CONCAT's axis alone, gets
+  // no dispatch: the CONCAT reads its rows in place from the SLICE's input (ly_concat's row strides
+  // and offsets). torch.roll as exported (the two halves of an axis sliced and concatenated in the
+  // other order: Swin's shifted windows) becomes one copy.
+  void fold_concat_slices(const std::vector<const Composite*>& members) {
+    std::map<int, const Composite*> single;
+    for (const Composite* m : members)
+      if (m->single()) single[m->anchor] = m;
+    std::vector<int> readers(g_.values().size(), 0);
+    for (const Node& n : g_.nodes())
+      for (ValueId v : n.inputs) ++readers[static_cast<size_t>(v)];
+    for (const auto& [c, unused] : single) {
+      const Node& n = g_.node(c);
+      if (n.op != Op::CONCAT || folded_.count(c)) continue;
+      const std::optional<vkb::ConcatRows> rows = vkb::concat_rows(g_, n);
+      if (!rows) continue;
+      const size_t axis = static_cast<size_t>(n.attr_int("axis"));
+      std::vector<vkb::ConcatInputView> views(n.inputs.size());
+      bool any = false;
+      for (size_t k = 0; k < n.inputs.size(); ++k) {
+        const ValueId v = n.inputs[k];
+        const int p = g_.value(v).producer;
+        if (p < 0 || !single.count(p) || g_.node(p).op != Op::SLICE || folded_.count(p) || slice_folds_.count(p) ||
+            find(v) != v || info_[v].externals() > 0 ||
+            static_cast<int>(std::count(n.inputs.begin(), n.inputs.end(), v)) != readers[static_cast<size_t>(v)])
+          continue;
+        const Node& sl = g_.node(p);
+        const int sp = g_.value(sl.inputs[1]).producer;
+        if (sp < 0 || g_.node(sp).op != Op::CONST_SHAPE) continue;
+        const std::vector<int64_t>& start = g_.node(sp).attr_ints("values");
+        const Shape& src = g_.value(sl.inputs[0]).type.shape;
+        const Shape& size = g_.value(v).type.shape;
+        bool rows_only = start.size() == src.size() && size.size() == src.size();
+        for (size_t d = 0; d < src.size() && rows_only; ++d)
+          rows_only = d == axis || (start[d] == 0 && size[d] == src[d]);
+        if (!rows_only) continue;
+        const int64_t stride_bytes = src[axis] * rows->step_bytes, offset_bytes = start[axis] * rows->step_bytes;
+        if (stride_bytes % 4 != 0 || offset_bytes % 4 != 0 ||
+            rows->outer * (stride_bytes / 4) > std::numeric_limits<int32_t>::max())
+          continue;
+        views[k] = {sl.inputs[0], stride_bytes / 4, offset_bytes / 4};
+        any = true;
+      }
+      if (!any) continue;
+      for (size_t k = 0; k < n.inputs.size(); ++k)
+        if (views[k].src != kNoValue) folded_.insert(g_.value(n.inputs[k]).producer);
+      concat_views_[c] = std::move(views);
     }
   }
 
@@ -390,6 +449,7 @@ class RegionBuilder {
   vkb::Lowering low_;
   size_t attention_softmax_ = 0;
   std::vector<int> attention_aliases_;
+  std::map<int, std::vector<vkb::ConcatInputView>> concat_views_;  // fold_concat_slices
   vk::ProgramDesc p_;
   std::map<ValueId, ValueId> parent_;
   std::map<ValueId, Info> info_;

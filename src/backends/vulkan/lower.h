@@ -181,6 +181,23 @@ void lower_attention(Lowering& l, const backend::Composite& qk, const backend::C
 // picks the source: the view then reads a CONCAT of two equal pieces that is never written (ly_map2).
 void lower_view_copy(Lowering& l, ValueId src, const compiler::StridedView& v, ValueId dst, ValueId src2 = kNoValue,
                      int select = -1);
+// CONCAT as rows of 4-byte units (ly_concat.comp): `outer` rows (the dimensions before the axis),
+// the output row of `row` units, input k's row of lengths[k] units, `step_bytes` bytes per step
+// along the axis. nullopt where some row is no whole number of units (or the output exceeds int32).
+struct ConcatRows {
+  int64_t outer = 1, row = 0, step_bytes = 0;
+  std::vector<int64_t> lengths;
+};
+std::optional<ConcatRows> concat_rows(const Graph& g, const Node& n);
+// Input k of the CONCAT read in place from `src`: its row o at unit o * stride + offset (a SLICE of
+// `src` along the CONCAT's axis only, which then needs no dispatch). src == kNoValue: the input itself.
+struct ConcatInputView {
+  ValueId src = kNoValue;
+  int64_t stride = 0, offset = 0;  // in 4-byte units
+};
+// The CONCAT `n` as ly_concat dispatches, inputs read through `views` (by input index; shorter or
+// empty: the inputs themselves); false (nothing emitted) where concat_rows gives nullopt.
+bool lower_concat_views(Lowering& l, const Node& n, const std::vector<ConcatInputView>& views);
 // A softmax or layer-norm region as mx_rownorm runs it (ops_misc.cpp): its specialization constants
 // 0..7 (mx_rownorm.glsl), the affine binding (gamma then beta as fp32; unused by softmax), the rows,
 // the invocations per row and the row length.

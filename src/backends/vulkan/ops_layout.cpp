@@ -393,49 +393,11 @@ std::string check_concat(const Graph& g, const Composite& c, const Caps&) {
   return "";
 }
 
-// CONCAT as rows of 4-byte units (shaders/ly_concat.comp), eight inputs per dispatch: DenseNet-121's
-// 58 channel concatenations of up to 32 inputs took 593 dispatches (2.1 ms of 5.6 on an H200) as one
-// copy per input. Needs every input's row (its extent along the axis times the inner dimensions) to
-// be a whole number of 4-byte units; false (nothing emitted) otherwise.
-bool lower_concat_rows(Lowering& l, const Node& n, const TensorType& out, size_t axis) {
-  const int64_t elem = static_cast<int64_t>(storage_size(out.dtype));
-  int64_t outer = 1, inner = 1;
-  for (size_t d = 0; d < axis; ++d) outer *= out.shape[d];
-  for (size_t d = axis + 1; d < out.shape.size(); ++d) inner *= out.shape[d];
-  if ((out.shape[axis] * inner * elem) % 4 != 0) return false;
-  const int64_t row = out.shape[axis] * inner * elem / 4;
-  if (outer * row > std::numeric_limits<int32_t>::max()) return false;
-  std::vector<std::pair<ValueId, int64_t>> parts;  // (input, its row in units), empty inputs left out
-  for (ValueId v : n.inputs) {
-    const int64_t bytes = l.type(v).shape[axis] * inner * elem;
-    if (bytes % 4 != 0) return false;
-    if (bytes > 0) parts.push_back({v, bytes / 4});
-  }
-  int64_t base = 0;
-  for (size_t first = 0; first < parts.size(); first += 8) {
-    const size_t count = std::min<size_t>(8, parts.size() - first);
-    std::vector<int32_t> spec = {static_cast<int32_t>(count), static_cast<int32_t>(outer), static_cast<int32_t>(row),
-                                 static_cast<int32_t>(base)};
-    std::vector<Arg> args;
-    int64_t slab = 0;
-    for (size_t k = 0; k < 8; ++k) {
-      const bool used = k < count;
-      spec.push_back(used ? static_cast<int32_t>(parts[first + k].second) : 0);
-      args.push_back(l.in(parts[first + (used ? k : 0)].first));
-      if (used) slab += parts[first + k].second;
-    }
-    args.push_back(l.out(n.outputs[0]));
-    l.dispatch("ly_concat", std::move(spec), std::move(args), l.grid(static_cast<uint64_t>(outer * slab)));
-    base += slab;
-  }
-  return true;
-}
-
 void lower_concat(Lowering& l, const Composite&) {
   const Node& n = l.n();
   const TensorType& out = l.type(n.outputs[0]);
   const size_t axis = static_cast<size_t>(n.attr_int("axis"));
-  if (lower_concat_rows(l, n, out, axis)) return;
+  if (lower_concat_views(l, n, {})) return;
   // Rows of another size (int8 / fp16 pieces of an odd extent): one index map per input.
   const std::vector<int64_t> ost = strides_of(out.shape);
   int64_t at = 0;  // the input's first position along the axis
@@ -591,6 +553,70 @@ void lower_resize(Lowering& l, const Composite&) {
 }
 
 }  // namespace
+
+// CONCAT as rows of 4-byte units (shaders/ly_concat.comp), eight inputs per dispatch: DenseNet-121's
+// 58 channel concatenations of up to 32 inputs took 593 dispatches (2.1 ms of 5.6 on an H200) as one
+// copy per input. Needs every input's row (its extent along the axis times the inner dimensions) to
+// be a whole number of 4-byte units; nullopt otherwise.
+std::optional<ConcatRows> concat_rows(const Graph& g, const Node& n) {
+  const TensorType& out = g.value(n.outputs[0]).type;
+  const size_t axis = static_cast<size_t>(n.attr_int("axis"));
+  const int64_t elem = static_cast<int64_t>(storage_size(out.dtype));
+  ConcatRows r;
+  int64_t inner = 1;
+  for (size_t d = 0; d < axis; ++d) r.outer *= out.shape[d];
+  for (size_t d = axis + 1; d < out.shape.size(); ++d) inner *= out.shape[d];
+  r.step_bytes = inner * elem;
+  if ((out.shape[axis] * r.step_bytes) % 4 != 0) return std::nullopt;
+  r.row = out.shape[axis] * r.step_bytes / 4;
+  if (r.outer * r.row > std::numeric_limits<int32_t>::max()) return std::nullopt;
+  for (ValueId v : n.inputs) {
+    const int64_t bytes = g.value(v).type.shape[axis] * r.step_bytes;
+    if (bytes % 4 != 0) return std::nullopt;
+    r.lengths.push_back(bytes / 4);
+  }
+  return r;
+}
+
+bool lower_concat_views(Lowering& l, const Node& n, const std::vector<ConcatInputView>& views) {
+  const std::optional<ConcatRows> rows = concat_rows(l.graph, n);
+  if (!rows) return false;
+  const int64_t outer = rows->outer, row = rows->row;
+  struct Part {
+    ValueId v;
+    int64_t length, stride, offset;  // in units
+  };
+  std::vector<Part> parts;  // empty inputs left out
+  for (size_t k = 0; k < n.inputs.size(); ++k) {
+    const int64_t len = rows->lengths[k];
+    if (len == 0) continue;
+    if (k < views.size() && views[k].src != kNoValue)
+      parts.push_back({views[k].src, len, views[k].stride, views[k].offset});
+    else
+      parts.push_back({n.inputs[k], len, len, 0});
+  }
+  int64_t base = 0;
+  for (size_t first = 0; first < parts.size(); first += 8) {
+    const size_t count = std::min<size_t>(8, parts.size() - first);
+    std::vector<int32_t> spec = {static_cast<int32_t>(count), static_cast<int32_t>(outer), static_cast<int32_t>(row),
+                                 static_cast<int32_t>(base)};
+    std::vector<Arg> args;
+    int64_t slab = 0;
+    for (size_t k = 0; k < 8; ++k) {
+      const bool used = k < count;
+      spec.push_back(used ? static_cast<int32_t>(parts[first + k].length) : 0);
+      args.push_back(l.in(parts[first + (used ? k : 0)].v));
+      if (used) slab += parts[first + k].length;
+    }
+    for (size_t k = 0; k < 8; ++k) spec.push_back(k < count ? static_cast<int32_t>(parts[first + k].stride) : 0);
+    for (size_t k = 0; k < 8; ++k) spec.push_back(k < count ? static_cast<int32_t>(parts[first + k].offset) : 0);
+    args.push_back(l.out(n.outputs[0]));
+    l.dispatch("ly_concat", std::move(spec), std::move(args), l.grid(static_cast<uint64_t>(outer * slab)));
+    base += slab;
+  }
+  return true;
+}
+
 
 void lower_view_copy(Lowering& l, ValueId src, const compiler::StridedView& v, ValueId dst, ValueId src2, int select) {
   if (v.split > 1 || shape_elements(v.dims) != l.type(dst).num_elements())

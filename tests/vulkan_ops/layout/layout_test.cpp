@@ -225,6 +225,58 @@ TEST(VulkanLayout, ChannelShuffleSplitReadsTheShuffleInPlace) {
   }
 }
 
+// torch.roll as exporters write it: an axis cut in two SLICEs and CONCATenated the other way round
+// (Swin's shifted windows roll H, then W). A SLICE that only the CONCAT reads, cut along the
+// CONCAT's axis alone, gets no dispatch: the CONCAT reads its rows in place ("SLICE+CONCAT", one
+// ly_concat). Kept apart: a SLICE that is also an output, one that also cuts another axis, and rows
+// that are no whole number of 4-byte units (fp16 with an odd row: the per-input copies).
+TEST(VulkanLayout, RollReadsItsHalvesInPlace) {
+  struct Case {
+    DType t;
+    int64_t H, W, C;
+    int shift;
+    bool slice_out, cut_other;
+    int slices, rolls;  // SLICE dispatches left, CONCATs that read SLICEs in place
+  };
+  for (const Case& c : {Case{DType::kFp32, 7, 7, 8, 3, false, false, 0, 2}, Case{DType::kFp16, 6, 5, 6, 2, false, false, 0, 2},
+                        Case{DType::kInt8, 4, 4, 4, 1, false, false, 0, 2}, Case{DType::kFp32, 5, 6, 4, 2, true, false, 1, 2},
+                        Case{DType::kFp32, 5, 6, 4, 2, false, true, 2, 1}, Case{DType::kFp16, 3, 3, 1, 1, false, false, 4, 0}}) {
+    SCOPED_TRACE(std::string(dtype_name(c.t)) + " " + std::to_string(c.H) + "x" + std::to_string(c.W) + "x" +
+                 std::to_string(c.C) + (c.slice_out ? " slice out" : "") + (c.cut_other ? " cut other" : ""));
+    Net net(17);
+    const int64_t H = c.H, W = c.W, C = c.C, s = c.shift;
+    ValueId x = net.input(c.t, {1, H, W, C});
+    auto slice = [&](ValueId v, std::vector<int64_t> start, std::vector<int64_t> size) {
+      return net.b.op(Op::SLICE, {v, net.shape(std::move(start)), net.shape(std::move(size))});
+    };
+    // roll by s along H: rows H-s.. first, then 0..H-s.
+    ValueId a = slice(x, {0, H - s, 0, 0}, {1, s, W, C});
+    ValueId b = slice(x, {0, 0, 0, 0}, {1, H - s, W, C});
+    if (c.slice_out) net.out(a);
+    ValueId rh = net.b.op(Op::CONCAT, {a, b}, {{"axis", int64_t{1}}});
+    // then along W (with cut_other, both halves also drop the last row: an output of H - 1 rows).
+    const int64_t rows = c.cut_other ? H - 1 : H;
+    ValueId d = slice(rh, {0, 0, W - s, 0}, {1, rows, s, C});
+    ValueId e = slice(rh, {0, 0, 0, 0}, {1, rows, W - s, C});
+    net.out(net.b.op(Op::CONCAT, {d, e}, {{"axis", int64_t{2}}}));
+    Module m(net.b.finish());
+    check_vs_reference(m, net.feeds, 0.0);
+    Context ctx(Model::from_module(m, vulkan_first()));
+    ctx.set_profiling(true);
+    ctx.run(net.feeds);
+    int slices = 0, rolls = 0;
+    std::string seen;
+    for (const KernelProfile& k : ctx.profile()) {
+      if (!k.device) continue;
+      seen += k.pattern + " ";
+      slices += k.pattern == "SLICE";
+      rolls += k.pattern == "SLICE+CONCAT";
+    }
+    EXPECT_EQ(slices, c.slices) << seen;
+    EXPECT_EQ(rolls, c.rolls) << seen;
+  }
+}
+
 TEST(VulkanLayout, TileAllRanksAndTypes) {
   for (DType t : kAllTypes) {
     SCOPED_TRACE(dtype_name(t));
