@@ -366,6 +366,12 @@ void lower_Slice(Importer& imp, const onnx::NodeProto&) {
   Shape vs = v.shape();
   std::vector<int64_t> start(static_cast<size_t>(r), 0), size(vs.begin(), vs.end());
   std::vector<std::pair<int64_t, int64_t>> strided;  // (tosa axis, step) for steps other than 1
+  // Positive steps over an axis whose length is a multiple of the step: the axis is split whole
+  // into [length / step, step] and both parts sliced at once (no PAD): (tosa axis, step, first, count).
+  struct Whole {
+    int64_t ta, step, first, count;
+  };
+  std::vector<Whole> whole;
   std::vector<int64_t> seen;
   for (size_t i = 0; i < starts.size(); ++i) {
     const int64_t a = norm_axis(imp, axes[i], r, "axes");
@@ -401,11 +407,38 @@ void lower_Slice(Importer& imp, const onnx::NodeProto&) {
     }
     const int64_t ta = tosa_axis(x.perm, a);
     const int64_t step = st > 0 ? st : -st;
+    if (st > 1 && d % st == 0 && !x.ints) {
+      whole.push_back({ta, st, first, count});
+      continue;
+    }
     start[static_cast<size_t>(ta)] = first;
     size[static_cast<size_t>(ta)] = (count - 1) * step + 1;
     if (step != 1 || st < 0) strided.emplace_back(ta, st);
   }
   v = imp.slice(v, start, size);
+  if (!whole.empty()) {
+    // x[.., first::step, ..] with the axis a multiple of the step: element first + i * step is
+    // [first / step + i, first % step] of the axis split into [length / step, step].
+    std::sort(whole.begin(), whole.end(), [](const Whole& p, const Whole& q) { return p.ta < q.ta; });
+    const Shape before = v.shape();
+    Shape split, after = before;
+    std::vector<int64_t> st0, sz;
+    size_t w = 0;
+    for (size_t d = 0; d < before.size(); ++d) {
+      if (w < whole.size() && whole[w].ta == static_cast<int64_t>(d)) {
+        const Whole& h = whole[w++];
+        split.insert(split.end(), {before[d] / h.step, h.step});
+        st0.insert(st0.end(), {h.first / h.step, h.first % h.step});
+        sz.insert(sz.end(), {h.count, 1});
+        after[d] = h.count;
+      } else {
+        split.push_back(before[d]);
+        st0.push_back(0);
+        sz.push_back(before[d]);
+      }
+    }
+    v = imp.reshape(imp.slice(imp.reshape(v, split), st0, sz), after);
+  }
   for (auto [ta, st] : strided) {
     const int64_t step = st > 0 ? st : -st;
     if (step != 1) {

@@ -501,6 +501,28 @@ TEST(OnnxNumerics, SliceNegativeAndLargeSteps) {
   expect_near(out[2], {2, 2}, pick({1, 3}, {0, 4}));
 }
 
+// Swin's patch merging, x[:, :, 1::2, 0::3] of a convolution's output (carried as NHWC): axes whose
+// length is a multiple of the step are split whole, [length / step, step], and sliced once: no PAD.
+TEST(OnnxNumerics, SliceStepsThatDivideTheAxisNeedNoPad) {
+  const Shape xs{1, 2, 4, 6};
+  std::vector<float> x(48);
+  for (int i = 0; i < 48; ++i) x[static_cast<size_t>(i)] = static_cast<float>(i);
+  ModelBuilder mb(13);
+  mb.input("x", kFloat, xs).output("y");
+  mb.init_f("w", {2, 2, 1, 1}, {1, 0, 0, 1});  // the identity: c is x, held as NHWC
+  mb.node("Conv", {"x", "w"}, {"c"});
+  mb.init_i64("s", {2}, {1, 0}).init_i64("e", {2}, {4, 6}).init_i64("a", {2}, {2, 3}).init_i64("t", {2}, {2, 3});
+  mb.node("Slice", {"c", "s", "e", "a", "t"}, {"y"});
+  Module m = mb.import();
+  EXPECT_EQ(count_ops(m, Op::PAD), 0);
+  EXPECT_EQ(count_ops(m, Op::SLICE), 1);
+  std::vector<float> want;
+  for (int c = 0; c < 2; ++c)
+    for (int i : {1, 3})
+      for (int j : {0, 3}) want.push_back(x[static_cast<size_t>((c * 4 + i) * 6 + j)]);
+  expect_near(run_module(std::move(m), {f32(xs, x)})[0], {1, 2, 2, 2}, want);
+}
+
 // ---- Gather ----------------------------------------------------------------------------------------
 
 TEST(OnnxNumerics, GatherConstantIndices) {
