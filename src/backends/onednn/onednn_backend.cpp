@@ -1247,6 +1247,23 @@ bool fast_broadcast(const Shape& s, const Shape& to) {
   return scalar || last_only || dim1_only;
 }
 
+// Where `s` is 1 on a leading run of `to`'s dimensions and equal to it after (Swin's relative
+// position bias [1, H, N, N] over the windows' scores [nW, H, N, N]): the [outer, inner] both
+// collapse to, so that the broadcast is oneDNN's fast per-last-dimension one. nullopt otherwise.
+std::optional<std::pair<int64_t, int64_t>> leading_broadcast(const Shape& s, const Shape& to) {
+  if (s.size() != to.size() || s.empty()) return std::nullopt;
+  size_t k = 0;
+  while (k < s.size() && s[k] == 1) ++k;
+  int64_t outer = 1, inner = 1;
+  for (size_t i = 0; i < k; ++i) outer *= to[i];
+  for (size_t i = k; i < s.size(); ++i) {
+    if (s[i] != to[i]) return std::nullopt;
+    inner *= to[i];
+  }
+  if (k == 0 || k == s.size() || outer == 1) return std::nullopt;
+  return std::make_pair(outer, inner);
+}
+
 bool small_binary(const Graph& g, const Node& n);  // (below, with SmallBinaryKernel)
 
 Support single_supported(const Graph& g, const Composite& c) {
@@ -1284,7 +1301,7 @@ Support single_supported(const Graph& g, const Composite& c) {
     if (!(s0 == out.shape && broadcasts_to(s1, out.shape)) && !(commutes && s1 == out.shape && broadcasts_to(s0, out.shape)))
       return Support::no(name + " broadcasting both operands (oneDNN broadcasts only the second)");
     const Shape& small = s0 == out.shape ? s1 : s0;
-    if (!fast_broadcast(small, out.shape))
+    if (!fast_broadcast(small, out.shape) && !leading_broadcast(small, out.shape))
       return Support::no(name + " broadcasting " + shape_str(small) + " to " + shape_str(out.shape) +
                          ": oneDNN 2.6 runs this broadcast on its slow reference path (Weft's kernel is faster)");
   }
@@ -1400,7 +1417,13 @@ std::unique_ptr<Kernel> prepare_single(const Graph& g, const Composite& c, const
     const TensorType& t0 = type_of(g, n.inputs[static_cast<size_t>(i0)]);
     const TensorType& t1 = type_of(g, n.inputs[static_cast<size_t>(i1)]);
     dn::memory::desc m0 = plain_md(t0), m1 = plain_md(t1);
-    if (out.rank() == 4 && (t1.shape == out.shape || t1.shape == Shape{1, 1, 1, out.shape[3]})) {
+    if (!fast_broadcast(t1.shape, out.shape)) {
+      // (single_supported: a leading broadcast) both as [outer, inner], the second [1, inner].
+      const auto [outer, inner] = *leading_broadcast(t1.shape, out.shape);
+      const dn::memory::data_type dt = *dnnl_type(out.dtype);
+      m0 = dst_md = dn::memory::desc({outer, inner}, dt, tag::ab);
+      m1 = dn::memory::desc({1, inner}, dt, tag::ab);
+    } else if (out.rank() == 4 && (t1.shape == out.shape || t1.shape == Shape{1, 1, 1, out.shape[3]})) {
       // A per-channel operand of an NHWC tensor (squeeze-and-excitation scales, biases): described
       // as NCHW-logical nhwc memory it is oneDNN's per-channel broadcast, its fast path.
       m0 = nhwc_md(t0);
@@ -1461,6 +1484,12 @@ Support binary_chain_supported(const Graph& g, const Composite& c) {
   alone.nodes = {c.anchor};
   Support s = single_supported(g, alone);
   if (!s.ok) return s;
+  const Node& n = g.node(c.anchor);
+  const Shape &s0 = type_of(g, n.inputs[0]).shape, &s1 = type_of(g, n.inputs[1]).shape;
+  const Shape& out = type_of(g, n.outputs[0]).shape;
+  if (!fast_broadcast(s0 == out ? s1 : s0, out))  // (a leading broadcast collapses only without post-ops)
+    return Support::no(std::string(op_name(n.op)) + " broadcasting " + shape_str(s0 == out ? s1 : s0) + " to " +
+                       shape_str(out) + " with fused operations after it");
   return post_ops_supported(g, c);
 }
 

@@ -175,6 +175,39 @@ TEST(OneDnnVsReference, BinarySameShapeAndBroadcasts) {
   EXPECT_GE(cases, 60);
 }
 
+// A second operand that is 1 on a leading run of dimensions and whole after it (Swin's relative
+// position bias [1, H, N, N] over its windows' scores [nW, H, N, N]) runs as oneDNN's fast
+// per-last-dimension broadcast of both collapsed to [outer, inner]; with fused operations after it
+// (CLAMP) the binary stays alone. A broadcast in the middle ([1, 4, 1, 5, 5] over [1, 4, 3, 5, 5]:
+// Swin's shift mask) stays on Weft's loop. Exact.
+TEST(OneDnnVsReference, BinaryBroadcastOverLeadingDimensionsCollapses) {
+  struct Case {
+    Op op;
+    Shape full, small;
+    bool small_first, clamp, on_onednn;
+  };
+  uint32_t seed = 2240;
+  for (const Case& c : {Case{Op::ADD, {6, 3, 5, 7}, {1, 3, 5, 7}, false, false, true},
+                        Case{Op::ADD, {6, 3, 5, 7}, {1, 3, 5, 7}, true, false, true},
+                        Case{Op::MUL, {2, 4, 3, 5}, {1, 1, 3, 5}, false, false, true},
+                        Case{Op::SUB, {1, 4, 3, 5, 5}, {1, 1, 3, 5, 5}, false, false, true},
+                        Case{Op::ADD, {6, 3, 5, 7}, {1, 3, 5, 7}, false, true, true},
+                        Case{Op::ADD, {1, 4, 3, 5, 5}, {1, 4, 1, 5, 5}, false, false, false}}) {
+    SCOPED_TRACE(std::string(op_name(c.op)) + " " + shape_str(c.full) + " with " + shape_str(c.small) +
+                 (c.small_first ? " first" : "") + (c.clamp ? " then CLAMP" : ""));
+    Net net(seed++);
+    ValueId x = net.input(c.full, -3, 3), y = net.input(c.small, -3, 3);
+    ValueId r = c.small_first ? net.binary(c.op, y, x) : net.binary(c.op, x, y);
+    if (c.clamp) r = net.clamp(r, 0, 1);
+    Module m = net.finish({r});
+    auto dnn = check_vs_reference(m, net.feeds, c.on_onednn ? std::vector<std::string>{op_name(c.op)} : std::vector<std::string>{},
+                                  kExact, c.on_onednn);
+    if (!c.on_onednn)
+      EXPECT_NE(dnn->explain().find("oneDNN 2.6 runs this broadcast on its slow reference path"), std::string::npos)
+          << dnn->explain();
+  }
+}
+
 TEST(OneDnnVsReference, RankOneAndRankFiveOperators) {
   {
     SCOPED_TRACE("rank 1: [7] + [1]");
