@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <optional>
 
 #include "compiler/layout_cleanup.h"
 #include "compiler/strided_view.h"
@@ -87,7 +88,135 @@ struct Uses {
   }
 };
 
+// How constant c (shape `c`, numpy-aligned to x's rank) broadcast over x's shape `xs` reads once x
+// is RESHAPEd to `ys`: the shape over `ys` (each axis 1 or ys's extent) whose row-major elements are
+// c's own, or nothing where c is broadcast over part of a group of axes the RESHAPE merges or splits.
+std::optional<Shape> broadcast_through_reshape(const Shape& c, const Shape& xs, const Shape& ys) {
+  // Axes of extent 1 go with any group; the others form groups where the prefix products meet.
+  std::vector<size_t> xa, ya;
+  for (size_t i = 0; i < xs.size(); ++i)
+    if (xs[i] != 1) xa.push_back(i);
+  for (size_t j = 0; j < ys.size(); ++j)
+    if (ys[j] != 1) ya.push_back(j);
+  Shape p(ys.size(), 1);
+  size_t i = 0, j = 0;
+  while (i < xa.size() && j < ya.size()) {
+    const size_t i0 = i, j0 = j;
+    int64_t px = xs[xa[i++]], py = ys[ya[j++]];
+    while (px != py) {
+      if (px < py && i < xa.size()) px *= xs[xa[i++]];
+      else if (py < px && j < ya.size()) py *= ys[ya[j++]];
+      else return std::nullopt;
+    }
+    bool whole = true, broadcast = true;
+    for (size_t k = i0; k < i; ++k) {
+      whole = whole && c[xa[k]] == xs[xa[k]];
+      broadcast = broadcast && c[xa[k]] == 1;
+    }
+    if (!whole && !broadcast) return std::nullopt;
+    if (whole)
+      for (size_t k = j0; k < j; ++k) p[ya[k]] = ys[ya[k]];
+  }
+  if (i != xa.size() || j != ya.size()) return std::nullopt;
+  return p;
+}
+
+// Row-major strides of `s` with 0 on axes of extent 1 (a broadcast read).
+std::vector<int64_t> broadcast_strides(const Shape& s) {
+  std::vector<int64_t> st(s.size(), 0);
+  int64_t k = 1;
+  for (size_t i = s.size(); i-- > 0;) {
+    st[i] = s[i] == 1 ? 0 : k;
+    k *= s[i];
+  }
+  return st;
+}
+
 }  // namespace
+
+int fold_constant_adds(Graph& g) {
+  const Uses uses(g);
+  auto only_reader = [&](ValueId v, int node) {
+    return !uses.is_output[static_cast<size_t>(v)] && uses.readers[static_cast<size_t>(v)] == std::vector<int>{node};
+  };
+  constexpr int64_t kMaxElements = int64_t{1} << 24;
+  struct Fold {
+    int inner, reshape;
+    Tensor sum;
+  };
+  std::map<int, Fold> at_outer;  // outer ADD -> what replaces it
+  std::vector<char> inner_of(g.nodes().size(), 0);
+  for (size_t oi = 0; oi < g.nodes().size(); ++oi) {
+    const Node& outer = g.node(static_cast<int>(oi));
+    if (outer.op != Op::ADD || outer.inputs.size() != 2) continue;
+    const Tensor* c2 = const_tensor(g, outer.inputs[1]);
+    const TensorType& yt = g.value(outer.outputs[0]).type;
+    if (!c2 || g.value(outer.inputs[0]).type != yt || !is_float(yt.dtype)) continue;
+    ValueId y = outer.inputs[0];
+    int reshape = -1, p = g.value(y).producer;
+    if (p >= 0 && g.node(p).op == Op::RESHAPE && only_reader(y, static_cast<int>(oi))) {
+      reshape = p;
+      y = g.node(p).inputs[0];
+      p = g.value(y).producer;
+    }
+    if (p < 0 || inner_of[static_cast<size_t>(p)] || at_outer.count(p)) continue;
+    const Node& inner = g.node(p);
+    if (inner.op != Op::ADD || inner.inputs.size() != 2 || !only_reader(y, reshape >= 0 ? reshape : static_cast<int>(oi)))
+      continue;
+    const Tensor* c1 = const_tensor(g, inner.inputs[1]);
+    const TensorType& xt = g.value(inner.inputs[0]).type;
+    if (!c1 || const_tensor(g, inner.inputs[0]) || xt != g.value(y).type || c1->dtype() != yt.dtype ||
+        c2->dtype() != yt.dtype || c1->rank() > xt.rank() || c2->rank() > yt.rank())
+      continue;
+    Shape c1s(static_cast<size_t>(xt.rank() - c1->rank()), 1), c2s(static_cast<size_t>(yt.rank() - c2->rank()), 1);
+    c1s.insert(c1s.end(), c1->shape().begin(), c1->shape().end());
+    c2s.insert(c2s.end(), c2->shape().begin(), c2->shape().end());
+    const std::optional<Shape> c1y = broadcast_through_reshape(c1s, xt.shape, yt.shape);
+    if (!c1y) continue;
+    Shape os(yt.shape.size());
+    for (size_t k = 0; k < os.size(); ++k) os[k] = std::max((*c1y)[k], c2s[k]);
+    const int64_t total = shape_elements(os);
+    if (total > kMaxElements) continue;
+    // Each element c1 + c2, rounded once to the type as the ADDs round (the exact sum of two values
+    // of a float type, held in a double, rounds as the type's own addition does).
+    const std::vector<int64_t> s1 = broadcast_strides(*c1y), s2 = broadcast_strides(c2s);
+    std::vector<double> v(static_cast<size_t>(total));
+    std::vector<int64_t> idx(os.size(), 0);
+    for (int64_t o = 0; o < total; ++o) {
+      int64_t a = 0, b = 0;
+      for (size_t k = 0; k < os.size(); ++k) a += idx[k] * s1[k], b += idx[k] * s2[k];
+      v[static_cast<size_t>(o)] = c1->at_double(a) + c2->at_double(b);
+      for (size_t k = os.size(); k-- > 0;) {
+        if (++idx[k] < os[k]) break;
+        idx[k] = 0;
+      }
+    }
+    inner_of[static_cast<size_t>(p)] = 1;
+    at_outer.emplace(static_cast<int>(oi), Fold{p, reshape, Tensor::from_doubles(TensorType{yt.dtype, os}, v)});
+  }
+  if (at_outer.empty()) return 0;
+  Rebuild rb(g);
+  for (size_t i = 0; i < g.nodes().size(); ++i) {
+    const Node& n = g.node(static_cast<int>(i));
+    if (inner_of[i]) {  // its reader (the RESHAPE or the outer ADD) reads x
+      rb.map[static_cast<size_t>(n.outputs[0])] = rb.map[static_cast<size_t>(n.inputs[0])];
+      continue;
+    }
+    auto it = at_outer.find(static_cast<int>(i));
+    if (it == at_outer.end()) {
+      copy_node(g, static_cast<int>(i), rb.out, rb.map);
+      continue;
+    }
+    const std::string& name = g.value(n.outputs[0]).name;
+    const ValueId c = rb.out.add_value(rb.fresh(name + "_addend"), it->second.sum.type());
+    rb.node(Op::CONST, {}, {std::move(it->second.sum)}, c, "");
+    const ValueId r = rb.out.add_value(name, g.value(n.outputs[0]).type);
+    rb.node(Op::ADD, {rb.map[static_cast<size_t>(n.inputs[0])], c}, n.attrs, r, n.name);
+    rb.map[static_cast<size_t>(n.outputs[0])] = r;
+  }
+  g = rb.finish();
+  return static_cast<int>(at_outer.size());
+}
 
 int merge_sibling_matmuls(Graph& g, bool through_reshapes) {
   const Uses uses(g);
@@ -535,10 +664,6 @@ int unshare_view_chains(Graph& g) {
 
 CanonicalizeStats canonicalize(Graph& g) {
   CanonicalizeStats stats;
-  std::vector<int> readers(g.values().size(), 0);
-  for (const Node& n : g.nodes())
-    for (ValueId v : n.inputs) ++readers[static_cast<size_t>(v)];
-  for (ValueId o : g.outputs()) ++readers[static_cast<size_t>(o)];
   auto is_const = [&](ValueId v) {
     const int p = g.value(v).producer;
     return p >= 0 && g.node(p).op == Op::CONST;
@@ -550,6 +675,13 @@ CanonicalizeStats canonicalize(Graph& g) {
       ++stats.commuted;
     }
   }
+  // (Before the RESHAPE merge below: the fold leaves RESHAPE(RESHAPE(x)) where a RESHAPE stood
+  // between the two ADDs.)
+  stats.constant_adds = fold_constant_adds(g);
+  std::vector<int> readers(g.values().size(), 0);
+  for (const Node& n : g.nodes())
+    for (ValueId v : n.inputs) ++readers[static_cast<size_t>(v)];
+  for (ValueId o : g.outputs()) ++readers[static_cast<size_t>(o)];
   for (size_t i = 0; i < g.nodes().size(); ++i) {
     Node& r = g.mutable_node(static_cast<int>(i));
     if (r.op != Op::RECIPROCAL || r.inputs.size() != 1) continue;

@@ -13,6 +13,7 @@ struct CanonicalizeStats {
   int reshapes = 0;  // RESHAPE(RESHAPE(x)) -> RESHAPE(x)
   int merged_matmuls = 0;  // MATMULs folded into a sibling's wider one
   int column_scales = 0;   // MULs of a column range moved in front of its SLICE
+  int constant_adds = 0;   // ADD(ADD(x, c1) [-> RESHAPE], c2) -> [RESHAPE] ADD(x, c1 + c2)
 };
 
 // Rewrites `g` in place; nodes left without users are pruned.
@@ -27,6 +28,15 @@ struct CanonicalizeStats {
 //  - ADD(c, x) and MUL(c, x) with c a constant and x not -> ADD(x, c), MUL(x, c): both are exactly
 //    commutative (also in floating point) and broadcast both ways, and the fusions look for the
 //    constant second (ConvNeXt's layer scale is exported as Mul(gamma, x)).
+//  - ADD(ADD(x, c1) [-> RESHAPE], c2), c1 and c2 constants of x's float type, x not broadcast and
+//    the values between read only there -> [RESHAPE(x) ->] ADD(x, c), c = c1 + c2 computed once
+//    (c1 read through the RESHAPE, which must not cut across an axis group it is broadcast on).
+//    Swin's shifted windows add the relative-position bias [1, H, N, N] to the scores [nW, H, N, N],
+//    reshape them to [1, nW, H, N, N] and add the shift mask [1, nW, 1, N, N]: one ADD of a
+//    [1, nW, H, N, N] constant instead, which a GEMM takes as one post-op (and the fused attention
+//    as its mask) and oneDNN runs without a broadcast in the middle. Each element rounds once
+//    where it rounded twice: x + (c1 + c2) against (x + c1) + c2, equal where either constant is 0
+//    there (Swin's mask is 0 or -100, and a score shifted by -100 vanishes in the softmax).
 //  - MATMULs that read the same A with constant B's of the same K (attention's query, key and
 //    value projections written as three Linear layers), each with its own constant bias ADD or all
 //    without one -> one MATMUL over the B's concatenated along N (and one ADD of the concatenated
@@ -51,6 +61,9 @@ CanonicalizeStats canonicalize(Graph& g);
 
 // The last rewrite of canonicalize() on its own; returns how many MULs it moved.
 int fold_slice_scales(Graph& g);
+
+// The constant-ADD fold of canonicalize() on its own; returns how many ADD pairs became one.
+int fold_constant_adds(Graph& g);
 
 // The sibling-MATMUL merge on its own (canonicalize() runs it without `through_reshapes`). With
 // `through_reshapes`, also the batched form x [B, S, K] -> RESHAPE [1, B*S, K] -> MATMUL ->

@@ -84,6 +84,85 @@ TEST(Canonicalize, ConstantFirstAddAndMulAreCommuted) {
   for (size_t i = 0; i < after.size(); ++i) EXPECT_TRUE(after[i].identical(before[i])) << i;
 }
 
+// Swin's shifted-window scores: x [nW, H, N, N] + bias c1, RESHAPEd to `mid`, + mask c2, RESHAPEd
+// back. With `shared`, the first sum is also a graph output.
+Graph shifted_window_scores(const Shape& c1s, const Shape& mid, const Shape& c2s, DType t = DType::kFp32,
+                            bool shared = false) {
+  GraphBuilder b;
+  const Shape xs = {4, 3, 5, 5};
+  ValueId x = b.input("x", {t, xs});
+  std::vector<double> c1(static_cast<size_t>(shape_elements(c1s))), c2(static_cast<size_t>(shape_elements(c2s)));
+  for (size_t i = 0; i < c1.size(); ++i) c1[i] = std::sin(double(i) * 1.3) * 3;
+  for (size_t i = 0; i < c2.size(); ++i) c2[i] = (i * 7) % 3 == 0 ? -100.0 : 0.0;
+  ValueId a = b.op(Op::ADD, {x, b.constant("bias", Tensor::from_doubles({t, c1s}, c1))}, {}, "biased");
+  ValueId r = b.op(Op::RESHAPE, {a, b.constant_shape("mid", mid)}, {}, "windows");
+  ValueId m = b.op(Op::ADD, {r, b.constant("mask", Tensor::from_doubles({t, c2s}, c2))}, {}, "masked");
+  b.output(b.op(Op::RESHAPE, {m, b.constant_shape("back", xs)}, {}, "scores"));
+  if (shared) b.output(a);
+  return b.finish();
+}
+
+TEST(Canonicalize, ConstantAddsThroughAReshapeBecomeOne) {
+  std::vector<double> xv(4 * 3 * 5 * 5);
+  for (size_t i = 0; i < xv.size(); ++i) xv[i] = std::cos(double(i) * 0.7) * 5;
+  for (DType t : {DType::kFp32, DType::kFp16}) {
+    for (const Shape& mask : {Shape{1, 4, 1, 5, 5}, Shape{1, 1, 3, 1, 5}, Shape{1}}) {
+      SCOPED_TRACE(std::string(dtype_name(t)) + " mask rank " + std::to_string(mask.size()));
+      const Shape c2s = mask.size() == 1 ? Shape{1, 1, 1, 1, 1} : mask;
+      Graph g = shifted_window_scores({1, 3, 5, 5}, {1, 4, 3, 5, 5}, c2s, t);
+      const Tensor x = Tensor::from_doubles({t, {4, 3, 5, 5}}, xv);
+      const std::vector<Tensor> before = Interpreter(Module(g)).run({x});
+      // The mask as it broadcasts over the scores, to tell exact elements from the others.
+      const Graph plain = shifted_window_scores({1, 3, 5, 5}, {1, 4, 3, 5, 5}, c2s, t);
+      EXPECT_EQ(canonicalize(g).constant_adds, 1);
+      EXPECT_EQ(count(g, Op::ADD), 1);
+      ASSERT_TRUE(verify_module(Module(g)).empty());
+      Shape sum = {1, 1, 3, 5, 5};  // the bias as it reads over the windows
+      for (size_t k = 0; k < sum.size(); ++k) sum[k] = std::max(sum[k], c2s[k]);
+      for (const Node& n : g.nodes()) {
+        if (n.op == Op::ADD) {
+          EXPECT_EQ(g.value(n.inputs[1]).type.shape, sum);
+        }
+      }
+      const std::vector<Tensor> after = Interpreter(Module(g)).run({x});
+      ASSERT_EQ(after.size(), 1u);
+      // Where the mask is 0 the sum is the same bits; where it is -100 it rounds once, not twice.
+      const Tensor& c2 = plain.node(plain.value(plain.value_id("mask")).producer).attr_tensor("values");
+      int exact = 0;
+      for (int64_t i = 0; i < x.num_elements(); ++i) {
+        const int64_t at[4] = {i / 75, i / 25 % 3, i / 5 % 5, i % 5};  // window, head, row, column
+        int64_t ci = 0;
+        for (size_t k = 1; k < 5; ++k) ci = ci * c2s[k] + (c2s[k] == 1 ? 0 : at[k - 1]);
+        if (c2.at_double(ci) == 0) {
+          EXPECT_EQ(after[0].at_double(i), before[0].at_double(i)) << i;
+          ++exact;
+        } else {
+          EXPECT_NEAR(after[0].at_double(i), before[0].at_double(i), t == DType::kFp16 ? 0.07 : 1e-5) << i;
+        }
+      }
+      if (shape_elements(c2s) > 1) {
+        EXPECT_GT(exact, 0);
+      }
+    }
+  }
+}
+
+TEST(Canonicalize, ConstantAddsStayApartWhereTheFoldWouldChangeMeaning) {
+  // The bias varies along windows but not heads, and the RESHAPE merges the two: no shape over the
+  // merged axis reads it.
+  Graph g = shifted_window_scores({4, 1, 5, 5}, {12, 5, 5}, {1, 1, 5});
+  EXPECT_EQ(canonicalize(g).constant_adds, 0);
+  EXPECT_EQ(count(g, Op::ADD), 2);
+  // The first sum is read elsewhere too.
+  g = shifted_window_scores({1, 3, 5, 5}, {1, 4, 3, 5, 5}, {1, 4, 1, 5, 5}, DType::kFp32, /*shared=*/true);
+  EXPECT_EQ(canonicalize(g).constant_adds, 0);
+  EXPECT_EQ(count(g, Op::ADD), 2);
+  // The bias broadcast over a whole merged group (windows and heads) folds.
+  g = shifted_window_scores({1, 1, 5, 5}, {12, 5, 5}, {1, 1, 5});
+  EXPECT_EQ(canonicalize(g).constant_adds, 1);
+  EXPECT_EQ(count(g, Op::ADD), 1);
+}
+
 // x [1, M, K] -> MATMUL with constant B_i [1, K, N_i] (-> ADD of a constant [1, 1, N_i] bias) for
 // each i, every result an output. `ks` gives each B's K (a different K is not a sibling) and
 // `biased` which ones have a bias.
