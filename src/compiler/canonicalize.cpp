@@ -1,8 +1,10 @@
 #include "compiler/canonicalize.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <map>
+#include <tuple>
 #include <optional>
 
 #include "compiler/layout_cleanup.h"
@@ -133,6 +135,254 @@ std::vector<int64_t> broadcast_strides(const Shape& s) {
 }
 
 }  // namespace
+
+int merge_common_nodes(Graph& g) {
+  std::vector<char> is_output(g.values().size(), 0);
+  for (ValueId o : g.outputs()) is_output[static_cast<size_t>(o)] = 1;
+  std::vector<ValueId> rep(g.values().size());
+  for (size_t v = 0; v < rep.size(); ++v) rep[v] = static_cast<ValueId>(v);
+  // Candidates by operator and (rewritten) inputs; constants also by type and first element. A
+  // CONST is merged only when small (the scalars and shifts that exporters repeat per node): large
+  // weights are distinct in practice, and comparing them byte by byte would cost a pass over them.
+  constexpr int64_t kMaxConstElements = 64;
+  std::map<std::tuple<int, std::vector<ValueId>, std::string>, std::vector<int>> seen;
+  int merged = 0;
+  for (size_t i = 0; i < g.nodes().size(); ++i) {
+    Node& n = g.mutable_node(static_cast<int>(i));
+    for (ValueId& v : n.inputs) v = rep[static_cast<size_t>(v)];
+    // Effects, sub-graphs and user code are never merged; nor a node with no result or one whose
+    // result is a graph output (each output keeps its own value). Nor a RESHAPE: it costs nothing,
+    // and the importer's RESHAPE per 3-D MatMul of a batch > 1 must stay its own for the sibling
+    // merge below to leave that form alone (merge_sibling_matmuls: the slices would be copies on
+    // oneDNN).
+    if (n.outputs.empty() || n.op == Op::CUSTOM || n.op == Op::COND_IF || n.op == Op::WHILE_LOOP ||
+        n.op == Op::VARIABLE || n.op == Op::VARIABLE_READ || n.op == Op::VARIABLE_WRITE || n.op == Op::RESHAPE)
+      continue;
+    bool escapes = false;
+    for (ValueId o : n.outputs) escapes = escapes || is_output[static_cast<size_t>(o)];
+    if (escapes) continue;
+    std::string extra;
+    if (n.op == Op::CONST) {
+      const Tensor& t = n.attr_tensor("values");
+      if (t.num_elements() > kMaxConstElements || t.num_elements() == 0) continue;
+      extra = t.type().str() + " " + std::to_string(t.at_double(0));
+    }
+    std::vector<int>& bucket = seen[{static_cast<int>(n.op), n.inputs, extra}];
+    int same = -1;
+    for (int j : bucket) {
+      const Node& m = g.node(j);
+      bool eq = m.attrs.size() == n.attrs.size() && m.outputs.size() == n.outputs.size();
+      for (size_t k = 0; eq && k < n.outputs.size(); ++k)
+        eq = g.value(m.outputs[k]).type == g.value(n.outputs[k]).type;
+      for (size_t k = 0; eq && k < n.attrs.size(); ++k) eq = same_attr(m.attrs[k], n.attrs[k]);
+      if (eq) {
+        same = j;
+        break;
+      }
+    }
+    if (same < 0) {
+      bucket.push_back(static_cast<int>(i));
+      continue;
+    }
+    for (size_t k = 0; k < n.outputs.size(); ++k) rep[static_cast<size_t>(n.outputs[k])] = g.node(same).outputs[k];
+    ++merged;
+  }
+  if (merged > 0) g = prune_graph(g);
+  return merged;
+}
+
+int drop_identities(Graph& g) {
+  std::vector<char> is_output(g.values().size(), 0);
+  for (ValueId o : g.outputs()) is_output[static_cast<size_t>(o)] = 1;
+  std::vector<int> readers(g.values().size(), 0);
+  for (const Node& n : g.nodes())
+    for (ValueId v : n.inputs) ++readers[static_cast<size_t>(v)];
+  std::vector<ValueId> rep(g.values().size());
+  for (size_t v = 0; v < rep.size(); ++v) rep[v] = static_cast<ValueId>(v);
+  int dropped = 0;
+  for (size_t i = 0; i < g.nodes().size(); ++i) {
+    Node& n = g.mutable_node(static_cast<int>(i));
+    for (ValueId& v : n.inputs) v = rep[static_cast<size_t>(v)];
+    if (n.outputs.size() != 1 || is_output[static_cast<size_t>(n.outputs[0])]) continue;
+    const TensorType& rt = g.value(n.outputs[0]).type;
+    if (n.op == Op::MUL && n.inputs.size() >= 2 && g.value(n.inputs[0]).type == rt && is_float(rt.dtype) &&
+        (n.inputs.size() < 3 || const_all_int(g, n.inputs[2], 0)) && const_all(g, n.inputs[1], 1.0)) {
+      // x * 1 is x (NaN stays NaN, -0 stays -0).
+      rep[static_cast<size_t>(n.outputs[0])] = n.inputs[0];
+      ++dropped;
+      continue;
+    }
+    if (n.op == Op::CLAMP) {
+      // CLAMP(CLAMP(x, a, b), c, d) -> CLAMP(x, max(a, c), min(b, d)) when the ranges meet and both
+      // treat NaN alike (a ReLU then a clip to [0, 6]: ReLU6 as exported in two steps).
+      const ValueId y = n.inputs[0];
+      const int p = g.value(y).producer;
+      if (p < 0 || g.node(p).op != Op::CLAMP || readers[static_cast<size_t>(y)] != 1 || is_output[static_cast<size_t>(y)])
+        continue;
+      const Node& inner = g.node(p);
+      if (inner.attr_int("nan_mode") != n.attr_int("nan_mode")) continue;
+      const Tensor &a = inner.attr_tensor("min_val"), &b = inner.attr_tensor("max_val");
+      const Tensor &c = n.attr_tensor("min_val"), &d = n.attr_tensor("max_val");
+      const bool fl = is_float(rt.dtype);
+      auto less = [&](const Tensor& u, const Tensor& v) { return fl ? u.at_double(0) < v.at_double(0) : u.at_int(0) < v.at_int(0); };
+      const Tensor lo = less(a, c) ? c : a, hi = less(b, d) ? b : d;
+      if (less(hi, lo)) continue;
+      const auto at = [&](const char* name) { return static_cast<size_t>(&n.attr(name) - n.attrs.data()); };
+      n.attrs[at("min_val")] = lo;
+      n.attrs[at("max_val")] = hi;
+      n.inputs[0] = inner.inputs[0];
+      --readers[static_cast<size_t>(y)];
+      ++readers[static_cast<size_t>(inner.inputs[0])];
+      ++dropped;
+    }
+  }
+  if (dropped > 0) g = prune_graph(g);
+  return dropped;
+}
+
+int canonical_activations(Graph& g) {
+  const Uses uses(g);
+  auto only = [&](ValueId v, int node) {
+    return !uses.is_output[static_cast<size_t>(v)] && uses.readers[static_cast<size_t>(v)] == std::vector<int>{node};
+  };
+  auto producer = [&](ValueId v, Op op) {
+    const int p = g.value(v).producer;
+    return p >= 0 && g.node(p).op == op ? p : -1;
+  };
+  // One float value equal to `want` within the rounding of the type (an fp16 graph holds 1/6 to 11 bits).
+  auto near = [&](ValueId v, double want) {
+    const Tensor* t = const_tensor(g, v);
+    if (!t || t->num_elements() != 1 || !is_float(t->dtype())) return false;
+    const double tol = t->dtype() == DType::kFp32 ? 1e-6 : 1e-3;
+    return std::abs(t->at_double(0) - want) <= tol * std::abs(want);
+  };
+  // A plain product of two tensors of the result's type (shift absent or 0), its operands.
+  auto product = [&](int ni) -> std::optional<std::pair<ValueId, ValueId>> {
+    const Node& n = g.node(ni);
+    if (n.op != Op::MUL || n.inputs.size() < 2 || (n.inputs.size() > 2 && !const_all_int(g, n.inputs[2], 0)))
+      return std::nullopt;
+    return std::make_pair(n.inputs[0], n.inputs[1]);
+  };
+  // The scalar-constant operand of product node `ni` near `want`, the other operand in *x.
+  auto by_const = [&](int ni, double want, ValueId* x) {
+    const auto pr = product(ni);
+    if (!pr) return kNoValue;
+    if (near(pr->second, want)) return *x = pr->first, pr->second;
+    if (near(pr->first, want)) return *x = pr->second, pr->first;
+    return kNoValue;
+  };
+  struct Form {
+    enum Kind { kGelu, kHardSwish } kind;
+    ValueId x, a, c;  // kGelu: x, 1 + erf(x / sqrt 2), the 0.5; kHardSwish: x, the 1/6 constant
+    int clamp = -1;   // kHardSwish: CLAMP(x + 3, 0, 6)
+  };
+  std::map<int, Form> at;  // the final MUL -> the form it ends
+  for (size_t i = 0; i < g.nodes().size(); ++i) {
+    const int fin = static_cast<int>(i);
+    const auto pr = product(fin);
+    if (!pr || !is_float(g.value(g.node(fin).outputs[0]).type.dtype)) continue;
+    const TensorType& rt = g.value(g.node(fin).outputs[0]).type;
+    for (int k = 0; k < 2 && !at.count(fin); ++k) {
+      const ValueId u = k == 0 ? pr->first : pr->second, w = k == 0 ? pr->second : pr->first;
+      // GELU as HF BERT writes it: MUL(MUL(x, 0.5), ADD(ERF(MUL(x, 1/sqrt 2)), 1)).
+      if (const int h = g.value(u).producer; h >= 0 && only(u, fin)) {
+        ValueId x = kNoValue;
+        const ValueId half = by_const(h, 0.5, &x);
+        const int add = producer(w, Op::ADD);
+        if (half != kNoValue && add >= 0 && g.value(x).type == rt) {
+          const Node& an = g.node(add);
+          const int erf = producer(an.inputs[0], Op::ERF);
+          ValueId x2 = kNoValue;
+          if (near(an.inputs[1], 1.0) && erf >= 0 && g.node(erf).inputs.size() == 1 &&
+              g.value(g.node(erf).inputs[0]).producer >= 0 &&
+              by_const(g.value(g.node(erf).inputs[0]).producer, 0.70710678118654752, &x2) != kNoValue && x2 == x) {
+            at.emplace(fin, Form{Form::kGelu, x, w, half});
+            continue;
+          }
+        }
+      }
+      // Hard-swish as written by hand: x * clamp(x + 3, 0, 6) / 6, the 1/6 last
+      // (MUL(MUL(x, clamp), 1/6)) or on the clamp (MUL(x, MUL(clamp, 1/6))).
+      ValueId x = kNoValue, sixth = kNoValue;
+      int cl = -1;
+      if (ValueId m = kNoValue; k == 0 && (sixth = by_const(fin, 1.0 / 6.0, &m)) != kNoValue) {
+        const int mi = g.value(m).producer;
+        const auto mp = mi >= 0 && only(m, fin) ? product(mi) : std::nullopt;
+        for (int j = 0; mp && j < 2 && cl < 0; ++j) {
+          const ValueId c = j == 0 ? mp->first : mp->second, o = j == 0 ? mp->second : mp->first;
+          if (producer(c, Op::CLAMP) >= 0 && only(c, mi)) cl = producer(c, Op::CLAMP), x = o;
+        }
+      } else if (const int gi = g.value(w).producer; gi >= 0 && only(w, fin)) {
+        ValueId c = kNoValue;
+        sixth = by_const(gi, 1.0 / 6.0, &c);
+        if (sixth != kNoValue && producer(c, Op::CLAMP) >= 0 && only(c, gi)) cl = producer(c, Op::CLAMP), x = u;
+      }
+      if (cl < 0 || g.value(x).type != rt) continue;
+      const Node& cn = g.node(cl);
+      const int add = producer(cn.inputs[0], Op::ADD);
+      if (add < 0 || !only(cn.inputs[0], cl) || cn.attr_tensor("min_val").at_double(0) != 0.0 ||
+          cn.attr_tensor("max_val").at_double(0) != 6.0)
+        continue;
+      const Node& an = g.node(add);
+      if (an.inputs[0] != x || !near(an.inputs[1], 3.0)) continue;
+      at.emplace(fin, Form{Form::kHardSwish, x, kNoValue, sixth, cl});
+    }
+  }
+  if (at.empty()) return 0;
+  Rebuild rb(g);
+  Graph& out = rb.out;
+  auto scalar = [&](DType t, int rank, double v, const std::string& name) {
+    const ValueId c = out.add_value(rb.fresh(name), TensorType{t, Shape(static_cast<size_t>(rank), 1)});
+    rb.node(Op::CONST, {}, {Tensor::from_doubles(TensorType{t, Shape(static_cast<size_t>(rank), 1)}, std::vector<double>{v})}, c, "");
+    return c;
+  };
+  for (size_t i = 0; i < g.nodes().size(); ++i) {
+    auto it = at.find(static_cast<int>(i));
+    if (it == at.end()) {
+      copy_node(g, static_cast<int>(i), out, rb.map);
+      continue;
+    }
+    const Node& fin = g.node(static_cast<int>(i));
+    const Form& f = it->second;
+    const TensorType& rt = g.value(fin.outputs[0]).type;
+    const std::string& name = g.value(fin.outputs[0]).name;
+    auto mv = [&](ValueId v) { return rb.map[static_cast<size_t>(v)]; };
+    const ValueId shift = fin.inputs.size() > 2 ? mv(fin.inputs[2]) : kNoValue;
+    auto mul = [&](ValueId a, ValueId b, ValueId r, const std::string& label) {
+      std::vector<ValueId> ins = {a, b};
+      if (shift != kNoValue) ins.push_back(shift);
+      rb.node(Op::MUL, std::move(ins), {}, r, label);
+    };
+    const ValueId r = out.add_value(name, rt);
+    if (f.kind == Form::kGelu) {
+      // MUL(MUL(x, a), 0.5): the matcher's (and nn.GELU's exported) order; x * 0.5 * a and
+      // x * a * 0.5 differ only where a halving is inexact (subnormals, overflow).
+      const ValueId xa = out.add_value(rb.fresh(name + "_gelu"), rt);
+      mul(mv(f.x), mv(f.a), xa, fin.name);
+      mul(xa, mv(f.c), r, fin.name);
+    } else {
+      // x * clamp(x * 1/6 + 0.5, 0, 1), as the importer lowers HardSwish (the same function; each
+      // element within the rounding of the two forms' steps).
+      const Node& cn = g.node(f.clamp);
+      const int rank = rt.rank();
+      const ValueId s = out.add_value(rb.fresh(name + "_hs_scaled"), rt);
+      mul(mv(f.x), mv(f.c), s, fin.name);
+      const ValueId sh = out.add_value(rb.fresh(name + "_hs_shifted"), rt);
+      rb.node(Op::ADD, {s, scalar(rt.dtype, rank, 0.5, name + "_hs_half")}, {}, sh, fin.name);
+      std::vector<AttrValue> attrs = cn.attrs;
+      const auto idx = [&](const char* a) { return static_cast<size_t>(&cn.attr(a) - cn.attrs.data()); };
+      const TensorType at_t = cn.attr_tensor("min_val").type();
+      attrs[idx("min_val")] = Tensor::from_doubles(at_t, std::vector<double>{0.0});
+      attrs[idx("max_val")] = Tensor::from_doubles(at_t, std::vector<double>{1.0});
+      const ValueId cl = out.add_value(rb.fresh(name + "_hs_gate"), rt);
+      rb.node(Op::CLAMP, {sh}, std::move(attrs), cl, cn.name);
+      mul(mv(f.x), cl, r, fin.name);
+    }
+    rb.map[static_cast<size_t>(fin.outputs[0])] = r;
+  }
+  g = rb.finish();
+  return static_cast<int>(at.size());
+}
 
 int fold_constant_adds(Graph& g) {
   const Uses uses(g);
@@ -675,6 +925,10 @@ CanonicalizeStats canonicalize(Graph& g) {
       ++stats.commuted;
     }
   }
+  // (After the commuting: ADD(c, x) and ADD(x, c) are one node now.)
+  stats.common = merge_common_nodes(g);
+  stats.identities = drop_identities(g);
+  stats.activations = canonical_activations(g);
   // (Before the RESHAPE merge below: the fold leaves RESHAPE(RESHAPE(x)) where a RESHAPE stood
   // between the two ADDs.)
   stats.constant_adds = fold_constant_adds(g);

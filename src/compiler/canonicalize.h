@@ -14,6 +14,9 @@ struct CanonicalizeStats {
   int merged_matmuls = 0;  // MATMULs folded into a sibling's wider one
   int column_scales = 0;   // MULs of a column range moved in front of its SLICE
   int constant_adds = 0;   // ADD(ADD(x, c1) [-> RESHAPE], c2) -> [RESHAPE] ADD(x, c1 + c2)
+  int common = 0;          // nodes merged into an identical one (same operator, inputs, attributes)
+  int identities = 0;      // MUL(x, 1) dropped, CLAMP(CLAMP(x)) merged
+  int activations = 0;     // GELU and hard-swish written by hand, put in the form the fusions match
 };
 
 // Rewrites `g` in place; nodes left without users are pruned.
@@ -28,6 +31,22 @@ struct CanonicalizeStats {
 //  - ADD(c, x) and MUL(c, x) with c a constant and x not -> ADD(x, c), MUL(x, c): both are exactly
 //    commutative (also in floating point) and broadcast both ways, and the fusions look for the
 //    constant second (ConvNeXt's layer scale is exported as Mul(gamma, x)).
+//  - A node identical to an earlier one (same operator, same inputs after the merges before it,
+//    same attributes and result types) is dropped and its readers read the earlier result; small
+//    constants (up to 64 elements) with the same bytes count as identical. torch.var computes the
+//    mean that the layer norm around it computed already, and exporters repeat scalars per node:
+//    one computation each, so that the layer-norm matcher sees d = x - mean read three times. Exact
+//    (the same operation on the same values). Graph outputs, effects (VARIABLE*), sub-graphs
+//    (COND_IF, WHILE_LOOP), CUSTOM nodes and RESHAPEs (free; see the sibling merge) are left alone.
+//  - MUL(x, 1) -> x (x * 1 is x, NaN and -0 included; the importer leaves one where a Div(1, s)
+//    became RECIPROCAL(s) * 1), and CLAMP(CLAMP(x, a, b), c, d) -> CLAMP(x, max(a, c), min(b, d))
+//    where the ranges meet and both handle NaN alike (ReLU6 exported as Relu then Clip).
+//  - GELU as HF BERT writes it, x * 0.5 * (1 + erf(x / sqrt 2)) = MUL(MUL(x, 0.5), 1 + erf) ->
+//    MUL(MUL(x, 1 + erf), 0.5), nn.GELU's exported order (equal but where halving is inexact:
+//    subnormals, overflow); hard-swish as written by hand (timm, YOLOv5), x * clamp(x + 3, 0, 6) / 6
+//    with the 1/6 last or on the clamp -> x * clamp(x * 1/6 + 0.5, 0, 1), the importer's HardSwish
+//    (the same function, each element within the rounding of the steps). The GEMM, convolution and
+//    element-wise fusions then take either as one activation.
 //  - ADD(ADD(x, c1) [-> RESHAPE], c2), c1 and c2 constants of x's float type, x not broadcast and
 //    the values between read only there -> [RESHAPE(x) ->] ADD(x, c), c = c1 + c2 computed once
 //    (c1 read through the RESHAPE, which must not cut across an axis group it is broadcast on).
@@ -61,6 +80,12 @@ CanonicalizeStats canonicalize(Graph& g);
 
 // The last rewrite of canonicalize() on its own; returns how many MULs it moved.
 int fold_slice_scales(Graph& g);
+
+// The node merge and the identity removal of canonicalize() on their own; each returns how many
+// nodes it merged or dropped.
+int merge_common_nodes(Graph& g);
+int drop_identities(Graph& g);
+int canonical_activations(Graph& g);
 
 // The constant-ADD fold of canonicalize() on its own; returns how many ADD pairs became one.
 int fold_constant_adds(Graph& g);

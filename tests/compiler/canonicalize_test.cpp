@@ -1,6 +1,7 @@
 // compiler::canonicalize: one form for computations frameworks write in several.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -163,6 +164,177 @@ TEST(Canonicalize, ConstantAddsStayApartWhereTheFoldWouldChangeMeaning) {
   EXPECT_EQ(count(g, Op::ADD), 1);
 }
 
+// Values of a [2, 3, 8] input spread over [-6, 6] (both sides of the hard-swish knees, GELU's tail).
+Tensor spread_input(DType t = DType::kFp32) {
+  std::vector<double> v(48);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = -6.0 + 12.0 * static_cast<double>(i) / 47.0 + 0.01 * std::sin(double(i));
+  return Tensor::from_doubles({t, {2, 3, 8}}, v);
+}
+
+ValueId scalar_const(GraphBuilder& b, const std::string& name, double v, int rank = 3) {
+  return b.constant(name, Tensor::from_doubles({DType::kFp32, Shape(static_cast<size_t>(rank), 1)}, std::vector<double>{v}));
+}
+ValueId shift0(GraphBuilder& b, const std::string& name) {
+  return b.constant(name, Tensor::from_ints({DType::kInt8, {1}}, std::vector<int64_t>{0}));
+}
+
+TEST(Canonicalize, RepeatedComputationsAreMergedOnce) {
+  // torch.var's own mean beside the layer norm's: REDUCE_SUM(x) -> MUL 1/N twice, SUB twice; the
+  // 1/N constants are separate CONST nodes of the same bytes.
+  GraphBuilder b;
+  ValueId x = b.input("x", {DType::kFp32, {2, 3, 8}});
+  ValueId outs[2];
+  for (int k = 0; k < 2; ++k) {
+    const std::string s = std::to_string(k);
+    ValueId sum = b.op(Op::REDUCE_SUM, {x}, {{"axis", int64_t{2}}}, "sum" + s);
+    ValueId mean = b.op(Op::MUL, {sum, scalar_const(b, "inv_n" + s, 0.125), shift0(b, "sh" + s)}, {}, "mean" + s);
+    outs[k] = b.op(Op::SUB, {x, mean}, {}, "d" + s);
+  }
+  ValueId sq = b.op(Op::MUL, {outs[1], outs[1], shift0(b, "sh2")}, {}, "sq");
+  b.output(b.op(Op::ADD, {outs[0], sq}, {}, "y"));
+  ValueId kept = b.op(Op::REDUCE_SUM, {x}, {{"axis", int64_t{2}}}, "kept");  // a graph output: stays
+  b.output(kept);
+  Graph g = b.finish();
+  const Tensor in = spread_input();
+  const std::vector<Tensor> before = Interpreter(Module(g)).run({in});
+  EXPECT_EQ(merge_common_nodes(g), 3 + 3);  // sum, mean, d and the three constants of the second copy
+  EXPECT_EQ(count(g, Op::REDUCE_SUM), 2);   // one mean, one graph output
+  EXPECT_EQ(count(g, Op::SUB), 1);
+  ASSERT_TRUE(verify_module(Module(g)).empty());
+  const std::vector<Tensor> after = Interpreter(Module(g)).run({in});
+  for (size_t i = 0; i < after.size(); ++i) EXPECT_TRUE(after[i].identical(before[i])) << i;
+  // Different attributes (axis) or different constants are different computations.
+  GraphBuilder b2;
+  ValueId x2 = b2.input("x", {DType::kFp32, {2, 3, 8}});
+  ValueId s1 = b2.op(Op::REDUCE_SUM, {x2}, {{"axis", int64_t{2}}}, "s1");
+  ValueId s2 = b2.op(Op::REDUCE_SUM, {x2}, {{"axis", int64_t{1}}}, "s2");
+  ValueId m1 = b2.op(Op::MUL, {x2, scalar_const(b2, "c1", 0.5), shift0(b2, "z1")}, {}, "m1");
+  ValueId m2 = b2.op(Op::MUL, {x2, scalar_const(b2, "c2", 0.25), shift0(b2, "z2")}, {}, "m2");
+  b2.output(b2.op(Op::ADD, {m1, m2}, {}, "mm"));
+  b2.output(s1);
+  b2.output(s2);
+  Graph g2 = b2.finish();
+  EXPECT_EQ(merge_common_nodes(g2), 1);  // only the second shift constant
+  EXPECT_EQ(count(g2, Op::MUL), 2);
+  EXPECT_EQ(count(g2, Op::REDUCE_SUM), 2);
+}
+
+TEST(Canonicalize, MultiplicationsByOneAndNestedClampsGo) {
+  GraphBuilder b;
+  ValueId x = b.input("x", {DType::kFp32, {2, 3, 8}});
+  ValueId one = b.op(Op::MUL, {x, scalar_const(b, "one", 1.0), shift0(b, "z")}, {}, "times_one");
+  auto clamp = [&](ValueId v, double lo, double hi, const std::string& name, NanMode mode = NanMode::kPropagate) {
+    return b.op(Op::CLAMP, {v},
+                {{"min_val", Tensor::from_doubles({DType::kFp32, {}}, std::vector<double>{lo})},
+                 {"max_val", Tensor::from_doubles({DType::kFp32, {}}, std::vector<double>{hi})},
+                 {"nan_mode", static_cast<int64_t>(mode)}},
+                name);
+  };
+  const double inf = std::numeric_limits<double>::infinity();
+  ValueId relu6 = clamp(clamp(one, 0, inf, "relu"), 0, 6, "clip");  // -> one CLAMP [0, 6]
+  ValueId apart = clamp(clamp(x, 3, inf, "lo3"), -inf, 2, "hi2");    // disjoint ranges: both stay
+  ValueId modes = clamp(clamp(x, 0, inf, "relu_p"), 0, 6, "clip_i", NanMode::kIgnore);  // NaN handled apart
+  b.output(b.op(Op::ADD, {relu6, apart}, {}, "y"));
+  b.output(modes);
+  Graph g = b.finish();
+  const Tensor in = spread_input();
+  const std::vector<Tensor> before = Interpreter(Module(g)).run({in});
+  EXPECT_EQ(drop_identities(g), 2);
+  EXPECT_EQ(count(g, Op::MUL), 0);
+  EXPECT_EQ(count(g, Op::CLAMP), 5);
+  ASSERT_TRUE(verify_module(Module(g)).empty());
+  const std::vector<Tensor> after = Interpreter(Module(g)).run({in});
+  for (size_t i = 0; i < after.size(); ++i) EXPECT_TRUE(after[i].identical(before[i])) << i;
+}
+
+// GELU as HF BERT writes it (MUL(MUL(x, 0.5), 1 + erf(x / sqrt 2)), the halving first on either
+// side), hard-swish as timm and YOLOv5 write it (x * clamp(x + 3, 0, 6) / 6, the 1/6 last or on the
+// clamp): each becomes the form the fusions match, with the same values.
+TEST(Canonicalize, HandWrittenGeluAndHardSwishTakeTheMatchedForm) {
+  for (int variant = 0; variant < 4; ++variant) {
+    SCOPED_TRACE(variant);
+    GraphBuilder b;
+    ValueId x = b.input("x", {DType::kFp32, {2, 3, 8}});
+    ValueId y;
+    if (variant < 2) {
+      ValueId half = b.op(Op::MUL, {x, scalar_const(b, "half", 0.5), shift0(b, "z0")}, {}, "half_x");
+      ValueId e = b.op(Op::ERF, {b.op(Op::MUL, {x, scalar_const(b, "k", 0.70710678118654752), shift0(b, "z1")}, {}, "scaled")}, {}, "erf");
+      ValueId a = b.op(Op::ADD, {e, scalar_const(b, "one", 1.0)}, {}, "one_plus");
+      y = variant == 0 ? b.op(Op::MUL, {half, a, shift0(b, "z2")}, {}, "gelu") : b.op(Op::MUL, {a, half, shift0(b, "z2")}, {}, "gelu");
+    } else {
+      ValueId cl = b.op(Op::CLAMP, {b.op(Op::ADD, {x, scalar_const(b, "three", 3.0)}, {}, "x3")},
+                        {{"min_val", Tensor::from_doubles({DType::kFp32, {}}, std::vector<double>{0})},
+                         {"max_val", Tensor::from_doubles({DType::kFp32, {}}, std::vector<double>{6})},
+                         {"nan_mode", static_cast<int64_t>(NanMode::kPropagate)}},
+                        "relu6");
+      ValueId sixth = scalar_const(b, "sixth", 1.0 / 6.0);
+      y = variant == 2 ? b.op(Op::MUL, {b.op(Op::MUL, {x, cl, shift0(b, "z0")}, {}, "xr"), sixth, shift0(b, "z1")}, {}, "hs")
+                       : b.op(Op::MUL, {x, b.op(Op::MUL, {cl, sixth, shift0(b, "z0")}, {}, "gate"), shift0(b, "z1")}, {}, "hs");
+    }
+    b.output(b.op(Op::ADD, {y, x}, {}, "out"));
+    Graph g = b.finish();
+    const Tensor in = spread_input();
+    const std::vector<Tensor> before = Interpreter(Module(g)).run({in});
+    EXPECT_EQ(canonical_activations(g), 1);
+    ASSERT_TRUE(verify_module(Module(g)).empty());
+    // The matched chains: MUL(x, 1/sqrt 2) -> ERF -> ADD 1 -> MUL(x, .) -> MUL 0.5, and
+    // MUL(x, 1/6) -> ADD 0.5 -> CLAMP [0, 1] -> MUL(x, .).
+    const ValueId xv = g.inputs()[0];
+    auto reader_of = [&](ValueId v, Op op) {
+      for (const Node& n : g.nodes())
+        if (n.op == op && std::find(n.inputs.begin(), n.inputs.end(), v) != n.inputs.end()) return &n;
+      return static_cast<const Node*>(nullptr);
+    };
+    if (variant < 2) {
+      const Node* e = reader_of(xv, Op::MUL);
+      ASSERT_NE(e, nullptr);
+      const Node* erf = reader_of(e->outputs[0], Op::ERF);
+      ASSERT_NE(erf, nullptr);
+      const Node* one = reader_of(erf->outputs[0], Op::ADD);
+      ASSERT_NE(one, nullptr);
+      const Node* xa = reader_of(one->outputs[0], Op::MUL);
+      ASSERT_NE(xa, nullptr);
+      EXPECT_TRUE(xa->inputs[0] == xv || xa->inputs[1] == xv);
+      const Node* fin = reader_of(xa->outputs[0], Op::MUL);
+      ASSERT_NE(fin, nullptr);
+      EXPECT_EQ(g.node(g.value(fin->inputs[1]).producer).attr_tensor("values").at_double(0), 0.5);
+      for (int64_t i = 0; i < in.num_elements(); ++i) EXPECT_EQ(Interpreter(Module(g)).run({in})[0].at_double(i), before[0].at_double(i)) << i;
+    } else {
+      EXPECT_EQ(count(g, Op::CLAMP), 1);
+      for (const Node& n : g.nodes())
+        if (n.op == Op::CLAMP) {
+          EXPECT_EQ(n.attr_tensor("min_val").at_double(0), 0.0);
+          EXPECT_EQ(n.attr_tensor("max_val").at_double(0), 1.0);
+          const Node& add = g.node(g.value(n.inputs[0]).producer);
+          ASSERT_EQ(add.op, Op::ADD);
+          EXPECT_EQ(g.node(g.value(add.inputs[1]).producer).attr_tensor("values").at_double(0), 0.5);
+        }
+      const std::vector<Tensor> after = Interpreter(Module(g)).run({in});
+      for (int64_t i = 0; i < in.num_elements(); ++i) {
+        const double v = in.at_double(i), want = v * std::clamp(v + 3.0, 0.0, 6.0) / 6.0 + v;
+        EXPECT_NEAR(after[0].at_double(i), want, 4e-7 * (1 + std::abs(want))) << i;
+        EXPECT_NEAR(after[0].at_double(i), before[0].at_double(i), 4e-7 * (1 + std::abs(want))) << i;
+      }
+    }
+  }
+  // Not the form: a clip to [0, 5], a GELU whose erf reads another value.
+  GraphBuilder b;
+  ValueId x = b.input("x", {DType::kFp32, {2, 3, 8}});
+  ValueId cl = b.op(Op::CLAMP, {b.op(Op::ADD, {x, scalar_const(b, "three", 3.0)}, {}, "x3")},
+                    {{"min_val", Tensor::from_doubles({DType::kFp32, {}}, std::vector<double>{0})},
+                     {"max_val", Tensor::from_doubles({DType::kFp32, {}}, std::vector<double>{5})},
+                     {"nan_mode", static_cast<int64_t>(NanMode::kPropagate)}},
+                    "clip5");
+  ValueId hs = b.op(Op::MUL, {b.op(Op::MUL, {x, cl, shift0(b, "z0")}, {}, "xr"), scalar_const(b, "sixth", 1.0 / 6.0), shift0(b, "z1")}, {}, "hs");
+  ValueId other = b.input("o", {DType::kFp32, {2, 3, 8}});
+  ValueId half = b.op(Op::MUL, {x, scalar_const(b, "half", 0.5), shift0(b, "z2")}, {}, "half_x");
+  ValueId e = b.op(Op::ERF, {b.op(Op::MUL, {other, scalar_const(b, "k", 0.70710678118654752), shift0(b, "z3")}, {}, "scaled")}, {}, "erf");
+  ValueId gl = b.op(Op::MUL, {half, b.op(Op::ADD, {e, scalar_const(b, "one", 1.0)}, {}, "one_plus"), shift0(b, "z4")}, {}, "gelu");
+  b.output(b.op(Op::ADD, {hs, gl}, {}, "out"));
+  Graph g = b.finish();
+  EXPECT_EQ(canonical_activations(g), 0);
+}
+
 // x [1, M, K] -> MATMUL with constant B_i [1, K, N_i] (-> ADD of a constant [1, 1, N_i] bias) for
 // each i, every result an output. `ks` gives each B's K (a different K is not a sibling) and
 // `biased` which ones have a bias.
@@ -237,7 +409,7 @@ TEST(Canonicalize, SiblingMatmulsMergeOnlyWhenAlike) {
     ValueId x = b.input("x", {DType::kFp32, {1, 4, 6}});
     ValueId zp = b.constant("zp", Tensor::from_doubles({DType::kFp32, {1}}, std::vector<double>{0}));
     for (int i = 0; i < 2; ++i) {
-      ValueId w = b.constant("w" + std::to_string(i), Tensor::from_doubles({DType::kFp32, {1, 6, 3}}, std::vector<double>(18, 0.5)));
+      ValueId w = b.constant("w" + std::to_string(i), Tensor::from_doubles({DType::kFp32, {1, 6, 3}}, std::vector<double>(18, 0.5 / (i + 1))));
       ValueId y = b.op(Op::MATMUL, {x, w, zp, zp}, {}, "mm" + std::to_string(i));
       b.output(b.op(Op::RESHAPE, {y, b.constant_shape("shape" + std::to_string(i), {2, 2, 3})}, {}, "r" + std::to_string(i)));
     }
