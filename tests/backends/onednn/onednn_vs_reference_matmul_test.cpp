@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "backends/onednn/onednn_test_util.h"
+#include "compiler/canonicalize.h"
 
 namespace weft::onednn_test {
 namespace {
@@ -70,6 +71,46 @@ TEST(OneDnnVsReference, MatmulBiasAndActivations) {
         Module m = net.finish({c.after(net, biased)});
         check_vs_reference(m, net.feeds, {c.pattern}, kTolAccumulate);
       }
+}
+
+// Activations as models write them by hand fuse once the import's canonical forms
+// (compiler::canonicalize) have run: HF BERT's GELU halving x first, hard-swish as
+// x * relu6(x + 3) / 6 with ReLU6 in two clamps, a layer norm through torch.var's second mean.
+TEST(OneDnnVsReference, HandWrittenActivationsFuseAfterCanonicalForms) {
+  struct Case {
+    std::string pattern;
+    std::function<ValueId(Net&, ValueId)> after;
+  };
+  const std::vector<Case> cases = {
+      {"MATMUL+BIAS+GELU",
+       [](Net& n, ValueId v) {
+         ValueId e = n.unary(Op::ERF, n.mul(v, n.scalar(0.70710678118654752, 3)));
+         return n.mul(n.mul(v, n.scalar(0.5, 3)), n.add(e, n.scalar(1.0, 3)));
+       }},
+      {"MATMUL+BIAS+HARDSWISH",
+       [](Net& n, ValueId v) {
+         ValueId r6 = n.clamp(n.relu(n.add(v, n.scalar(3.0, 3))), 0.0, 6.0);
+         return n.mul(n.mul(v, r6), n.scalar(1.0 / 6.0, 3));
+       }},
+      {"LAYER_NORM",
+       [](Net& n, ValueId v) {
+         auto mean = [&] { return n.mul(n.reduce(Op::REDUCE_SUM, v, 2), n.scalar(1.0 / 12, 3)); };
+         ValueId d = n.sub(v, mean());
+         ValueId d2 = n.sub(v, mean());  // torch.var's own mean
+         ValueId var = n.mul(n.reduce(Op::REDUCE_SUM, n.mul(d2, d2), 2), n.scalar(1.0 / 12, 3));
+         return n.mul(d, n.unary(Op::RSQRT, n.add(var, n.scalar(1e-5, 3))));
+       }},
+  };
+  uint32_t seed = 1050;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.pattern);
+    Net net(seed++);
+    ValueId a = net.input({1, 6, 10}, -3, 3);
+    ValueId biased = net.add(net.matmul(a, net.weight({1, 10, 12})), net.weight({1, 1, 12}));
+    Module m = net.finish({c.after(net, biased)});
+    compiler::canonicalize(m.main());
+    check_vs_reference(m, net.feeds, {c.pattern}, kTolAccumulate);
+  }
 }
 
 TEST(OneDnnVsReference, MatmulResidualAdd) {
