@@ -60,9 +60,10 @@ SEG = ["fcn_resnet50", "deeplabv3_resnet50", "deeplabv3_mobilenet_v3_large", "lr
 # as x * sigmoid(x), hard-swish as x * relu6(x + 3) / 6, softmax as exp / sum, attention as
 # matmuls around a hand-built softmax; attention_causal adds a decoder's causal mask, 0 / -inf
 # above the diagonal, to the scores; GELU as HF BERT writes it, x * 0.5 * (1 + erf(x / sqrt 2));
-# a layer norm through torch.var, which computes the mean again): as "patterns".
+# a layer norm through torch.var, which computes the mean again; CLIP's quick GELU,
+# x * sigmoid(1.702 x)): as "patterns".
 PATTERNS = ["layernorm_manual", "rmsnorm", "gelu_tanh", "silu_manual", "hardswish_manual", "softmax_manual",
-            "attention_manual", "attention_causal", "gelu_erf_manual", "layernorm_var"]
+            "attention_manual", "attention_causal", "gelu_erf_manual", "layernorm_var", "quick_gelu"]
 PATTERN_SHAPE = (1, 128, 256)
 SMALL_IMAGE_SHAPE = (1, 3, 64, 64)
 VIDEO_SHAPE = (1, 3, 16, 112, 112)
@@ -298,6 +299,8 @@ def build_pattern(name):
                 h = softmax(h)
             elif name == "gelu_erf_manual":
                 h = h * 0.5 * (1.0 + torch.erf(h / math.sqrt(2.0)))
+            elif name == "quick_gelu":
+                h = h * torch.sigmoid(1.702 * h)
             elif name == "layernorm_var":
                 mean = h.mean(-1, keepdim=True)
                 h = (h - mean) / torch.sqrt(h.var(-1, unbiased=False, keepdim=True) + 1e-5) * self.w + self.b

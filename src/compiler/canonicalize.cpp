@@ -272,9 +272,11 @@ int canonical_activations(Graph& g) {
     return kNoValue;
   };
   struct Form {
-    enum Kind { kGelu, kHardSwish } kind;
-    ValueId x, a, c;  // kGelu: x, 1 + erf(x / sqrt 2), the 0.5; kHardSwish: x, the 1/6 constant
-    int clamp = -1;   // kHardSwish: CLAMP(x + 3, 0, 6)
+    enum Kind { kGelu, kHardSwish, kScaledSwish } kind;
+    // kGelu: x, 1 + erf(x / sqrt 2), the 0.5; kHardSwish: x, -, the 1/6 constant; kScaledSwish:
+    // x, beta * x, beta
+    ValueId x, a, c;
+    int clamp = -1;  // kHardSwish: CLAMP(x + 3, 0, 6)
   };
   std::map<int, Form> at;  // the final MUL -> the form it ends
   for (size_t i = 0; i < g.nodes().size(); ++i) {
@@ -299,6 +301,25 @@ int canonical_activations(Graph& g) {
             at.emplace(fin, Form{Form::kGelu, x, w, half});
             continue;
           }
+        }
+      }
+      // x * sigmoid(beta * x), beta a constant other than 1 (CLIP's quick GELU, beta = 1.702).
+      if (const int sg = producer(w, Op::SIGMOID); sg >= 0 && only(w, fin)) {
+        const ValueId t = g.node(sg).inputs[0];
+        const int sc = g.value(t).producer;
+        ValueId x = kNoValue;
+        const Tensor* beta = nullptr;
+        if (sc >= 0 && only(t, sg) && product(sc)) {
+          const Node& sn = g.node(sc);
+          for (int j = 0; j < 2 && !beta; ++j) {
+            const Tensor* c = const_tensor(g, sn.inputs[static_cast<size_t>(j)]);
+            if (c && c->num_elements() == 1 && sn.inputs[static_cast<size_t>(1 - j)] == u) beta = c, x = u;
+          }
+        }
+        if (beta && is_float(beta->dtype()) && beta->at_double(0) != 1.0 && beta->at_double(0) != 0.0 &&
+            std::isfinite(1.0 / beta->at_double(0)) && g.value(x).type == rt && g.value(t).type == rt) {
+          at.emplace(fin, Form{Form::kScaledSwish, x, t, g.node(sc).inputs[0] == x ? g.node(sc).inputs[1] : g.node(sc).inputs[0]});
+          continue;
         }
       }
       // Hard-swish as written by hand: x * clamp(x + 3, 0, 6) / 6, the 1/6 last
@@ -360,6 +381,17 @@ int canonical_activations(Graph& g) {
       const ValueId xa = out.add_value(rb.fresh(name + "_gelu"), rt);
       mul(mv(f.x), mv(f.a), xa, fin.name);
       mul(xa, mv(f.c), r, fin.name);
+    } else if (f.kind == Form::kScaledSwish) {
+      // swish(t) * (1 / beta) with t = beta * x: x * sigmoid(t) = t * sigmoid(t) / beta. The SCALE,
+      // SWISH and SCALE post-ops every fusion has take it whole (each element within a few
+      // roundings of the written form: t * 1/beta for x).
+      const int rank = rt.rank();
+      const ValueId sg = out.add_value(rb.fresh(name + "_sigmoid"), rt);
+      rb.node(Op::SIGMOID, {mv(f.a)}, {}, sg, fin.name);
+      const ValueId sw = out.add_value(rb.fresh(name + "_swish"), rt);
+      mul(mv(f.a), sg, sw, fin.name);
+      const double beta = const_tensor(g, f.c)->at_double(0);
+      mul(sw, scalar(rt.dtype, rank, 1.0 / beta, name + "_inv_beta"), r, fin.name);
     } else {
       // x * clamp(x * 1/6 + 0.5, 0, 1), as the importer lowers HardSwish (the same function; each
       // element within the rounding of the two forms' steps).

@@ -16,7 +16,7 @@ struct CanonicalizeStats {
   int constant_adds = 0;   // ADD(ADD(x, c1) [-> RESHAPE], c2) -> [RESHAPE] ADD(x, c1 + c2)
   int common = 0;          // nodes merged into an identical one (same operator, inputs, attributes)
   int identities = 0;      // MUL(x, 1) dropped, CLAMP(CLAMP(x)) merged
-  int activations = 0;     // GELU and hard-swish written by hand, put in the form the fusions match
+  int activations = 0;     // GELU, hard-swish and quick GELU written by hand, put in the form the fusions match
 };
 
 // Rewrites `g` in place; nodes left without users are pruned.
@@ -45,8 +45,10 @@ struct CanonicalizeStats {
 //    MUL(MUL(x, 1 + erf), 0.5), nn.GELU's exported order (equal but where halving is inexact:
 //    subnormals, overflow); hard-swish as written by hand (timm, YOLOv5), x * clamp(x + 3, 0, 6) / 6
 //    with the 1/6 last or on the clamp -> x * clamp(x * 1/6 + 0.5, 0, 1), the importer's HardSwish
-//    (the same function, each element within the rounding of the steps). The GEMM, convolution and
-//    element-wise fusions then take either as one activation.
+//    (the same function, each element within the rounding of the steps); x * sigmoid(beta * x),
+//    beta a constant other than 1 (CLIP's quick GELU, 1.702) -> t * sigmoid(t) * (1 / beta) with
+//    t = beta * x (within a few roundings). The GEMM, convolution and element-wise fusions then take
+//    each as one activation (quick GELU as SCALE+SWISH+SCALE).
 //  - ADD(ADD(x, c1) [-> RESHAPE], c2), c1 and c2 constants of x's float type, x not broadcast and
 //    the values between read only there -> [RESHAPE(x) ->] ADD(x, c), c = c1 + c2 computed once
 //    (c1 read through the RESHAPE, which must not cut across an axis group it is broadcast on).

@@ -317,6 +317,28 @@ TEST(Canonicalize, HandWrittenGeluAndHardSwishTakeTheMatchedForm) {
       }
     }
   }
+  {  // CLIP's quick GELU, x * sigmoid(1.702 x) -> (t * sigmoid(t)) * (1 / 1.702), t = 1.702 x
+    GraphBuilder b;
+    ValueId x = b.input("x", {DType::kFp32, {2, 3, 8}});
+    ValueId t = b.op(Op::MUL, {scalar_const(b, "beta", 1.702), x, shift0(b, "z0")}, {}, "t");
+    b.output(b.op(Op::MUL, {x, b.op(Op::SIGMOID, {t}, {}, "sig"), shift0(b, "z1")}, {}, "qgelu"));
+    Graph g = b.finish();
+    const Tensor in = spread_input();
+    const std::vector<Tensor> before = Interpreter(Module(g)).run({in});
+    EXPECT_EQ(canonical_activations(g), 1);
+    ASSERT_TRUE(verify_module(Module(g)).empty());
+    int sigmoid_of_t = 0;  // the swish form: MUL(t, SIGMOID(t))
+    for (const Node& n : g.nodes())
+      if (n.op == Op::MUL && g.value(n.inputs[1]).producer >= 0 && g.node(g.value(n.inputs[1]).producer).op == Op::SIGMOID)
+        sigmoid_of_t += g.node(g.value(n.inputs[1]).producer).inputs[0] == n.inputs[0];
+    EXPECT_EQ(sigmoid_of_t, 1);
+    const std::vector<Tensor> after = Interpreter(Module(g)).run({in});
+    for (int64_t i = 0; i < in.num_elements(); ++i) {
+      const double v = in.at_double(i), want = v / (1.0 + std::exp(-1.702 * v));
+      EXPECT_NEAR(after[0].at_double(i), want, 1e-6 * (1 + std::abs(want))) << i;
+      EXPECT_NEAR(after[0].at_double(i), before[0].at_double(i), 1e-6 * (1 + std::abs(want))) << i;
+    }
+  }
   // Not the form: a clip to [0, 5], a GELU whose erf reads another value.
   GraphBuilder b;
   ValueId x = b.input("x", {DType::kFp32, {2, 3, 8}});

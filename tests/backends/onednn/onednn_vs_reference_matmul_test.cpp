@@ -75,7 +75,8 @@ TEST(OneDnnVsReference, MatmulBiasAndActivations) {
 
 // Activations as models write them by hand fuse once the import's canonical forms
 // (compiler::canonicalize) have run: HF BERT's GELU halving x first, hard-swish as
-// x * relu6(x + 3) / 6 with ReLU6 in two clamps, a layer norm through torch.var's second mean.
+// x * relu6(x + 3) / 6 with ReLU6 in two clamps, CLIP's quick GELU, a layer norm through
+// torch.var's second mean.
 TEST(OneDnnVsReference, HandWrittenActivationsFuseAfterCanonicalForms) {
   struct Case {
     std::string pattern;
@@ -92,6 +93,8 @@ TEST(OneDnnVsReference, HandWrittenActivationsFuseAfterCanonicalForms) {
          ValueId r6 = n.clamp(n.relu(n.add(v, n.scalar(3.0, 3))), 0.0, 6.0);
          return n.mul(n.mul(v, r6), n.scalar(1.0 / 6.0, 3));
        }},
+      {"MATMUL+BIAS+SCALE+SWISH+SCALE",  // CLIP's quick GELU, x * sigmoid(1.702 x)
+       [](Net& n, ValueId v) { return n.mul(v, n.unary(Op::SIGMOID, n.mul(v, n.scalar(1.702, 3)))); }},
       {"LAYER_NORM",
        [](Net& n, ValueId v) {
          auto mean = [&] { return n.mul(n.reduce(Op::REDUCE_SUM, v, 2), n.scalar(1.0 / 12, 3)); };
