@@ -205,9 +205,11 @@ int drop_identities(Graph& g) {
     for (ValueId& v : n.inputs) v = rep[static_cast<size_t>(v)];
     if (n.outputs.size() != 1 || is_output[static_cast<size_t>(n.outputs[0])]) continue;
     const TensorType& rt = g.value(n.outputs[0]).type;
-    if (n.op == Op::MUL && n.inputs.size() >= 2 && g.value(n.inputs[0]).type == rt && is_float(rt.dtype) &&
+    const Tensor* factor = n.op == Op::MUL && n.inputs.size() >= 2 ? const_tensor(g, n.inputs[1]) : nullptr;
+    if (factor && factor->num_elements() == 1 && g.value(n.inputs[0]).type == rt && is_float(rt.dtype) &&
         (n.inputs.size() < 3 || const_all_int(g, n.inputs[2], 0)) && const_all(g, n.inputs[1], 1.0)) {
-      // x * 1 is x (NaN stays NaN, -0 stays -0).
+      // x * 1 is x (NaN stays NaN, -0 stays -0). One value only: a per-channel factor that happens
+      // to be all ones (a layer norm's gamma as initialised) is the affine part its fusion expects.
       rep[static_cast<size_t>(n.outputs[0])] = n.inputs[0];
       ++dropped;
       continue;

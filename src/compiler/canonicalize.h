@@ -38,8 +38,9 @@ struct CanonicalizeStats {
 //    one computation each, so that the layer-norm matcher sees d = x - mean read three times. Exact
 //    (the same operation on the same values). Graph outputs, effects (VARIABLE*), sub-graphs
 //    (COND_IF, WHILE_LOOP), CUSTOM nodes and RESHAPEs (free; see the sibling merge) are left alone.
-//  - MUL(x, 1) -> x (x * 1 is x, NaN and -0 included; the importer leaves one where a Div(1, s)
-//    became RECIPROCAL(s) * 1), and CLAMP(CLAMP(x, a, b), c, d) -> CLAMP(x, max(a, c), min(b, d))
+//  - MUL(x, 1) -> x, 1 a one-element constant (x * 1 is x, NaN and -0 included; the importer
+//    leaves one where a Div(1, s) became RECIPROCAL(s) * 1; a per-channel factor of ones, a layer
+//    norm's gamma as initialised, stays: the fusions take it as the affine part), and CLAMP(CLAMP(x, a, b), c, d) -> CLAMP(x, max(a, c), min(b, d))
 //    where the ranges meet and both handle NaN alike (ReLU6 exported as Relu then Clip).
 //  - GELU as HF BERT writes it, x * 0.5 * (1 + erf(x / sqrt 2)) = MUL(MUL(x, 0.5), 1 + erf) ->
 //    MUL(MUL(x, 1 + erf), 0.5), nn.GELU's exported order (equal but where halving is inexact:
