@@ -274,15 +274,31 @@ int canonical_activations(Graph& g) {
     return kNoValue;
   };
   struct Form {
-    enum Kind { kGelu, kHardSwish, kScaledSwish } kind;
+    enum Kind { kGelu, kHardSwish, kScaledSwish, kGeluHalves, kSigmoid } kind;
     // kGelu: x, 1 + erf(x / sqrt 2), the 0.5; kHardSwish: x, -, the 1/6 constant; kScaledSwish:
-    // x, beta * x, beta
+    // x, beta * x, beta; kGeluHalves: x, erf(x / sqrt 2), the 0.5; kSigmoid: x
     ValueId x, a, c;
     int clamp = -1;  // kHardSwish: CLAMP(x + 3, 0, 6)
   };
-  std::map<int, Form> at;  // the final MUL -> the form it ends
+  std::map<int, Form> at;  // the final MUL (kSigmoid: RECIPROCAL) -> the form it ends
   for (size_t i = 0; i < g.nodes().size(); ++i) {
     const int fin = static_cast<int>(i);
+    // The logistic function written out: RECIPROCAL(ADD(EXP(NEGATE(x)), 1)) -> SIGMOID(x) (then
+    // x * sigmoid(x) is the swish the fusions match: SiLU written x / (1 + exp(-x))).
+    if (const Node& rn = g.node(fin); rn.op == Op::RECIPROCAL && is_float(g.value(rn.outputs[0]).type.dtype)) {
+      const int add = producer(rn.inputs[0], Op::ADD);
+      const int ex = add >= 0 && only(rn.inputs[0], fin) && near(g.node(add).inputs[1], 1.0)
+                         ? producer(g.node(add).inputs[0], Op::EXP) : -1;
+      const int ng = ex >= 0 && only(g.node(add).inputs[0], add) ? producer(g.node(ex).inputs[0], Op::NEGATE) : -1;
+      if (ng >= 0 && only(g.node(ex).inputs[0], ex)) {
+        const Node& nn = g.node(ng);
+        const ValueId x = nn.inputs[0];
+        bool zps = true;  // a float NEGATE's zero points are 0
+        for (size_t z = 1; z < nn.inputs.size(); ++z) zps = zps && const_all(g, nn.inputs[z], 0.0);
+        if (zps && g.value(x).type == g.value(rn.outputs[0]).type) at.emplace(fin, Form{Form::kSigmoid, x, kNoValue, kNoValue});
+      }
+      continue;
+    }
     const auto pr = product(fin);
     if (!pr || !is_float(g.value(g.node(fin).outputs[0]).type.dtype)) continue;
     const TensorType& rt = g.value(g.node(fin).outputs[0]).type;
@@ -303,6 +319,19 @@ int canonical_activations(Graph& g) {
             at.emplace(fin, Form{Form::kGelu, x, w, half});
             continue;
           }
+        }
+      }
+      // GELU as x * (0.5 + 0.5 * erf(x / sqrt 2)).
+      if (const int add = producer(w, Op::ADD); add >= 0 && only(w, fin) && near(g.node(add).inputs[1], 0.5)) {
+        const int hm = g.value(g.node(add).inputs[0]).producer;
+        ValueId e = kNoValue, x2 = kNoValue;
+        const ValueId half = hm >= 0 && only(g.node(add).inputs[0], add) ? by_const(hm, 0.5, &e) : kNoValue;
+        const int erf = half != kNoValue ? producer(e, Op::ERF) : -1;
+        if (erf >= 0 && only(e, hm) && g.value(g.node(erf).inputs[0]).producer >= 0 &&
+            by_const(g.value(g.node(erf).inputs[0]).producer, 0.70710678118654752, &x2) != kNoValue && x2 == u &&
+            g.value(u).type == rt) {
+          at.emplace(fin, Form{Form::kGeluHalves, u, e, half});
+          continue;
         }
       }
       // x * sigmoid(beta * x), beta a constant other than 1 (CLIP's quick GELU, beta = 1.702).
@@ -367,6 +396,13 @@ int canonical_activations(Graph& g) {
     }
     const Node& fin = g.node(static_cast<int>(i));
     const Form& f = it->second;
+    if (f.kind == Form::kSigmoid) {
+      // (1 / (1 + e^-x) is the logistic function: each element within the rounding of the steps.)
+      const ValueId r = out.add_value(g.value(fin.outputs[0]).name, g.value(fin.outputs[0]).type);
+      rb.node(Op::SIGMOID, {rb.map[static_cast<size_t>(f.x)]}, {}, r, fin.name);
+      rb.map[static_cast<size_t>(fin.outputs[0])] = r;
+      continue;
+    }
     const TensorType& rt = g.value(fin.outputs[0]).type;
     const std::string& name = g.value(fin.outputs[0]).name;
     auto mv = [&](ValueId v) { return rb.map[static_cast<size_t>(v)]; };
@@ -382,6 +418,15 @@ int canonical_activations(Graph& g) {
       // x * a * 0.5 differ only where a halving is inexact (subnormals, overflow).
       const ValueId xa = out.add_value(rb.fresh(name + "_gelu"), rt);
       mul(mv(f.x), mv(f.a), xa, fin.name);
+      mul(xa, mv(f.c), r, fin.name);
+    } else if (f.kind == Form::kGeluHalves) {
+      // MUL(MUL(x, erf + 1), 0.5): 0.5 + 0.5 e is 0.5 (1 + e) exactly, and halving commutes with
+      // the product's rounding (but for subnormals and overflow).
+      const ValueId one = scalar(rt.dtype, rt.rank(), 1.0, name + "_gelu_one");
+      const ValueId a = out.add_value(rb.fresh(name + "_gelu_sum"), rt);
+      rb.node(Op::ADD, {mv(f.a), one}, {}, a, fin.name);
+      const ValueId xa = out.add_value(rb.fresh(name + "_gelu"), rt);
+      mul(mv(f.x), a, xa, fin.name);
       mul(xa, mv(f.c), r, fin.name);
     } else if (f.kind == Form::kScaledSwish) {
       // swish(t) * (1 / beta) with t = beta * x: x * sigmoid(t) = t * sigmoid(t) / beta. The SCALE,

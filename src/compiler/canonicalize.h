@@ -16,7 +16,7 @@ struct CanonicalizeStats {
   int constant_adds = 0;   // ADD(ADD(x, c1) [-> RESHAPE], c2) -> [RESHAPE] ADD(x, c1 + c2)
   int common = 0;          // nodes merged into an identical one (same operator, inputs, attributes)
   int identities = 0;      // MUL(x, 1) dropped, CLAMP(CLAMP(x)) merged
-  int activations = 0;     // GELU, hard-swish and quick GELU written by hand, put in the form the fusions match
+  int activations = 0;     // GELU, sigmoid, hard-swish and quick GELU written by hand, in the matched form
 };
 
 // Rewrites `g` in place; nodes left without users are pruned.
@@ -42,9 +42,10 @@ struct CanonicalizeStats {
 //    leaves one where a Div(1, s) became RECIPROCAL(s) * 1; a per-channel factor of ones, a layer
 //    norm's gamma as initialised, stays: the fusions take it as the affine part), and CLAMP(CLAMP(x, a, b), c, d) -> CLAMP(x, max(a, c), min(b, d))
 //    where the ranges meet and both handle NaN alike (ReLU6 exported as Relu then Clip).
-//  - GELU as HF BERT writes it, x * 0.5 * (1 + erf(x / sqrt 2)) = MUL(MUL(x, 0.5), 1 + erf) ->
-//    MUL(MUL(x, 1 + erf), 0.5), nn.GELU's exported order (equal but where halving is inexact:
-//    subnormals, overflow); hard-swish as written by hand (timm, YOLOv5), x * clamp(x + 3, 0, 6) / 6
+//  - GELU as HF BERT writes it, x * 0.5 * (1 + erf(x / sqrt 2)) = MUL(MUL(x, 0.5), 1 + erf), or
+//    as x * (0.5 + 0.5 * erf(...)) -> MUL(MUL(x, 1 + erf), 0.5), nn.GELU's exported order (equal
+//    but where halving is inexact: subnormals, overflow); 1 / (1 + exp(-x)) -> SIGMOID(x) (SiLU
+//    written x / (1 + exp(-x)) then matches as swish); hard-swish as written by hand (timm, YOLOv5), x * clamp(x + 3, 0, 6) / 6
 //    with the 1/6 last or on the clamp -> x * clamp(x * 1/6 + 0.5, 0, 1), the importer's HardSwish
 //    (the same function, each element within the rounding of the steps); x * sigmoid(beta * x),
 //    beta a constant other than 1 (CLIP's quick GELU, 1.702) -> t * sigmoid(t) * (1 / beta) with

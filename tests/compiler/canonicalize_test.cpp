@@ -319,6 +319,44 @@ TEST(Canonicalize, HandWrittenGeluAndHardSwishTakeTheMatchedForm) {
       }
     }
   }
+  {  // GELU as x * (0.5 + 0.5 * erf(x / sqrt 2)) -> the matched chain, the same values
+    GraphBuilder b;
+    ValueId x = b.input("x", {DType::kFp32, {2, 3, 8}});
+    ValueId e = b.op(Op::ERF, {b.op(Op::MUL, {x, scalar_const(b, "k", 0.70710678118654752), shift0(b, "z0")}, {}, "scaled")}, {}, "erf");
+    ValueId h = b.op(Op::ADD, {b.op(Op::MUL, {e, scalar_const(b, "half", 0.5), shift0(b, "z1")}, {}, "half_erf"), scalar_const(b, "half2", 0.5)}, {}, "gate");
+    b.output(b.op(Op::MUL, {x, h, shift0(b, "z2")}, {}, "gelu"));
+    Graph g = b.finish();
+    const Tensor in = spread_input();
+    const std::vector<Tensor> before = Interpreter(Module(g)).run({in});
+    EXPECT_EQ(canonical_activations(g), 1);
+    ASSERT_TRUE(verify_module(Module(g)).empty());
+    int one_plus_erf = 0;
+    for (const Node& n : g.nodes())
+      if (n.op == Op::ADD && g.value(n.inputs[0]).producer >= 0 && g.node(g.value(n.inputs[0]).producer).op == Op::ERF)
+        one_plus_erf += g.node(g.value(n.inputs[1]).producer).attr_tensor("values").at_double(0) == 1.0;
+    EXPECT_EQ(one_plus_erf, 1);
+    const std::vector<Tensor> after = Interpreter(Module(g)).run({in});
+    for (int64_t i = 0; i < in.num_elements(); ++i) EXPECT_EQ(after[0].at_double(i), before[0].at_double(i)) << i;
+  }
+  {  // SiLU written x / (1 + exp(-x)): the logistic part becomes SIGMOID(x)
+    GraphBuilder b;
+    ValueId x = b.input("x", {DType::kFp32, {2, 3, 8}});
+    ValueId zp = b.constant("zp", Tensor::from_doubles({DType::kFp32, {1}}, std::vector<double>{0}));
+    ValueId ex = b.op(Op::EXP, {b.op(Op::NEGATE, {x, zp, zp}, {}, "neg")}, {}, "exp");
+    ValueId r = b.op(Op::RECIPROCAL, {b.op(Op::ADD, {ex, scalar_const(b, "one", 1.0)}, {}, "den")}, {}, "rec");
+    b.output(b.op(Op::MUL, {x, r, shift0(b, "z0")}, {}, "silu"));
+    Graph g = b.finish();
+    const Tensor in = spread_input();
+    EXPECT_EQ(canonical_activations(g), 1);
+    ASSERT_TRUE(verify_module(Module(g)).empty());
+    EXPECT_EQ(count(g, Op::SIGMOID), 1);
+    EXPECT_EQ(count(g, Op::EXP), 0);
+    const std::vector<Tensor> after = Interpreter(Module(g)).run({in});
+    for (int64_t i = 0; i < in.num_elements(); ++i) {
+      const double v = in.at_double(i), want = v / (1.0 + std::exp(-v));
+      EXPECT_NEAR(after[0].at_double(i), want, 1e-6 * (1 + std::abs(want))) << i;
+    }
+  }
   {  // CLIP's quick GELU, x * sigmoid(1.702 x) -> (t * sigmoid(t)) * (1 / 1.702), t = 1.702 x
     GraphBuilder b;
     ValueId x = b.input("x", {DType::kFp32, {2, 3, 8}});

@@ -93,6 +93,17 @@ TEST(OneDnnVsReference, HandWrittenActivationsFuseAfterCanonicalForms) {
          ValueId r6 = n.clamp(n.relu(n.add(v, n.scalar(3.0, 3))), 0.0, 6.0);
          return n.mul(n.mul(v, r6), n.scalar(1.0 / 6.0, 3));
        }},
+      {"MATMUL+BIAS+GELU",  // x * (0.5 + 0.5 erf(x / sqrt 2))
+       [](Net& n, ValueId v) {
+         ValueId e = n.unary(Op::ERF, n.mul(v, n.scalar(0.70710678118654752, 3)));
+         return n.mul(v, n.add(n.mul(e, n.scalar(0.5, 3)), n.scalar(0.5, 3)));
+       }},
+      {"MATMUL+BIAS+SWISH",  // SiLU written x / (1 + exp(-x))
+       [](Net& n, ValueId v) {
+         ValueId z = n.scalar(0.0, 1);
+         ValueId ex = n.unary(Op::EXP, n.b.op(Op::NEGATE, {v, z, z}));
+         return n.mul(v, n.unary(Op::RECIPROCAL, n.add(ex, n.scalar(1.0, 3))));
+       }},
       {"MATMUL+BIAS+SCALE+SWISH+SCALE",  // CLIP's quick GELU, x * sigmoid(1.702 x)
        [](Net& n, ValueId v) { return n.mul(v, n.unary(Op::SIGMOID, n.mul(v, n.scalar(1.702, 3)))); }},
       {"LAYER_NORM",
