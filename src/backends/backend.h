@@ -80,6 +80,9 @@ struct Composite {
   //   kSoftmax: REDUCE_MAX -> SUB -> EXP -> REDUCE_SUM -> RECIPROCAL -> MUL over `axis`.
   //   kLayerNorm: mean, centred square, variance + epsilon, RSQRT, scale by `gamma`, add `beta`
   //   over the last axis (gamma / beta kNoValue when absent).
+  //   kRmsNorm: x * x, REDUCE_SUM over the last axis, * 1/N, + epsilon, RSQRT, x times it, scale by
+  //   `gamma`, add `beta` (T5's and LLaMA's RMS norm; gamma / beta kNoValue when absent). Anchored
+  //   at the MUL(x, x).
   //   kSubgraph: a run of units merged for a backend that takes whole regions (Grouping::kRegions):
   //   any nodes, several outputs possible.
   //   kGroupedConv: a grouped convolution as TOSA has to write it (it has no group attribute):
@@ -96,7 +99,7 @@ struct Composite {
   //   (compiler::fold_transpose: ShuffleNet's channel shuffle and the split after it); neither the
   //   TRANSPOSE nor the CONCAT is written. `anchor` is the TRANSPOSE, `outputs` the SLICEs' results
   //   in node order; the unit runs at its first SLICE (`run_at`).
-  enum class Region { kNone, kSoftmax, kLayerNorm, kSubgraph, kGroupedConv, kElementwise, kSliceCopies };
+  enum class Region { kNone, kSoftmax, kLayerNorm, kSubgraph, kGroupedConv, kElementwise, kSliceCopies, kRmsNorm };
   Region region = Region::kNone;
   int axis = -1;
   double epsilon = 0;

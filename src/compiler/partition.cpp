@@ -87,7 +87,13 @@ class Matcher {
       out.push_back(single(a));
       return out;
     }
-    if (n.op == Op::MUL || n.op == Op::ADD || n.op == Op::SUB) return elementwise_chain(a);
+    if (n.op == Op::MUL) {
+      std::vector<Composite> out;
+      if (auto c = rms_norm(a)) out.push_back(std::move(*c));
+      for (Composite& c : elementwise_chain(a)) out.push_back(std::move(c));
+      return out;
+    }
+    if (n.op == Op::ADD || n.op == Op::SUB) return elementwise_chain(a);
     std::vector<Composite> out;
     if (n.op == Op::CONV2D) out = grouped_conv(a);
     Composite full;
@@ -777,13 +783,59 @@ class Matcher {
     c.epsilon = *eps;
     c.source = x;
     c.region_nodes = {a, mean, sub, sq, s2, var, add, rsqrt, norm};
-    // Optional affine part: MUL by a constant gamma [1,..,1,N], then ADD of a constant beta.
+    affine(c, g_.node(norm).outputs[0]);
+    finish(c);
+    return c;
+  }
+
+  // RMS normalization over the last axis anchored at the MUL(x, x): x * x -> REDUCE_SUM -> MUL 1/N
+  // -> ADD eps -> RSQRT -> MUL(x, .) [-> MUL gamma [-> ADD beta]]. x may have other readers (the
+  // residual stream around a transformer's norm).
+  std::optional<Composite> rms_norm(int a) const {
+    const Node& sq = g_.node(a);
+    if (sq.op != Op::MUL || sq.inputs.size() < 2 || sq.inputs[0] != sq.inputs[1] || !zero_shift(sq)) return std::nullopt;
+    const ValueId x = sq.inputs[0];
+    const TensorType& xt = g_.value(x).type;
+    if (xt.rank() < 1 || (xt.dtype != DType::kFp32 && xt.dtype != DType::kFp16) || g_.value(sq.outputs[0]).type != xt)
+      return std::nullopt;
+    const int64_t axis = xt.rank() - 1;
+    const int s = free_user(sq.outputs[0], Op::REDUCE_SUM);
+    if (s < 0 || g_.node(s).attr_int("axis") != axis) return std::nullopt;
+    const int var = free_user(g_.node(s).outputs[0], Op::MUL);
+    if (var < 0 || !near(other(g_.node(var), g_.node(s).outputs[0]), 1.0 / static_cast<double>(xt.shape.back())) ||
+        !zero_shift(g_.node(var)))
+      return std::nullopt;
+    const int add = free_user(g_.node(var).outputs[0], Op::ADD);
+    if (add < 0) return std::nullopt;
+    auto eps = scalar(other(g_.node(add), g_.node(var).outputs[0]));
+    if (!eps || *eps < 0) return std::nullopt;
+    const int rsqrt = free_user(g_.node(add).outputs[0], Op::RSQRT);
+    if (rsqrt < 0) return std::nullopt;
+    const int norm = free_user(g_.node(rsqrt).outputs[0], Op::MUL);
+    if (norm < 0 || other(g_.node(norm), g_.node(rsqrt).outputs[0]) != x || !zero_shift(g_.node(norm)) ||
+        g_.value(g_.node(norm).outputs[0]).type != xt)
+      return std::nullopt;
+    Composite c;
+    c.anchor = a;
+    c.region = Composite::Region::kRmsNorm;
+    c.axis = static_cast<int>(axis);
+    c.epsilon = *eps;
+    c.source = x;
+    c.region_nodes = {a, s, var, add, rsqrt, norm};
+    affine(c, g_.node(norm).outputs[0]);
+    finish(c);
+    return c;
+  }
+
+  // A norm region's optional affine part after its normalized value r: MUL by a constant gamma
+  // [1,..,1,N], then ADD of a constant beta (into c.gamma, c.beta and c.region_nodes).
+  void affine(Composite& c, ValueId r) const {
+    const TensorType& xt = g_.value(c.source).type;
     auto per_channel = [&](ValueId v) {
       const TensorType& t = g_.value(v).type;
       return is_const(v) && t.rank() == xt.rank() && t.shape.back() == xt.shape.back() &&
              shape_elements(t.shape) == t.shape.back();
     };
-    ValueId r = g_.node(norm).outputs[0];
     int gm = free_user(r, Op::MUL);
     if (gm >= 0 && per_channel(other(g_.node(gm), r))) {
       c.gamma = other(g_.node(gm), r);
@@ -795,8 +847,6 @@ class Matcher {
         c.region_nodes.push_back(bt);
       }
     }
-    finish(c);
-    return c;
   }
 
   // Fills nodes, inputs, outputs and pattern from the roles.
@@ -834,6 +884,10 @@ class Matcher {
     }
     if (c.region == Composite::Region::kLayerNorm) {
       c.pattern = "LAYER_NORM";
+      return;
+    }
+    if (c.region == Composite::Region::kRmsNorm) {
+      c.pattern = "RMS_NORM";
       return;
     }
     if (c.pad >= 0) pattern = std::string(op_name(g_.node(c.pad).op)) + "+";

@@ -1887,7 +1887,59 @@ std::unique_ptr<Kernel> prepare_slice_copies(const Graph& g, const Composite& c)
   return std::make_unique<SliceCopiesKernel>(std::move(copies), src0, src1);
 }
 
-// ---- Regions: softmax and layer normalization -----------------------------------------------------
+// ---- Regions: softmax, layer and RMS normalization -------------------------------------------------
+
+// RMS normalization over the last axis (Region::kRmsNorm; oneDNN 2.x's layer normalization has no
+// RMS form): per row, ms = sum(x * x) * inv_n in fp32 (eight interleaved partial sums), then
+// y = x * (1 / sqrt(ms + eps)) * gamma + beta. Rows split over threads; each row is computed
+// whole by one, so the result does not depend on the thread count.
+class RmsNormKernel final : public Kernel {
+ public:
+  RmsNormKernel(int input, int64_t rows, int64_t n, float inv_n, float eps, std::vector<float> gamma, std::vector<float> beta)
+      : input_(input), rows_(rows), n_(n), inv_n_(inv_n), eps_(eps), gamma_(std::move(gamma)), beta_(std::move(beta)) {}
+  size_t prepared_bytes() const override { return (gamma_.size() + beta_.size()) * sizeof(float); }
+  std::string implementation() const override { return "weft_rms_norm"; }
+  void execute(ExecArgs& a) const override {
+    const float* x = a.in[static_cast<size_t>(input_)]->data<float>();
+    float* y = a.out[0].mutable_data<float>();
+    const int64_t min_rows = std::max<int64_t>(1, 65536 / std::max<int64_t>(1, n_));
+    ref::parallel_for(a.threads, rows_, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const float* xr = x + r * n_;
+        float* yr = y + r * n_;
+        // Eight partial sums (element i into sum i % 8), then added pairwise: a fixed order that
+        // the compiler keeps in vector registers.
+        float part[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        int64_t i = 0;
+        for (; i + 8 <= n_; i += 8)
+          for (int j = 0; j < 8; ++j) part[j] += xr[i + j] * xr[i + j];
+        for (int j = 0; i < n_; ++i, ++j) part[j] += xr[i] * xr[i];
+        const float q = ((part[0] + part[4]) + (part[1] + part[5])) + ((part[2] + part[6]) + (part[3] + part[7]));
+        const float rstd = 1.f / std::sqrt(q * inv_n_ + eps_);
+        for (int64_t i = 0; i < n_; ++i) yr[i] = xr[i] * rstd * gamma_[static_cast<size_t>(i)] + beta_[static_cast<size_t>(i)];
+      }
+    }, min_rows);
+  }
+
+ private:
+  int input_;
+  int64_t rows_, n_;
+  float inv_n_, eps_;
+  std::vector<float> gamma_, beta_;
+};
+
+// The constant of the MUL after the region's REDUCE_SUM (1/N as the graph has it), or 1/n.
+float rms_inv_n(const Graph& g, const Composite& c, int64_t n) {
+  for (size_t i = 0; i + 1 < c.region_nodes.size(); ++i) {
+    const Node& s = g.node(c.region_nodes[i]);
+    if (s.op != Op::REDUCE_SUM) continue;
+    const Node& m = g.node(c.region_nodes[i + 1]);
+    for (ValueId v : {m.inputs[0], m.inputs[1]})
+      if (v != s.outputs[0])
+        if (const Tensor* k = constant(g, v); k && k->num_elements() == 1) return static_cast<float>(k->at_double(0));
+  }
+  return 1.f / static_cast<float>(n);
+}
 
 Support region_supported(const Graph& g, const Composite& c) {
   const TensorType& t = type_of(g, c.source);
@@ -1897,6 +1949,17 @@ Support region_supported(const Graph& g, const Composite& c) {
 
 std::unique_ptr<Kernel> prepare_region(const Graph& g, const Composite& c, const PrepareOptions& o) {
   const TensorType& t = type_of(g, c.source);
+  if (c.region == Composite::Region::kRmsNorm) {
+    const int64_t n = t.shape.back();
+    auto channel = [&](ValueId v, float fill) {
+      std::vector<float> p(static_cast<size_t>(n), fill);
+      if (const Tensor* k = v == kNoValue ? nullptr : constant(g, v))
+        for (int64_t i = 0; i < n; ++i) p[static_cast<size_t>(i)] = static_cast<float>(k->at_double(i));
+      return p;
+    };
+    return std::make_unique<RmsNormKernel>(c.input_index(c.source), t.num_elements() / n, n, rms_inv_n(g, c, n),
+                                           static_cast<float>(c.epsilon), channel(c.gamma, 1.f), channel(c.beta, 0.f));
+  }
   dn::memory::desc md = plain_md(t);
   dn::primitive_attr attr = base_attr(o);
   if (c.region == Composite::Region::kSoftmax) {

@@ -208,8 +208,11 @@ struct RowNorm {
   int64_t local = 0, k = 0;
 };
 RowNorm row_norm(Lowering& l, const backend::Composite& c);
+// A softmax, layer-norm or RMS-norm region as its own dispatch (mx_rownorm, or mx_rownorm_sg for
+// many short rows).
+void lower_row_norm(Lowering& l, const backend::Composite& c);
 // The longest row row_norm's kernel holds in registers (mx_rownorm.glsl's CACHED), and the check of
-// a layer-norm region (ops_misc.cpp).
+// a layer-norm or RMS-norm region (ops_misc.cpp).
 int64_t row_norm_max_cached(const Caps& caps);
 std::string check_layer_norm(const Graph& g, const backend::Composite& c, const Caps& caps);
 // A MATMUL composite followed by the LAYER_NORM region that alone reads its result (over its last

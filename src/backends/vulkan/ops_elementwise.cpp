@@ -40,6 +40,7 @@ size_t tensor_operands(Op op) {
 }
 
 std::string check(const Graph& g, const backend::Composite& c, const Caps& caps) {
+  if (c.region == backend::Composite::Region::kRmsNorm) return check_layer_norm(g, c, caps);
   if (!c.single()) return check_ew_chain(g, c, caps);
   const Node& n = g.node(c.anchor);
   if (n.op == Op::MUL && !const_int(g, n.inputs.at(2)))
@@ -53,6 +54,7 @@ std::string check(const Graph& g, const backend::Composite& c, const Caps& caps)
 }
 
 void lower(Lowering& l, const backend::Composite& c) {
+  if (c.region == backend::Composite::Region::kRmsNorm) return lower_row_norm(l, c);
   if (!c.single()) return lower_ew_chain(l, c);
   const Node& n = l.n();
   const Op op = n.op;

@@ -196,29 +196,33 @@ std::string check_softmax(const Graph& g, const Composite& c, const Caps&) { ret
 }  // namespace
 
 std::string check_layer_norm(const Graph& g, const Composite& c, const Caps&) {
-  if (std::string w = check_row(g, c, "LAYER_NORM"); !w.empty()) return w;
+  const std::string what = c.region == Composite::Region::kRmsNorm ? "RMS_NORM" : "LAYER_NORM";
+  if (std::string w = check_row(g, c, what.c_str()); !w.empty()) return w;
   const TensorType& t = g.value(c.source).type;
-  if (c.axis != t.rank() - 1) return "LAYER_NORM along axis " + std::to_string(c.axis) + ": only the last axis";
+  if (c.axis != t.rank() - 1) return what + " along axis " + std::to_string(c.axis) + ": only the last axis";
   for (ValueId v : {c.gamma, c.beta}) {
     if (v == kNoValue) continue;
     const Tensor* k = const_tensor(g, v);
     if (!k || k->num_elements() != t.shape.back())
-      return "LAYER_NORM: gamma and beta must be constants of " + std::to_string(t.shape.back()) + " elements";
+      return what + ": gamma and beta must be constants of " + std::to_string(t.shape.back()) + " elements";
   }
   return {};
 }
 
 namespace {
 
-// The constant 1/N of the region's mean (the MUL after the anchor), as the graph has it.
+// The constant 1/N of the region's first mean (the MUL after its first REDUCE_SUM: the layer
+// norm's anchor, the RMS norm's second node), as the graph has it.
 float layer_norm_inv_n(const Graph& g, const Composite& c, int64_t n) {
-  if (c.region_nodes.size() > 1) {
-    const Node& mul = g.node(c.region_nodes[1]);
-    const ValueId sum = g.node(c.anchor).outputs[0];
+  for (size_t i = 0; i + 1 < c.region_nodes.size(); ++i) {
+    if (g.node(c.region_nodes[i]).op != Op::REDUCE_SUM) continue;
+    const Node& mul = g.node(c.region_nodes[i + 1]);
+    const ValueId sum = g.node(c.region_nodes[i]).outputs[0];
     if (mul.op == Op::MUL && mul.inputs.size() >= 2) {
       const ValueId other = mul.inputs[0] == sum ? mul.inputs[1] : mul.inputs[0];
       if (const Tensor* k = const_tensor(g, other); k && k->num_elements() == 1) return static_cast<float>(k->at_double(0));
     }
+    break;
   }
   return static_cast<float>(1.0 / static_cast<double>(n));
 }
@@ -248,15 +252,14 @@ RowNorm row_norm(Lowering& l, const Composite& c) {
     affine = l.data_of(a);
     inv_n = layer_norm_inv_n(l.graph, c, v.k);
   }
-  std::vector<int32_t> spec = {softmax ? 0 : 1, code(t.dtype), static_cast<int32_t>(v.outer), static_cast<int32_t>(v.k),
+  const int32_t mode = softmax ? 0 : c.region == Composite::Region::kRmsNorm ? 2 : 1;
+  std::vector<int32_t> spec = {mode, code(t.dtype), static_cast<int32_t>(v.outer), static_cast<int32_t>(v.k),
                                static_cast<int32_t>(v.inner), static_cast<int32_t>(local),
                                f32_bits(static_cast<float>(c.epsilon)), f32_bits(inv_n)};
   return {std::move(spec), affine, static_cast<uint64_t>(v.outer * v.inner), local, v.k};
 }
 
-namespace {
-
-void lower_region(Lowering& l, const Composite& c) {
+void lower_row_norm(Lowering& l, const Composite& c) {
   RowNorm rn = row_norm(l, c);
   std::vector<int32_t>& spec = rn.spec;
   const Arg affine = rn.affine;
@@ -281,6 +284,10 @@ void lower_region(Lowering& l, const Composite& c) {
   l.dispatch("mx_rownorm", std::move(spec), {l.in(c.source), l.out(c.outputs[0]), affine},
              l.grid(rows * static_cast<uint64_t>(local), static_cast<uint32_t>(local)));
 }
+
+namespace {
+
+void lower_region(Lowering& l, const Composite& c) { lower_row_norm(l, c); }
 
 // ---- TABLE (mx_table) -----------------------------------------------------------------------------
 

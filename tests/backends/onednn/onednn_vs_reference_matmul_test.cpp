@@ -351,6 +351,37 @@ TEST(OneDnnVsReference, LayerNormRegion) {
   }
 }
 
+// RMS norm as T5 and LLaMA export it: x * rsqrt(mean(x * x) + eps) [* gamma [+ beta]], x also
+// read by a residual ADD. One RMS_NORM unit (Weft's own kernel), the same on 1 and 2 threads.
+TEST(OneDnnVsReference, RmsNormRegion) {
+  struct Case {
+    Shape shape;
+    double eps;
+    bool gamma, beta;
+  };
+  const std::vector<Case> cases = {
+      {{2, 5, 16}, 1e-6, true, false}, {{1, 3, 4, 20}, 1e-5, true, true}, {{3, 9, 13}, 1e-3, false, false},
+      {{1, 8, 768}, 1e-6, true, false}, {{70, 5}, 1e-5, true, true},
+  };
+  uint32_t seed = 1360;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(shape_str(c.shape) + " eps " + std::to_string(c.eps) + (c.gamma ? " gamma" : "") + (c.beta ? " beta" : ""));
+    Net net(seed++);
+    ValueId x = net.input(c.shape, -3, 5);
+    const int r = static_cast<int>(c.shape.size());
+    ValueId ms = net.mul(net.reduce(Op::REDUCE_SUM, net.mul(x, x), r - 1), net.scalar(1.0 / static_cast<double>(c.shape.back()), r));
+    ValueId y = net.mul(x, net.unary(Op::RSQRT, net.add(ms, net.scalar(c.eps, r))));
+    Shape cs(c.shape.size(), 1);
+    cs.back() = c.shape.back();
+    if (c.gamma) y = net.mul(y, net.weight(cs, 0.5, 1.5));
+    if (c.beta) y = net.add(y, net.weight(cs));
+    Module m = net.finish({net.add(y, x)});
+    auto dnn = check_vs_reference(m, net.feeds, {"RMS_NORM", "ADD"}, kTolAccumulate);
+    const std::vector<Tensor> one = run_model(dnn, net.feeds, 1), two = run_model(dnn, net.feeds, 2);
+    EXPECT_TRUE(one[0].identical(two[0]));
+  }
+}
+
 TEST(OneDnnVsReference, LayerNormWithRuntimeBetaKeepsTheAddOutside) {
   // beta that is not a constant is not part of the region: the ADD runs on its own (on oneDNN,
   // broadcast along the last dimension).

@@ -1,6 +1,6 @@
 // The body of mx_rownorm.comp, mx_rownorm_sg.comp (SUBGROUP_ROWS) and tc_splitk_ln.comp (ROW_LOAD).
 //
-// The fused softmax and layer-normalization regions (backend::Composite::Region), one workgroup per
+// The fused softmax, layer-normalization and RMS-normalization regions (backend::Composite::Region), one workgroup per
 // row; with SUBGROUP_ROWS, ROWS rows per workgroup of LOCAL invocations each, LOCAL being the
 // device's subgroup size, reduced with subgroup operations instead of shared memory and barriers
 // (where the subgroups at run time are not LOCAL wide, each row reduces through shared memory).
@@ -16,6 +16,8 @@
 //     [-> MUL gamma -> ADD beta]: mean = sum(x) * INV_N, d = x - mean, var = sum(d * d) * INV_N,
 //     y = d * inversesqrt(var + EPS) * gamma[k] + beta[k] (binding 2: gamma[K] then beta[K] as fp32;
 //     the lowering writes 1 / 0 where the graph has none).
+//   RMS norm (MODE 2), (x * x) REDUCE_SUM * 1/N -> + eps -> RSQRT -> MUL x [-> MUL gamma -> ADD beta]:
+//     ms = sum(x * x) * INV_N, y = x * inversesqrt(ms + EPS) * gamma[k] + beta[k].
 
 layout(constant_id = 0) const int MODE = 0;
 layout(constant_id = 1) const int T = DT_F32;
@@ -122,6 +124,28 @@ void main() {
       for (uint k = lane; live && k < uint(K); k += uint(LOCAL)) {
         const uint e = base + k * uint(INNER);
         Y_stf(e, exp(ROW_LOAD(e) - m) * inv);
+      }
+    }
+  } else if (MODE == 2) {
+    float q = 0.0;
+    if (CACHED) {
+      [[unroll]] for (int j = 0; j < CACHE; ++j) q += v[j] * v[j];  // out-of-row slots hold 0
+    } else {
+      for (uint k = lane; k < uint(K); k += uint(LOCAL)) {
+        const float x = ROW_LOAD(base + k * uint(INNER));
+        q += x * x;
+      }
+    }
+    const float rstd = inversesqrt(reduce_group(q, false, slot, lane) * intBitsToFloat(INV_N_BITS) + intBitsToFloat(EPS_BITS));
+    if (CACHED) {
+      [[unroll]] for (int j = 0; j < CACHE; ++j) {
+        const uint k = lane + uint(j * LOCAL);
+        if (live && k < uint(K)) Y_stf(base + k * uint(INNER), v[j] * rstd * affine[k] + affine[uint(K) + k]);
+      }
+    } else {
+      for (uint k = lane; live && k < uint(K); k += uint(LOCAL)) {
+        const uint e = base + k * uint(INNER);
+        Y_stf(e, ROW_LOAD(e) * rstd * affine[k] + affine[uint(K) + k]);
       }
     }
   } else {
