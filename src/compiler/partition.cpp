@@ -768,22 +768,39 @@ class Matcher {
     if (s2 < 0 || g_.node(s2).attr_int("axis") != axis) return std::nullopt;
     int var = free_user(g_.node(s2).outputs[0], Op::MUL);
     if (var < 0 || !near(other(g_.node(var), g_.node(s2).outputs[0]), inv_n)) return std::nullopt;
-    int add = free_user(g_.node(var).outputs[0], Op::ADD);
-    if (add < 0) return std::nullopt;
-    auto eps = scalar(other(g_.node(add), g_.node(var).outputs[0]));
-    if (!eps || *eps < 0) return std::nullopt;
-    int rsqrt = free_user(g_.node(add).outputs[0], Op::RSQRT);
-    if (rsqrt < 0 || sole_consumer(g_.node(rsqrt).outputs[0]) != norm ||
-        other(g_.node(norm), d) != g_.node(rsqrt).outputs[0])
+    const auto tail = eps_rsqrt(var);
+    if (!tail || sole_consumer(g_.node(tail->rsqrt).outputs[0]) != norm ||
+        other(g_.node(norm), d) != g_.node(tail->rsqrt).outputs[0])
       return std::nullopt;
+    return norm_region(Composite::Region::kLayerNorm, x, *tail, {a, mean, sub, sq, s2, var, tail->add, tail->rsqrt, norm});
+  }
+
+  // The ADD of a non-negative epsilon and the RSQRT after a norm's variance MUL `var`.
+  struct EpsRsqrt {
+    int add, rsqrt;
+    double eps;
+  };
+  std::optional<EpsRsqrt> eps_rsqrt(int var) const {
+    const int add = free_user(g_.node(var).outputs[0], Op::ADD);
+    if (add < 0) return std::nullopt;
+    const auto eps = scalar(other(g_.node(add), g_.node(var).outputs[0]));
+    if (!eps || *eps < 0) return std::nullopt;
+    const int rsqrt = free_user(g_.node(add).outputs[0], Op::RSQRT);
+    if (rsqrt < 0) return std::nullopt;
+    return EpsRsqrt{add, rsqrt, *eps};
+  }
+
+  // A norm region over the last axis of x: `nodes` (the anchor first, the normalizing MUL last) and
+  // the optional affine part after it.
+  Composite norm_region(Composite::Region region, ValueId x, const EpsRsqrt& tail, std::vector<int> nodes) const {
     Composite c;
-    c.anchor = a;
-    c.region = Composite::Region::kLayerNorm;
-    c.axis = static_cast<int>(axis);
-    c.epsilon = *eps;
+    c.anchor = nodes.front();
+    c.region = region;
+    c.axis = g_.value(x).type.rank() - 1;
+    c.epsilon = tail.eps;
     c.source = x;
-    c.region_nodes = {a, mean, sub, sq, s2, var, add, rsqrt, norm};
-    affine(c, g_.node(norm).outputs[0]);
+    c.region_nodes = std::move(nodes);
+    affine(c, g_.node(c.region_nodes.back()).outputs[0]);
     finish(c);
     return c;
   }
@@ -805,26 +822,13 @@ class Matcher {
     if (var < 0 || !near(other(g_.node(var), g_.node(s).outputs[0]), 1.0 / static_cast<double>(xt.shape.back())) ||
         !zero_shift(g_.node(var)))
       return std::nullopt;
-    const int add = free_user(g_.node(var).outputs[0], Op::ADD);
-    if (add < 0) return std::nullopt;
-    auto eps = scalar(other(g_.node(add), g_.node(var).outputs[0]));
-    if (!eps || *eps < 0) return std::nullopt;
-    const int rsqrt = free_user(g_.node(add).outputs[0], Op::RSQRT);
-    if (rsqrt < 0) return std::nullopt;
-    const int norm = free_user(g_.node(rsqrt).outputs[0], Op::MUL);
-    if (norm < 0 || other(g_.node(norm), g_.node(rsqrt).outputs[0]) != x || !zero_shift(g_.node(norm)) ||
+    const auto tail = eps_rsqrt(var);
+    if (!tail) return std::nullopt;
+    const int norm = free_user(g_.node(tail->rsqrt).outputs[0], Op::MUL);
+    if (norm < 0 || other(g_.node(norm), g_.node(tail->rsqrt).outputs[0]) != x || !zero_shift(g_.node(norm)) ||
         g_.value(g_.node(norm).outputs[0]).type != xt)
       return std::nullopt;
-    Composite c;
-    c.anchor = a;
-    c.region = Composite::Region::kRmsNorm;
-    c.axis = static_cast<int>(axis);
-    c.epsilon = *eps;
-    c.source = x;
-    c.region_nodes = {a, s, var, add, rsqrt, norm};
-    affine(c, g_.node(norm).outputs[0]);
-    finish(c);
-    return c;
+    return norm_region(Composite::Region::kRmsNorm, x, *tail, {a, s, var, tail->add, tail->rsqrt, norm});
   }
 
   // A norm region's optional affine part after its normalized value r: MUL by a constant gamma

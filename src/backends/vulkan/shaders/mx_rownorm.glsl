@@ -126,37 +126,18 @@ void main() {
         Y_stf(e, exp(ROW_LOAD(e) - m) * inv);
       }
     }
-  } else if (MODE == 2) {
-    float q = 0.0;
-    if (CACHED) {
-      [[unroll]] for (int j = 0; j < CACHE; ++j) q += v[j] * v[j];  // out-of-row slots hold 0
-    } else {
-      for (uint k = lane; k < uint(K); k += uint(LOCAL)) {
-        const float x = ROW_LOAD(base + k * uint(INNER));
-        q += x * x;
-      }
-    }
-    const float rstd = inversesqrt(reduce_group(q, false, slot, lane) * intBitsToFloat(INV_N_BITS) + intBitsToFloat(EPS_BITS));
-    if (CACHED) {
-      [[unroll]] for (int j = 0; j < CACHE; ++j) {
-        const uint k = lane + uint(j * LOCAL);
-        if (live && k < uint(K)) Y_stf(base + k * uint(INNER), v[j] * rstd * affine[k] + affine[uint(K) + k]);
-      }
-    } else {
-      for (uint k = lane; live && k < uint(K); k += uint(LOCAL)) {
-        const uint e = base + k * uint(INNER);
-        Y_stf(e, ROW_LOAD(e) * rstd * affine[k] + affine[uint(K) + k]);
-      }
-    }
   } else {
+    // MODE 1 centres the row on its mean; MODE 2 (RMS) normalizes it as it is.
     const float inv_n = intBitsToFloat(INV_N_BITS);
     float s = 0.0;
-    if (CACHED) {
-      [[unroll]] for (int j = 0; j < CACHE; ++j) s += v[j];  // out-of-row slots hold 0
-    } else {
-      for (uint k = lane; k < uint(K); k += uint(LOCAL)) s += ROW_LOAD(base + k * uint(INNER));
+    if (MODE == 1) {
+      if (CACHED) {
+        [[unroll]] for (int j = 0; j < CACHE; ++j) s += v[j];  // out-of-row slots hold 0
+      } else {
+        for (uint k = lane; k < uint(K); k += uint(LOCAL)) s += ROW_LOAD(base + k * uint(INNER));
+      }
     }
-    const float mean = reduce_group(s, false, slot, lane) * inv_n;
+    const float mean = MODE == 1 ? reduce_group(s, false, slot, lane) * inv_n : 0.0;
     float q = 0.0;
     if (CACHED) {
       [[unroll]] for (int j = 0; j < CACHE; ++j)
