@@ -146,7 +146,7 @@ int merge_common_nodes(Graph& g) {
   // weights are distinct in practice, and comparing them byte by byte would cost a pass over them.
   constexpr int64_t kMaxConstElements = 64;
   std::map<std::tuple<int, std::vector<ValueId>, std::string>, std::vector<int>> seen;
-  int merged = 0;
+  int merged = 0, computations = 0;
   for (size_t i = 0; i < g.nodes().size(); ++i) {
     Node& n = g.mutable_node(static_cast<int>(i));
     for (ValueId& v : n.inputs) v = rep[static_cast<size_t>(v)];
@@ -186,9 +186,10 @@ int merge_common_nodes(Graph& g) {
     }
     for (size_t k = 0; k < n.outputs.size(); ++k) rep[static_cast<size_t>(n.outputs[k])] = g.node(same).outputs[k];
     ++merged;
+    computations += n.op != Op::CONST && n.op != Op::CONST_SHAPE;
   }
   if (merged > 0) g = prune_graph(g);
-  return merged;
+  return computations;
 }
 
 int drop_identities(Graph& g) {
@@ -989,6 +990,23 @@ int unshare_view_chains(Graph& g) {
   }
   g = rb.finish();
   return static_cast<int>(copies.size());
+}
+
+std::string canonical_summary(const CanonicalizeStats& s) {
+  std::string out;
+  auto item = [&](int n, const char* one, const char* many) {
+    if (n <= 0) return;
+    if (!out.empty()) out += ", ";
+    out += std::to_string(n) + " " + (n == 1 ? one : many);
+  };
+  item(s.common, "repeated computation merged", "repeated computations merged");
+  item(s.identities, "identity dropped (MUL by 1, CLAMP of a CLAMP)", "identities dropped (MUL by 1, CLAMP of a CLAMP)");
+  item(s.activations, "hand-written activation put in the fused form", "hand-written activations put in the fused form");
+  item(s.constant_adds, "pair of constant ADDs folded into one", "pairs of constant ADDs folded into one");
+  item(s.rsqrt, "division by a square root as RSQRT", "divisions by a square root as RSQRT");
+  item(s.merged_matmuls, "sibling MATMUL merged into a wider one", "sibling MATMULs merged into wider ones");
+  item(s.column_scales, "column scale moved in front of its SLICE", "column scales moved in front of their SLICEs");
+  return out;
 }
 
 CanonicalizeStats canonicalize(Graph& g) {

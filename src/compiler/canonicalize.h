@@ -19,6 +19,11 @@ struct CanonicalizeStats {
   int activations = 0;     // GELU, sigmoid, hard-swish and quick GELU written by hand, in the matched form
 };
 
+// What the rewrites below did, for `--explain` ("3 repeated computations merged, 4 hand-written
+// activations put in the fused form, ..."); empty when none that a reader would look for ran (the
+// commuting and the RESHAPE merge are left out).
+std::string canonical_summary(const CanonicalizeStats& s);
+
 // Rewrites `g` in place; nodes left without users are pruned.
 //  - RECIPROCAL(POW(x, 0.5)) -> RSQRT(x) when the POW's result is read only there (a division by
 //    a square root as frameworks export it: x / sqrt(var + eps) in hand-written layer norms,
@@ -86,7 +91,7 @@ CanonicalizeStats canonicalize(Graph& g);
 int fold_slice_scales(Graph& g);
 
 // The node merge and the identity removal of canonicalize() on their own; each returns how many
-// nodes it merged or dropped.
+// nodes it merged (computations: the constants merged along are not counted) or dropped.
 int merge_common_nodes(Graph& g);
 int drop_identities(Graph& g);
 int canonical_activations(Graph& g);

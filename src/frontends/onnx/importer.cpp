@@ -1209,7 +1209,7 @@ Module Importer::run() {
   Graph lowered = compiler::prune_graph(graph_);
   // One form of what frameworks write in several (a division by a square root as RSQRT), so that
   // the partitioner's fusions (layer normalization) recognise hand-written models too.
-  compiler::canonicalize(lowered);
+  const std::string canonical = compiler::canonical_summary(compiler::canonicalize(lowered));
   // Custom shader nodes come with explicit NCHW<->NHWC permutes around them; pairs that cancel
   // between adjacent shader nodes (or a shader node and an NHWC operator) go here.
   if (options_.cancel_layout_pairs) {
@@ -1217,6 +1217,7 @@ Module Importer::run() {
     compiler::cancel_layout_pairs(lowered);
   }
   Module m(std::move(lowered));
+  if (!canonical.empty()) m.add_note("canonical forms: " + canonical);
   // The graphs of COND_IF and WHILE_LOOP nodes that are still used, reached from the entry graph.
   std::map<std::string, const Graph*> built;
   for (const Graph& sub : subgraphs_) built[sub.name()] = &sub;
