@@ -103,6 +103,7 @@ struct Composite {
   Region region = Region::kNone;
   int axis = -1;
   double epsilon = 0;
+  double inv_n = 0;  // kLayerNorm, kRmsNorm: the mean's 1/N constant as the graph holds it (fp16: rounded)
   ValueId source = kNoValue;  // the region's data input
   ValueId gamma = kNoValue, beta = kNoValue;
   std::vector<int> region_nodes;

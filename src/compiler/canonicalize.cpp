@@ -88,6 +88,10 @@ struct Uses {
       for (ValueId v : g.node(static_cast<int>(i)).inputs) readers[static_cast<size_t>(v)].push_back(static_cast<int>(i));
     for (ValueId o : g.outputs()) is_output[static_cast<size_t>(o)] = 1;
   }
+  // Whether node `node` is v's one reader (reading it once) and v is no graph output.
+  bool only(ValueId v, int node) const {
+    return !is_output[static_cast<size_t>(v)] && readers[static_cast<size_t>(v)] == std::vector<int>{node};
+  }
 };
 
 // How constant c (shape `c`, numpy-aligned to x's rank) broadcast over x's shape `xs` reads once x
@@ -245,9 +249,7 @@ int drop_identities(Graph& g) {
 
 int canonical_activations(Graph& g) {
   const Uses uses(g);
-  auto only = [&](ValueId v, int node) {
-    return !uses.is_output[static_cast<size_t>(v)] && uses.readers[static_cast<size_t>(v)] == std::vector<int>{node};
-  };
+  auto only = [&](ValueId v, int node) { return uses.only(v, node); };
   auto producer = [&](ValueId v, Op op) {
     const int p = g.value(v).producer;
     return p >= 0 && g.node(p).op == op ? p : -1;
@@ -466,9 +468,6 @@ int canonical_activations(Graph& g) {
 
 int fold_constant_adds(Graph& g) {
   const Uses uses(g);
-  auto only_reader = [&](ValueId v, int node) {
-    return !uses.is_output[static_cast<size_t>(v)] && uses.readers[static_cast<size_t>(v)] == std::vector<int>{node};
-  };
   constexpr int64_t kMaxElements = int64_t{1} << 24;
   struct Fold {
     int inner, reshape;
@@ -484,14 +483,14 @@ int fold_constant_adds(Graph& g) {
     if (!c2 || g.value(outer.inputs[0]).type != yt || !is_float(yt.dtype)) continue;
     ValueId y = outer.inputs[0];
     int reshape = -1, p = g.value(y).producer;
-    if (p >= 0 && g.node(p).op == Op::RESHAPE && only_reader(y, static_cast<int>(oi))) {
+    if (p >= 0 && g.node(p).op == Op::RESHAPE && uses.only(y, static_cast<int>(oi))) {
       reshape = p;
       y = g.node(p).inputs[0];
       p = g.value(y).producer;
     }
     if (p < 0 || inner_of[static_cast<size_t>(p)] || at_outer.count(p)) continue;
     const Node& inner = g.node(p);
-    if (inner.op != Op::ADD || inner.inputs.size() != 2 || !only_reader(y, reshape >= 0 ? reshape : static_cast<int>(oi)))
+    if (inner.op != Op::ADD || inner.inputs.size() != 2 || !uses.only(y, reshape >= 0 ? reshape : static_cast<int>(oi)))
       continue;
     const Tensor* c1 = const_tensor(g, inner.inputs[1]);
     const TensorType& xt = g.value(inner.inputs[0]).type;

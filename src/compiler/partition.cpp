@@ -772,7 +772,8 @@ class Matcher {
     if (!tail || sole_consumer(g_.node(tail->rsqrt).outputs[0]) != norm ||
         other(g_.node(norm), d) != g_.node(tail->rsqrt).outputs[0])
       return std::nullopt;
-    return norm_region(Composite::Region::kLayerNorm, x, *tail, {a, mean, sub, sq, s2, var, tail->add, tail->rsqrt, norm});
+    return norm_region(Composite::Region::kLayerNorm, x, *tail, other(g_.node(mean), s1.outputs[0]),
+                       {a, mean, sub, sq, s2, var, tail->add, tail->rsqrt, norm});
   }
 
   // The ADD of a non-negative epsilon and the RSQRT after a norm's variance MUL `var`.
@@ -790,14 +791,15 @@ class Matcher {
     return EpsRsqrt{add, rsqrt, *eps};
   }
 
-  // A norm region over the last axis of x: `nodes` (the anchor first, the normalizing MUL last) and
-  // the optional affine part after it.
-  Composite norm_region(Composite::Region region, ValueId x, const EpsRsqrt& tail, std::vector<int> nodes) const {
+  // A norm region over the last axis of x: `nodes` (the anchor first, the normalizing MUL last), the
+  // mean's 1/N constant `inv_n` and the optional affine part after it.
+  Composite norm_region(Composite::Region region, ValueId x, const EpsRsqrt& tail, ValueId inv_n, std::vector<int> nodes) const {
     Composite c;
     c.anchor = nodes.front();
     c.region = region;
     c.axis = g_.value(x).type.rank() - 1;
     c.epsilon = tail.eps;
+    c.inv_n = scalar(inv_n).value_or(0.0);
     c.source = x;
     c.region_nodes = std::move(nodes);
     affine(c, g_.node(c.region_nodes.back()).outputs[0]);
@@ -828,7 +830,8 @@ class Matcher {
     if (norm < 0 || other(g_.node(norm), g_.node(tail->rsqrt).outputs[0]) != x || !zero_shift(g_.node(norm)) ||
         g_.value(g_.node(norm).outputs[0]).type != xt)
       return std::nullopt;
-    return norm_region(Composite::Region::kRmsNorm, x, *tail, {a, s, var, tail->add, tail->rsqrt, norm});
+    return norm_region(Composite::Region::kRmsNorm, x, *tail, other(g_.node(var), g_.node(s).outputs[0]),
+                       {a, s, var, tail->add, tail->rsqrt, norm});
   }
 
   // A norm region's optional affine part after its normalized value r: MUL by a constant gamma

@@ -1928,19 +1928,6 @@ class RmsNormKernel final : public Kernel {
   std::vector<float> gamma_, beta_;
 };
 
-// The constant of the MUL after the region's REDUCE_SUM (1/N as the graph has it), or 1/n.
-float rms_inv_n(const Graph& g, const Composite& c, int64_t n) {
-  for (size_t i = 0; i + 1 < c.region_nodes.size(); ++i) {
-    const Node& s = g.node(c.region_nodes[i]);
-    if (s.op != Op::REDUCE_SUM) continue;
-    const Node& m = g.node(c.region_nodes[i + 1]);
-    for (ValueId v : {m.inputs[0], m.inputs[1]})
-      if (v != s.outputs[0])
-        if (const Tensor* k = constant(g, v); k && k->num_elements() == 1) return static_cast<float>(k->at_double(0));
-  }
-  return 1.f / static_cast<float>(n);
-}
-
 Support region_supported(const Graph& g, const Composite& c) {
   const TensorType& t = type_of(g, c.source);
   if (t.dtype != DType::kFp32) return Support::no(c.pattern + " on " + std::string(dtype_name(t.dtype)) + ": only fp32");
@@ -1957,7 +1944,7 @@ std::unique_ptr<Kernel> prepare_region(const Graph& g, const Composite& c, const
         for (int64_t i = 0; i < n; ++i) p[static_cast<size_t>(i)] = static_cast<float>(k->at_double(i));
       return p;
     };
-    return std::make_unique<RmsNormKernel>(c.input_index(c.source), t.num_elements() / n, n, rms_inv_n(g, c, n),
+    return std::make_unique<RmsNormKernel>(c.input_index(c.source), t.num_elements() / n, n, c.inv_n != 0 ? static_cast<float>(c.inv_n) : 1.f / static_cast<float>(n),
                                            static_cast<float>(c.epsilon), channel(c.gamma, 1.f), channel(c.beta, 0.f));
   }
   dn::memory::desc md = plain_md(t);

@@ -209,26 +209,6 @@ std::string check_layer_norm(const Graph& g, const Composite& c, const Caps&) {
   return {};
 }
 
-namespace {
-
-// The constant 1/N of the region's first mean (the MUL after its first REDUCE_SUM: the layer
-// norm's anchor, the RMS norm's second node), as the graph has it.
-float layer_norm_inv_n(const Graph& g, const Composite& c, int64_t n) {
-  for (size_t i = 0; i + 1 < c.region_nodes.size(); ++i) {
-    if (g.node(c.region_nodes[i]).op != Op::REDUCE_SUM) continue;
-    const Node& mul = g.node(c.region_nodes[i + 1]);
-    const ValueId sum = g.node(c.region_nodes[i]).outputs[0];
-    if (mul.op == Op::MUL && mul.inputs.size() >= 2) {
-      const ValueId other = mul.inputs[0] == sum ? mul.inputs[1] : mul.inputs[0];
-      if (const Tensor* k = const_tensor(g, other); k && k->num_elements() == 1) return static_cast<float>(k->at_double(0));
-    }
-    break;
-  }
-  return static_cast<float>(1.0 / static_cast<double>(n));
-}
-
-}  // namespace
-
 int64_t row_norm_max_cached(const Caps& caps) { return 16 * max_local(caps); }
 
 RowNorm row_norm(Lowering& l, const Composite& c) {
@@ -250,7 +230,7 @@ RowNorm row_norm(Lowering& l, const Composite& c) {
       a[static_cast<size_t>(v.k + i)] = beta ? static_cast<float>(beta->at_double(i)) : 0.f;
     }
     affine = l.data_of(a);
-    inv_n = layer_norm_inv_n(l.graph, c, v.k);
+    inv_n = c.inv_n != 0 ? static_cast<float>(c.inv_n) : static_cast<float>(1.0 / static_cast<double>(v.k));
   }
   const int32_t mode = softmax ? 0 : c.region == Composite::Region::kRmsNorm ? 2 : 1;
   std::vector<int32_t> spec = {mode, code(t.dtype), static_cast<int32_t>(v.outer), static_cast<int32_t>(v.k),
