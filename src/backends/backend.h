@@ -78,6 +78,8 @@ struct PostOp {
 struct Composite {
   // A region: a decomposed operator recognised as a whole (the anchor is its first node).
   //   kSoftmax: REDUCE_MAX -> SUB -> EXP -> REDUCE_SUM -> RECIPROCAL -> MUL over `axis`.
+  //   kLogSoftmax: REDUCE_MAX -> d = SUB -> EXP -> REDUCE_SUM -> LOG -> SUB(d, log) over `axis`
+  //   (ONNX's LogSoftmax as the importer lowers it, and the same written by hand).
   //   kLayerNorm: mean, centred square, variance + epsilon, RSQRT, scale by `gamma`, add `beta`
   //   over the last axis (gamma / beta kNoValue when absent).
   //   kRmsNorm: x * x, REDUCE_SUM over the last axis, * 1/N, + epsilon, RSQRT, x times it, scale by
@@ -99,7 +101,8 @@ struct Composite {
   //   (compiler::fold_transpose: ShuffleNet's channel shuffle and the split after it); neither the
   //   TRANSPOSE nor the CONCAT is written. `anchor` is the TRANSPOSE, `outputs` the SLICEs' results
   //   in node order; the unit runs at its first SLICE (`run_at`).
-  enum class Region { kNone, kSoftmax, kLayerNorm, kSubgraph, kGroupedConv, kElementwise, kSliceCopies, kRmsNorm };
+  enum class Region { kNone, kSoftmax, kLayerNorm, kSubgraph, kGroupedConv, kElementwise, kSliceCopies, kRmsNorm,
+                      kLogSoftmax };
   Region region = Region::kNone;
   int axis = -1;
   double epsilon = 0;

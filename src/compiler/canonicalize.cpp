@@ -277,9 +277,10 @@ int canonical_activations(Graph& g) {
     return kNoValue;
   };
   struct Form {
-    enum Kind { kGelu, kHardSwish, kScaledSwish, kGeluHalves, kSigmoid } kind;
+    enum Kind { kGelu, kHardSwish, kScaledSwish, kGeluHalves, kSigmoid, kCube } kind;
     // kGelu: x, 1 + erf(x / sqrt 2), the 0.5; kHardSwish: x, -, the 1/6 constant; kScaledSwish:
-    // x, beta * x, beta; kGeluHalves: x, erf(x / sqrt 2), the 0.5; kSigmoid: x
+    // x, beta * x, beta; kGeluHalves: x, erf(x / sqrt 2), the 0.5; kSigmoid: x; kCube: x, -, the
+    // 0.044715
     ValueId x, a, c;
     int clamp = -1;  // kHardSwish: CLAMP(x + 3, 0, 6)
   };
@@ -307,6 +308,18 @@ int canonical_activations(Graph& g) {
     const TensorType& rt = g.value(g.node(fin).outputs[0]).type;
     for (int k = 0; k < 2 && !at.count(fin); ++k) {
       const ValueId u = k == 0 ? pr->first : pr->second, w = k == 0 ? pr->second : pr->first;
+      // GELU's tanh form with the constant first, 0.044715 * x * x * x: MUL(MUL(MUL(c, x), x), x).
+      if (const int pm = g.value(u).producer; pm >= 0 && only(u, fin) && g.value(w).type == rt) {
+        const auto pp = product(pm);
+        for (int j = 0; pp && j < 2 && !at.count(fin); ++j) {
+          const ValueId q = j == 0 ? pp->first : pp->second, o = j == 0 ? pp->second : pp->first;
+          const int qm = g.value(q).producer;
+          ValueId x2 = kNoValue;
+          const ValueId c = o == w && qm >= 0 && only(q, pm) ? by_const(qm, 0.044715, &x2) : kNoValue;
+          if (c != kNoValue && x2 == w) at.emplace(fin, Form{Form::kCube, w, kNoValue, c});
+        }
+        if (at.count(fin)) continue;
+      }
       // GELU as HF BERT writes it: MUL(MUL(x, 0.5), ADD(ERF(MUL(x, 1/sqrt 2)), 1)).
       if (const int h = g.value(u).producer; h >= 0 && only(u, fin)) {
         ValueId x = kNoValue;
@@ -416,7 +429,15 @@ int canonical_activations(Graph& g) {
       rb.node(Op::MUL, std::move(ins), {}, r, label);
     };
     const ValueId r = out.add_value(name, rt);
-    if (f.kind == Form::kGelu) {
+    if (f.kind == Form::kCube) {
+      // MUL(MUL(MUL(x, x), x), c), the cube first as GELU's tanh matcher (and x ** 3) has it: the
+      // same product within a few roundings.
+      const ValueId sq = out.add_value(rb.fresh(name + "_square"), rt);
+      mul(mv(f.x), mv(f.x), sq, fin.name);
+      const ValueId cube = out.add_value(rb.fresh(name + "_cube"), rt);
+      mul(sq, mv(f.x), cube, fin.name);
+      mul(cube, mv(f.c), r, fin.name);
+    } else if (f.kind == Form::kGelu) {
       // MUL(MUL(x, a), 0.5): the matcher's (and nn.GELU's exported) order; x * 0.5 * a and
       // x * a * 0.5 differ only where a halving is inexact (subnormals, overflow).
       const ValueId xa = out.add_value(rb.fresh(name + "_gelu"), rt);

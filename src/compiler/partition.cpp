@@ -722,7 +722,26 @@ class Matcher {
     const int64_t axis = rm.attr_int("axis");
     int sub = free_user(rm.outputs[0], Op::SUB);
     if (sub < 0 || g_.node(sub).inputs[0] != x) return std::nullopt;
-    int exp = free_user(g_.node(sub).outputs[0], Op::EXP);
+    const ValueId d = g_.node(sub).outputs[0];
+    // Log-softmax: d = x - m read by the EXP and by the final SUB(d, LOG(sum(e))).
+    if (auto ds = two_users(d, Op::EXP, Op::SUB)) {
+      const auto [exp, fin] = *ds;
+      const int rs = free_user(g_.node(exp).outputs[0], Op::REDUCE_SUM);
+      if (rs < 0 || g_.node(rs).attr_int("axis") != axis) return std::nullopt;
+      const int lg = free_user(g_.node(rs).outputs[0], Op::LOG);
+      if (lg < 0 || sole_consumer(g_.node(lg).outputs[0]) != fin || g_.node(fin).inputs[0] != d ||
+          g_.node(fin).inputs[1] != g_.node(lg).outputs[0])
+        return std::nullopt;
+      Composite c;
+      c.anchor = a;
+      c.region = Composite::Region::kLogSoftmax;
+      c.axis = static_cast<int>(axis);
+      c.source = x;
+      c.region_nodes = {a, sub, exp, rs, lg, fin};
+      finish(c);
+      return c;
+    }
+    int exp = free_user(d, Op::EXP);
     if (exp < 0) return std::nullopt;
     const ValueId e = g_.node(exp).outputs[0];
     auto pair = two_users(e, Op::REDUCE_SUM, Op::MUL);
@@ -887,6 +906,10 @@ class Matcher {
     c.outputs = {g_.node(c.last()).outputs[0]};
     if (c.region == Composite::Region::kSoftmax) {
       c.pattern = "SOFTMAX";
+      return;
+    }
+    if (c.region == Composite::Region::kLogSoftmax) {
+      c.pattern = "LOG_SOFTMAX";
       return;
     }
     if (c.region == Composite::Region::kLayerNorm) {

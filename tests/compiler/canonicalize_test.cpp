@@ -393,6 +393,29 @@ TEST(Canonicalize, HandWrittenGeluAndHardSwishTakeTheMatchedForm) {
       EXPECT_NEAR(after[0].at_double(i), before[0].at_double(i), 1e-6 * (1 + std::abs(want))) << i;
     }
   }
+  for (double k : {0.044715, 0.05}) {  // c * x * x * x -> x * x * x * c, for GELU's tanh constant only
+    GraphBuilder b;
+    ValueId x = b.input("x", {DType::kFp32, {2, 3, 8}});
+    ValueId cx = b.op(Op::MUL, {scalar_const(b, "c", k), x, shift0(b, "z0")}, {}, "cx");
+    ValueId cxx = b.op(Op::MUL, {cx, x, shift0(b, "z1")}, {}, "cxx");
+    b.output(b.op(Op::MUL, {x, cxx, shift0(b, "z2")}, {}, "cube"));
+    Graph g = b.finish();
+    const Tensor in = spread_input();
+    EXPECT_EQ(canonical_activations(g), k == 0.044715 ? 1 : 0);
+    ASSERT_TRUE(verify_module(Module(g)).empty());
+    if (k != 0.044715) continue;
+    const ValueId xv = g.inputs()[0];
+    int squares = 0;
+    for (const Node& n : g.nodes()) squares += n.op == Op::MUL && n.inputs[0] == xv && n.inputs[1] == xv;
+    EXPECT_EQ(squares, 1);
+    const Node& last = g.node(g.value(g.outputs()[0]).producer);
+    EXPECT_EQ(g.node(g.value(last.inputs[1]).producer).op, Op::CONST);
+    const std::vector<Tensor> after = Interpreter(Module(g)).run({in});
+    for (int64_t i = 0; i < in.num_elements(); ++i) {
+      const double v = in.at_double(i), want = k * v * v * v;
+      EXPECT_NEAR(after[0].at_double(i), want, 4e-7 * std::abs(want) + 1e-30) << i;
+    }
+  }
   // Not the form: a clip to [0, 5], a GELU whose erf reads another value.
   GraphBuilder b;
   ValueId x = b.input("x", {DType::kFp32, {2, 3, 8}});

@@ -72,13 +72,16 @@ void apply(const LoopStep& s, const float* a, const float* b, float* y, int64_t 
       }
       return;
     }
-    case LoopStep::Kind::kAbs: {
-      const LanesI mask = LanesI{} + 0x7fffffff;
+    case LoopStep::Kind::kAbs:
+    case LoopStep::Kind::kNegate: {
+      // the sign bit cleared (ABS) or flipped (NEGATE): exact, NaN and -0 included
+      const bool negate = s.kind == LoopStep::Kind::kNegate;
+      const LanesI mask = LanesI{} + (negate ? int32_t(0x80000000u) : 0x7fffffff);
       for (; j + 16 <= n; j += 16) {
         LanesI bits;
         const Lanes x = load_lanes(a + j);
         std::memcpy(&bits, &x, sizeof bits);
-        bits &= mask;
+        bits = negate ? bits ^ mask : bits & mask;
         Lanes r;
         std::memcpy(&r, &bits, sizeof r);
         store_lanes(y + j, r);
@@ -86,7 +89,7 @@ void apply(const LoopStep& s, const float* a, const float* b, float* y, int64_t 
       for (; j < n; ++j) {
         uint32_t bits;
         std::memcpy(&bits, a + j, sizeof bits);
-        bits &= 0x7fffffffu;
+        bits = negate ? bits ^ 0x80000000u : bits & 0x7fffffffu;
         std::memcpy(y + j, &bits, sizeof bits);
       }
       return;
@@ -99,9 +102,17 @@ void apply(const LoopStep& s, const float* a, const float* b, float* y, int64_t 
     }
     case LoopStep::Kind::kSigmoid:
     case LoopStep::Kind::kTanh:
+    case LoopStep::Kind::kExp:
+    case LoopStep::Kind::kLog: {
+      using E = EpilogueOp::Kind;
+      const E e = s.kind == LoopStep::Kind::kSigmoid ? E::kSigmoid
+                  : s.kind == LoopStep::Kind::kTanh  ? E::kTanh
+                  : s.kind == LoopStep::Kind::kExp   ? E::kExp
+                                                     : E::kLog;
       if (y != a) std::memcpy(y, a, static_cast<size_t>(n) * sizeof(float));
-      activation_avx2(s.kind == LoopStep::Kind::kSigmoid ? EpilogueOp::Kind::kSigmoid : EpilogueOp::Kind::kTanh, y, n);
+      activation_avx2(e, y, n);
       return;
+    }
   }
 }
 

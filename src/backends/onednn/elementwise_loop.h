@@ -25,9 +25,11 @@ struct LoopOperand {
 // One operator of the loop. Every step rounds to fp32 as the operator it comes from does: ADD, SUB,
 // MUL and RECIPROCAL are one IEEE operation; MAXIMUM, MINIMUM and CLAMP follow TOSA's nan_mode
 // (`propagate`: a NaN operand gives NaN; otherwise the other operand, CLAMP's lower bound); ABS
-// clears the sign; SIGMOID and TANH are gemm.h's activation_avx2 (within 4e-7 relative).
+// clears the sign and NEGATE flips it; SIGMOID and TANH are gemm.h's activation_avx2 (within 4e-7
+// relative), EXP and LOG its Cephes polynomials (within 2 ulp; EXP is 0 below -87.34).
 struct LoopStep {
-  enum class Kind : uint8_t { kAdd, kSub, kMul, kMax, kMin, kClamp, kAbs, kReciprocal, kSigmoid, kTanh };
+  enum class Kind : uint8_t { kAdd, kSub, kMul, kMax, kMin, kClamp, kAbs, kNegate, kReciprocal, kSigmoid, kTanh,
+                              kExp, kLog };
   Kind kind = Kind::kAdd;
   LoopOperand a, b;  // b: binary steps only
   float lo = 0, hi = 0;  // kClamp

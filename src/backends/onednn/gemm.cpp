@@ -96,6 +96,44 @@ WEFT_AVX2 inline __m256 exp8(__m256 v) {
   return _mm256_andnot_ps(under, _mm256_blendv_ps(y, _mm256_set1_ps(std::numeric_limits<float>::infinity()), over));
 }
 
+// ln x for 8 floats (Cephes' logf): x = m 2^e with m in [sqrt(1/2), sqrt 2), ln m = f - f^2 / 2
+// + f^3 P(f) with f = m - 1, plus e ln2 in two parts; within 2 ulp. Subnormal x is scaled by 2^23
+// first. x < 0 and NaN give NaN, +-0 gives -inf, +inf gives +inf.
+WEFT_AVX2 inline __m256 log8(__m256 v) {
+  const __m256 tiny = _mm256_cmp_ps(v, _mm256_set1_ps(std::numeric_limits<float>::min()), _CMP_LT_OQ);
+  const __m256 x0 = _mm256_blendv_ps(v, _mm256_mul_ps(v, _mm256_set1_ps(8388608.0f)), tiny);
+  const __m256i bits = _mm256_castps_si256(x0);
+  // m in [0.5, 1) and the exponent that goes with it
+  __m256 m = _mm256_castsi256_ps(
+      _mm256_or_si256(_mm256_and_si256(bits, _mm256_set1_epi32(0x007fffff)), _mm256_set1_epi32(0x3f000000)));
+  __m256 e = _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_srli_epi32(bits, 23), _mm256_set1_epi32(126)));
+  e = _mm256_sub_ps(e, _mm256_and_ps(tiny, _mm256_set1_ps(23.0f)));
+  // below sqrt(1/2): m doubled (f = 2m - 1), e one less
+  const __m256 low = _mm256_cmp_ps(m, _mm256_set1_ps(0.707106781186547524f), _CMP_LT_OQ);
+  e = _mm256_sub_ps(e, _mm256_and_ps(low, _mm256_set1_ps(1.0f)));
+  const __m256 f = _mm256_sub_ps(_mm256_add_ps(m, _mm256_and_ps(low, m)), _mm256_set1_ps(1.0f));
+  const __m256 z = _mm256_mul_ps(f, f);
+  __m256 p = _mm256_set1_ps(7.0376836292e-2f);
+  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(-1.1514610310e-1f));
+  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.1676998740e-1f));
+  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(-1.2420140846e-1f));
+  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.4249322787e-1f));
+  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(-1.6668057665e-1f));
+  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(2.0000714765e-1f));
+  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(-2.4999993993e-1f));
+  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(3.3333331174e-1f));
+  __m256 y = _mm256_mul_ps(_mm256_mul_ps(p, f), z);
+  y = _mm256_fmadd_ps(e, _mm256_set1_ps(kLn2Lo), y);
+  y = _mm256_fnmadd_ps(_mm256_set1_ps(0.5f), z, y);
+  __m256 r = _mm256_fmadd_ps(e, _mm256_set1_ps(kLn2Hi), _mm256_add_ps(f, y));
+  const __m256 inf = _mm256_set1_ps(std::numeric_limits<float>::infinity());
+  r = _mm256_blendv_ps(r, inf, _mm256_cmp_ps(v, inf, _CMP_EQ_OQ));
+  r = _mm256_blendv_ps(r, _mm256_sub_ps(_mm256_setzero_ps(), inf), _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_EQ_OQ));
+  // x < 0 or NaN: NaN
+  return _mm256_blendv_ps(r, _mm256_set1_ps(std::numeric_limits<float>::quiet_NaN()),
+                          _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_NGE_UQ));
+}
+
 WEFT_AVX2 inline __m256 sigmoid8(__m256 x) {
   const __m256 one = _mm256_set1_ps(1.0f);
   return _mm256_div_ps(one, _mm256_add_ps(one, exp8(_mm256_sub_ps(_mm256_setzero_ps(), x))));
@@ -123,6 +161,8 @@ WEFT_AVX2 inline __m256 activate8(EpilogueOp::Kind kind, __m256 y) {
     case EpilogueOp::Kind::kSigmoid: return sigmoid8(y);
     case EpilogueOp::Kind::kTanh: return tanh8(y);
     case EpilogueOp::Kind::kSwish: return _mm256_mul_ps(y, sigmoid8(y));
+    case EpilogueOp::Kind::kExp: return exp8(y);
+    case EpilogueOp::Kind::kLog: return log8(y);
     case EpilogueOp::Kind::kHardSwish: {
       // y / 6 + 1/2 rounded twice, as the reference computes it (a multiply by 1/6 loses the
       // small values of t near y = -3 to cancellation).

@@ -32,10 +32,11 @@ bool gemm_avx2_supported();
 // [lo, hi] (NaN stays NaN), GELU, or an activation through a vectorised exp (within 2 ulp):
 // sigmoid 1 / (1 + e^-y), tanh 2 sigmoid(2y) - 1 (within 3e-7 absolute; below |y| = 0.625 Cephes'
 // odd polynomial, within a few ulp of tanh itself), swish y sigmoid(y),
-// hard-swish y min(max(y / 6 + 1/2, 0), 1), GELU's tanh form.
+// hard-swish y min(max(y / 6 + 1/2, 0), 1), GELU's tanh form; e^y and ln y (Cephes' expf and logf
+// polynomials, within 2 ulp; e^y is 0 below -87.34 rather than subnormal).
 struct EpilogueOp {
   enum class Kind : uint8_t { kAddColumns, kMulColumns, kAddMatrix, kClamp, kGeluErf, kSigmoid, kTanh, kSwish,
-                              kHardSwish, kGeluTanh };
+                              kHardSwish, kGeluTanh, kExp, kLog };
   Kind kind = Kind::kAddColumns;
   const float* v = nullptr;
   int64_t ld = 0;

@@ -1163,6 +1163,7 @@ std::optional<EltwiseOp> eltwise_of(Op op, const Node* node) {
     case Op::TANH: return EltwiseOp{dn::algorithm::eltwise_tanh};
     case Op::EXP: return EltwiseOp{dn::algorithm::eltwise_exp};
     case Op::ABS: return EltwiseOp{dn::algorithm::eltwise_abs};
+    case Op::LOG: return EltwiseOp{dn::algorithm::eltwise_log};
     case Op::RSQRT: return EltwiseOp{dn::algorithm::eltwise_pow, 1.f, -0.5f};
     case Op::CLAMP: {
       if (!node) return EltwiseOp{dn::algorithm::eltwise_clip_v2};
@@ -1671,11 +1672,18 @@ std::optional<cpu::LoopStep::Kind> loop_kind(const Graph& g, const Node& n) {
       if (!clamp_bounds(n)) return std::nullopt;
       return K::kClamp;
     case Op::ABS: return K::kAbs;
+    case Op::NEGATE:
+      // float NEGATE: its zero points are 0
+      for (size_t z = 1; z < n.inputs.size(); ++z)
+        if (!const_zero(g, n.inputs[z])) return std::nullopt;
+      return K::kNegate;
     case Op::RECIPROCAL: return K::kReciprocal;
     case Op::SIGMOID:
     case Op::TANH:
+    case Op::EXP:
+    case Op::LOG:
       if (!cpu::gemm_avx2_supported()) return std::nullopt;
-      return n.op == Op::SIGMOID ? K::kSigmoid : K::kTanh;
+      return n.op == Op::SIGMOID ? K::kSigmoid : n.op == Op::TANH ? K::kTanh : n.op == Op::EXP ? K::kExp : K::kLog;
     default: return std::nullopt;
   }
 }
@@ -1954,6 +1962,12 @@ std::unique_ptr<Kernel> prepare_region(const Graph& g, const Composite& c, const
     auto pd = dn::softmax_forward::primitive_desc(d, attr, engine());
     return finish(build<dn::softmax_forward>(pd), pd, {{DNNL_ARG_SRC, md, c.input_index(c.source)}, {DNNL_ARG_DST, md, -1, true}}, o);
   }
+  if (c.region == Composite::Region::kLogSoftmax) {
+    dn::logsoftmax_forward::desc d(dn::prop_kind::forward_inference, md, c.axis);
+    auto pd = dn::logsoftmax_forward::primitive_desc(d, attr, engine());
+    return finish(build<dn::logsoftmax_forward>(pd), pd,
+                  {{DNNL_ARG_SRC, md, c.input_index(c.source)}, {DNNL_ARG_DST, md, -1, true}}, o);
+  }
   const int64_t n = t.shape.back();
   dn::memory::desc cmd({n}, dt::f32, tag::x);
   auto channel = [&](ValueId v, float fill) {
@@ -2092,7 +2106,8 @@ class OneDnnBackend final : public Backend {
   bool loop_fusable(const Graph& g, int ni) const override { return loop_node(g, ni); }
 
   Support nan_exact(const Graph& g, const Composite& c) const override {
-    if (c.region == Composite::Region::kSoftmax) return Support::no("oneDNN's softmax turns a row with a NaN into 0s");
+    if (c.region == Composite::Region::kSoftmax || c.region == Composite::Region::kLogSoftmax)
+      return Support::no("oneDNN's softmax turns a row with a NaN into 0s");
     for (int ni : c.nodes) {
       const Node& n = g.node(ni);
       if (n.op == Op::EXP) return Support::no("oneDNN's EXP of NaN is +inf");

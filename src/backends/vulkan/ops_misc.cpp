@@ -134,7 +134,8 @@ void lower_region(Lowering& l, const Composite& c);
 
 std::string check_reduce(const Graph& g, const Composite& c, const Caps& caps) {
   const Op op = g.node(c.anchor).op;
-  if (c.region == Composite::Region::kSoftmax && op == Op::REDUCE_MAX) return check_softmax(g, c, caps);
+  if ((c.region == Composite::Region::kSoftmax || c.region == Composite::Region::kLogSoftmax) && op == Op::REDUCE_MAX)
+    return check_softmax(g, c, caps);
   if (c.region == Composite::Region::kLayerNorm && op == Op::REDUCE_SUM) return check_layer_norm(g, c, caps);
   if (!c.single()) return op_str(g, c) + " fused as " + c.pattern + ": only the softmax and layer-norm regions fuse";
   if (std::string w = check_tensors(g, c.anchor); !w.empty()) return op_str(g, c) + ": " + w;
@@ -191,7 +192,9 @@ std::string check_row(const Graph& g, const Composite& c, const char* what) {
   return {};
 }
 
-std::string check_softmax(const Graph& g, const Composite& c, const Caps&) { return check_row(g, c, "SOFTMAX"); }
+std::string check_softmax(const Graph& g, const Composite& c, const Caps&) {
+  return check_row(g, c, c.region == Composite::Region::kLogSoftmax ? "LOG_SOFTMAX" : "SOFTMAX");
+}
 
 }  // namespace
 
@@ -214,7 +217,7 @@ int64_t row_norm_max_cached(const Caps& caps) { return 16 * max_local(caps); }
 RowNorm row_norm(Lowering& l, const Composite& c) {
   const TensorType& t = l.type(c.source);
   const AxisView v = axis_view(t.shape, c.axis);
-  const bool softmax = c.region == Composite::Region::kSoftmax;
+  const bool softmax = c.region == Composite::Region::kSoftmax || c.region == Composite::Region::kLogSoftmax;
   // About four elements per invocation; 32 (a warp) to 256 invocations per row.
   const int64_t local = std::clamp<int64_t>(pow2_at_least((v.k + 3) / 4), 32, max_local(l.caps));
   Arg affine;
@@ -232,7 +235,10 @@ RowNorm row_norm(Lowering& l, const Composite& c) {
     affine = l.data_of(a);
     inv_n = c.inv_n != 0 ? static_cast<float>(c.inv_n) : static_cast<float>(1.0 / static_cast<double>(v.k));
   }
-  const int32_t mode = softmax ? 0 : c.region == Composite::Region::kRmsNorm ? 2 : 1;
+  const int32_t mode = c.region == Composite::Region::kSoftmax      ? 0
+                       : c.region == Composite::Region::kLogSoftmax ? 3
+                       : c.region == Composite::Region::kRmsNorm    ? 2
+                                                                    : 1;
   std::vector<int32_t> spec = {mode, code(t.dtype), static_cast<int32_t>(v.outer), static_cast<int32_t>(v.k),
                                static_cast<int32_t>(v.inner), static_cast<int32_t>(local),
                                f32_bits(static_cast<float>(c.epsilon)), f32_bits(inv_n)};

@@ -13,7 +13,8 @@ class NodeProto;
   X(DequantizeLinear) X(Div) X(Dropout) X(Elu) X(Equal) X(Erf) X(Exp) X(Expand) X(Flatten) X(Floor)        \
   X(Gather) X(Gelu) X(Gemm) X(GlobalAveragePool) X(GlobalMaxPool) X(Greater) X(GreaterOrEqual)             \
   X(HardSigmoid) X(HardSwish) X(Identity) X(InstanceNormalization) X(LayerNormalization) X(LeakyRelu)      \
-  X(Less) X(LessOrEqual) X(Log) X(LogSoftmax) X(MatMul) X(Max) X(MaxPool) X(Mean) X(Min) X(Mul) X(Neg)     \
+  X(Less) X(LessOrEqual) X(Log) X(LogSoftmax) X(MatMul) X(Max) X(MaxPool) X(Mean) X(Min) X(Mish) X(Mul)     \
+  X(Neg)                                                                                                   \
   X(Not) X(Or) X(PRelu) X(Pad) X(Pow) X(QLinearConv) X(QLinearMatMul) X(QuantizeLinear) X(Range)          \
   X(Reciprocal) X(ReduceL1) X(ReduceL2) X(ReduceLogSum) X(ReduceLogSumExp) X(ReduceMax) X(ReduceMean)      \
   X(ReduceMin) X(ReduceProd) X(ReduceSum) X(ReduceSumSquare) X(Relu) X(Reshape) X(Resize) X(Shape)         \

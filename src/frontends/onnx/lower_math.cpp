@@ -384,12 +384,25 @@ void lower_Elu(Importer& imp, const onnx::NodeProto&) {
   });
 }
 
+// log(1 + exp(x)) = max(x, 0) + log(1 + exp(-|x|)), which does not overflow.
+TVal softplus_of(Importer& imp, const TVal& v) {
+  TVal e = imp.emit(Op::EXP, {imp.emit(Op::NEGATE, {imp.emit(Op::ABS, {v}), imp.scalar(v.dtype(), 0, 1), imp.scalar(v.dtype(), 0, 1)})});
+  return imp.add(imp.clamp(v, 0, kInf), imp.emit(Op::LOG, {imp.add(e, full_like(imp, v, 1))}));
+}
+
 void lower_Softplus(Importer& imp, const onnx::NodeProto&) {
   unary(imp, [&](TVal v) {
     require_float(imp, v);
-    // log(1 + exp(x)) = max(x, 0) + log(1 + exp(-|x|)), which does not overflow.
-    TVal e = imp.emit(Op::EXP, {imp.emit(Op::NEGATE, {imp.emit(Op::ABS, {v}), imp.scalar(v.dtype(), 0, 1), imp.scalar(v.dtype(), 0, 1)})});
-    return imp.add(imp.clamp(v, 0, kInf), imp.emit(Op::LOG, {imp.add(e, full_like(imp, v, 1))}));
+    return softplus_of(imp, v);
+  });
+}
+
+// Mish (opset 18): x * tanh(softplus(x)), as torch.nn.Mish exports it from opset 18 (and as its
+// earlier exports write it out); the CPU backend runs the chain as one element-wise loop.
+void lower_Mish(Importer& imp, const onnx::NodeProto&) {
+  unary(imp, [&](TVal v) {
+    require_float(imp, v);
+    return imp.mul(v, imp.emit(Op::TANH, {softplus_of(imp, v)}));
   });
 }
 

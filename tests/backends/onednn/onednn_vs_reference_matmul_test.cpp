@@ -104,6 +104,12 @@ TEST(OneDnnVsReference, HandWrittenActivationsFuseAfterCanonicalForms) {
          ValueId ex = n.unary(Op::EXP, n.b.op(Op::NEGATE, {v, z, z}));
          return n.mul(v, n.unary(Op::RECIPROCAL, n.add(ex, n.scalar(1.0, 3))));
        }},
+      {"MATMUL+BIAS+GELU_TANH",  // GPT-2's tanh GELU with the constant first: 0.044715 * x * x * x
+       [](Net& n, ValueId v) {
+         ValueId cube = n.mul(n.mul(n.mul(n.scalar(0.044715, 3), v), v), v);
+         ValueId t = n.unary(Op::TANH, n.mul(n.add(v, cube), n.scalar(0.7978845608028654, 3)));
+         return n.mul(n.mul(v, n.scalar(0.5, 3)), n.add(t, n.scalar(1.0, 3)));
+       }},
       {"MATMUL+BIAS+SCALE+SWISH+SCALE",  // CLIP's quick GELU, x * sigmoid(1.702 x)
        [](Net& n, ValueId v) { return n.mul(v, n.unary(Op::SIGMOID, n.mul(v, n.scalar(1.702, 3)))); }},
       {"LAYER_NORM",
@@ -293,6 +299,33 @@ TEST(OneDnnVsReference, SoftmaxRegion) {
     Module m = net.finish({softmax(net, x, c.axis)});
     check_vs_reference(m, net.feeds, {"SOFTMAX"}, kTolElementwise);
   }
+}
+
+// Log-softmax as the ONNX importer lowers LogSoftmax (d - log(sum(exp(d))), d = x - max) is one
+// unit, oneDNN's logsoftmax, on every axis; a LOG read by anything else keeps the nodes apart.
+TEST(OneDnnVsReference, LogSoftmaxRegion) {
+  struct Case {
+    Shape shape;
+    int64_t axis;
+  };
+  const std::vector<Case> cases = {{{2, 3, 4, 17}, 3}, {{2, 5, 3, 4}, 1}, {{6, 33}, 1}, {{3, 7, 2}, 0}};
+  uint32_t seed = 1250;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(shape_str(c.shape) + " axis " + std::to_string(c.axis));
+    Net net(seed++);
+    ValueId x = net.input(c.shape, -30, 30);
+    ValueId d = net.sub(x, net.reduce(Op::REDUCE_MAX, x, c.axis));
+    ValueId ls = net.unary(Op::LOG, net.reduce(Op::REDUCE_SUM, net.unary(Op::EXP, d), c.axis));
+    Module m = net.finish({net.sub(d, ls)});
+    check_vs_reference(m, net.feeds, {"LOG_SOFTMAX"}, kTolElementwise);
+  }
+  Net net(1260);
+  ValueId x = net.input({4, 9}, -3, 3);
+  ValueId d = net.sub(x, net.reduce(Op::REDUCE_MAX, x, 1));
+  ValueId ls = net.unary(Op::LOG, net.reduce(Op::REDUCE_SUM, net.unary(Op::EXP, d), 1));
+  Module m = net.finish({net.sub(d, ls), ls});
+  auto dnn = check_vs_reference(m, net.feeds, {"REDUCE_MAX", "EXP", "REDUCE_SUM", "LOG"}, kTolElementwise, false);
+  EXPECT_EQ(dnn->explain().find("LOG_SOFTMAX"), std::string::npos) << dnn->explain();
 }
 
 TEST(OneDnnVsReference, AttentionScoresSoftmax) {

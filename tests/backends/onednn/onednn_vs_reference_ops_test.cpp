@@ -29,6 +29,7 @@ TEST(OneDnnVsReference, UnaryActivations) {
   const std::vector<Case> cases = {
       {Op::SIGMOID, -8, 8, kTolElementwise}, {Op::TANH, -4, 4, kTolElementwise}, {Op::EXP, -6, 4, kTolElementwise},
       {Op::ABS, -3, 3, kExact},              {Op::RSQRT, 0.01, 9, kTolElementwise},  // positive inputs only
+      {Op::LOG, 1e-3, 50, kTolElementwise},
   };
   uint32_t seed = 2000;
   for (const Case& c : cases)
@@ -91,6 +92,55 @@ TEST(OneDnnVsReference, SmallActivationsRunOnWeftsLoop) {
     EXPECT_EQ(ctx.profile()[0].implementation == "weft_activation:avx2", shape_elements(s) <= 16384)
         << ctx.profile()[0].implementation;
   }
+}
+
+// The loop's EXP and LOG steps (gemm.cpp's exp8 and log8, Cephes' polynomials) against double:
+// e^x over [-87, 88.7] and ln x over every binade from the smallest subnormal to the largest float
+// (16 values each), within 2 ulp (2.4e-7 relative); and their special values: e^x is +inf above
+// 88.73 and 0 below -87.34 (flushed, not subnormal), ln of +-0 is -inf, of +inf +inf, of a negative
+// or NaN NaN.
+TEST(OneDnnVsReference, LoopExpAndLogWithinTwoUlp) {
+  if (!backend::cpu::gemm_avx2_supported()) GTEST_SKIP() << "this CPU has no AVX2 + FMA";
+  using K = backend::cpu::EpilogueOp::Kind;
+  std::vector<float> xe;
+  for (double v = -87.0; v <= 88.7; v += 1.0 / 64) xe.push_back(static_cast<float>(v));
+  for (float v : {0.0f, -0.0f, 1e-30f, -1e-7f, 0.34657359f}) xe.push_back(v);
+  std::vector<float> xl;
+  for (int e = -149; e < 128; ++e)
+    for (int k = 0; k < 16; ++k) xl.push_back(std::ldexp(1.0f + static_cast<float>(k) / 16.0f + 1.0f / 4096.0f, e));
+  for (float v : {1.0f, 0.99999994f, 1.0000001f, 0.70710677f, 0.7071068f, 1.4142135f, 2.0f, 0.5f})
+    xl.push_back(v);
+  for (auto [kind, x] : {std::pair{K::kExp, xe}, std::pair{K::kLog, xl}}) {
+    const bool ex = kind == K::kExp;
+    std::vector<float> y = x;
+    backend::cpu::activation_avx2(kind, y.data(), static_cast<int64_t>(y.size()));
+    int bad = 0;
+    for (size_t i = 0; i < x.size() && bad < 5; ++i) {
+      const double want = ex ? std::exp(static_cast<double>(x[i])) : std::log(static_cast<double>(x[i]));
+      const double err = std::abs(y[i] - want);
+      const bool ok = std::isfinite(want) && err <= 2.4e-7 * std::abs(want) + (ex ? 0.0 : 1e-45);
+      bad += !ok;
+      EXPECT_TRUE(ok) << (ex ? "exp(" : "log(") << x[i] << ") = " << y[i] << " vs " << want << " (relative error "
+                      << err / std::abs(want) << ")";
+    }
+  }
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> e = {89.0f, 1e30f, inf, -88.0f, -1e30f, -inf, nan};
+  backend::cpu::activation_avx2(K::kExp, e.data(), static_cast<int64_t>(e.size()));
+  EXPECT_EQ(e[0], inf);
+  EXPECT_EQ(e[1], inf);
+  EXPECT_EQ(e[2], inf);
+  EXPECT_EQ(e[3], 0.0f);
+  EXPECT_EQ(e[4], 0.0f);
+  EXPECT_EQ(e[5], 0.0f);
+  EXPECT_TRUE(std::isnan(e[6]));
+  std::vector<float> l = {0.0f, -0.0f, inf, -1.0f, -inf, -1e-40f, nan, 1e-45f};
+  backend::cpu::activation_avx2(K::kLog, l.data(), static_cast<int64_t>(l.size()));
+  EXPECT_EQ(l[0], -inf);
+  EXPECT_EQ(l[1], -inf);
+  EXPECT_EQ(l[2], inf);
+  for (int i = 3; i < 7; ++i) EXPECT_TRUE(std::isnan(l[static_cast<size_t>(i)])) << "log(" << i << ") = " << l[static_cast<size_t>(i)];
+  EXPECT_NEAR(l[7], std::log(static_cast<double>(1e-45f)), 2e-5);  // the smallest subnormal
 }
 
 // ADD, SUB and MUL of small fp32 tensors of one shape, or by a single value on either side, run on
@@ -782,6 +832,44 @@ TEST(OneDnnVsReference, LstmCellRunsAsOneElementwiseLoop) {
       const std::vector<Tensor> want = ref.run(net.feeds);
       for (size_t k = 0; k < 2; ++k) EXPECT_TRUE(close(got[k], want[k], kTolElementwise)) << "output " << k;
     }
+}
+
+// Mish as the ONNX importer lowers x * tanh(softplus(x)): softplus as max(x, 0) + log(1 + exp(-|x|))
+// (ABS, NEGATE, EXP, ADD, LOG, CLAMP, ADD), then TANH and MUL, plus a residual: one loop of 10 steps
+// under the default priority, within the activation loop's tolerance of the reference; NEGATE
+// flips the sign bit (-0 and NaN included) bit for bit.
+TEST(OneDnnVsReference, MishRunsAsOneElementwiseLoop) {
+  if (!backend::cpu::gemm_avx2_supported()) GTEST_SKIP() << "this CPU has no AVX2 + FMA (EXP / LOG / TANH steps)";
+  for (const Shape& s : {Shape{1, 3, 37}, Shape{2, 130, 260}}) {
+    SCOPED_TRACE(shape_str(s));
+    Net net(2305);
+    ValueId x = net.input(s, -20, 20), r = net.input(s, -1, 1);
+    ValueId z = net.scalar(0.0, 1);
+    ValueId e = net.unary(Op::EXP, net.b.op(Op::NEGATE, {net.unary(Op::ABS, x), z, z}));
+    ValueId sp = net.add(net.clamp(x, 0.0, std::numeric_limits<float>::infinity()),
+                         net.unary(Op::LOG, net.add(e, net.scalar(1.0, 3))));
+    Module m = net.finish({net.add(net.mul(x, net.unary(Op::TANH, sp)), r)});
+    Context ctx(Model::from_module(m, BackendOptions{}));
+    ctx.set_profiling(true);
+    const std::vector<Tensor> got = ctx.run(net.feeds);
+    EXPECT_EQ(kernels_run(ctx), std::vector<std::string>{"ELEMENTWISE[10 ops] weft_loop[10]"});
+    Context ref(Model::from_module(m, kReference));
+    EXPECT_TRUE(close(got[0], ref.run(net.feeds)[0], kTolElementwise));
+  }
+  Net net(2306);
+  ValueId x = net.input({2, 40}, -2, 2);
+  ValueId z = net.scalar(0.0, 1);
+  Module m = net.finish({net.add(net.b.op(Op::NEGATE, {x, z, z}), net.scalar(0.0, 2))});
+  Tensor feed = with_nans(net.feeds[0], 7);
+  float* f = feed.mutable_data<float>();
+  f[1] = 0.0f;
+  f[2] = -0.0f;
+  Context ctx(Model::from_module(m, kOneDnn));
+  ctx.set_profiling(true);
+  const std::vector<Tensor> got = ctx.run({feed});
+  EXPECT_EQ(kernels_run(ctx), std::vector<std::string>{"ELEMENTWISE[2 ops] weft_loop[2]"});
+  Context ref(Model::from_module(m, kReference));
+  EXPECT_TRUE(got[0].identical(ref.run({feed})[0]));
 }
 
 // Every exact step kind in one loop, bit for bit the reference's: ADD of one value, SUB, MUL by one

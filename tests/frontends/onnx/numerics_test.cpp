@@ -471,6 +471,24 @@ TEST(OnnxNumerics, SoftmaxAxis) {
   }
 }
 
+// Mish (opset 18), x * tanh(log(1 + e^x)), against the formula in double, from -100 to 100 (e^x
+// overflows fp32 past 88: the lowering's max(x, 0) + log(1 + e^-|x|) does not).
+TEST(OnnxNumerics, MishOverTheWholeRange) {
+  std::vector<float> x;
+  for (int i = 0; i <= 400; ++i) x.push_back(-100.0f + 0.5f * static_cast<float>(i));
+  std::vector<float> want;
+  for (float v : x) {
+    const double sp = v > 0 ? v + std::log1p(std::exp(-static_cast<double>(v))) : std::log1p(std::exp(static_cast<double>(v)));
+    want.push_back(static_cast<float>(v * std::tanh(sp)));
+  }
+  const Shape xs{1, static_cast<int64_t>(x.size())};
+  ModelBuilder mb(18);
+  mb.input("x", kFloat, xs).output("y");
+  mb.node("Mish", {"x"}, {"y"});
+  auto out = run_module(mb.import(), {f32(xs, x)});
+  expect_near(out[0], xs, want);
+}
+
 // ---- Slice -----------------------------------------------------------------------------------------
 
 TEST(OnnxNumerics, SliceNegativeAndLargeSteps) {

@@ -398,6 +398,42 @@ TEST(VulkanMisc, SoftmaxRegionNanAndInfinity) {
   check_vs_reference(softmax_module(DType::kFp32, {4, 3}, 1), {x}, 1e-5);
 }
 
+// As the ONNX frontend lowers LogSoftmax: REDUCE_MAX -> d = SUB -> EXP -> REDUCE_SUM -> LOG -> SUB(d, .).
+Module log_softmax_module(DType d, const Shape& s, int64_t axis) {
+  GraphBuilder b;
+  ValueId x = b.input("x", tt(d, s));
+  ValueId diff = b.op(Op::SUB, {x, b.op(Op::REDUCE_MAX, {x}, {{"axis", axis}})});
+  ValueId sum = b.op(Op::REDUCE_SUM, {b.op(Op::EXP, {diff})}, {{"axis", axis}});
+  b.output(b.op(Op::SUB, {diff, b.op(Op::LOG, {sum})}));
+  return Module(b.finish());
+}
+
+// One LOG_SOFTMAX dispatch (mx_rownorm MODE 3): rows cached in registers and reloaded, other axes,
+// several rows per subgroup workgroup, fp16; rows with a NaN, +inf or only -inf are NaN as in the
+// decomposed graph.
+TEST(VulkanMisc, LogSoftmaxRegion) {
+  struct Case {
+    DType d;
+    Shape shape;
+    int64_t axis;
+  };
+  const std::vector<Case> cases = {
+      {DType::kFp32, {2, 3, 4, 17}, 3}, {DType::kFp32, {2, 5, 3, 4}, 1}, {DType::kFp32, {3, 7, 2}, 0},
+      {DType::kFp32, {2, 5000}, 1},     {DType::kFp32, {2, 2100, 40}, 2}, {DType::kFp16, {2, 12, 64}, 2},
+      {DType::kFp16, {4200, 17}, 1},
+  };
+  std::mt19937 rng(1250);
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(dtype_name(c.d)) + " " + shape_str(c.shape) + " axis " + std::to_string(c.axis));
+    const std::string ex = check_vs_reference(log_softmax_module(c.d, c.shape, c.axis),
+                                              {random_tensor(tt(c.d, c.shape), rng, -5, 5)}, c.d == DType::kFp16 ? 2e-3 : 1e-6);
+    EXPECT_NE(ex.find("LOG_SOFTMAX"), std::string::npos) << ex;
+  }
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  const Tensor x = Tensor::from_doubles(tt(DType::kFp32, {4, 3}), std::vector<double>{1, nan, 2, 0, inf, 1, -inf, -inf, -inf, 0.5, -1, 3});
+  check_vs_reference(log_softmax_module(DType::kFp32, {4, 3}, 1), {x}, 1e-6);
+}
+
 // As the ONNX frontend lowers LayerNormalization over the last axis.
 Module layer_norm_module(const Shape& s, double eps, bool gamma, bool beta, std::mt19937& rng) {
   GraphBuilder b;

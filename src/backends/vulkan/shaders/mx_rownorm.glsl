@@ -12,6 +12,8 @@
 //   softmax (MODE 0), the graph REDUCE_MAX -> SUB -> EXP -> REDUCE_SUM -> RECIPROCAL -> MUL:
 //     m = max(x) (a NaN propagates), e = exp(x - m), y = e * (1 / sum(e)). A row holding a NaN or
 //     +inf, or only -inf, becomes NaN as in the decomposed graph (NaN - m, inf - inf).
+//   log-softmax (MODE 3), REDUCE_MAX -> d = SUB -> EXP -> REDUCE_SUM -> LOG -> SUB(d, log):
+//     m = max(x), d = x - m, y = d - log(sum(exp(d))); NaN, +inf and all -inf rows as in MODE 0.
 //   layer norm (MODE 1), REDUCE_SUM * 1/N -> SUB -> (d * d) REDUCE_SUM * 1/N -> + eps -> RSQRT -> MUL
 //     [-> MUL gamma -> ADD beta]: mean = sum(x) * INV_N, d = x - mean, var = sum(d * d) * INV_N,
 //     y = d * inversesqrt(var + EPS) * gamma[k] + beta[k] (binding 2: gamma[K] then beta[K] as fp32;
@@ -94,7 +96,7 @@ void main() {
     }
   }
 
-  if (MODE == 0) {
+  if (MODE == 0 || MODE == 3) {
     const float NEG_INF = uintBitsToFloat(0xff800000u);
     float m = NEG_INF;
     if (CACHED) {
@@ -108,11 +110,28 @@ void main() {
     if (CACHED) {
       [[unroll]] for (int j = 0; j < CACHE; ++j)
         if (lane + uint(j * LOCAL) < uint(K)) {
-          v[j] = exp(v[j] - m);
-          s += v[j];
+          // MODE 3 keeps d = x - m for the result, MODE 0 its exponential
+          const float d = v[j] - m, e = exp(d);
+          v[j] = MODE == 3 ? d : e;
+          s += e;
         }
     } else {
       for (uint k = lane; k < uint(K); k += uint(LOCAL)) s += exp(ROW_LOAD(base + k * uint(INNER)) - m);
+    }
+    if (MODE == 3) {
+      const float ls = log(reduce_group(s, false, slot, lane));
+      if (CACHED) {
+        [[unroll]] for (int j = 0; j < CACHE; ++j) {
+          const uint k = lane + uint(j * LOCAL);
+          if (live && k < uint(K)) Y_stf(base + k * uint(INNER), v[j] - ls);
+        }
+      } else {
+        for (uint k = lane; live && k < uint(K); k += uint(LOCAL)) {
+          const uint e = base + k * uint(INNER);
+          Y_stf(e, (ROW_LOAD(e) - m) - ls);
+        }
+      }
+      return;
     }
     const float inv = 1.0 / reduce_group(s, false, slot, lane);
     if (CACHED) {
