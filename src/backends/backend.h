@@ -277,6 +277,8 @@ class Backend {
   // per index of its last axis. The partitioner groups such nodes when this backend is also the one
   // that would run each of them alone, and asks supports() for the group.
   virtual bool loop_fusable(const Graph& g, int ni) const { return false; }
+  // The most operators one of this backend's loops takes (the partitioner's own bound is 48).
+  virtual size_t loop_max_steps() const { return 48; }
   // Builds the kernel of `c`: everything that does not depend on the run's data is done here once.
   // Throws Error naming the node when something fails.
   virtual std::unique_ptr<Kernel> prepare(const Module& m, const Graph& g, const Composite& c,

@@ -247,12 +247,13 @@ class Matcher {
             g_.value(g_.node(members[static_cast<size_t>(gi)].front()).outputs[0]).type != t)
           continue;
         std::vector<int>& mg = members[static_cast<size_t>(gi)];
+        const size_t cap = std::min(kMaxMembers, b->loop_max_steps());
         if (join < 0) {
-          if (mg.size() < kMaxMembers && !leaves_and_returns({ni}, gi, gi, -1, ni)) join = gi;
+          if (mg.size() < cap && !leaves_and_returns({ni}, gi, gi, -1, ni)) join = gi;
           continue;
         }
         std::vector<int>& mj = members[static_cast<size_t>(join)];
-        if (mj.size() + mg.size() >= kMaxMembers) continue;
+        if (mj.size() + mg.size() >= cap) continue;
         std::vector<int> with_j = mj, with_g = mg;
         with_j.push_back(ni);
         with_g.push_back(ni);
@@ -1129,7 +1130,13 @@ Partition partition_graph(const Module& m, const Graph& g, const std::vector<con
   auto loop_backend = [&](int ni) -> const Backend* {
     const Backend* alone = single_choice(ni).backend;
     for (const Backend* b : priority) {
-      if (b->loop_fusable(g, ni)) return b;
+      if (b->loop_fusable(g, ni)) {
+        // A backend the default priority keeps groups off (Vulkan on a CPU device) is passed by.
+        if (!options.default_priority) return b;
+        Composite group = matcher.single(ni);
+        group.region = Composite::Region::kElementwise;
+        if (b->takes_by_default(g, group)) return b;
+      }
       if (b == alone) break;
     }
     return nullptr;

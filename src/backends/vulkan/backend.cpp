@@ -62,6 +62,7 @@ Caps caps_of(const vk::Device& d) {
   for (int i = 0; i < 3; ++i) c.max_groups[i] = info.max_workgroup_count[i];
   c.max_invocations = info.max_workgroup_invocations;
   c.max_shared_bytes = f.max_shared_memory;
+  c.max_storage_buffers = f.max_storage_buffers;
   c.max_buffer_bytes = info.max_storage_buffer_range;
   c.subgroup_size = f.subgroup_size;
   c.subgroup_arithmetic = f.subgroup_arithmetic;
@@ -486,6 +487,8 @@ class VulkanBackend final : public Backend {
   bool defers_probe() const override { return !vk::gpu_driver_possible(); }
   Grouping grouping() const override { return Grouping::kRegions; }
   bool reads_split_views() const override { return true; }
+  bool loop_fusable(const Graph& g, int ni) const override { return vkb::loop_step(g, ni); }
+  size_t loop_max_steps() const override { return vkb::kLoopMaxSteps; }
   bool takes_by_default(const Graph& g, const Composite& c) const override {
     if (g.node(c.anchor).op == Op::CUSTOM) return true;
     if (!vk::gpu_driver_possible()) return false;  // only CPU devices could be there: not even opened

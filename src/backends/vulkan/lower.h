@@ -51,6 +51,7 @@ struct Caps {
   uint32_t max_groups[3] = {65535, 65535, 65535};
   uint32_t max_invocations = 128;     // maxComputeWorkGroupInvocations (Vulkan's minimum: 128)
   uint32_t max_shared_bytes = 16384;  // maxComputeSharedMemorySize
+  uint32_t max_storage_buffers = 4;   // maxPerStageDescriptorStorageBuffers (Vulkan's minimum: 4)
   uint64_t max_buffer_bytes = 134217728;  // maxStorageBufferRange: the largest tensor a shader binds
   uint32_t subgroup_size = 0;         // 0: unknown
   bool subgroup_arithmetic = false;   // subgroup arithmetic and vote operations in compute shaders
@@ -165,6 +166,10 @@ std::string check_tensors(const Graph& g, int node);
 // the partitioner groups them) as one pass (ops_tensor.cpp, shaders/ew_chain.comp).
 std::string check_ew_chain(const Graph& g, const backend::Composite& c, const Caps& caps);
 void lower_ew_chain(Lowering& l, const backend::Composite& c);
+// Whether node `ni` can be a step of an element-wise group run by ew_loop.comp
+// (Backend::loop_fusable; ops_elementwise.cpp).
+bool loop_step(const Graph& g, int ni);
+inline constexpr size_t kLoopMaxSteps = 24;  // ew_loop.comp's MAX_STEPS
 // Attention as the partitioner leaves it, consecutive members of a region: MATMUL(Q, K^T) [+ SCALE by
 // one value], the SOFTMAX region over its last axis, and MATMUL(P, V) (operands and the destination
 // read / written as strided views), with RESHAPE members (`aliases`, their nodes) between them,

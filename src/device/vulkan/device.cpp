@@ -467,6 +467,7 @@ std::shared_ptr<Device> create_device(uint32_t index, const DeviceOptions& optio
   df.int16 = features.features.shaderInt16;
   df.int64 = features.features.shaderInt64;
   df.max_shared_memory = d->properties.limits.maxComputeSharedMemorySize;
+  df.max_storage_buffers = d->properties.limits.maxPerStageDescriptorStorageBuffers;
   df.synchronization2 = d->api_version >= VK_API_VERSION_1_3 && f13.synchronization2;
   {
     VkPhysicalDeviceSubgroupProperties sp{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};

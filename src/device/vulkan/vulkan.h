@@ -126,6 +126,7 @@ struct DeviceFeatures {
   // Subgroup arithmetic and vote operations (GL_KHR_shader_subgroup_arithmetic / _vote) in compute.
   bool subgroup_arithmetic = false;
   uint32_t max_shared_memory = 0;  // maxComputeSharedMemorySize
+  uint32_t max_storage_buffers = 0;  // maxPerStageDescriptorStorageBuffers
   // Streaming multiprocessors / compute units, where the driver says (VK_NV_shader_sm_builtins'
   // shaderSMCount, VK_AMD_shader_core_properties' engines x arrays x units); 0: unknown.
   uint32_t compute_units = 0;

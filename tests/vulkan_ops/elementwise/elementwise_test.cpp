@@ -7,6 +7,7 @@
 //   1e-5 transcendental functions (Vulkan's exp/log/pow/inversesqrt are within a few ulp);
 //   2e-3 sin/cos (Vulkan only bounds their absolute error, 2^-11) and every fp16 result (one fp16
 //        ulp is ~1e-3 relative, and the GPU's fp32 intermediate may round the other way).
+#include <limits>
 #include <random>
 
 #include "vk_ops_util.h"
@@ -223,6 +224,108 @@ TEST(VulkanElementwise, ChainsStayOnTheDeviceAsOneRegion) {
   const std::string ex =
       check_vs_reference(m, {random_tensor(t, rng, -2, 2), random_tensor(t, rng, -1, 1)}, 1e-5, 5);
   EXPECT_NE(ex.find("vulkan REGION[5 nodes]"), std::string::npos) << ex;
+}
+
+// ---- Element-wise groups (Region::kElementwise): ew_loop.comp ---------------------------------------
+
+// Mish as the ONNX importer lowers it (ABS, NEGATE, EXP, ADD 1, LOG, CLAMP, ADD, TANH, MUL) plus a
+// residual ADD: one ELEMENTWISE[10 ops] dispatch, fp32 and fp16, within the transcendental tolerance
+// of the reference's operator-by-operator result (fp16: each step rounded to fp16 as the operator's
+// store rounds it).
+TEST(VulkanElementwise, MishRunsAsOneLoop) {
+  std::mt19937 rng(300);
+  for (DType d : {DType::kFp32, DType::kFp16})
+    for (const Shape& s : {Shape{3, 37}, Shape{2, 64, 96}}) {
+      SCOPED_TRACE(std::string(dtype_name(d)) + " " + shape_str(s));
+      const TensorType t{d, s};
+      const int r = static_cast<int>(s.size());
+      GraphBuilder b;
+      ValueId x = b.input("x", t), res = b.input("r", t);
+      auto k = [&](const std::string& name, double v) {
+        return b.constant(name, Tensor::from_doubles({d, Shape(static_cast<size_t>(r), 1)}, std::vector<double>{v}));
+      };
+      ValueId z = b.constant("z", Tensor::from_doubles({d, {1}}, std::vector<double>{0}));
+      ValueId shift = b.constant("s", Tensor::from_ints({DType::kInt8, {1}}, std::vector<int64_t>{0}));
+      ValueId e = b.op(Op::EXP, {b.op(Op::NEGATE, {b.op(Op::ABS, {x}), z, z})});
+      ValueId lg = b.op(Op::LOG, {b.op(Op::ADD, {e, k("one", 1.0)})});
+      ValueId relu = b.op(Op::CLAMP, {x},
+                          {{"min_val", Tensor::from_doubles({d, {}}, std::vector<double>{0})},
+                           {"max_val", Tensor::from_doubles({d, {}}, std::vector<double>{d == DType::kFp16 ? 65504.0 : 3.4e38})},
+                           {"nan_mode", int64_t(NanMode::kPropagate)}});
+      ValueId th = b.op(Op::TANH, {b.op(Op::ADD, {relu, lg})});
+      b.output(b.op(Op::ADD, {b.op(Op::MUL, {x, th, shift}), res}, {}, "y"));
+      const std::string ex = check_vs_reference(Module(b.finish()), {random_tensor(t, rng, -12, 12), random_tensor(t, rng, -1, 1)},
+                                                d == DType::kFp16 ? 2e-3 : 1e-5);
+      EXPECT_NE(ex.find("vulkan ELEMENTWISE[10 ops]"), std::string::npos) << ex;
+    }
+}
+
+// Every operand form and exact step in one group, bit for bit the reference's in fp32 (ADD, SUB, MUL,
+// MAXIMUM and MINIMUM under both NaN modes, CLAMP, ABS, NEGATE with NaN, -0 and infinities): inputs
+// of the result's shape, one value per last-axis index and one value (graph inputs, bound), a
+// constant immediate on either side, an intermediate also read outside (two results). fp16 within
+// one fp16 rounding.
+TEST(VulkanElementwise, ExactGroupStepsMatchTheReferenceBitForBit) {
+  std::mt19937 rng(301);
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  for (DType d : {DType::kFp32, DType::kFp16}) {
+    SCOPED_TRACE(dtype_name(d));
+    const TensorType t{d, {5, 33}};
+    GraphBuilder b;
+    ValueId x = b.input("x", t), y = b.input("y", t), col = b.input("col", {d, {1, 33}}), one = b.input("one", {d, {1, 1}});
+    ValueId z = b.constant("z", Tensor::from_doubles({d, {1}}, std::vector<double>{0}));
+    ValueId shift = b.constant("s", Tensor::from_ints({DType::kInt8, {1}}, std::vector<int64_t>{0}));
+    ValueId k = b.constant("k", Tensor::from_doubles({d, {1, 1}}, std::vector<double>{0.375}));
+    ValueId v = b.op(Op::SUB, {k, x});                       // immediate as A
+    v = b.op(Op::ADD, {v, y});
+    v = b.op(Op::MUL, {v, col, shift});                      // per column
+    ValueId mx = b.op(Op::MAXIMUM, {v, y}, {{"nan_mode", int64_t(NanMode::kPropagate)}});
+    ValueId mn = b.op(Op::MINIMUM, {mx, x}, {{"nan_mode", int64_t(NanMode::kIgnore)}});
+    ValueId c = b.op(Op::CLAMP, {mn},
+                     {{"min_val", Tensor::from_doubles({d, {}}, std::vector<double>{-1.5})},
+                      {"max_val", Tensor::from_doubles({d, {}}, std::vector<double>{2})},
+                      {"nan_mode", int64_t(NanMode::kIgnore)}});
+    ValueId w = b.op(Op::NEGATE, {b.op(Op::ABS, {b.op(Op::MUL, {c, one, shift})}), z, z});
+    b.output(b.op(Op::SUB, {w, b.op(Op::MUL, {mx, k, shift})}, {}, "out"));  // immediate as B
+    b.output(mx);
+    std::vector<double> xs(165), ys(165);
+    std::uniform_real_distribution<double> u(-3, 3);
+    for (size_t i = 0; i < 165; ++i) xs[i] = u(rng), ys[i] = u(rng);
+    for (size_t i = 0; i < 165; i += 7) xs[i] = i % 3 == 0 ? nan : i % 3 == 1 ? -0.0 : inf;
+    for (size_t i = 2; i < 165; i += 11) ys[i] = i % 2 ? nan : -inf;
+    const Tensor xt = Tensor::from_doubles(t, xs), yt = Tensor::from_doubles(t, ys);
+    const std::string ex = check_vs_reference(Module(b.finish()),
+                                              {xt, yt, random_tensor({d, {1, 33}}, rng, -2, 2), random_tensor({d, {1, 1}}, rng, 0.5, 2)},
+                                              d == DType::kFp16 ? 1e-3 : 0.0);
+    EXPECT_NE(ex.find("vulkan ELEMENTWISE[11 ops]"), std::string::npos) << ex;
+  }
+}
+
+// An LSTM cell's update (two results read outside, c' and h) is one dispatch; a chain longer than
+// ew_loop.comp's 24 steps is cut into groups of at most 24 (Backend::loop_max_steps).
+TEST(VulkanElementwise, LstmCellIsOneLoopAndLongChainsRunApart) {
+  std::mt19937 rng(302);
+  const TensorType t{DType::kFp32, {2, 48}};
+  {
+    GraphBuilder b;
+    ValueId i = b.input("i", t), f = b.input("f", t), g = b.input("g", t), o = b.input("o", t), c = b.input("c", t);
+    ValueId shift = b.constant("s", Tensor::from_ints({DType::kInt8, {1}}, std::vector<int64_t>{0}));
+    auto mul = [&](ValueId p, ValueId q) { return b.op(Op::MUL, {p, q, shift}); };
+    ValueId c2 = b.op(Op::ADD, {mul(b.op(Op::SIGMOID, {f}), c), mul(b.op(Op::SIGMOID, {i}), b.op(Op::TANH, {g}))}, {}, "c2");
+    b.output(mul(b.op(Op::SIGMOID, {o}), b.op(Op::TANH, {c2})));
+    b.output(c2);
+    std::vector<Tensor> in;
+    for (int k = 0; k < 5; ++k) in.push_back(random_tensor(t, rng, -4, 4));
+    const std::string ex = check_vs_reference(Module(b.finish()), in, 1e-5);
+    EXPECT_NE(ex.find("vulkan ELEMENTWISE[9 ops]"), std::string::npos) << ex;
+  }
+  GraphBuilder b;
+  ValueId v = b.input("x", t);
+  ValueId k = b.constant("k", Tensor::from_doubles({DType::kFp32, {1, 1}}, std::vector<double>{0.5}));
+  for (int s = 0; s < 30; ++s) v = b.op(s % 2 ? Op::ADD : Op::SUB, {v, k});
+  b.output(v);
+  const std::string ex = check_vs_reference(Module(b.finish()), {random_tensor(t, rng, -4, 4)}, 0.0);
+  EXPECT_NE(ex.find("1 x ELEMENTWISE[24 ops], 1 x ELEMENTWISE[6 ops]"), std::string::npos) << ex;
 }
 
 // More workgroups than maxComputeWorkGroupCount[0] (65535 on lavapipe and many GPUs; 2^31 - 1 on

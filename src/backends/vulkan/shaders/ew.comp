@@ -10,45 +10,7 @@
 #include "common.glsl"
 layout(local_size_x = 64) in;
 
-// Operator codes (vkb::EwOp in ops_elementwise.cpp).
-#define OP_ABS 1
-#define OP_BITWISE_NOT 2
-#define OP_CEIL 3
-#define OP_CLZ 4
-#define OP_COS 5
-#define OP_EXP 6
-#define OP_FLOOR 7
-#define OP_LOG 8
-#define OP_LOGICAL_NOT 9
-#define OP_NEGATE 10
-#define OP_RECIPROCAL 11
-#define OP_RSQRT 12
-#define OP_SIN 13
-#define OP_ERF 14
-#define OP_SIGMOID 15
-#define OP_TANH 16
-#define OP_CLAMP 17
-#define OP_CAST 18
-#define OP_ADD 30
-#define OP_SUB 31
-#define OP_MUL 32
-#define OP_INTDIV 33
-#define OP_ARITHMETIC_RIGHT_SHIFT 34
-#define OP_BITWISE_AND 35
-#define OP_BITWISE_OR 36
-#define OP_BITWISE_XOR 37
-#define OP_LOGICAL_AND 38
-#define OP_LOGICAL_OR 39
-#define OP_LOGICAL_XOR 40
-#define OP_LOGICAL_LEFT_SHIFT 41
-#define OP_LOGICAL_RIGHT_SHIFT 42
-#define OP_MAXIMUM 43
-#define OP_MINIMUM 44
-#define OP_POW 45
-#define OP_EQUAL 46
-#define OP_GREATER 47
-#define OP_GREATER_EQUAL 48
-#define OP_SELECT 60
+#include "ew_ops.glsl"
 
 layout(constant_id = 0) const int OP = 0;
 layout(constant_id = 1) const int TA = DT_F32;
@@ -99,61 +61,6 @@ TENSOR(3, o, TO)
 #define osti o_sti
 
 bool is_float_t(int t) { return t == DT_F32 || t == DT_F16; }
-
-// erf(x): below |x| = 0.5 its Maclaurin series (relative error < 1e-10), since 1 - erfc(x) there
-// cancels to a few correct bits; above, 1 - erfc(x) with the complementary-error-function rational
-// approximation of Numerical Recipes (erfc's fractional error < 1.2e-7). Checked against the TOSA
-// conformance suite's ERF tests (5 ULP).
-float erf_f(float x) {
-  float z = abs(x);
-  if (z < 0.5) {
-    float x2 = x * x;
-    // 2/sqrt(pi) * x * sum_n (-x^2)^n / (n! (2n + 1)), n = 0..7
-    float s = 1.0 / 15.0;
-    s = 1.0 / 13.0 - x2 * s / 7.0;
-    s = 1.0 / 11.0 - x2 * s / 6.0;
-    s = 1.0 / 9.0 - x2 * s / 5.0;
-    s = 1.0 / 7.0 - x2 * s / 4.0;
-    s = 1.0 / 5.0 - x2 * s / 3.0;
-    s = 1.0 / 3.0 - x2 * s / 2.0;
-    s = 1.0 - x2 * s;
-    return 1.1283791670955126 * x * s;
-  }
-  float t = 1.0 / (1.0 + 0.5 * z);
-  float r = t * exp(-z * z - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 +
-            t * (-0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 +
-            t * (-0.82215223 + t * 0.17087277)))))))));
-  return x >= 0.0 ? 1.0 - r : r - 1.0;
-}
-
-// tanh(x) = (1 - e^-2|x|) / (1 + e^-2|x|) with the sign of x: no inf/inf for large |x|. For
-// 2|x| < 1 the numerator is -expm1(-2|x|) by its series, as 1 - e^-2|x| would cancel there.
-float tanh_f(float x) {
-  float q = 2.0 * abs(x);
-  float e = exp(-q), num;
-  if (q < 1.0) {
-    // -expm1(-q) = q - q^2/2! + q^3/3! - ... (12 terms; the next is below 1e-9 of the sum)
-    float term = q, sum = q;
-    for (int k = 2; k <= 12; ++k) {
-      term *= -q / float(k);
-      sum += term;
-    }
-    num = sum;
-  } else {
-    num = 1.0 - e;
-  }
-  float r = num / (1.0 + e);
-  return x < 0.0 ? -r : r;
-}
-
-float fmax_s(float x, float y, bool propagate) {
-  if (isnan(x) || isnan(y)) return propagate ? uintBitsToFloat(0x7fc00000u) : (isnan(x) ? y : x);
-  return x >= y ? x : y;
-}
-float fmin_s(float x, float y, bool propagate) {
-  if (isnan(x) || isnan(y)) return propagate ? uintBitsToFloat(0x7fc00000u) : (isnan(x) ? y : x);
-  return x < y ? x : y;
-}
 
 // The integer value zero-extended from the operand type's width.
 uint zext(int v) { return BITS >= 32 ? uint(v) : (uint(v) & ((1u << BITS) - 1u)); }
@@ -217,28 +124,7 @@ void main() {
   if (OP < OP_ADD) {
     // Unary.
     if (is_float_t(TA)) {
-      float x = a_ldf(ia), y = 0.0;
-      switch (OP) {
-        case OP_ABS: y = abs(x); break;
-        case OP_CEIL: y = ceil(x); break;
-        case OP_FLOOR: y = floor(x); break;
-        case OP_COS: y = cos(x); break;
-        case OP_SIN: y = sin(x); break;
-        case OP_EXP: y = exp(x); break;
-        case OP_LOG: y = log(x); break;
-        case OP_NEGATE: y = -x; break;
-        case OP_RECIPROCAL: y = 1.0 / x; break;
-        case OP_RSQRT: y = inversesqrt(x); break;
-        case OP_ERF: y = erf_f(x); break;
-        case OP_SIGMOID: y = 1.0 / (1.0 + exp(-x)); break;
-        case OP_TANH: y = tanh_f(x); break;
-        case OP_CLAMP: {
-          bool propagate = P2 != 0;
-          y = fmin_s(fmax_s(x, intBitsToFloat(P0), propagate), intBitsToFloat(P1), propagate);
-          break;
-        }
-        default: y = x; break;
-      }
+      const float y = ew_unary_f(OP, a_ldf(ia), P0, P1, P2);
       ostf(i, y);
     } else {
       int x = a_ldi(ia), y = 0;
@@ -267,16 +153,10 @@ void main() {
   if (is_float_t(TA)) {
     float x = a_ldf(ia), z = b_ldf(ib);
     switch (OP) {
-      case OP_ADD: ostf(i, x + z); break;
-      case OP_SUB: ostf(i, x - z); break;
-      case OP_MUL: ostf(i, x * z); break;
-      case OP_MAXIMUM: ostf(i, fmax_s(x, z, P0 != 0)); break;
-      case OP_MINIMUM: ostf(i, fmin_s(x, z, P0 != 0)); break;
-      case OP_POW: ostf(i, pow(x, z)); break;
       case OP_EQUAL: osti(i, int(x == z)); break;
       case OP_GREATER: osti(i, int(x > z)); break;
       case OP_GREATER_EQUAL: osti(i, int(x >= z)); break;
-      default: break;
+      default: ostf(i, ew_binary_f(OP, x, z, P0)); break;
     }
     return;
   }
