@@ -159,6 +159,7 @@ class RegionBuilder {
     for (ValueId v : c_.outputs) slot(v);
     fold_transposes(members);
     fold_concat_slices(members);
+    fold_loop_slices(members);
 
     for (size_t mi = 0; mi < members.size(); ++mi) {
       const Composite* m = members[mi];
@@ -211,6 +212,11 @@ class RegionBuilder {
                         low_.grid(words));
           flush();
         }
+        continue;
+      }
+      if (auto lv = loop_views_.find(m->anchor); lv != loop_views_.end()) {
+        vkb::lower_ew_loop(low_, *m, lv->second);
+        flush();
         continue;
       }
       auto it = vkb::ops_table().find(n.op);
@@ -338,6 +344,35 @@ class RegionBuilder {
     }
   }
 
+  // A contiguous SLICE whose result only an element-wise group of this region reads gets no
+  // dispatch: the group's ew_loop reads the SLICE's input from the slice's first element on. An
+  // unrolled LSTM's or GRU's gates are slices of one projection per step (644 SLICE dispatches of
+  // a two-layer bidirectional LSTM over 32 steps, 512 of them such).
+  void fold_loop_slices(const std::vector<const Composite*>& members) {
+    std::set<int> single;
+    for (const Composite* m : members)
+      if (m->single()) single.insert(m->anchor);
+    std::vector<std::vector<int>> readers(g_.values().size());
+    for (int ni = 0; ni < static_cast<int>(g_.nodes().size()); ++ni)
+      for (ValueId v : g_.node(ni).inputs) readers[static_cast<size_t>(v)].push_back(ni);
+    for (const Composite* m : members) {
+      if (m->region != Composite::Region::kElementwise) continue;
+      const std::set<int> inside(m->nodes.begin(), m->nodes.end());
+      for (ValueId v : m->inputs) {
+        const int p = g_.value(v).producer;
+        if (p < 0 || !single.count(p) || g_.node(p).op != Op::SLICE || folded_.count(p) || slice_folds_.count(p) ||
+            find(v) != v || info_[v].externals() > 0)
+          continue;
+        bool only_here = true;
+        for (int r : readers[static_cast<size_t>(v)]) only_here = only_here && inside.count(r) > 0;
+        const std::optional<int64_t> off = compiler::contiguous_slice_offset(g_, g_.node(p));
+        if (!only_here || !off || *off > std::numeric_limits<int32_t>::max()) continue;
+        folded_.insert(p);
+        loop_views_[m->anchor][v] = {g_.node(p).inputs[0], *off};
+      }
+    }
+  }
+
   ValueId find(ValueId v) {
     auto it = parent_.find(v);
     if (it == parent_.end() || it->second == v) return v;
@@ -451,6 +486,7 @@ class RegionBuilder {
   size_t attention_softmax_ = 0;
   std::vector<int> attention_aliases_;
   std::map<int, std::vector<vkb::ConcatInputView>> concat_views_;  // fold_concat_slices
+  std::map<int, std::map<ValueId, vkb::LoopInputView>> loop_views_;  // fold_loop_slices
   vk::ProgramDesc p_;
   std::map<ValueId, ValueId> parent_;
   std::map<ValueId, Info> info_;
@@ -459,7 +495,9 @@ class RegionBuilder {
   std::map<uint32_t, uint32_t> scratch_slot_, data_slot_;
   std::vector<size_t> input_args_;
   std::vector<DispatchName> names_;
-  std::set<int> folded_;  // TRANSPOSE members read in place by their SLICEs (fold_transposes)
+  // Members that get no dispatch: TRANSPOSEs read in place by their SLICEs (fold_transposes), SLICEs
+  // read in place by a CONCAT (fold_concat_slices) or an element-wise group (fold_loop_slices)
+  std::set<int> folded_;
   std::map<int, SliceFold> slice_folds_;
   size_t flushed_ = 0;
   bool has_custom_ = false;

@@ -169,6 +169,13 @@ void lower_ew_chain(Lowering& l, const backend::Composite& c);
 // Whether node `ni` can be a step of an element-wise group run by ew_loop.comp
 // (Backend::loop_fusable; ops_elementwise.cpp).
 bool loop_step(const Graph& g, int ni);
+// An input of an element-wise group read in place from `src` at element `offset`: a contiguous
+// SLICE the region builder folded into the group (it gets no dispatch).
+struct LoopInputView {
+  ValueId src = kNoValue;
+  int64_t offset = 0;
+};
+void lower_ew_loop(Lowering& l, const backend::Composite& c, const std::map<ValueId, LoopInputView>& views = {});
 inline constexpr size_t kLoopMaxSteps = 24;  // ew_loop.comp's MAX_STEPS
 // Attention as the partitioner leaves it, consecutive members of a region: MATMUL(Q, K^T) [+ SCALE by
 // one value], the SOFTMAX region over its last axis, and MATMUL(P, V) (operands and the destination

@@ -145,18 +145,32 @@ LoopPlan plan_loop(const Graph& g, const backend::Composite& c) {
   return p;
 }
 
-void lower_ew_loop(Lowering& l, const backend::Composite& c) {
+}  // namespace
+
+void lower_ew_loop(Lowering& l, const backend::Composite& c, const std::map<ValueId, LoopInputView>& views) {
   LoopPlan p = plan_loop(l.graph, c);
   if (!p.why.empty()) l.fail(p.why);
-  // Bindings a group does not use are bound to its first input (read by nobody).
+  // Bindings a group does not use are bound to its first input (read by nobody). A folded SLICE's
+  // result is read from its source at the slice's offset (IN_OFF_k, constants 160 + k).
+  p.spec.resize(static_cast<size_t>(160 + kLoopInputs), 0);
   std::vector<Arg> args;
-  for (int k = 0; k < kLoopInputs; ++k)
-    args.push_back(l.in(p.inputs[static_cast<size_t>(k) < p.inputs.size() ? static_cast<size_t>(k) : 0]));
+  for (int k = 0; k < kLoopInputs; ++k) {
+    const ValueId v = p.inputs[static_cast<size_t>(k) < p.inputs.size() ? static_cast<size_t>(k) : 0];
+    auto view = views.find(v);
+    if (view == views.end()) {
+      args.push_back(l.in(v));
+      continue;
+    }
+    args.push_back(l.in(view->second.src));
+    if (static_cast<size_t>(k) < p.inputs.size()) p.spec[static_cast<size_t>(160 + k)] = static_cast<int32_t>(view->second.offset);
+  }
   for (int k = 0; k < kLoopOutputs; ++k)
-    args.push_back(static_cast<size_t>(k) < c.outputs.size() ? l.out(c.outputs[static_cast<size_t>(k)]) : l.in(p.inputs[0]));
+    args.push_back(static_cast<size_t>(k) < c.outputs.size() ? l.out(c.outputs[static_cast<size_t>(k)]) : args[0]);
   const uint64_t count = static_cast<uint64_t>(p.spec[1]);
   l.dispatch("ew_loop", std::move(p.spec), std::move(args), l.grid(count));
 }
+
+namespace {
 
 std::string check(const Graph& g, const backend::Composite& c, const Caps& caps) {
   if (c.region == backend::Composite::Region::kRmsNorm) return check_layer_norm(g, c, caps);

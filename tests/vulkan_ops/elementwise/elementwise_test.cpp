@@ -301,23 +301,40 @@ TEST(VulkanElementwise, ExactGroupStepsMatchTheReferenceBitForBit) {
   }
 }
 
-// An LSTM cell's update (two results read outside, c' and h) is one dispatch; a chain longer than
-// ew_loop.comp's 24 steps is cut into groups of at most 24 (Backend::loop_max_steps).
+// An LSTM cell's update (two results read outside, c' and h) is one dispatch. Its four gates are
+// SLICEs of one projection: contiguous ones ([1, 192] cut in four) get no dispatch, the loop reads
+// the projection at each slice's offset; strided ones ([2, 192]) are copied first. A chain longer
+// than ew_loop.comp's 24 steps is cut into groups of at most 24 (Backend::loop_max_steps).
 TEST(VulkanElementwise, LstmCellIsOneLoopAndLongChainsRunApart) {
   std::mt19937 rng(302);
   const TensorType t{DType::kFp32, {2, 48}};
-  {
+  for (int64_t batch : {1, 2}) {
+    SCOPED_TRACE("batch " + std::to_string(batch));
+    const TensorType gt{DType::kFp32, {batch, 48}};
     GraphBuilder b;
-    ValueId i = b.input("i", t), f = b.input("f", t), g = b.input("g", t), o = b.input("o", t), c = b.input("c", t);
+    ValueId proj = b.input("proj", {DType::kFp32, {batch, 192}}), c = b.input("c", gt);
+    auto gate = [&](int k) {
+      ValueId start = b.constant_shape("start" + std::to_string(k), {0, 48 * k});
+      ValueId size = b.constant_shape("size" + std::to_string(k), {batch, 48});
+      return b.op(Op::SLICE, {proj, start, size});
+    };
+    ValueId i = gate(0), f = gate(1), g = gate(2), o = gate(3);
     ValueId shift = b.constant("s", Tensor::from_ints({DType::kInt8, {1}}, std::vector<int64_t>{0}));
     auto mul = [&](ValueId p, ValueId q) { return b.op(Op::MUL, {p, q, shift}); };
     ValueId c2 = b.op(Op::ADD, {mul(b.op(Op::SIGMOID, {f}), c), mul(b.op(Op::SIGMOID, {i}), b.op(Op::TANH, {g}))}, {}, "c2");
     b.output(mul(b.op(Op::SIGMOID, {o}), b.op(Op::TANH, {c2})));
     b.output(c2);
-    std::vector<Tensor> in;
-    for (int k = 0; k < 5; ++k) in.push_back(random_tensor(t, rng, -4, 4));
-    const std::string ex = check_vs_reference(Module(b.finish()), in, 1e-5);
-    EXPECT_NE(ex.find("vulkan ELEMENTWISE[9 ops]"), std::string::npos) << ex;
+    const Module m(b.finish());
+    const std::vector<Tensor> in = {random_tensor({DType::kFp32, {batch, 192}}, rng, -4, 4), random_tensor(gt, rng, -4, 4)};
+    const std::string ex = check_vs_reference(m, in, 1e-5);
+    EXPECT_NE(ex.find("1 x ELEMENTWISE[9 ops]"), std::string::npos) << ex;
+    Context ctx(Model::from_module(m, vulkan_first()));
+    ctx.set_profiling(true);
+    ctx.run(in);
+    int slices = 0, dispatches = 0;
+    for (const KernelProfile& k : ctx.profile())
+      if (k.device) ++dispatches, slices += k.pattern == "SLICE";
+    if (dispatches > 0) EXPECT_EQ(slices, batch == 1 ? 0 : 4);  // (0: a queue without timestamps)
   }
   GraphBuilder b;
   ValueId v = b.input("x", t);

@@ -12,7 +12,8 @@
 //   200 + k    input binding k, one value per index of the last axis (element i % C)
 //   300 + k    input binding k, one value (element 0)
 //   400        an immediate: its float bits in P1_s for B, in P2_s for A (a one-element constant)
-// P0_s / P1_s / P2_s are otherwise the operator's parameters as ew.comp takes them (CLAMP's bounds
+// Input k is read from element IN_OFF_k on (a contiguous SLICE folded into the group reads its
+// source in place). P0_s / P1_s / P2_s are otherwise the operator's parameters as ew.comp takes them (CLAMP's bounds
 // and NaN mode, MAXIMUM / MINIMUM's NaN mode). Arithmetic is fp32 through ew_ops.glsl's functions,
 // as ew.comp computes each operator alone; with fp16 values each step's result is rounded to fp16,
 // as the operator's own store would round it, so the group gives its operators' results one by one.
@@ -41,6 +42,9 @@ STEP_CONSTANTS(0) STEP_CONSTANTS(1) STEP_CONSTANTS(2) STEP_CONSTANTS(3) STEP_CON
 STEP_CONSTANTS(6) STEP_CONSTANTS(7) STEP_CONSTANTS(8) STEP_CONSTANTS(9) STEP_CONSTANTS(10) STEP_CONSTANTS(11)
 STEP_CONSTANTS(12) STEP_CONSTANTS(13) STEP_CONSTANTS(14) STEP_CONSTANTS(15) STEP_CONSTANTS(16) STEP_CONSTANTS(17)
 STEP_CONSTANTS(18) STEP_CONSTANTS(19) STEP_CONSTANTS(20) STEP_CONSTANTS(21) STEP_CONSTANTS(22) STEP_CONSTANTS(23)
+#define IN_OFFSET(k) layout(constant_id = 160 + k) const int IN_OFF_##k = 0;
+IN_OFFSET(0) IN_OFFSET(1) IN_OFFSET(2) IN_OFFSET(3) IN_OFFSET(4) IN_OFFSET(5)
+IN_OFFSET(6) IN_OFFSET(7) IN_OFFSET(8) IN_OFFSET(9) IN_OFFSET(10) IN_OFFSET(11)
 
 TENSOR_RO(0, in0, T)
 TENSOR_RO(1, in1, T)
@@ -62,18 +66,18 @@ float r[MAX_STEPS];
 
 float load_in(int k, uint e) {
   switch (k) {
-    case 0: return in0_ldf(e);
-    case 1: return in1_ldf(e);
-    case 2: return in2_ldf(e);
-    case 3: return in3_ldf(e);
-    case 4: return in4_ldf(e);
-    case 5: return in5_ldf(e);
-    case 6: return in6_ldf(e);
-    case 7: return in7_ldf(e);
-    case 8: return in8_ldf(e);
-    case 9: return in9_ldf(e);
-    case 10: return in10_ldf(e);
-    default: return in11_ldf(e);
+    case 0: return in0_ldf(e + uint(IN_OFF_0));
+    case 1: return in1_ldf(e + uint(IN_OFF_1));
+    case 2: return in2_ldf(e + uint(IN_OFF_2));
+    case 3: return in3_ldf(e + uint(IN_OFF_3));
+    case 4: return in4_ldf(e + uint(IN_OFF_4));
+    case 5: return in5_ldf(e + uint(IN_OFF_5));
+    case 6: return in6_ldf(e + uint(IN_OFF_6));
+    case 7: return in7_ldf(e + uint(IN_OFF_7));
+    case 8: return in8_ldf(e + uint(IN_OFF_8));
+    case 9: return in9_ldf(e + uint(IN_OFF_9));
+    case 10: return in10_ldf(e + uint(IN_OFF_10));
+    default: return in11_ldf(e + uint(IN_OFF_11));
   }
 }
 
