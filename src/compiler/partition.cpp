@@ -733,14 +733,7 @@ class Matcher {
       if (lg < 0 || sole_consumer(g_.node(lg).outputs[0]) != fin || g_.node(fin).inputs[0] != d ||
           g_.node(fin).inputs[1] != g_.node(lg).outputs[0])
         return std::nullopt;
-      Composite c;
-      c.anchor = a;
-      c.region = Composite::Region::kLogSoftmax;
-      c.axis = static_cast<int>(axis);
-      c.source = x;
-      c.region_nodes = {a, sub, exp, rs, lg, fin};
-      finish(c);
-      return c;
+      return row_region(Composite::Region::kLogSoftmax, axis, x, {a, sub, exp, rs, lg, fin});
     }
     int exp = free_user(d, Op::EXP);
     if (exp < 0) return std::nullopt;
@@ -751,12 +744,17 @@ class Matcher {
     int rec = free_user(g_.node(rs).outputs[0], Op::RECIPROCAL);
     if (rec < 0 || sole_consumer(g_.node(rec).outputs[0]) != mul || other(g_.node(mul), e) != g_.node(rec).outputs[0])
       return std::nullopt;
+    return row_region(Composite::Region::kSoftmax, axis, x, {a, sub, exp, rs, rec, mul});
+  }
+
+  // A softmax-like region over `axis` of `x` made of `nodes` (the first is the anchor).
+  Composite row_region(Composite::Region region, int64_t axis, ValueId x, std::vector<int> nodes) const {
     Composite c;
-    c.anchor = a;
-    c.region = Composite::Region::kSoftmax;
+    c.anchor = nodes.front();
+    c.region = region;
     c.axis = static_cast<int>(axis);
     c.source = x;
-    c.region_nodes = {a, sub, exp, rs, rec, mul};
+    c.region_nodes = std::move(nodes);
     finish(c);
     return c;
   }
