@@ -978,6 +978,7 @@ TEST(OneDnnNaN, ArithmeticActivationsAndAccumulationsPropagateNaN) {
          return n.mul(d, n.unary(Op::RSQRT, n.add(var, n.scalar(1e-5, 4))));
        }},
       {"ABS", [](Net& n, ValueId x, ValueId) { return n.unary(Op::ABS, x); }},
+      {"LOG", [](Net& n, ValueId x, ValueId) { return n.unary(Op::LOG, x); }},  // (negative x: NaN on both)
       {"REDUCE_SUM", [](Net& n, ValueId x, ValueId) { return n.reduce(Op::REDUCE_SUM, x, 3); }},
       {"TRANSPOSE", [](Net& n, ValueId x, ValueId) { return n.transpose(x, {3, 1, 2, 0}); }},
       {"AVG_POOL2D", [](Net& n, ValueId x, ValueId) { return n.avg_pool(x, {2, 2}, {2, 2}, {0, 0, 0, 0}); }},
