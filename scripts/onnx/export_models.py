@@ -61,11 +61,12 @@ SEG = ["fcn_resnet50", "deeplabv3_resnet50", "deeplabv3_mobilenet_v3_large", "lr
 # matmuls around a hand-built softmax; attention_causal adds a decoder's causal mask, 0 / -inf
 # above the diagonal, to the scores; GELU as HF BERT writes it, x * 0.5 * (1 + erf(x / sqrt 2));
 # a layer norm through torch.var, which computes the mean again; CLIP's quick GELU,
-# x * sigmoid(1.702 x); GELU's tanh form with the constant first, 0.044715 * x * x * x; Mish written
-# x * tanh(softplus(x)); a log-softmax written x - max - log(sum(exp(x - max)))): as "patterns".
+# x * sigmoid(1.702 x); GELU's tanh form with the constant first, 0.044715 * x * x * x, and factored as
+# BLOOM writes it; Mish written x * tanh(softplus(x)); a log-softmax written
+# x - max - log(sum(exp(x - max)))): as "patterns".
 PATTERNS = ["layernorm_manual", "rmsnorm", "gelu_tanh", "silu_manual", "hardswish_manual", "softmax_manual",
             "attention_manual", "attention_causal", "gelu_erf_manual", "layernorm_var", "quick_gelu",
-            "gelu_tanh_cube", "mish_manual", "logsoftmax_manual"]
+            "gelu_tanh_cube", "gelu_tanh_factored", "mish_manual", "logsoftmax_manual"]
 PATTERN_SHAPE = (1, 128, 256)
 SMALL_IMAGE_SHAPE = (1, 3, 64, 64)
 VIDEO_SHAPE = (1, 3, 16, 112, 112)
@@ -305,6 +306,8 @@ def build_pattern(name):
                 h = h * torch.sigmoid(1.702 * h)
             elif name == "gelu_tanh_cube":
                 h = 0.5 * h * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (h + 0.044715 * h * h * h)))
+            elif name == "gelu_tanh_factored":
+                h = h * 0.5 * (1.0 + torch.tanh(0.79788456 * h * (1 + 0.044715 * h * h)))
             elif name == "mish_manual":
                 h = h * torch.tanh(nn.functional.softplus(h))
             elif name == "logsoftmax_manual":

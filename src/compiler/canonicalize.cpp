@@ -277,10 +277,10 @@ int canonical_activations(Graph& g) {
     return kNoValue;
   };
   struct Form {
-    enum Kind { kGelu, kHardSwish, kScaledSwish, kGeluHalves, kSigmoid, kCube } kind;
+    enum Kind { kGelu, kHardSwish, kScaledSwish, kGeluHalves, kSigmoid, kCube, kGeluTanhFactored } kind;
     // kGelu: x, 1 + erf(x / sqrt 2), the 0.5; kHardSwish: x, -, the 1/6 constant; kScaledSwish:
     // x, beta * x, beta; kGeluHalves: x, erf(x / sqrt 2), the 0.5; kSigmoid: x; kCube: x, -, the
-    // 0.044715
+    // 0.044715; kGeluTanhFactored: x, the 0.044715, the sqrt(2 / pi)
     ValueId x, a, c;
     int clamp = -1;  // kHardSwish: CLAMP(x + 3, 0, 6)
   };
@@ -308,6 +308,40 @@ int canonical_activations(Graph& g) {
     const TensorType& rt = g.value(g.node(fin).outputs[0]).type;
     for (int k = 0; k < 2 && !at.count(fin); ++k) {
       const ValueId u = k == 0 ? pr->first : pr->second, w = k == 0 ? pr->second : pr->first;
+      // GELU's tanh argument factored (BLOOM, HF's FastGELU): sqrt(2 / pi) * x * (1 + 0.044715 * x * x),
+      // MUL(MUL(x, k1), ADD(1, x * x * k2)) with x * x * k2 in either association.
+      if (const int pm = g.value(u).producer; pm >= 0 && only(u, fin) && only(w, fin)) {
+        ValueId x = kNoValue;
+        const ValueId k1 = by_const(pm, 0.79788456080286536, &x);
+        const int add = producer(w, Op::ADD);
+        ValueId r = kNoValue;
+        if (k1 != kNoValue && add >= 0 && g.value(x).type == rt) {
+          const Node& an = g.node(add);
+          if (near(an.inputs[1], 1.0)) r = an.inputs[0];
+          else if (near(an.inputs[0], 1.0)) r = an.inputs[1];
+        }
+        const int rm = r != kNoValue && only(r, add) ? g.value(r).producer : -1;
+        ValueId k2 = kNoValue;
+        if (const auto rp = rm >= 0 ? product(rm) : std::nullopt) {
+          ValueId s = kNoValue;
+          if ((k2 = by_const(rm, 0.044715, &s)) != kNoValue) {  // MUL(MUL(x, x), k2)
+            const auto sp = g.value(s).producer >= 0 && only(s, rm) ? product(g.value(s).producer) : std::nullopt;
+            if (!sp || sp->first != x || sp->second != x) k2 = kNoValue;
+          } else {  // MUL(MUL(x, k2), x), either operand order at either level
+            for (int j = 0; j < 2 && k2 == kNoValue; ++j) {
+              const ValueId q = j == 0 ? rp->first : rp->second, o = j == 0 ? rp->second : rp->first;
+              ValueId x2 = kNoValue;
+              const int qm = g.value(q).producer;
+              if (o == x && qm >= 0 && only(q, rm)) k2 = by_const(qm, 0.044715, &x2);
+              if (x2 != x) k2 = kNoValue;
+            }
+          }
+        }
+        if (k2 != kNoValue) {
+          at.emplace(fin, Form{Form::kGeluTanhFactored, x, k2, k1});
+          continue;
+        }
+      }
       // GELU's tanh form with the constant first, 0.044715 * x * x * x: MUL(MUL(MUL(c, x), x), x).
       if (const int pm = g.value(u).producer; pm >= 0 && only(u, fin) && g.value(w).type == rt) {
         const auto pp = product(pm);
@@ -429,7 +463,19 @@ int canonical_activations(Graph& g) {
       rb.node(Op::MUL, std::move(ins), {}, r, label);
     };
     const ValueId r = out.add_value(name, rt);
-    if (f.kind == Form::kCube) {
+    if (f.kind == Form::kGeluTanhFactored) {
+      // (x + x * x * x * k2) * k1, the argument as nn.GELU(approximate="tanh") exports it: the same
+      // function within a few roundings.
+      const ValueId sq = out.add_value(rb.fresh(name + "_square"), rt);
+      mul(mv(f.x), mv(f.x), sq, fin.name);
+      const ValueId cube = out.add_value(rb.fresh(name + "_cube"), rt);
+      mul(sq, mv(f.x), cube, fin.name);
+      const ValueId cubek = out.add_value(rb.fresh(name + "_cube_k"), rt);
+      mul(cube, mv(f.a), cubek, fin.name);
+      const ValueId in = out.add_value(rb.fresh(name + "_inner"), rt);
+      rb.node(Op::ADD, {mv(f.x), cubek}, {}, in, fin.name);
+      mul(in, mv(f.c), r, fin.name);
+    } else if (f.kind == Form::kCube) {
       // MUL(MUL(MUL(x, x), x), c), the cube first as GELU's tanh matcher (and x ** 3) has it: the
       // same product within a few roundings.
       const ValueId sq = out.add_value(rb.fresh(name + "_square"), rt);

@@ -416,6 +416,34 @@ TEST(Canonicalize, HandWrittenGeluAndHardSwishTakeTheMatchedForm) {
       EXPECT_NEAR(after[0].at_double(i), want, 4e-7 * std::abs(want) + 1e-30) << i;
     }
   }
+  // GELU's tanh argument factored, k1 * x * (1 + k2 * x * x) (BLOOM: (k2 x) x; HF's FastGELU
+  // written with (x x) k2 here), becomes (x + x * x * x * k2) * k1; a k2 of 0.05 is left alone.
+  for (int variant = 0; variant < 3; ++variant) {
+    SCOPED_TRACE("factored " + std::to_string(variant));
+    const double k2v = variant == 2 ? 0.05 : 0.044715;
+    GraphBuilder b;
+    ValueId x = b.input("x", {DType::kFp32, {2, 3, 8}});
+    ValueId k1x = b.op(Op::MUL, {scalar_const(b, "k1", 0.79788456), x, shift0(b, "z0")}, {}, "k1x");
+    ValueId xx = variant == 1 ? b.op(Op::MUL, {b.op(Op::MUL, {x, x, shift0(b, "z1")}, {}, "xx0"), scalar_const(b, "k2", k2v), shift0(b, "z2")}, {}, "xx")
+                              : b.op(Op::MUL, {b.op(Op::MUL, {scalar_const(b, "k2", k2v), x, shift0(b, "z1")}, {}, "k2x"), x, shift0(b, "z2")}, {}, "xx");
+    ValueId one_plus = b.op(Op::ADD, {scalar_const(b, "one", 1.0), xx}, {}, "one_plus");
+    b.output(b.op(Op::MUL, {k1x, one_plus, shift0(b, "z3")}, {}, "arg"));
+    Graph g = b.finish();
+    const Tensor in = spread_input();
+    EXPECT_EQ(canonical_activations(g), variant == 2 ? 0 : 1);
+    ASSERT_TRUE(verify_module(Module(g)).empty());
+    if (variant == 2) continue;
+    const Node& last = g.node(g.value(g.outputs()[0]).producer);  // MUL(ADD(x, cube * k2), k1)
+    ASSERT_EQ(last.op, Op::MUL);
+    const Node& add = g.node(g.value(last.inputs[0]).producer);
+    ASSERT_EQ(add.op, Op::ADD);
+    EXPECT_EQ(add.inputs[0], g.inputs()[0]);
+    const std::vector<Tensor> after = Interpreter(Module(g)).run({in});
+    for (int64_t i = 0; i < in.num_elements(); ++i) {
+      const double v = in.at_double(i), want = 0.79788456 * v * (1 + 0.044715 * v * v);
+      EXPECT_NEAR(after[0].at_double(i), want, 4e-7 * std::abs(want) + 1e-30) << i;
+    }
+  }
   // Not the form: a clip to [0, 5], a GELU whose erf reads another value.
   GraphBuilder b;
   ValueId x = b.input("x", {DType::kFp32, {2, 3, 8}});

@@ -110,6 +110,12 @@ TEST(OneDnnVsReference, HandWrittenActivationsFuseAfterCanonicalForms) {
          ValueId t = n.unary(Op::TANH, n.mul(n.add(v, cube), n.scalar(0.7978845608028654, 3)));
          return n.mul(n.mul(v, n.scalar(0.5, 3)), n.add(t, n.scalar(1.0, 3)));
        }},
+      {"MATMUL+BIAS+GELU_TANH",  // BLOOM's: x * 0.5 * (1 + tanh(0.79788456 * x * (1 + 0.044715 * x * x)))
+       [](Net& n, ValueId v) {
+         ValueId inner = n.add(n.scalar(1.0, 3), n.mul(n.mul(n.scalar(0.044715, 3), v), v));
+         ValueId t = n.unary(Op::TANH, n.mul(n.mul(n.scalar(0.79788456, 3), v), inner));
+         return n.mul(n.mul(v, n.scalar(0.5, 3)), n.add(n.scalar(1.0, 3), t));
+       }},
       {"MATMUL+BIAS+SCALE+SWISH+SCALE",  // CLIP's quick GELU, x * sigmoid(1.702 x)
        [](Net& n, ValueId v) { return n.mul(v, n.unary(Op::SIGMOID, n.mul(v, n.scalar(1.702, 3)))); }},
       {"LAYER_NORM",
