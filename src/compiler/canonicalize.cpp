@@ -463,26 +463,25 @@ int canonical_activations(Graph& g) {
       rb.node(Op::MUL, std::move(ins), {}, r, label);
     };
     const ValueId r = out.add_value(name, rt);
-    if (f.kind == Form::kGeluTanhFactored) {
-      // (x + x * x * x * k2) * k1, the argument as nn.GELU(approximate="tanh") exports it: the same
-      // function within a few roundings.
+    // x * x * x * k into `dst`: the cube first, as GELU's tanh matcher (and x ** 3) has it.
+    auto cube_times = [&](ValueId k, ValueId dst) {
       const ValueId sq = out.add_value(rb.fresh(name + "_square"), rt);
       mul(mv(f.x), mv(f.x), sq, fin.name);
       const ValueId cube = out.add_value(rb.fresh(name + "_cube"), rt);
       mul(sq, mv(f.x), cube, fin.name);
+      mul(cube, k, dst, fin.name);
+    };
+    if (f.kind == Form::kGeluTanhFactored) {
+      // (x + x * x * x * k2) * k1, the argument as nn.GELU(approximate="tanh") exports it: the same
+      // function within a few roundings.
       const ValueId cubek = out.add_value(rb.fresh(name + "_cube_k"), rt);
-      mul(cube, mv(f.a), cubek, fin.name);
+      cube_times(mv(f.a), cubek);
       const ValueId in = out.add_value(rb.fresh(name + "_inner"), rt);
       rb.node(Op::ADD, {mv(f.x), cubek}, {}, in, fin.name);
       mul(in, mv(f.c), r, fin.name);
     } else if (f.kind == Form::kCube) {
-      // MUL(MUL(MUL(x, x), x), c), the cube first as GELU's tanh matcher (and x ** 3) has it: the
-      // same product within a few roundings.
-      const ValueId sq = out.add_value(rb.fresh(name + "_square"), rt);
-      mul(mv(f.x), mv(f.x), sq, fin.name);
-      const ValueId cube = out.add_value(rb.fresh(name + "_cube"), rt);
-      mul(sq, mv(f.x), cube, fin.name);
-      mul(cube, mv(f.c), r, fin.name);
+      // MUL(MUL(MUL(x, x), x), c): the same product within a few roundings.
+      cube_times(mv(f.c), r);
     } else if (f.kind == Form::kGelu) {
       // MUL(MUL(x, a), 0.5): the matcher's (and nn.GELU's exported) order; x * 0.5 * a and
       // x * a * 0.5 differ only where a halving is inexact (subnormals, overflow).
