@@ -44,7 +44,11 @@ MODELS = {
 # The models above are the test set ("all"). The broad set ("broad") adds torchvision models the
 # tests never see, for bench/onnx_models.py: exported only when asked for by name or as "broad".
 BROAD = ["resnext50_32x4d", "regnet_y_400mf", "shufflenet_v2_x1_0", "mobilenet_v3_large", "mnasnet1_0",
-         "convnext_tiny", "densenet121", "googlenet", "wide_resnet50_2", "vgg11_bn", "alexnet", "swin_t"]
+         "convnext_tiny", "densenet121", "googlenet", "wide_resnet50_2", "vgg11_bn", "alexnet", "swin_t",
+         "inception_v3", "efficientnet_v2_s", "maxvit_t", "regnet_x_400mf", "mobilenet_v3_small"]
+# swin_v2_t is not in the broad set: torch 1.13 cannot export it (aten::zero has no ONNX form at
+# opset 17). A newer torch can: it is exported when asked for by name.
+# inception_v3 takes its own input size, 299 x 299 (kind "image299").
 # Video models (input [1, 3, 16, 112, 112], 3-D convolutions) and torch.nn sequence models
 # (input [1, 32, 64] float): exported when asked for by name, as "video" or as "seq".
 VIDEO = ["r3d_18", "mc3_18", "r2plus1d_18"]
@@ -79,6 +83,8 @@ for _names, _kind in ((BROAD, "image"), (VIDEO, "video"), (SEQ, "seq"), (SMALL_I
                       (PATTERNS, "pattern")):
     for _name in _names:
         MODELS[_name] = ("input", _kind)
+MODELS["inception_v3"] = ("input", "image299")
+MODELS["swin_v2_t"] = ("input", "image")
 # Which torch.onnx exporter: "torchscript" (the only one in Debian's torch 1.13) or "dynamo" (torch
 # 2.5+, the default from 2.9). Set by --exporter.
 EXPORTER = "torchscript"
@@ -323,7 +329,7 @@ def build_pattern(name):
 
 def input_shape(name):
     kind = MODELS[name][1]
-    return {"video": VIDEO_SHAPE, "seq": SEQ_SHAPE, "image64": SMALL_IMAGE_SHAPE,
+    return {"video": VIDEO_SHAPE, "seq": SEQ_SHAPE, "image64": SMALL_IMAGE_SHAPE, "image299": (1, 3, 299, 299),
             "pattern": PATTERN_SHAPE}.get(kind, IMAGE_SHAPE)
 
 
