@@ -30,6 +30,7 @@ const char* narrowing_name(Narrowing n) {
 namespace {
 
 constexpr double kFp16Max = 65504.0;
+constexpr double kFp16MinNormal = 6.103515625e-05;  // 2^-14
 
 TensorType narrowed(const TensorType& t) {
   return t.dtype == DType::kFp32 ? TensorType{DType::kFp16, t.shape} : t;
@@ -47,6 +48,25 @@ Tensor to_fp16(const Tensor& t, NarrowStats& st) {
     store_from_double(DType::kFp16, out.mutable_bytes() + 2 * i, v);
   }
   st.constant_elements += static_cast<size_t>(n);
+  return out;
+}
+
+// A CLAMP bound of the fp32 graph that is not 0 but lies below fp16's normal range (F.normalize's
+// eps of 1e-12) is a guard: x / max(norm, eps) divides by it where the norm is 0 (Swin V2's
+// padded window tokens, whose k is exactly 0). Rounded to fp16 it would become 0 or a subnormal,
+// whose reciprocal is inf, so 0 * (1 / bound) gives NaN where fp32 gives 0. It becomes +-2^-14,
+// fp16's smallest normal (reciprocal 16384). A norm computed in fp16 from squares is 0 or at
+// least 2^-12, so on such a norm the raised bound acts only where it is 0, as the original does.
+Tensor clamp_bound_to_fp16(const Tensor& t, NarrowStats& st) {
+  Tensor out = to_fp16(t, st);
+  const int64_t n = t.num_elements();
+  for (int64_t i = 0; i < n; ++i) {
+    const double v = load_as_double(DType::kFp32, t.buffer().data() + 4 * i);
+    if (v != 0.0 && std::fabs(v) < kFp16MinNormal) {
+      store_from_double(DType::kFp16, out.mutable_bytes() + 2 * i, std::copysign(kFp16MinNormal, v));
+      ++st.bounds_raised;
+    }
+  }
   return out;
 }
 
@@ -104,7 +124,8 @@ Graph narrow_graph(const Graph& g, bool fp32_accumulators, bool preserve_io, boo
       switch (def.attrs[a].kind) {
         case AttrKind::kTensor:
         case AttrKind::kScalar:
-          if (std::get<Tensor>(v).dtype() == DType::kFp32) v = to_fp16(std::get<Tensor>(v), st);
+          if (std::get<Tensor>(v).dtype() == DType::kFp32)
+            v = n.op == Op::CLAMP ? clamp_bound_to_fp16(std::get<Tensor>(v), st) : to_fp16(std::get<Tensor>(v), st);
           break;
         case AttrKind::kAccType:
           if (fp32_in && std::get<int64_t>(v) == static_cast<int64_t>(AccType::kFp32)) {
@@ -161,7 +182,9 @@ Graph narrow_graph(const Graph& g, bool fp32_accumulators, bool preserve_io, boo
 
 std::string narrow_summary(const NarrowStats& st) {
   return std::to_string(st.values) + " fp32 tensors, " + std::to_string(st.constant_elements) + " constant elements (" +
-         std::to_string(st.saturated) + " saturated to +-65504), " + std::to_string(st.accumulators_kept) +
+         std::to_string(st.saturated) + " saturated to +-65504), " +
+         (st.bounds_raised ? std::to_string(st.bounds_raised) + " CLAMP bounds below fp16's normal range raised to +-2^-14, " : "") +
+         std::to_string(st.accumulators_kept) +
          " fp32 accumulators kept, " + std::to_string(st.casts) + " casts at the inputs and outputs";
 }
 

@@ -138,5 +138,56 @@ TEST(Narrow, CastsThatBecomeNoOpsConstantsThatSaturateAndCustomOperators) {
   EXPECT_FALSE(compiler::parse_narrowing("half").has_value());
 }
 
+// F.normalize as the ONNX import writes it, x * 1 / max(sqrt(sum(x * x)), eps) with eps = 1e-12:
+// fp16 has no 1e-12, and a bound of 0 (or a subnormal) makes a zero row 0 * inf = NaN where fp32
+// gives 0 (Swin V2's padded window tokens). The bound becomes 2^-14; bounds of 0 and bounds in
+// fp16's normal range stay as they are.
+TEST(Narrow, ClampGuardsBelowTheFp16RangeStayGuards) {
+  GraphBuilder b;
+  ValueId x = b.input("x", {DType::kFp32, {3, 4}});
+  ValueId sh = b.constant("sh", Tensor::from_doubles({DType::kInt8, {1}}, std::vector<double>{0}));
+  auto clamp = [&](ValueId v, double lo, const std::string& name) {
+    return b.op(Op::CLAMP, {v},
+                {{"min_val", Tensor::from_doubles({DType::kFp32, {}}, std::vector<double>{lo})},
+                 {"max_val", Tensor::from_doubles({DType::kFp32, {}}, std::vector<double>{INFINITY})},
+                 {"nan_mode", static_cast<int64_t>(NanMode::kPropagate)}},
+                name);
+  };
+  ValueId sq = b.op(Op::MUL, {x, x, sh}, {}, "sq");
+  ValueId sum = b.op(Op::REDUCE_SUM, {sq}, {{"axis", int64_t{1}}}, "sum");
+  ValueId half = b.constant("half", Tensor::from_doubles({DType::kFp32, {1, 1}}, std::vector<double>{0.5}));
+  ValueId norm = b.op(Op::POW, {sum, half}, {}, "norm");
+  ValueId guarded = clamp(norm, 1e-12, "guarded");
+  ValueId inv = b.op(Op::RECIPROCAL, {guarded}, {}, "inv");
+  b.output(b.op(Op::MUL, {x, inv, sh}, {}, "y"));
+  b.output(clamp(x, 0.0, "relu"));
+  b.output(clamp(x, 1e-3, "floor"));
+  Module m(b.finish());
+  const compiler::NarrowStats st = compiler::narrow_fp32_to_fp16(m, /*fp32_accumulators=*/true, /*preserve_io=*/true);
+  EXPECT_EQ(st.bounds_raised, 1u);
+  EXPECT_NE(compiler::narrow_summary(st).find("1 CLAMP bounds below fp16's normal range raised"), std::string::npos)
+      << compiler::narrow_summary(st);
+  std::vector<double> bounds;
+  for (const Node& n : m.main().nodes())
+    if (n.op == Op::CLAMP) bounds.push_back(load_as_double(DType::kFp16, n.attr_tensor("min_val").buffer().data()));
+  ASSERT_EQ(bounds.size(), 3u);
+  EXPECT_EQ(bounds[0], std::ldexp(1.0, -14));
+  EXPECT_EQ(bounds[1], 0.0);
+  EXPECT_EQ(bounds[2], load_as_double(DType::kFp16, Tensor::from_doubles({DType::kFp16, {}}, std::vector<double>{1e-3})
+                                                         .buffer()
+                                                         .data()));
+  // Rows: all zero (its norm is 0), ordinary, and tiny (squares of 1e-3 are fp16 subnormals).
+  const Tensor in = Tensor::from_doubles({DType::kFp32, {3, 4}},
+                                         std::vector<double>{0, 0, 0, 0, 3, -4, 0, 0, 1e-3, 1e-3, -1e-3, 1e-3});
+  Interpreter interp(m);
+  const Tensor y = interp.run({in})[0];
+  const std::vector<double> want{0, 0, 0, 0, 0.6, -0.8, 0, 0, 0.5, 0.5, -0.5, 0.5};
+  for (int64_t i = 0; i < 12; ++i) {
+    const double v = load_as_double(DType::kFp32, y.buffer().data() + 4 * i);
+    EXPECT_TRUE(std::isfinite(v)) << "element " << i;
+    EXPECT_NEAR(v, want[static_cast<size_t>(i)], 0.02) << "element " << i;
+  }
+}
+
 }  // namespace
 }  // namespace weft
