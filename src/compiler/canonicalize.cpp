@@ -780,6 +780,70 @@ int merge_sibling_matmuls(Graph& g, bool through_reshapes) {
 }
 
 
+int drop_broadcast_tiles(Graph& g) {
+  const Uses uses(g);
+  // Element-wise functions of one float operand: applied to the TILE's input instead of its
+  // result, each element is computed from the same value, so the result is the same bit for bit.
+  auto unary = [&](const Node& n) {
+    switch (n.op) {
+      case Op::RECIPROCAL: case Op::RSQRT: case Op::EXP: case Op::LOG: case Op::ABS: case Op::SIGMOID:
+      case Op::TANH: case Op::ERF: case Op::FLOOR: case Op::CEIL: case Op::CLAMP: case Op::COS: case Op::SIN:
+        return n.inputs.size() == 1 && n.outputs.size() == 1 &&
+               g.value(n.inputs[0]).type.dtype == g.value(n.outputs[0]).type.dtype;
+      default: return false;
+    }
+  };
+  int dropped = 0;
+  for (size_t i = 0; i < g.nodes().size(); ++i) {
+    const Node& bin = g.node(static_cast<int>(i));
+    if (bin.op != Op::ADD && bin.op != Op::SUB && bin.op != Op::MUL && bin.op != Op::MAXIMUM && bin.op != Op::MINIMUM)
+      continue;
+    if (bin.inputs.size() < 2 || bin.outputs.size() != 1) continue;
+    if (bin.op == Op::MUL && bin.inputs.size() >= 3 && !const_all_int(g, bin.inputs[2], 0)) continue;
+    const Shape& rs = g.value(bin.outputs[0]).type.shape;
+    for (int k = 0; k < 2; ++k) {
+      const ValueId other = bin.inputs[static_cast<size_t>(1 - k)];
+      if (g.value(other).type.shape != rs) continue;  // the other operand gives the result its shape
+      // Back from operand k through unary functions (each read only by the next) to a TILE.
+      std::vector<int> chain;  // unary nodes, nearest the binary operator first
+      ValueId w = bin.inputs[static_cast<size_t>(k)];
+      int reader = static_cast<int>(i);
+      int tile = -1;
+      while (true) {
+        const int p = g.value(w).producer;
+        if (p < 0 || !uses.only(w, reader)) break;
+        if (g.node(p).op == Op::TILE) {
+          tile = p;
+          break;
+        }
+        if (!unary(g.node(p)) || chain.size() >= 8) break;
+        chain.push_back(p);
+        reader = p;
+        w = g.node(p).inputs[0];
+      }
+      if (tile < 0) continue;
+      // A pure broadcast: the TILE's input is the result's shape with some axes 1.
+      const ValueId v = g.node(tile).inputs[0];
+      const TensorType& vt = g.value(v).type;
+      bool broadcast = vt.shape.size() == rs.size() && vt.dtype == g.value(w).type.dtype;
+      for (size_t d = 0; broadcast && d < rs.size(); ++d) broadcast = vt.shape[d] == rs[d] || vt.shape[d] == 1;
+      if (!broadcast) continue;
+      // The chain now reads v and keeps its shape; the binary operator broadcasts it.
+      ValueId from = v;
+      for (size_t c = chain.size(); c-- > 0;) {
+        Node& u = g.mutable_node(chain[c]);
+        u.inputs[0] = from;
+        g.mutable_value(u.outputs[0]).type.shape = vt.shape;
+        from = u.outputs[0];
+      }
+      g.mutable_node(static_cast<int>(i)).inputs[static_cast<size_t>(k)] = from;
+      ++dropped;
+    }
+  }
+  if (dropped > 0) g = prune_graph(g);
+  return dropped;
+}
+
 int fold_slice_scales(Graph& g) {
   const Uses uses(g);
   const std::vector<std::vector<int>>& readers = uses.readers;
@@ -1071,6 +1135,7 @@ std::string canonical_summary(const CanonicalizeStats& s) {
   item(s.rsqrt, "division by a square root as RSQRT", "divisions by a square root as RSQRT");
   item(s.merged_matmuls, "sibling MATMUL merged into a wider one", "sibling MATMULs merged into wider ones");
   item(s.column_scales, "column scale moved in front of its SLICE", "column scales moved in front of their SLICEs");
+  item(s.tiles, "broadcast TILE left to its element-wise reader", "broadcast TILEs left to their element-wise readers");
   return out;
 }
 
@@ -1127,6 +1192,7 @@ CanonicalizeStats canonicalize(Graph& g) {
     ++stats.reshapes;
   }
   if (stats.rsqrt > 0 || stats.reshapes > 0) g = prune_graph(g);
+  stats.tiles = drop_broadcast_tiles(g);
   stats.merged_matmuls = merge_sibling_matmuls(g, /*through_reshapes=*/false);
   stats.column_scales = fold_slice_scales(g);
   return stats;

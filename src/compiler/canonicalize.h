@@ -17,6 +17,7 @@ struct CanonicalizeStats {
   int common = 0;          // nodes merged into an identical one (same operator, inputs, attributes)
   int identities = 0;      // MUL(x, 1) dropped, CLAMP(CLAMP(x)) merged
   int activations = 0;     // GELU, sigmoid, hard-swish and quick GELU written by hand, in the matched form
+  int tiles = 0;           // TILEs that only broadcast an operand of an element-wise operator, dropped
 };
 
 // What the rewrites below did, for `--explain` ("3 repeated computations merged, 4 hand-written
@@ -85,6 +86,13 @@ std::string canonical_summary(const CanonicalizeStats& s);
 //    view instead: not this form.) Every element is the same product (x * 1 is x exactly),
 //    the per-column MUL fuses into the projection GEMM as a post-op, and the query stays a strided
 //    view of the projection that the attention reads in place (no copy, no separate MUL).
+//  - OP(x, u(TILE(v))) with OP an element-wise ADD / SUB / MUL / MAXIMUM / MINIMUM, x of the
+//    result's shape, TILE a pure broadcast (v is the result's shape with some axes 1) and u a chain
+//    of up to 8 element-wise functions of one operand (RECIPROCAL, EXP, CLAMP, ...), each value
+//    read only by the next -> OP(x, u(v)), which broadcasts v itself: ONNX's Expand in front of a
+//    division (F.normalize exports x / expand(clamp(norm, eps)): Swin V2's cosine attention, 24
+//    such TILEs). Bit for bit the same (u computes each element from the same value) with one
+//    pass less and u on the small tensor.
 CanonicalizeStats canonicalize(Graph& g);
 
 // The last rewrite of canonicalize() on its own; returns how many MULs it moved.

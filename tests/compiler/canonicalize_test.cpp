@@ -191,6 +191,54 @@ TEST(Canonicalize, SummaryNamesWhatRan) {
                                   "5 pairs of constant ADDs folded into one");
 }
 
+TEST(Canonicalize, BroadcastTilesInFrontOfElementwiseOperatorsGo) {
+  // F.normalize as imported: x * RECIPROCAL(TILE(CLAMP(norm, eps))), the TILE ONNX's Expand.
+  // (The TILEs' multiples are equal constants, merged into one CONST_SHAPE: that is no reader of
+  // a TILE's result, so it does not matter here.)
+  GraphBuilder b;
+  ValueId x = b.input("x", {DType::kFp32, {2, 3, 8}});
+  auto guarded_norm = [&](const std::string& s) {
+    ValueId sum = b.op(Op::REDUCE_SUM, {b.op(Op::MUL, {x, x, shift0(b, "sq_sh" + s)}, {}, "sq" + s)},
+                       {{"axis", int64_t{2}}}, "sum" + s);
+    return b.op(Op::CLAMP, {sum},
+                {{"min_val", Tensor::from_doubles({DType::kFp32, {}}, std::vector<double>{1e-12 * std::stoi(s)})},
+                 {"max_val", Tensor::from_doubles({DType::kFp32, {}}, std::vector<double>{INFINITY})},
+                 {"nan_mode", static_cast<int64_t>(NanMode::kPropagate)}},
+                "clamp" + s);  // (eps differs per copy, so that the copies are not merged)
+  };
+  ValueId t1 = b.op(Op::TILE, {guarded_norm("1"), b.constant_shape("m1", {1, 1, 8})}, {}, "tile1");
+  b.output(b.op(Op::MUL, {x, b.op(Op::RECIPROCAL, {t1}, {}, "inv1"), shift0(b, "sh1")}, {}, "y1"));
+  // The TILE straight into the second operand of a SUB, and into the first of an ADD.
+  ValueId t2 = b.op(Op::TILE, {guarded_norm("2"), b.constant_shape("m2", {1, 1, 8})}, {}, "tile2");
+  b.output(b.op(Op::SUB, {x, t2}, {}, "y2"));
+  ValueId t3 = b.op(Op::TILE, {guarded_norm("3"), b.constant_shape("m3", {1, 1, 8})}, {}, "tile3");
+  b.output(b.op(Op::ADD, {b.op(Op::EXP, {t3}, {}, "e3"), x}, {}, "y3"));
+  // Kept: a TILE that repeats more than an axis of 1, a TILE whose result is also a graph output,
+  // and a TILE read by an operator whose other operand is smaller than the result.
+  ValueId half = b.op(Op::SLICE, {x, b.constant_shape("s0", {0, 0, 0}), b.constant_shape("s1", {2, 3, 4})}, {}, "half");
+  ValueId rep = b.op(Op::TILE, {half, b.constant_shape("m4", {1, 1, 2})}, {}, "repeat");
+  b.output(b.op(Op::MUL, {x, rep, shift0(b, "sh4")}, {}, "y4"));
+  ValueId t5 = b.op(Op::TILE, {guarded_norm("5"), b.constant_shape("m5", {1, 1, 8})}, {}, "tile5");
+  b.output(b.op(Op::MUL, {x, t5, shift0(b, "sh5")}, {}, "y5"));
+  b.output(t5);
+  ValueId col = b.op(Op::REDUCE_SUM, {x}, {{"axis", int64_t{1}}}, "col");  // [2, 1, 8]
+  ValueId t6 = b.op(Op::TILE, {guarded_norm("6"), b.constant_shape("m6", {1, 1, 8})}, {}, "tile6");
+  b.output(b.op(Op::MUL, {col, t6, shift0(b, "sh6")}, {}, "y6"));
+  Graph g = b.finish();
+  ASSERT_TRUE(verify_module(Module(g)).empty());
+  const Tensor in = spread_input();
+  const std::vector<Tensor> before = Interpreter(Module(g)).run({in});
+  const CanonicalizeStats st = canonicalize(g);
+  EXPECT_EQ(st.tiles, 3);
+  EXPECT_EQ(count(g, Op::TILE), 3);  // repeat, tile5, tile6
+  EXPECT_NE(canonical_summary(st).find("3 broadcast TILEs left to their element-wise readers"), std::string::npos)
+      << canonical_summary(st);
+  ASSERT_TRUE(verify_module(Module(g)).empty());
+  const std::vector<Tensor> after = Interpreter(Module(g)).run({in});
+  ASSERT_EQ(after.size(), before.size());
+  for (size_t i = 0; i < after.size(); ++i) EXPECT_TRUE(after[i].identical(before[i])) << i;
+}
+
 TEST(Canonicalize, RepeatedComputationsAreMergedOnce) {
   // torch.var's own mean beside the layer norm's: REDUCE_SUM(x) -> MUL 1/N twice, SUB twice; the
   // 1/N constants are separate CONST nodes of the same bytes.
