@@ -85,6 +85,10 @@ struct Composite {
   //   kRmsNorm: x * x, REDUCE_SUM over the last axis, * 1/N, + epsilon, RSQRT, x times it, scale by
   //   `gamma`, add `beta` (T5's and LLaMA's RMS norm; gamma / beta kNoValue when absent). Anchored
   //   at the MUL(x, x).
+  //   kL2Norm: x * x, REDUCE_SUM over the last axis, POW 0.5, CLAMP from below at `epsilon` (to
+  //   +inf), RECIPROCAL, x times it, scale by `gamma`, add `beta`: F.normalize(x, dim=-1), x /
+  //   max(||x||, eps), as the ONNX import writes it (Swin V2's cosine attention). Anchored at the
+  //   MUL(x, x).
   //   kSubgraph: a run of units merged for a backend that takes whole regions (Grouping::kRegions):
   //   any nodes, several outputs possible.
   //   kGroupedConv: a grouped convolution as TOSA has to write it (it has no group attribute):
@@ -102,7 +106,7 @@ struct Composite {
   //   TRANSPOSE nor the CONCAT is written. `anchor` is the TRANSPOSE, `outputs` the SLICEs' results
   //   in node order; the unit runs at its first SLICE (`run_at`).
   enum class Region { kNone, kSoftmax, kLayerNorm, kSubgraph, kGroupedConv, kElementwise, kSliceCopies, kRmsNorm,
-                      kLogSoftmax };
+                      kLogSoftmax, kL2Norm };
   Region region = Region::kNone;
   int axis = -1;
   double epsilon = 0;

@@ -90,6 +90,7 @@ class Matcher {
     if (n.op == Op::MUL) {
       std::vector<Composite> out;
       if (auto c = rms_norm(a)) out.push_back(std::move(*c));
+      if (auto c = l2_norm(a)) out.push_back(std::move(*c));
       for (Composite& c : elementwise_chain(a)) out.push_back(std::move(c));
       return out;
     }
@@ -852,6 +853,49 @@ class Matcher {
                        {a, s, var, tail->add, tail->rsqrt, norm});
   }
 
+  // L2 normalization over the last axis anchored at the MUL(x, x), as the ONNX import writes
+  // F.normalize(x, dim=-1): x * x -> REDUCE_SUM -> POW 0.5 -> CLAMP [eps, +inf] -> RECIPROCAL ->
+  // MUL(x, .) [-> MUL gamma [-> ADD beta]] (compiler::canonicalize has dropped the Expand's TILE
+  // before the RECIPROCAL). The CLAMP propagates NaN; eps is its lower bound (>= 0).
+  std::optional<Composite> l2_norm(int a) const {
+    const Node& sq = g_.node(a);
+    if (sq.op != Op::MUL || sq.inputs.size() < 2 || sq.inputs[0] != sq.inputs[1] || !zero_shift(sq)) return std::nullopt;
+    const ValueId x = sq.inputs[0];
+    const TensorType& xt = g_.value(x).type;
+    if (xt.rank() < 1 || (xt.dtype != DType::kFp32 && xt.dtype != DType::kFp16) || g_.value(sq.outputs[0]).type != xt)
+      return std::nullopt;
+    const int64_t axis = xt.rank() - 1;
+    const int s = free_user(sq.outputs[0], Op::REDUCE_SUM);
+    if (s < 0 || g_.node(s).attr_int("axis") != axis) return std::nullopt;
+    const ValueId sum = g_.node(s).outputs[0];
+    const int pw = free_user(sum, Op::POW);
+    if (pw < 0 || g_.node(pw).inputs[0] != sum || scalar(g_.node(pw).inputs[1]) != 0.5 ||
+        g_.value(g_.node(pw).outputs[0]).type != g_.value(sum).type)
+      return std::nullopt;
+    const int cl = free_user(g_.node(pw).outputs[0], Op::CLAMP);
+    if (cl < 0) return std::nullopt;
+    const Node& clamp = g_.node(cl);
+    const double lo = clamp.attr_tensor("min_val").at_double(0), hi = clamp.attr_tensor("max_val").at_double(0);
+    if (!(lo >= 0) || !std::isinf(hi) || hi < 0 || clamp.attr_int("nan_mode") != static_cast<int64_t>(NanMode::kPropagate))
+      return std::nullopt;
+    const int rc = free_user(clamp.outputs[0], Op::RECIPROCAL);
+    if (rc < 0) return std::nullopt;
+    const int norm = free_user(g_.node(rc).outputs[0], Op::MUL);
+    if (norm < 0 || other(g_.node(norm), g_.node(rc).outputs[0]) != x || !zero_shift(g_.node(norm)) ||
+        g_.value(g_.node(norm).outputs[0]).type != xt)
+      return std::nullopt;
+    Composite c;
+    c.anchor = a;
+    c.region = Composite::Region::kL2Norm;
+    c.axis = static_cast<int>(axis);
+    c.epsilon = lo;
+    c.source = x;
+    c.region_nodes = {a, s, pw, cl, rc, norm};
+    affine(c, g_.node(norm).outputs[0]);
+    finish(c);
+    return c;
+  }
+
   // A norm region's optional affine part after its normalized value r: MUL by a constant gamma
   // [1,..,1,N], then ADD of a constant beta (into c.gamma, c.beta and c.region_nodes).
   void affine(Composite& c, ValueId r) const {
@@ -917,6 +961,10 @@ class Matcher {
     }
     if (c.region == Composite::Region::kRmsNorm) {
       c.pattern = "RMS_NORM";
+      return;
+    }
+    if (c.region == Composite::Region::kL2Norm) {
+      c.pattern = "L2_NORM";
       return;
     }
     if (c.pad >= 0) pattern = std::string(op_name(g_.node(c.pad).op)) + "+";

@@ -1895,18 +1895,23 @@ std::unique_ptr<Kernel> prepare_slice_copies(const Graph& g, const Composite& c)
   return std::make_unique<SliceCopiesKernel>(std::move(copies), src0, src1);
 }
 
-// ---- Regions: softmax, layer and RMS normalization -------------------------------------------------
+// ---- Regions: softmax, layer, RMS and L2 normalization --------------------------------------------
 
 // RMS normalization over the last axis (Region::kRmsNorm; oneDNN 2.x's layer normalization has no
 // RMS form): per row, ms = sum(x * x) * inv_n in fp32 (eight interleaved partial sums), then
 // y = x * (1 / sqrt(ms + eps)) * gamma + beta. Rows split over threads; each row is computed
 // whole by one, so the result does not depend on the thread count.
+//
+// With `l2` the same kernel is the L2 normalization (Region::kL2Norm, F.normalize): y = x * (1 /
+// max(sqrt(sum(x * x)), eps)) * gamma + beta, a NaN norm kept (std::max keeps its first operand
+// when the comparison is false), a zero row 0.
 class RmsNormKernel final : public Kernel {
  public:
-  RmsNormKernel(int input, int64_t rows, int64_t n, float inv_n, float eps, std::vector<float> gamma, std::vector<float> beta)
-      : input_(input), rows_(rows), n_(n), inv_n_(inv_n), eps_(eps), gamma_(std::move(gamma)), beta_(std::move(beta)) {}
+  RmsNormKernel(int input, int64_t rows, int64_t n, float inv_n, float eps, std::vector<float> gamma, std::vector<float> beta,
+                bool l2 = false)
+      : input_(input), rows_(rows), n_(n), inv_n_(inv_n), eps_(eps), gamma_(std::move(gamma)), beta_(std::move(beta)), l2_(l2) {}
   size_t prepared_bytes() const override { return (gamma_.size() + beta_.size()) * sizeof(float); }
-  std::string implementation() const override { return "weft_rms_norm"; }
+  std::string implementation() const override { return l2_ ? "weft_l2_norm" : "weft_rms_norm"; }
   void execute(ExecArgs& a) const override {
     const float* x = a.in[static_cast<size_t>(input_)]->data<float>();
     float* y = a.out[0].mutable_data<float>();
@@ -1923,7 +1928,7 @@ class RmsNormKernel final : public Kernel {
           for (int j = 0; j < 8; ++j) part[j] += xr[i + j] * xr[i + j];
         for (int j = 0; i < n_; ++i, ++j) part[j] += xr[i] * xr[i];
         const float q = ((part[0] + part[4]) + (part[1] + part[5])) + ((part[2] + part[6]) + (part[3] + part[7]));
-        const float rstd = 1.f / std::sqrt(q * inv_n_ + eps_);
+        const float rstd = l2_ ? 1.f / std::max(std::sqrt(q), eps_) : 1.f / std::sqrt(q * inv_n_ + eps_);
         for (int64_t i = 0; i < n_; ++i) yr[i] = xr[i] * rstd * gamma_[static_cast<size_t>(i)] + beta_[static_cast<size_t>(i)];
       }
     }, min_rows);
@@ -1934,6 +1939,7 @@ class RmsNormKernel final : public Kernel {
   int64_t rows_, n_;
   float inv_n_, eps_;
   std::vector<float> gamma_, beta_;
+  bool l2_;
 };
 
 Support region_supported(const Graph& g, const Composite& c) {
@@ -1944,7 +1950,7 @@ Support region_supported(const Graph& g, const Composite& c) {
 
 std::unique_ptr<Kernel> prepare_region(const Graph& g, const Composite& c, const PrepareOptions& o) {
   const TensorType& t = type_of(g, c.source);
-  if (c.region == Composite::Region::kRmsNorm) {
+  if (c.region == Composite::Region::kRmsNorm || c.region == Composite::Region::kL2Norm) {
     const int64_t n = t.shape.back();
     auto channel = [&](ValueId v, float fill) {
       std::vector<float> p(static_cast<size_t>(n), fill);
@@ -1953,7 +1959,8 @@ std::unique_ptr<Kernel> prepare_region(const Graph& g, const Composite& c, const
       return p;
     };
     return std::make_unique<RmsNormKernel>(c.input_index(c.source), t.num_elements() / n, n, c.inv_n != 0 ? static_cast<float>(c.inv_n) : 1.f / static_cast<float>(n),
-                                           static_cast<float>(c.epsilon), channel(c.gamma, 1.f), channel(c.beta, 0.f));
+                                           static_cast<float>(c.epsilon), channel(c.gamma, 1.f), channel(c.beta, 0.f),
+                                           c.region == Composite::Region::kL2Norm);
   }
   dn::memory::desc md = plain_md(t);
   dn::primitive_attr attr = base_attr(o);

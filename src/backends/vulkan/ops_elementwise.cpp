@@ -173,7 +173,8 @@ void lower_ew_loop(Lowering& l, const backend::Composite& c, const std::map<Valu
 namespace {
 
 std::string check(const Graph& g, const backend::Composite& c, const Caps& caps) {
-  if (c.region == backend::Composite::Region::kRmsNorm) return check_layer_norm(g, c, caps);
+  if (c.region == backend::Composite::Region::kRmsNorm || c.region == backend::Composite::Region::kL2Norm)
+    return check_layer_norm(g, c, caps);
   if (c.region == backend::Composite::Region::kElementwise) {
     if (caps.max_storage_buffers < static_cast<uint32_t>(kLoopInputs + kLoopOutputs))
       return "ELEMENTWISE needs " + std::to_string(kLoopInputs + kLoopOutputs) +
@@ -193,7 +194,8 @@ std::string check(const Graph& g, const backend::Composite& c, const Caps& caps)
 }
 
 void lower(Lowering& l, const backend::Composite& c) {
-  if (c.region == backend::Composite::Region::kRmsNorm) return lower_row_norm(l, c);
+  if (c.region == backend::Composite::Region::kRmsNorm || c.region == backend::Composite::Region::kL2Norm)
+    return lower_row_norm(l, c);
   if (c.region == backend::Composite::Region::kElementwise) return lower_ew_loop(l, c);
   if (!c.single()) return lower_ew_chain(l, c);
   const Node& n = l.n();

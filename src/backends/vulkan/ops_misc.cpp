@@ -199,7 +199,9 @@ std::string check_softmax(const Graph& g, const Composite& c, const Caps&) {
 }  // namespace
 
 std::string check_layer_norm(const Graph& g, const Composite& c, const Caps&) {
-  const std::string what = c.region == Composite::Region::kRmsNorm ? "RMS_NORM" : "LAYER_NORM";
+  const std::string what = c.region == Composite::Region::kRmsNorm  ? "RMS_NORM"
+                           : c.region == Composite::Region::kL2Norm ? "L2_NORM"
+                                                                    : "LAYER_NORM";
   if (std::string w = check_row(g, c, what.c_str()); !w.empty()) return w;
   const TensorType& t = g.value(c.source).type;
   if (c.axis != t.rank() - 1) return what + " along axis " + std::to_string(c.axis) + ": only the last axis";
@@ -238,6 +240,7 @@ RowNorm row_norm(Lowering& l, const Composite& c) {
   const int32_t mode = c.region == Composite::Region::kSoftmax      ? 0
                        : c.region == Composite::Region::kLogSoftmax ? 3
                        : c.region == Composite::Region::kRmsNorm    ? 2
+                       : c.region == Composite::Region::kL2Norm     ? 4
                                                                     : 1;
   std::vector<int32_t> spec = {mode, code(t.dtype), static_cast<int32_t>(v.outer), static_cast<int32_t>(v.k),
                                static_cast<int32_t>(v.inner), static_cast<int32_t>(local),

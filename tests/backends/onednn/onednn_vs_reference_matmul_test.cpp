@@ -2,6 +2,8 @@
 // residual and activations, GELU in the erf form the ONNX frontend emits, operands read through
 // TRANSPOSE/RESHAPE chains as strided views) and the decomposed regions the partitioner recognises
 // as a whole: softmax and layer normalization. Tolerances as documented in onednn_test_util.h.
+#include <cmath>
+#include <cstring>
 #include <functional>
 
 #include "backends/onednn/onednn_test_util.h"
@@ -416,6 +418,42 @@ TEST(OneDnnVsReference, RmsNormRegion) {
     if (c.beta) y = net.add(y, net.weight(cs));
     Module m = net.finish({net.add(y, x)});
     auto dnn = check_vs_reference(m, net.feeds, {"RMS_NORM", "ADD"}, kTolAccumulate);
+    const std::vector<Tensor> one = run_model(dnn, net.feeds, 1), two = run_model(dnn, net.feeds, 2);
+    EXPECT_TRUE(one[0].identical(two[0]));
+  }
+}
+
+// F.normalize(x, dim=-1) as the ONNX import writes it, x * 1 / max(sqrt(sum(x * x)), eps) [* gamma
+// [+ beta]]: one L2_NORM unit (Weft's row kernel), a row of zeros 0 as in the graph (0 / eps),
+// the same on 1 and 2 threads.
+TEST(OneDnnVsReference, L2NormRegion) {
+  struct Case {
+    Shape shape;
+    double eps;
+    bool gamma, beta;
+  };
+  const std::vector<Case> cases = {
+      {{2, 5, 16}, 1e-12, false, false}, {{49, 3, 64, 32}, 1e-12, false, false}, {{3, 9, 13}, 1e-3, true, false},
+      {{1, 8, 768}, 1e-6, true, true},   {{70, 5}, 0.0, false, false},
+  };
+  uint32_t seed = 1370;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(shape_str(c.shape) + " eps " + std::to_string(c.eps) + (c.gamma ? " gamma" : "") + (c.beta ? " beta" : ""));
+    Net net(seed++);
+    ValueId x = net.input(c.shape, -3, 5);
+    if (c.eps > 0) {  // the first row all zeros: its norm is 0, the guard gives 0 * (1 / eps) = 0
+      Tensor& f = net.feeds.back();
+      for (int64_t i = 0; i < c.shape.back(); ++i) std::memset(f.mutable_bytes() + 4 * i, 0, 4);
+    }
+    const int r = static_cast<int>(c.shape.size());
+    ValueId norm = net.b.op(Op::POW, {net.reduce(Op::REDUCE_SUM, net.mul(x, x), r - 1), net.scalar(0.5, r)});
+    ValueId y = net.mul(x, net.unary(Op::RECIPROCAL, net.clamp(norm, c.eps, INFINITY)));
+    Shape cs(c.shape.size(), 1);
+    cs.back() = c.shape.back();
+    if (c.gamma) y = net.mul(y, net.weight(cs, 0.5, 1.5));
+    if (c.beta) y = net.add(y, net.weight(cs));
+    Module m = net.finish({net.add(y, x)});
+    auto dnn = check_vs_reference(m, net.feeds, {"L2_NORM", "ADD"}, kTolAccumulate);
     const std::vector<Tensor> one = run_model(dnn, net.feeds, 1), two = run_model(dnn, net.feeds, 2);
     EXPECT_TRUE(one[0].identical(two[0]));
   }

@@ -516,6 +516,49 @@ TEST(VulkanMisc, RmsNormRegion) {
   }
 }
 
+// F.normalize(x, dim=-1) as the ONNX import writes it, x * 1 / max(sqrt(sum(x * x)), eps) [* gamma
+// [+ beta]], in fp32 and narrowed to fp16 (eps = 1e-12 becomes 2^-14 there): one L2_NORM dispatch
+// (mx_rownorm MODE 4: the cached and the reloading rows, the subgroup rows), a row of zeros 0.
+TEST(VulkanMisc, L2NormRegion) {
+  struct Case {
+    Shape shape;
+    bool gamma, beta, fp16;
+  };
+  const std::vector<Case> cases = {
+      {{2, 5, 16}, false, false, false}, {{1, 3, 4, 20}, true, true, false}, {{2, 5000}, true, false, false},
+      {{4200, 24}, false, false, false}, {{49, 3, 64, 32}, false, false, true},
+  };
+  std::mt19937 rng(1320);
+  for (const Case& c : cases) {
+    SCOPED_TRACE(shape_str(c.shape) + (c.gamma ? " gamma" : "") + (c.beta ? " beta" : "") + (c.fp16 ? " fp16" : ""));
+    GraphBuilder b;
+    const int r = static_cast<int>(c.shape.size());
+    ValueId x = b.input("x", tt(DType::kFp32, c.shape));
+    ValueId shift = b.constant("shift", Tensor::from_ints(tt(DType::kInt8, {1}), std::vector<int64_t>{0}));
+    auto scalar = [&](const std::string& name, double v) {
+      return b.constant(name, Tensor::from_doubles(tt(DType::kFp32, Shape(static_cast<size_t>(r), 1)), std::vector<double>{v}));
+    };
+    auto mul = [&](ValueId a, ValueId k) { return b.op(Op::MUL, {a, k, shift}); };
+    ValueId norm = b.op(Op::POW, {b.op(Op::REDUCE_SUM, {mul(x, x)}, {{"axis", int64_t{r - 1}}}), scalar("half", 0.5)});
+    ValueId guarded = b.op(Op::CLAMP, {norm},
+                           {{"min_val", Tensor::from_doubles(tt(DType::kFp32, {}), std::vector<double>{1e-12})},
+                            {"max_val", Tensor::from_doubles(tt(DType::kFp32, {}), std::vector<double>{INFINITY})}});
+    ValueId y = mul(x, b.op(Op::RECIPROCAL, {guarded}));
+    Shape cs(static_cast<size_t>(r), 1);
+    cs.back() = c.shape.back();
+    if (c.gamma) y = mul(y, b.constant("gamma", random_tensor(tt(DType::kFp32, cs), rng, 0.5, 1.5)));
+    if (c.beta) y = b.op(Op::ADD, {y, b.constant("beta", random_tensor(tt(DType::kFp32, cs), rng))});
+    b.output(y);
+    Module m(b.finish());
+    if (c.fp16) compiler::narrow_fp32_to_fp16(m, compiler::Narrowing::kFull);
+    const DType t = c.fp16 ? DType::kFp16 : DType::kFp32;
+    Tensor in = random_tensor(tt(t, c.shape), rng, -3, 5);
+    std::memset(in.mutable_bytes(), 0, static_cast<size_t>(c.shape.back()) * storage_size(t));  // a row of zeros
+    const std::string ex = check_vs_reference(m, {in}, c.fp16 ? 3e-2 : 1e-4);
+    EXPECT_NE(ex.find("L2_NORM"), std::string::npos) << ex;
+  }
+}
+
 // The same regions narrowed to fp16 (the runtime's reduced-precision mode, compiler/narrow.h): the
 // matcher takes constants rounded to fp16 (1/768 is not one), and the region, computed in fp32 and
 // rounded once, stays within fp16's rounding of the reference, which rounds after every operator.

@@ -20,6 +20,9 @@
 //     the lowering writes 1 / 0 where the graph has none).
 //   RMS norm (MODE 2), (x * x) REDUCE_SUM * 1/N -> + eps -> RSQRT -> MUL x [-> MUL gamma -> ADD beta]:
 //     ms = sum(x * x) * INV_N, y = x * inversesqrt(ms + EPS) * gamma[k] + beta[k].
+//   L2 norm (MODE 4), (x * x) REDUCE_SUM -> POW 0.5 -> CLAMP [EPS, inf] -> RECIPROCAL -> MUL x
+//     [-> MUL gamma -> ADD beta] (F.normalize): n = sqrt(sum(x * x)), y = x * (1 / max(n, EPS)) *
+//     gamma[k] + beta[k]; a NaN norm stays NaN (the CLAMP propagates it), a zero row gives 0.
 
 layout(constant_id = 0) const int MODE = 0;
 layout(constant_id = 1) const int T = DT_F32;
@@ -146,7 +149,7 @@ void main() {
       }
     }
   } else {
-    // MODE 1 centres the row on its mean; MODE 2 (RMS) normalizes it as it is.
+    // MODE 1 centres the row on its mean; MODE 2 (RMS) and MODE 4 (L2) normalize it as it is.
     const float inv_n = intBitsToFloat(INV_N_BITS);
     float s = 0.0;
     if (MODE == 1) {
@@ -170,7 +173,13 @@ void main() {
         q += d * d;
       }
     }
-    const float rstd = inversesqrt(reduce_group(q, false, slot, lane) * inv_n + intBitsToFloat(EPS_BITS));
+    float rstd;
+    if (MODE == 4) {
+      const float norm = sqrt(reduce_group(q, false, slot, lane));
+      rstd = 1.0 / (isnan(norm) ? norm : max(norm, intBitsToFloat(EPS_BITS)));
+    } else {
+      rstd = inversesqrt(reduce_group(q, false, slot, lane) * inv_n + intBitsToFloat(EPS_BITS));
+    }
     if (CACHED) {
       [[unroll]] for (int j = 0; j < CACHE; ++j) {
         const uint k = lane + uint(j * LOCAL);
