@@ -826,29 +826,43 @@ class Matcher {
     return c;
   }
 
-  // RMS normalization over the last axis anchored at the MUL(x, x): x * x -> REDUCE_SUM -> MUL 1/N
-  // -> ADD eps -> RSQRT -> MUL(x, .) [-> MUL gamma [-> ADD beta]]. x may have other readers (the
-  // residual stream around a transformer's norm).
-  std::optional<Composite> rms_norm(int a) const {
+  // The start of the RMS and L2 norms: a MUL(x, x) (node a, a plain product of x's float type)
+  // read only by a REDUCE_SUM over the last axis. x and that REDUCE_SUM.
+  std::optional<std::pair<ValueId, int>> sum_of_squares(int a) const {
     const Node& sq = g_.node(a);
     if (sq.op != Op::MUL || sq.inputs.size() < 2 || sq.inputs[0] != sq.inputs[1] || !zero_shift(sq)) return std::nullopt;
     const ValueId x = sq.inputs[0];
     const TensorType& xt = g_.value(x).type;
     if (xt.rank() < 1 || (xt.dtype != DType::kFp32 && xt.dtype != DType::kFp16) || g_.value(sq.outputs[0]).type != xt)
       return std::nullopt;
-    const int64_t axis = xt.rank() - 1;
     const int s = free_user(sq.outputs[0], Op::REDUCE_SUM);
-    if (s < 0 || g_.node(s).attr_int("axis") != axis) return std::nullopt;
+    if (s < 0 || g_.node(s).attr_int("axis") != xt.rank() - 1) return std::nullopt;
+    return std::make_pair(x, s);
+  }
+  // The end of the RMS and L2 norms: the MUL of x by `factor` (its only reader), of x's type.
+  int times_x(ValueId factor, ValueId x) const {
+    const int norm = free_user(factor, Op::MUL);
+    if (norm < 0 || other(g_.node(norm), factor) != x || !zero_shift(g_.node(norm)) ||
+        g_.value(g_.node(norm).outputs[0]).type != g_.value(x).type)
+      return -1;
+    return norm;
+  }
+
+  // RMS normalization over the last axis anchored at the MUL(x, x): x * x -> REDUCE_SUM -> MUL 1/N
+  // -> ADD eps -> RSQRT -> MUL(x, .) [-> MUL gamma [-> ADD beta]]. x may have other readers (the
+  // residual stream around a transformer's norm).
+  std::optional<Composite> rms_norm(int a) const {
+    const auto head = sum_of_squares(a);
+    if (!head) return std::nullopt;
+    const auto [x, s] = *head;
     const int var = free_user(g_.node(s).outputs[0], Op::MUL);
-    if (var < 0 || !near(other(g_.node(var), g_.node(s).outputs[0]), 1.0 / static_cast<double>(xt.shape.back())) ||
+    if (var < 0 || !near(other(g_.node(var), g_.node(s).outputs[0]), 1.0 / static_cast<double>(g_.value(x).type.shape.back())) ||
         !zero_shift(g_.node(var)))
       return std::nullopt;
     const auto tail = eps_rsqrt(var);
     if (!tail) return std::nullopt;
-    const int norm = free_user(g_.node(tail->rsqrt).outputs[0], Op::MUL);
-    if (norm < 0 || other(g_.node(norm), g_.node(tail->rsqrt).outputs[0]) != x || !zero_shift(g_.node(norm)) ||
-        g_.value(g_.node(norm).outputs[0]).type != xt)
-      return std::nullopt;
+    const int norm = times_x(g_.node(tail->rsqrt).outputs[0], x);
+    if (norm < 0) return std::nullopt;
     return norm_region(Composite::Region::kRmsNorm, x, *tail, other(g_.node(var), g_.node(s).outputs[0]),
                        {a, s, var, tail->add, tail->rsqrt, norm});
   }
@@ -858,15 +872,9 @@ class Matcher {
   // MUL(x, .) [-> MUL gamma [-> ADD beta]] (compiler::canonicalize has dropped the Expand's TILE
   // before the RECIPROCAL). The CLAMP propagates NaN; eps is its lower bound (>= 0).
   std::optional<Composite> l2_norm(int a) const {
-    const Node& sq = g_.node(a);
-    if (sq.op != Op::MUL || sq.inputs.size() < 2 || sq.inputs[0] != sq.inputs[1] || !zero_shift(sq)) return std::nullopt;
-    const ValueId x = sq.inputs[0];
-    const TensorType& xt = g_.value(x).type;
-    if (xt.rank() < 1 || (xt.dtype != DType::kFp32 && xt.dtype != DType::kFp16) || g_.value(sq.outputs[0]).type != xt)
-      return std::nullopt;
-    const int64_t axis = xt.rank() - 1;
-    const int s = free_user(sq.outputs[0], Op::REDUCE_SUM);
-    if (s < 0 || g_.node(s).attr_int("axis") != axis) return std::nullopt;
+    const auto head = sum_of_squares(a);
+    if (!head) return std::nullopt;
+    const auto [x, s] = *head;
     const ValueId sum = g_.node(s).outputs[0];
     const int pw = free_user(sum, Op::POW);
     if (pw < 0 || g_.node(pw).inputs[0] != sum || scalar(g_.node(pw).inputs[1]) != 0.5 ||
@@ -880,14 +888,12 @@ class Matcher {
       return std::nullopt;
     const int rc = free_user(clamp.outputs[0], Op::RECIPROCAL);
     if (rc < 0) return std::nullopt;
-    const int norm = free_user(g_.node(rc).outputs[0], Op::MUL);
-    if (norm < 0 || other(g_.node(norm), g_.node(rc).outputs[0]) != x || !zero_shift(g_.node(norm)) ||
-        g_.value(g_.node(norm).outputs[0]).type != xt)
-      return std::nullopt;
+    const int norm = times_x(g_.node(rc).outputs[0], x);
+    if (norm < 0) return std::nullopt;
     Composite c;
     c.anchor = a;
     c.region = Composite::Region::kL2Norm;
-    c.axis = static_cast<int>(axis);
+    c.axis = g_.value(x).type.rank() - 1;
     c.epsilon = lo;
     c.source = x;
     c.region_nodes = {a, s, pw, cl, rc, norm};

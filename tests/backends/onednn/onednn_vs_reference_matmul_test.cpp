@@ -392,71 +392,65 @@ TEST(OneDnnVsReference, LayerNormRegion) {
   }
 }
 
-// RMS norm as T5 and LLaMA export it: x * rsqrt(mean(x * x) + eps) [* gamma [+ beta]], x also
-// read by a residual ADD. One RMS_NORM unit (Weft's own kernel), the same on 1 and 2 threads.
-TEST(OneDnnVsReference, RmsNormRegion) {
-  struct Case {
-    Shape shape;
-    double eps;
-    bool gamma, beta;
-  };
-  const std::vector<Case> cases = {
-      {{2, 5, 16}, 1e-6, true, false}, {{1, 3, 4, 20}, 1e-5, true, true}, {{3, 9, 13}, 1e-3, false, false},
-      {{1, 8, 768}, 1e-6, true, false}, {{70, 5}, 1e-5, true, true},
-  };
-  uint32_t seed = 1360;
-  for (const Case& c : cases) {
+struct RowNormCase {
+  Shape shape;
+  double eps;
+  bool gamma, beta;
+};
+
+// Per case: x * x summed over the last axis, then RMS norm (x * rsqrt(mean + eps)) or, with `l2`,
+// F.normalize as the ONNX import writes it (x * 1 / max(sqrt(sum), eps); with eps > 0 the first
+// row all zeros: its norm is 0, the guard gives 0 * (1 / eps) = 0); [* gamma [+ beta]]; plus a
+// residual ADD of x. One `unit` and an ADD, the same bits on 1 and 2 threads.
+void check_row_norms(const std::vector<RowNormCase>& cases, bool l2, const char* unit, uint32_t seed) {
+  for (const RowNormCase& c : cases) {
     SCOPED_TRACE(shape_str(c.shape) + " eps " + std::to_string(c.eps) + (c.gamma ? " gamma" : "") + (c.beta ? " beta" : ""));
     Net net(seed++);
     ValueId x = net.input(c.shape, -3, 5);
     const int r = static_cast<int>(c.shape.size());
-    ValueId ms = net.mul(net.reduce(Op::REDUCE_SUM, net.mul(x, x), r - 1), net.scalar(1.0 / static_cast<double>(c.shape.back()), r));
-    ValueId y = net.mul(x, net.unary(Op::RSQRT, net.add(ms, net.scalar(c.eps, r))));
+    ValueId sum = net.reduce(Op::REDUCE_SUM, net.mul(x, x), r - 1);
+    ValueId y;
+    if (l2) {
+      if (c.eps > 0) {
+        Tensor& f = net.feeds.back();
+        std::memset(f.mutable_bytes(), 0, static_cast<size_t>(c.shape.back()) * 4);
+      }
+      ValueId norm = net.b.op(Op::POW, {sum, net.scalar(0.5, r)});
+      y = net.mul(x, net.unary(Op::RECIPROCAL, net.clamp(norm, c.eps, INFINITY)));
+    } else {
+      ValueId ms = net.mul(sum, net.scalar(1.0 / static_cast<double>(c.shape.back()), r));
+      y = net.mul(x, net.unary(Op::RSQRT, net.add(ms, net.scalar(c.eps, r))));
+    }
     Shape cs(c.shape.size(), 1);
     cs.back() = c.shape.back();
     if (c.gamma) y = net.mul(y, net.weight(cs, 0.5, 1.5));
     if (c.beta) y = net.add(y, net.weight(cs));
     Module m = net.finish({net.add(y, x)});
-    auto dnn = check_vs_reference(m, net.feeds, {"RMS_NORM", "ADD"}, kTolAccumulate);
+    auto dnn = check_vs_reference(m, net.feeds, {unit, "ADD"}, kTolAccumulate);
     const std::vector<Tensor> one = run_model(dnn, net.feeds, 1), two = run_model(dnn, net.feeds, 2);
     EXPECT_TRUE(one[0].identical(two[0]));
   }
 }
 
-// F.normalize(x, dim=-1) as the ONNX import writes it, x * 1 / max(sqrt(sum(x * x)), eps) [* gamma
-// [+ beta]]: one L2_NORM unit (Weft's row kernel), a row of zeros 0 as in the graph (0 / eps),
-// the same on 1 and 2 threads.
+// RMS norm as T5 and LLaMA export it: x * rsqrt(mean(x * x) + eps) [* gamma [+ beta]], x also
+// read by a residual ADD. One RMS_NORM unit (Weft's own kernel).
+TEST(OneDnnVsReference, RmsNormRegion) {
+  check_row_norms({{{2, 5, 16}, 1e-6, true, false},
+                   {{1, 3, 4, 20}, 1e-5, true, true},
+                   {{3, 9, 13}, 1e-3, false, false},
+                   {{1, 8, 768}, 1e-6, true, false},
+                   {{70, 5}, 1e-5, true, true}},
+                  false, "RMS_NORM", 1360);
+}
+
+// F.normalize(x, dim=-1): one L2_NORM unit (the same row kernel's L2 form), a zero row 0.
 TEST(OneDnnVsReference, L2NormRegion) {
-  struct Case {
-    Shape shape;
-    double eps;
-    bool gamma, beta;
-  };
-  const std::vector<Case> cases = {
-      {{2, 5, 16}, 1e-12, false, false}, {{49, 3, 64, 32}, 1e-12, false, false}, {{3, 9, 13}, 1e-3, true, false},
-      {{1, 8, 768}, 1e-6, true, true},   {{70, 5}, 0.0, false, false},
-  };
-  uint32_t seed = 1370;
-  for (const Case& c : cases) {
-    SCOPED_TRACE(shape_str(c.shape) + " eps " + std::to_string(c.eps) + (c.gamma ? " gamma" : "") + (c.beta ? " beta" : ""));
-    Net net(seed++);
-    ValueId x = net.input(c.shape, -3, 5);
-    if (c.eps > 0) {  // the first row all zeros: its norm is 0, the guard gives 0 * (1 / eps) = 0
-      Tensor& f = net.feeds.back();
-      for (int64_t i = 0; i < c.shape.back(); ++i) std::memset(f.mutable_bytes() + 4 * i, 0, 4);
-    }
-    const int r = static_cast<int>(c.shape.size());
-    ValueId norm = net.b.op(Op::POW, {net.reduce(Op::REDUCE_SUM, net.mul(x, x), r - 1), net.scalar(0.5, r)});
-    ValueId y = net.mul(x, net.unary(Op::RECIPROCAL, net.clamp(norm, c.eps, INFINITY)));
-    Shape cs(c.shape.size(), 1);
-    cs.back() = c.shape.back();
-    if (c.gamma) y = net.mul(y, net.weight(cs, 0.5, 1.5));
-    if (c.beta) y = net.add(y, net.weight(cs));
-    Module m = net.finish({net.add(y, x)});
-    auto dnn = check_vs_reference(m, net.feeds, {"L2_NORM", "ADD"}, kTolAccumulate);
-    const std::vector<Tensor> one = run_model(dnn, net.feeds, 1), two = run_model(dnn, net.feeds, 2);
-    EXPECT_TRUE(one[0].identical(two[0]));
-  }
+  check_row_norms({{{2, 5, 16}, 1e-12, false, false},
+                   {{49, 3, 64, 32}, 1e-12, false, false},
+                   {{3, 9, 13}, 1e-3, true, false},
+                   {{1, 8, 768}, 1e-6, true, true},
+                   {{70, 5}, 0.0, false, false}},
+                  true, "L2_NORM", 1370);
 }
 
 TEST(OneDnnVsReference, LayerNormWithRuntimeBetaKeepsTheAddOutside) {

@@ -478,85 +478,79 @@ TEST(VulkanMisc, LayerNormRegion) {
   }
 }
 
-// RMS norm as T5 and LLaMA export it: x * rsqrt(mean(x * x) + eps) [* gamma [+ beta]], in fp32 and
-// narrowed to fp16: one RMS_NORM dispatch (mx_rownorm MODE 2, the cached and the reloading rows, the
-// subgroup rows), against the reference's operator-by-operator result.
-TEST(VulkanMisc, RmsNormRegion) {
-  struct Case {
-    Shape shape;
-    bool gamma, beta, fp16;
+// x * x summed over the last axis, then RMS norm as T5 and LLaMA export it, x * rsqrt(mean + 1e-6),
+// or (l2) F.normalize as the ONNX import writes it, x * 1 / max(sqrt(sum), 1e-12); then
+// [* gamma [+ beta]], constants per channel.
+Module row_norm_module(const Shape& shape, bool l2, bool gamma, bool beta, std::mt19937& rng) {
+  GraphBuilder b;
+  const int r = static_cast<int>(shape.size());
+  ValueId x = b.input("x", tt(DType::kFp32, shape));
+  ValueId shift = b.constant("shift", Tensor::from_ints(tt(DType::kInt8, {1}), std::vector<int64_t>{0}));
+  auto scalar = [&](const std::string& name, double v) {
+    return b.constant(name, Tensor::from_doubles(tt(DType::kFp32, Shape(static_cast<size_t>(r), 1)), std::vector<double>{v}));
   };
-  const std::vector<Case> cases = {
-      {{2, 5, 16}, true, false, false}, {{1, 3, 4, 20}, true, true, false}, {{3, 9, 13}, false, false, false},
-      {{2, 5000}, true, false, false},  {{4200, 24}, true, false, false},   {{1, 8, 768}, true, false, true},
-  };
-  std::mt19937 rng(1310);
-  for (const Case& c : cases) {
-    SCOPED_TRACE(shape_str(c.shape) + (c.gamma ? " gamma" : "") + (c.beta ? " beta" : "") + (c.fp16 ? " fp16" : ""));
-    GraphBuilder b;
-    const int r = static_cast<int>(c.shape.size());
-    ValueId x = b.input("x", tt(DType::kFp32, c.shape));
-    ValueId shift = b.constant("shift", Tensor::from_ints(tt(DType::kInt8, {1}), std::vector<int64_t>{0}));
-    auto scalar = [&](const std::string& name, double v) {
-      return b.constant(name, Tensor::from_doubles(tt(DType::kFp32, Shape(static_cast<size_t>(r), 1)), std::vector<double>{v}));
-    };
-    auto mul = [&](ValueId a, ValueId k) { return b.op(Op::MUL, {a, k, shift}); };
-    ValueId ms = mul(b.op(Op::REDUCE_SUM, {mul(x, x)}, {{"axis", int64_t{r - 1}}}), scalar("inv_n", 1.0 / static_cast<double>(c.shape.back())));
-    ValueId y = mul(x, b.op(Op::RSQRT, {b.op(Op::ADD, {ms, scalar("eps", 1e-6)})}));
-    Shape cs(static_cast<size_t>(r), 1);
-    cs.back() = c.shape.back();
-    if (c.gamma) y = mul(y, b.constant("gamma", random_tensor(tt(DType::kFp32, cs), rng, 0.5, 1.5)));
-    if (c.beta) y = b.op(Op::ADD, {y, b.constant("beta", random_tensor(tt(DType::kFp32, cs), rng))});
-    b.output(y);
-    Module m(b.finish());
-    if (c.fp16) compiler::narrow_fp32_to_fp16(m, compiler::Narrowing::kFull);
-    const DType t = c.fp16 ? DType::kFp16 : DType::kFp32;
-    const std::string ex = check_vs_reference(m, {random_tensor(tt(t, c.shape), rng, -3, 5)}, c.fp16 ? 3e-2 : 1e-4);
-    EXPECT_NE(ex.find("RMS_NORM"), std::string::npos) << ex;
-  }
-}
-
-// F.normalize(x, dim=-1) as the ONNX import writes it, x * 1 / max(sqrt(sum(x * x)), eps) [* gamma
-// [+ beta]], in fp32 and narrowed to fp16 (eps = 1e-12 becomes 2^-14 there): one L2_NORM dispatch
-// (mx_rownorm MODE 4: the cached and the reloading rows, the subgroup rows), a row of zeros 0.
-TEST(VulkanMisc, L2NormRegion) {
-  struct Case {
-    Shape shape;
-    bool gamma, beta, fp16;
-  };
-  const std::vector<Case> cases = {
-      {{2, 5, 16}, false, false, false}, {{1, 3, 4, 20}, true, true, false}, {{2, 5000}, true, false, false},
-      {{4200, 24}, false, false, false}, {{49, 3, 64, 32}, false, false, true},
-  };
-  std::mt19937 rng(1320);
-  for (const Case& c : cases) {
-    SCOPED_TRACE(shape_str(c.shape) + (c.gamma ? " gamma" : "") + (c.beta ? " beta" : "") + (c.fp16 ? " fp16" : ""));
-    GraphBuilder b;
-    const int r = static_cast<int>(c.shape.size());
-    ValueId x = b.input("x", tt(DType::kFp32, c.shape));
-    ValueId shift = b.constant("shift", Tensor::from_ints(tt(DType::kInt8, {1}), std::vector<int64_t>{0}));
-    auto scalar = [&](const std::string& name, double v) {
-      return b.constant(name, Tensor::from_doubles(tt(DType::kFp32, Shape(static_cast<size_t>(r), 1)), std::vector<double>{v}));
-    };
-    auto mul = [&](ValueId a, ValueId k) { return b.op(Op::MUL, {a, k, shift}); };
-    ValueId norm = b.op(Op::POW, {b.op(Op::REDUCE_SUM, {mul(x, x)}, {{"axis", int64_t{r - 1}}}), scalar("half", 0.5)});
-    ValueId guarded = b.op(Op::CLAMP, {norm},
+  auto mul = [&](ValueId a, ValueId k) { return b.op(Op::MUL, {a, k, shift}); };
+  ValueId sum = b.op(Op::REDUCE_SUM, {mul(x, x)}, {{"axis", int64_t{r - 1}}});
+  ValueId y;
+  if (l2) {
+    ValueId guarded = b.op(Op::CLAMP, {b.op(Op::POW, {sum, scalar("half", 0.5)})},
                            {{"min_val", Tensor::from_doubles(tt(DType::kFp32, {}), std::vector<double>{1e-12})},
                             {"max_val", Tensor::from_doubles(tt(DType::kFp32, {}), std::vector<double>{INFINITY})}});
-    ValueId y = mul(x, b.op(Op::RECIPROCAL, {guarded}));
-    Shape cs(static_cast<size_t>(r), 1);
-    cs.back() = c.shape.back();
-    if (c.gamma) y = mul(y, b.constant("gamma", random_tensor(tt(DType::kFp32, cs), rng, 0.5, 1.5)));
-    if (c.beta) y = b.op(Op::ADD, {y, b.constant("beta", random_tensor(tt(DType::kFp32, cs), rng))});
-    b.output(y);
-    Module m(b.finish());
+    y = mul(x, b.op(Op::RECIPROCAL, {guarded}));
+  } else {
+    ValueId ms = mul(sum, scalar("inv_n", 1.0 / static_cast<double>(shape.back())));
+    y = mul(x, b.op(Op::RSQRT, {b.op(Op::ADD, {ms, scalar("eps", 1e-6)})}));
+  }
+  Shape cs(static_cast<size_t>(r), 1);
+  cs.back() = shape.back();
+  if (gamma) y = mul(y, b.constant("gamma", random_tensor(tt(DType::kFp32, cs), rng, 0.5, 1.5)));
+  if (beta) y = b.op(Op::ADD, {y, b.constant("beta", random_tensor(tt(DType::kFp32, cs), rng))});
+  b.output(y);
+  return Module(b.finish());
+}
+
+struct RowNormCase {
+  Shape shape;
+  bool gamma, beta, fp16;
+};
+
+// Runs each case of row_norm_module(l2) in fp32 or narrowed to fp16 against the reference and
+// expects one `unit`. With `zero_row`, the input's first row is all zeros.
+void check_row_norms(const std::vector<RowNormCase>& cases, bool l2, const char* unit, uint32_t seed, bool zero_row) {
+  std::mt19937 rng(seed);
+  for (const RowNormCase& c : cases) {
+    SCOPED_TRACE(shape_str(c.shape) + (c.gamma ? " gamma" : "") + (c.beta ? " beta" : "") + (c.fp16 ? " fp16" : ""));
+    Module m = row_norm_module(c.shape, l2, c.gamma, c.beta, rng);
     if (c.fp16) compiler::narrow_fp32_to_fp16(m, compiler::Narrowing::kFull);
     const DType t = c.fp16 ? DType::kFp16 : DType::kFp32;
     Tensor in = random_tensor(tt(t, c.shape), rng, -3, 5);
-    std::memset(in.mutable_bytes(), 0, static_cast<size_t>(c.shape.back()) * storage_size(t));  // a row of zeros
+    if (zero_row) std::memset(in.mutable_bytes(), 0, static_cast<size_t>(c.shape.back()) * storage_size(t));
     const std::string ex = check_vs_reference(m, {in}, c.fp16 ? 3e-2 : 1e-4);
-    EXPECT_NE(ex.find("L2_NORM"), std::string::npos) << ex;
+    EXPECT_NE(ex.find(unit), std::string::npos) << ex;
   }
+}
+
+// RMS norm in fp32 and narrowed to fp16: one RMS_NORM dispatch (mx_rownorm MODE 2, the cached and
+// the reloading rows, the subgroup rows), against the reference's operator-by-operator result.
+TEST(VulkanMisc, RmsNormRegion) {
+  check_row_norms({{{2, 5, 16}, true, false, false},
+                   {{1, 3, 4, 20}, true, true, false},
+                   {{3, 9, 13}, false, false, false},
+                   {{2, 5000}, true, false, false},
+                   {{4200, 24}, true, false, false},
+                   {{1, 8, 768}, true, false, true}},
+                  false, "RMS_NORM", 1310, false);
+}
+
+// F.normalize(x, dim=-1) in fp32 and narrowed to fp16 (eps = 1e-12 becomes 2^-14 there): one
+// L2_NORM dispatch (mx_rownorm MODE 4, the same row forms), a row of zeros 0 as in the graph.
+TEST(VulkanMisc, L2NormRegion) {
+  check_row_norms({{{2, 5, 16}, false, false, false},
+                   {{1, 3, 4, 20}, true, true, false},
+                   {{2, 5000}, true, false, false},
+                   {{4200, 24}, false, false, false},
+                   {{49, 3, 64, 32}, false, false, true}},
+                  true, "L2_NORM", 1320, true);
 }
 
 // The same regions narrowed to fp16 (the runtime's reduced-precision mode, compiler/narrow.h): the
