@@ -31,6 +31,7 @@ namespace {
 
 constexpr double kFp16Max = 65504.0;
 constexpr double kFp16MinNormal = 6.103515625e-05;  // 2^-14
+constexpr double kFp16MinSubnormal = 5.9604644775390625e-08;  // 2^-24
 
 TensorType narrowed(const TensorType& t) {
   return t.dtype == DType::kFp32 ? TensorType{DType::kFp16, t.shape} : t;
@@ -75,7 +76,38 @@ bool has_accumulator_choice(Op op) {
          op == Op::AVG_POOL2D;
 }
 
+// The CONST nodes of `g` holding a norm's epsilon that fp16 would round to 0: one nonzero fp32
+// value, every reader an ADD whose result only RSQRTs read (var + eps -> RSQRT: a layer norm as
+// the ONNX import writes it; HF BERT's eps is 1e-12). Rounded to 0, a row whose variance is 0
+// gives 0 * RSQRT(0) = 0 * inf = NaN where fp32 gives 0. Those become +-2^-24 (fp16's smallest
+// subnormal, RSQRT 4096): the nearest value that is not 0.
+std::set<int> epsilon_consts(const Graph& g) {
+  std::vector<std::vector<int>> readers(g.values().size());
+  for (size_t i = 0; i < g.nodes().size(); ++i)
+    for (ValueId v : g.node(static_cast<int>(i)).inputs) readers[static_cast<size_t>(v)].push_back(static_cast<int>(i));
+  std::set<ValueId> outputs(g.outputs().begin(), g.outputs().end());
+  std::set<int> out;
+  for (size_t i = 0; i < g.nodes().size(); ++i) {
+    const Node& c = g.node(static_cast<int>(i));
+    if (c.op != Op::CONST || c.outputs.size() != 1 || outputs.count(c.outputs[0])) continue;
+    const Tensor& t = c.attr_tensor("values");
+    if (t.dtype() != DType::kFp32 || t.num_elements() != 1) continue;
+    const double v = t.at_double(0);
+    if (v == 0.0 || std::fabs(v) > kFp16MinSubnormal / 2) continue;  // rounds to a nonzero fp16 already
+    const auto& rs = readers[static_cast<size_t>(c.outputs[0])];
+    bool eps = !rs.empty();
+    for (int r : rs) {
+      const Node& add = g.node(r);
+      eps = eps && add.op == Op::ADD && !outputs.count(add.outputs[0]) && !readers[static_cast<size_t>(add.outputs[0])].empty();
+      for (int q : eps ? readers[static_cast<size_t>(add.outputs[0])] : std::vector<int>{}) eps = eps && g.node(q).op == Op::RSQRT;
+    }
+    if (eps) out.insert(static_cast<int>(i));
+  }
+  return out;
+}
+
 Graph narrow_graph(const Graph& g, bool fp32_accumulators, bool preserve_io, bool entry, NarrowStats& st) {
+  const std::set<int> epsilons = epsilon_consts(g);
   Graph ng(g.name());
   const bool keep_io = entry && preserve_io;
   std::vector<ValueId> map(g.values().size(), kNoValue);
@@ -124,8 +156,15 @@ Graph narrow_graph(const Graph& g, bool fp32_accumulators, bool preserve_io, boo
       switch (def.attrs[a].kind) {
         case AttrKind::kTensor:
         case AttrKind::kScalar:
-          if (std::get<Tensor>(v).dtype() == DType::kFp32)
+          if (std::get<Tensor>(v).dtype() == DType::kFp32) {
+            const double before = std::get<Tensor>(v).at_double(0);
             v = n.op == Op::CLAMP ? clamp_bound_to_fp16(std::get<Tensor>(v), st) : to_fp16(std::get<Tensor>(v), st);
+            if (epsilons.count(static_cast<int>(i))) {
+              Tensor& t = std::get<Tensor>(v);
+              store_from_double(DType::kFp16, t.mutable_bytes(), std::copysign(kFp16MinSubnormal, before));
+              ++st.epsilons_raised;
+            }
+          }
           break;
         case AttrKind::kAccType:
           if (fp32_in && std::get<int64_t>(v) == static_cast<int64_t>(AccType::kFp32)) {
@@ -184,6 +223,7 @@ std::string narrow_summary(const NarrowStats& st) {
   return std::to_string(st.values) + " fp32 tensors, " + std::to_string(st.constant_elements) + " constant elements (" +
          std::to_string(st.saturated) + " saturated to +-65504), " +
          (st.bounds_raised ? std::to_string(st.bounds_raised) + " CLAMP bounds below fp16's normal range raised to +-2^-14, " : "") +
+         (st.epsilons_raised ? std::to_string(st.epsilons_raised) + " epsilons before an RSQRT below fp16's range raised to +-2^-24, " : "") +
          std::to_string(st.accumulators_kept) +
          " fp32 accumulators kept, " + std::to_string(st.casts) + " casts at the inputs and outputs";
 }

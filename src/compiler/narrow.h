@@ -8,7 +8,9 @@
 //                     after each input and before each output
 // Constants and CLAMP bounds beyond fp16's range saturate to +-65504 (counted); a CLAMP bound that
 // is not 0 but below fp16's normal range (a division guard such as F.normalize's eps = 1e-12)
-// becomes +-2^-14 rather than 0 or a subnormal whose reciprocal is inf (counted). A CAST whose two
+// becomes +-2^-14 rather than 0 or a subnormal whose reciprocal is inf (counted); a norm's epsilon
+// that fp16 rounds to 0 (one value ADDed before an RSQRT only, as HF BERT's 1e-12) becomes +-2^-24
+// (counted), so that a row of variance 0 stays 0 rather than NaN. A CAST whose two
 // types become equal becomes an IDENTITY. CUSTOM nodes with fp32 operands are refused: their
 // shaders were written for fp32 buffers. The narrowed module is verified; a node without an fp16
 // type row is an error naming it.
@@ -31,6 +33,7 @@ struct NarrowStats {
   size_t constant_elements = 0;  // constant elements converted
   size_t saturated = 0;          // of which beyond fp16's range, saturated
   size_t bounds_raised = 0;      // nonzero CLAMP bounds below fp16's normal range, raised to +-2^-14
+  size_t epsilons_raised = 0;    // nonzero one-value ADD constants before an RSQRT that fp16 rounds to 0, now +-2^-24
   size_t accumulators_kept = 0;  // partial: nodes that keep an fp32 accumulator
   size_t casts = 0;              // CASTs added at the entry graph's inputs and outputs
 };

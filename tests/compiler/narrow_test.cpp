@@ -189,5 +189,49 @@ TEST(Narrow, ClampGuardsBelowTheFp16RangeStayGuards) {
   }
 }
 
+// A layer norm as the ONNX import writes it, d * RSQRT(mean(d * d) + eps) with HF BERT's eps =
+// 1e-12: fp16 rounds it to 0, and a row of equal values (variance 0) gave 0 * inf = NaN. The
+// epsilon becomes 2^-24; a tiny constant that no RSQRT reads, and an eps fp16 holds, stay.
+TEST(Narrow, NormEpsilonsBelowTheFp16RangeStayNonzero) {
+  GraphBuilder b;
+  ValueId x = b.input("x", {DType::kFp32, {2, 8}});
+  ValueId sh = b.constant("sh", Tensor::from_doubles({DType::kInt8, {1}}, std::vector<double>{0}));
+  auto k = [&](const std::string& name, double v) {
+    return b.constant(name, Tensor::from_doubles({DType::kFp32, {1, 1}}, std::vector<double>{v}));
+  };
+  auto mean = [&](ValueId v, const std::string& s) {
+    return b.op(Op::MUL, {b.op(Op::REDUCE_SUM, {v}, {{"axis", int64_t{1}}}, "sum" + s), k("inv_n" + s, 0.125), sh}, {}, "mean" + s);
+  };
+  ValueId d = b.op(Op::SUB, {x, mean(x, "1")}, {}, "d");
+  ValueId var = mean(b.op(Op::MUL, {d, d, sh}, {}, "dd"), "2");
+  b.output(b.op(Op::MUL, {d, b.op(Op::RSQRT, {b.op(Op::ADD, {var, k("eps", 1e-12)}, {}, "var_eps")}, {}, "r"), sh}, {}, "y"));
+  b.output(b.op(Op::ADD, {x, k("tiny", 1e-12)}, {}, "plus_tiny"));  // no RSQRT reads it: rounds to 0
+  b.output(b.op(Op::RSQRT, {b.op(Op::ADD, {var, k("eps5", 1e-5)}, {}, "var_eps5")}, {}, "r5"));  // fp16 holds 1e-5
+  Module m(b.finish());
+  const compiler::NarrowStats st = compiler::narrow_fp32_to_fp16(m, /*fp32_accumulators=*/true, /*preserve_io=*/true);
+  EXPECT_EQ(st.epsilons_raised, 1u);
+  EXPECT_NE(compiler::narrow_summary(st).find("1 epsilons before an RSQRT below fp16's range raised"), std::string::npos)
+      << compiler::narrow_summary(st);
+  for (const Node& n : m.main().nodes()) {
+    if (n.op != Op::CONST || n.outputs.empty()) continue;
+    const std::string& name = m.main().value(n.outputs[0]).name;
+    const double v = load_as_double(DType::kFp16, n.attr_tensor("values").buffer().data());
+    if (name == "eps") EXPECT_EQ(v, std::ldexp(1.0, -24));
+    if (name == "tiny") EXPECT_EQ(v, 0.0);
+    if (name == "eps5") EXPECT_NEAR(v, 1e-5, 6e-8);  // (an fp16 subnormal: steps of 2^-24)
+  }
+  // Row 0 all 3 (variance 0), row 1 spread.
+  const Tensor in = Tensor::from_doubles({DType::kFp32, {2, 8}},
+                                         std::vector<double>{3, 3, 3, 3, 3, 3, 3, 3, -2, -1, 0, 1, 2, 3, 4, 5});
+  Interpreter interp(m);
+  const Tensor y = interp.run({in})[0];
+  for (int64_t i = 0; i < 16; ++i) {
+    const double v = load_as_double(DType::kFp32, y.buffer().data() + 4 * i);
+    EXPECT_TRUE(std::isfinite(v)) << "element " << i;
+    const double want = i < 8 ? 0.0 : (static_cast<double>(i - 8) - 3.5) / std::sqrt(5.25);
+    EXPECT_NEAR(v, want, 0.01) << "element " << i;
+  }
+}
+
 }  // namespace
 }  // namespace weft
