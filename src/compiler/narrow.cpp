@@ -2,6 +2,7 @@
 // accumulators chosen by mode, CASTs at the entry graph's boundary for full_preserve_io.
 #include "compiler/narrow.h"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -37,7 +38,10 @@ TensorType narrowed(const TensorType& t) {
   return t.dtype == DType::kFp32 ? TensorType{DType::kFp16, t.shape} : t;
 }
 
-Tensor to_fp16(const Tensor& t, NarrowStats& st) {
+// fp32 -> fp16, saturating beyond +-65504 (counted). With `floor` > 0 a value that is not 0 but
+// smaller in magnitude than `floor` becomes +-floor (counted in *raised) rather than rounding to
+// 0 or to a subnormal: the guards below.
+Tensor to_fp16(const Tensor& t, NarrowStats& st, double floor = 0, size_t* raised = nullptr) {
   Tensor out = Tensor::zeros(narrowed(t.type()));
   const int64_t n = t.num_elements();
   for (int64_t i = 0; i < n; ++i) {
@@ -45,6 +49,9 @@ Tensor to_fp16(const Tensor& t, NarrowStats& st) {
     if (std::isfinite(v) && std::fabs(v) > kFp16Max) {
       v = std::copysign(kFp16Max, v);
       ++st.saturated;
+    } else if (v != 0.0 && std::fabs(v) < floor) {
+      v = std::copysign(floor, v);
+      ++*raised;
     }
     store_from_double(DType::kFp16, out.mutable_bytes() + 2 * i, v);
   }
@@ -52,24 +59,14 @@ Tensor to_fp16(const Tensor& t, NarrowStats& st) {
   return out;
 }
 
-// A CLAMP bound of the fp32 graph that is not 0 but lies below fp16's normal range (F.normalize's
-// eps of 1e-12) is a guard: x / max(norm, eps) divides by it where the norm is 0 (Swin V2's
-// padded window tokens, whose k is exactly 0). Rounded to fp16 it would become 0 or a subnormal,
-// whose reciprocal is inf, so 0 * (1 / bound) gives NaN where fp32 gives 0. It becomes +-2^-14,
-// fp16's smallest normal (reciprocal 16384). A norm computed in fp16 from squares is 0 or at
-// least 2^-12, so on such a norm the raised bound acts only where it is 0, as the original does.
-Tensor clamp_bound_to_fp16(const Tensor& t, NarrowStats& st) {
-  Tensor out = to_fp16(t, st);
-  const int64_t n = t.num_elements();
-  for (int64_t i = 0; i < n; ++i) {
-    const double v = load_as_double(DType::kFp32, t.buffer().data() + 4 * i);
-    if (v != 0.0 && std::fabs(v) < kFp16MinNormal) {
-      store_from_double(DType::kFp16, out.mutable_bytes() + 2 * i, std::copysign(kFp16MinNormal, v));
-      ++st.bounds_raised;
-    }
-  }
-  return out;
-}
+// Two kinds of constant guard a division, and lose that rounded to 0 in fp16:
+//  - A CLAMP bound that is not 0 but lies below fp16's normal range (F.normalize's eps of 1e-12):
+//    x / max(norm, eps) divides by it where the norm is 0 (Swin V2's padded window tokens, whose
+//    k is exactly 0), and 0 * (1 / bound) is NaN where fp32 gives 0. It becomes +-2^-14, fp16's
+//    smallest normal (reciprocal 16384); a subnormal's reciprocal would be inf. A norm computed in
+//    fp16 from squares is 0 or at least 2^-12, so the raised bound acts only where it is 0.
+//  - A norm's epsilon (epsilon_consts below) that fp16 rounds to 0 becomes +-2^-24, fp16's
+//    smallest subnormal (RSQRT 4096): the nearest value that is not 0.
 
 bool has_accumulator_choice(Op op) {
   return op == Op::CONV2D || op == Op::CONV3D || op == Op::DEPTHWISE_CONV2D || op == Op::TRANSPOSE_CONV2D ||
@@ -94,14 +91,15 @@ std::set<int> epsilon_consts(const Graph& g) {
     if (t.dtype() != DType::kFp32 || t.num_elements() != 1) continue;
     const double v = t.at_double(0);
     if (v == 0.0 || std::fabs(v) > kFp16MinSubnormal / 2) continue;  // rounds to a nonzero fp16 already
-    const auto& rs = readers[static_cast<size_t>(c.outputs[0])];
-    bool eps = !rs.empty();
-    for (int r : rs) {
+    // var + eps, read by RSQRTs only.
+    auto before_rsqrt = [&](int r) {
       const Node& add = g.node(r);
-      eps = eps && add.op == Op::ADD && !outputs.count(add.outputs[0]) && !readers[static_cast<size_t>(add.outputs[0])].empty();
-      for (int q : eps ? readers[static_cast<size_t>(add.outputs[0])] : std::vector<int>{}) eps = eps && g.node(q).op == Op::RSQRT;
-    }
-    if (eps) out.insert(static_cast<int>(i));
+      const auto& next = readers[static_cast<size_t>(add.outputs[0])];
+      return add.op == Op::ADD && !outputs.count(add.outputs[0]) && !next.empty() &&
+             std::all_of(next.begin(), next.end(), [&](int q) { return g.node(q).op == Op::RSQRT; });
+    };
+    const auto& rs = readers[static_cast<size_t>(c.outputs[0])];
+    if (!rs.empty() && std::all_of(rs.begin(), rs.end(), before_rsqrt)) out.insert(static_cast<int>(i));
   }
   return out;
 }
@@ -156,15 +154,13 @@ Graph narrow_graph(const Graph& g, bool fp32_accumulators, bool preserve_io, boo
       switch (def.attrs[a].kind) {
         case AttrKind::kTensor:
         case AttrKind::kScalar:
-          if (std::get<Tensor>(v).dtype() == DType::kFp32) {
-            const double before = std::get<Tensor>(v).at_double(0);
-            v = n.op == Op::CLAMP ? clamp_bound_to_fp16(std::get<Tensor>(v), st) : to_fp16(std::get<Tensor>(v), st);
-            if (epsilons.count(static_cast<int>(i))) {
-              Tensor& t = std::get<Tensor>(v);
-              store_from_double(DType::kFp16, t.mutable_bytes(), std::copysign(kFp16MinSubnormal, before));
-              ++st.epsilons_raised;
-            }
-          }
+          if (std::get<Tensor>(v).dtype() != DType::kFp32) break;
+          if (n.op == Op::CLAMP)
+            v = to_fp16(std::get<Tensor>(v), st, kFp16MinNormal, &st.bounds_raised);
+          else if (epsilons.count(static_cast<int>(i)))
+            v = to_fp16(std::get<Tensor>(v), st, kFp16MinSubnormal, &st.epsilons_raised);
+          else
+            v = to_fp16(std::get<Tensor>(v), st);
           break;
         case AttrKind::kAccType:
           if (fp32_in && std::get<int64_t>(v) == static_cast<int64_t>(AccType::kFp32)) {
