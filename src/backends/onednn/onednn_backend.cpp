@@ -1897,17 +1897,17 @@ std::unique_ptr<Kernel> prepare_slice_copies(const Graph& g, const Composite& c)
 
 // ---- Regions: softmax, layer, RMS and L2 normalization --------------------------------------------
 
-// RMS normalization over the last axis (Region::kRmsNorm; oneDNN 2.x's layer normalization has no
-// RMS form): per row, ms = sum(x * x) * inv_n in fp32 (eight interleaved partial sums), then
-// y = x * (1 / sqrt(ms + eps)) * gamma + beta. Rows split over threads; each row is computed
+// The norms by a row's sum of squares, which oneDNN 2.x's layer normalization does not have. RMS
+// normalization over the last axis (Region::kRmsNorm): per row, ms = sum(x * x) * inv_n in fp32
+// (eight interleaved partial sums), then y = x * (1 / sqrt(ms + eps)) * gamma + beta. Rows split over threads; each row is computed
 // whole by one, so the result does not depend on the thread count.
 //
 // With `l2` the same kernel is the L2 normalization (Region::kL2Norm, F.normalize): y = x * (1 /
 // max(sqrt(sum(x * x)), eps)) * gamma + beta, a NaN norm kept (std::max keeps its first operand
 // when the comparison is false), a zero row 0.
-class RmsNormKernel final : public Kernel {
+class RowNormKernel final : public Kernel {
  public:
-  RmsNormKernel(int input, int64_t rows, int64_t n, float inv_n, float eps, std::vector<float> gamma, std::vector<float> beta,
+  RowNormKernel(int input, int64_t rows, int64_t n, float inv_n, float eps, std::vector<float> gamma, std::vector<float> beta,
                 bool l2 = false)
       : input_(input), rows_(rows), n_(n), inv_n_(inv_n), eps_(eps), gamma_(std::move(gamma)), beta_(std::move(beta)), l2_(l2) {}
   size_t prepared_bytes() const override { return (gamma_.size() + beta_.size()) * sizeof(float); }
@@ -1958,7 +1958,7 @@ std::unique_ptr<Kernel> prepare_region(const Graph& g, const Composite& c, const
         for (int64_t i = 0; i < n; ++i) p[static_cast<size_t>(i)] = static_cast<float>(k->at_double(i));
       return p;
     };
-    return std::make_unique<RmsNormKernel>(c.input_index(c.source), t.num_elements() / n, n, c.inv_n != 0 ? static_cast<float>(c.inv_n) : 1.f / static_cast<float>(n),
+    return std::make_unique<RowNormKernel>(c.input_index(c.source), t.num_elements() / n, n, c.inv_n != 0 ? static_cast<float>(c.inv_n) : 1.f / static_cast<float>(n),
                                            static_cast<float>(c.epsilon), channel(c.gamma, 1.f), channel(c.beta, 0.f),
                                            c.region == Composite::Region::kL2Norm);
   }
