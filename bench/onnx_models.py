@@ -4,7 +4,7 @@
     /usr/bin/python3 bench/onnx_models.py [--weft build/weft] [--out build/models]
         [--models mobilenet_v2,resnet50,efficientnet_b0,bert_encoder] [--threads 1,2]
         [--iters 50] [--rounds 3] [--profile DIR] [--json FILE] [--baseline OTHER_WEFT]
-        [--no-library-scratch] [--load]
+        [--no-library-scratch] [--load] [--cpu-isa avx2]
 
 --models broad: the test models and torchvision's broad set (export_models.BROAD), exported on
 first use (a few minutes; nothing committed).
@@ -23,6 +23,13 @@ weights, opset 17); ONNX Runtime is npm onnxruntime-node, installed by scripts/o
 and driven by scripts/onnx/ort_run.js (graph optimizations all on, inter-op threads 1).
 With --profile DIR, each model's `weft run --profile` output (where the time goes per fused
 pattern and backend, and the slowest kernels) is written to DIR/<model>.t<threads>.txt.
+
+With --cpu-isa avx2, every process the bench starts (Weft, the baseline and ONNX Runtime alike)
+runs with build/bench/libweft_cpu_avx2.so preloaded (bench/cpu_avx2/cpu_avx2.cpp): the kernel's
+CPUID faulting hides AVX-512, AMX and AVX-VNNI from them, so that oneDNN, MLAS and Weft's own
+kernels all take the paths they take on an AVX2 + FMA CPU. It needs CPUID faulting (/proc/cpuinfo
+flag cpuid_fault; Intel CPUs, and VMs that pass it through) and stops with the reason where there
+is none. Before the table, one `weft run --profile` checks that oneDNN's kernels are AVX2 ones.
 
 With --load, the cost of loading instead: each side runs once per round as a fresh process
 (`weft run` / `ort_run.js` with one inference, one thread), timed from start to exit, with its
@@ -48,6 +55,8 @@ sys.path.insert(0, ONNX_SCRIPTS)
 import export_models  # noqa: E402
 
 DEFAULT_MODELS = "mobilenet_v2,resnet50,efficientnet_b0,bert_encoder"
+# The CPU comparison: without it, `weft run` puts a GPU's Vulkan backend first on machines that have one.
+CPU_BACKENDS = "onednn,reference"
 
 
 def median_ms(cmd, what):
@@ -78,6 +87,10 @@ def main(argv=None):
                     help="with --load: the models with their weights in an external data file")
     ap.add_argument("--no-library-scratch", action="store_true",
                     help="skip the measurement with oneDNN's own scratchpad (faster runs)")
+    ap.add_argument("--cpu-isa", choices=["native", "avx2"], default="native",
+                    help="avx2: run every process on a CPU that presents AVX2 + FMA only (CPUID faulting)")
+    ap.add_argument("--cpu-isa-lib", help="the preload library for --cpu-isa avx2 "
+                                          "(default: bench/libweft_cpu_avx2.so beside the weft CLI)")
     args = ap.parse_args(argv)
 
     names = export_models.parse_model_list(args.models)
@@ -92,6 +105,8 @@ def main(argv=None):
     subprocess.run(["bash", os.path.join(ONNX_SCRIPTS, "setup_ort.sh")], stdout=subprocess.DEVNULL, check=True)
     if args.profile:
         os.makedirs(args.profile, exist_ok=True)
+    if args.cpu_isa == "avx2":
+        present_avx2_cpu(args, names[0])
 
     if args.load:
         return load_table(args, names)
@@ -105,7 +120,7 @@ def main(argv=None):
         for t in threads:
             ort_cmd = ["node", os.path.join(ONNX_SCRIPTS, "ort_run.js"), files["onnx"], "--input", binding,
                        "--threads", str(t), "--bench", str(args.iters)]
-            weft_cmd = [args.weft, "run", files["onnx"], "--input", binding, "--threads", str(t),
+            weft_cmd = [args.weft, "run", files["onnx"], "--input", binding, "--backend", CPU_BACKENDS, "--threads", str(t),
                         "--repeat", str(args.iters), "-o",
                         "%s=%s" % (export_models.OUTPUT_NAME, os.path.join(args.out, name + ".bench.npy"))]
             ort, weft, weft_lib, base = [], [], [], []
@@ -147,6 +162,28 @@ def main(argv=None):
     return 0
 
 
+def present_avx2_cpu(args, probe_model):
+    """Preloads the CPUID mask into every later child process and checks that it took effect."""
+    lib = os.path.abspath(args.cpu_isa_lib or os.path.join(os.path.dirname(os.path.abspath(args.weft)), "bench",
+                                                            "libweft_cpu_avx2.so"))
+    if not os.path.exists(lib):
+        raise SystemExit("--cpu-isa avx2: %s not found (build the target weft_cpu_avx2 or pass --cpu-isa-lib)" % lib)
+    os.environ["LD_PRELOAD"] = lib + ((" " + os.environ["LD_PRELOAD"]) if os.environ.get("LD_PRELOAD") else "")
+    files = export_models.model_files(args.out, probe_model)
+    p = subprocess.run([args.weft, "run", files["onnx"], "--input", "%s=%s" % (export_models.MODELS[probe_model][0],
+                        files["input"]), "--backend", CPU_BACKENDS, "--threads", "1", "--profile", "-o", "%s=%s" % (
+                        export_models.OUTPUT_NAME, os.path.join(args.out, probe_model + ".bench.npy"))],
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        raise SystemExit("--cpu-isa avx2: %s" % (p.stderr.strip() or "weft exited with %d" % p.returncode))
+    wide = sorted(set(re.findall(r"\b\w*(?:avx512|amx)\w*\b", p.stdout)))
+    if wide:
+        raise SystemExit("--cpu-isa avx2: %s still ran %s kernels under %s" % (probe_model, ", ".join(wide), lib))
+    print("CPU presented as AVX2 + FMA only (%s); %s's kernels: %s" % (
+        os.path.basename(lib), probe_model, ", ".join(sorted(set(re.findall(r"\b\w*avx2\w*\b", p.stdout)))) or "none named"),
+        flush=True)
+
+
 def process_cost(cmd, what):
     """Seconds from start to exit and peak resident memory (bytes) of one run of `cmd`."""
     t0 = time.perf_counter()
@@ -177,7 +214,7 @@ def load_table(args, names):
         out = os.path.join(args.out, name + ".load.npy")
         ort_cmd = ["node", os.path.join(ONNX_SCRIPTS, "ort_run.js"), files["onnx"], "--input", binding, "--threads", "1",
                    "--output", "%s=%s" % (export_models.OUTPUT_NAME, out)]
-        weft_cmd = [args.weft, "run", files["onnx"], "--input", binding, "--threads", "1", "-o",
+        weft_cmd = [args.weft, "run", files["onnx"], "--input", binding, "--backend", CPU_BACKENDS, "--threads", "1", "-o",
                     "%s=%s" % (export_models.OUTPUT_NAME, out)]
         ort, weft = [], []
         for _ in range(args.rounds):
