@@ -844,6 +844,84 @@ int drop_broadcast_tiles(Graph& g) {
   return dropped;
 }
 
+// The taps [lo, hi] of a window axis that read the input for some output position: tap i reads
+// rows o * stride - pad_before + i * dilation, o in [0, out), which must meet [0, in). Empty (lo >
+// hi) where every tap reads only padding.
+struct TapRange {
+  int64_t lo = 0, hi = -1;
+};
+TapRange live_taps(int64_t in, int64_t out, int64_t k, int64_t pad_before, int64_t stride, int64_t dilation) {
+  TapRange r{k, -1};
+  for (int64_t i = 0; i < k; ++i) {
+    const int64_t first = -pad_before + i * dilation, last = (out - 1) * stride - pad_before + i * dilation;
+    if (last >= 0 && first < in) {
+      r.lo = std::min(r.lo, i);
+      r.hi = std::max(r.hi, i);
+    }
+  }
+  return r;
+}
+
+int prune_padding_taps(Graph& g) {
+  const Uses uses(g);
+  int pruned = 0;
+  for (size_t i = 0; i < g.nodes().size(); ++i) {
+    const Node& n = g.node(static_cast<int>(i));
+    if ((n.op != Op::CONV2D && n.op != Op::DEPTHWISE_CONV2D) || n.inputs.size() < 2 || n.outputs.size() != 1) continue;
+    const bool depthwise = n.op == Op::DEPTHWISE_CONV2D;
+    const ValueId wv = n.inputs[1];
+    const Tensor* w = const_tensor(g, wv);
+    const Shape& xs = g.value(n.inputs[0]).type.shape;
+    const Shape& ys = g.value(n.outputs[0]).type.shape;
+    if (!w || w->shape().size() != 4 || xs.size() != 4 || ys.size() != 4 || !uses.only(wv, static_cast<int>(i))) continue;
+    const std::vector<int64_t>& pad = n.attr_ints("pad");
+    const std::vector<int64_t>& stride = n.attr_ints("stride");
+    const std::vector<int64_t>& dil = n.attr_ints("dilation");
+    if (pad.size() != 4 || stride.size() != 2 || dil.size() != 2) continue;
+    // Kernel axes: [OC, KH, KW, IC] for CONV2D, [KH, KW, C, M] for DEPTHWISE_CONV2D.
+    const size_t ah = depthwise ? 0 : 1, aw = ah + 1;
+    const Shape& ks = w->shape();
+    const TapRange th = live_taps(xs[1], ys[1], ks[ah], pad[0], stride[0], dil[0]);
+    const TapRange tw = live_taps(xs[2], ys[2], ks[aw], pad[2], stride[1], dil[1]);
+    if (th.lo > th.hi || tw.lo > tw.hi) continue;  // only padding everywhere: left as written
+    if (th.lo == 0 && th.hi == ks[ah] - 1 && tw.lo == 0 && tw.hi == ks[aw] - 1) continue;
+    const int64_t kh = th.hi - th.lo + 1, kw = tw.hi - tw.lo + 1;
+    const int64_t dh = kh == 1 ? 1 : dil[0], dw = kw == 1 ? 1 : dil[1];
+    // The same output positions: the first live tap moves the window's start by lo * dilation,
+    // and the end padding is what makes the output extent come out as before (exactly: TOSA
+    // requires (in - 1 + pads - (k - 1) * dilation) to be a multiple of the stride).
+    const int64_t pt = pad[0] - th.lo * dil[0], pl = pad[2] - tw.lo * dil[1];
+    const int64_t pb = (ys[1] - 1) * stride[0] + (kh - 1) * dh + 1 - xs[1] - pt;
+    const int64_t pr = (ys[2] - 1) * stride[1] + (kw - 1) * dw + 1 - xs[2] - pl;
+    if (pt < 0 || pl < 0 || pb < 0 || pr < 0) continue;
+    // TOSA skips the taps that fall outside the input (no product with padding is formed), so
+    // the kept taps give the same sum.
+    Shape nks = ks;
+    nks[ah] = kh;
+    nks[aw] = kw;
+    Tensor nw = Tensor::zeros(TensorType{w->dtype(), nks});
+    const size_t es = storage_size(w->dtype());
+    int64_t dst = 0;
+    for (int64_t a = 0; a < ks[0]; ++a)
+      for (int64_t b = 0; b < ks[1]; ++b)
+        for (int64_t c = 0; c < ks[2]; ++c) {
+          const int64_t y = depthwise ? a : b, x = depthwise ? b : c;
+          if (y < th.lo || y > th.hi || x < tw.lo || x > tw.hi) continue;
+          std::memcpy(nw.mutable_bytes() + dst * es, w->bytes() + ((a * ks[1] + b) * ks[2] + c) * ks[3] * es,
+                      static_cast<size_t>(ks[3]) * es);
+          dst += ks[3];
+        }
+    Node& c = g.mutable_node(g.value(wv).producer);
+    g.mutable_value(wv).type = nw.type();
+    c.attrs[static_cast<size_t>(&c.attr("values") - c.attrs.data())] = std::move(nw);
+    Node& m = g.mutable_node(static_cast<int>(i));
+    m.attrs[static_cast<size_t>(&m.attr("pad") - m.attrs.data())] = std::vector<int64_t>{pt, pb, pl, pr};
+    m.attrs[static_cast<size_t>(&m.attr("dilation") - m.attrs.data())] = std::vector<int64_t>{dh, dw};
+    ++pruned;
+  }
+  return pruned;
+}
+
 int fold_slice_scales(Graph& g) {
   const Uses uses(g);
   const std::vector<std::vector<int>>& readers = uses.readers;
@@ -1136,6 +1214,8 @@ std::string canonical_summary(const CanonicalizeStats& s) {
   item(s.merged_matmuls, "sibling MATMUL merged into a wider one", "sibling MATMULs merged into wider ones");
   item(s.column_scales, "column scale moved in front of its SLICE", "column scales moved in front of their SLICEs");
   item(s.tiles, "broadcast TILE left to its element-wise reader", "broadcast TILEs left to their element-wise readers");
+  item(s.padding_taps, "convolution kernel cut to the taps that read its input",
+       "convolution kernels cut to the taps that read their input");
   return out;
 }
 
@@ -1193,6 +1273,7 @@ CanonicalizeStats canonicalize(Graph& g) {
   }
   if (stats.rsqrt > 0 || stats.reshapes > 0) g = prune_graph(g);
   stats.tiles = drop_broadcast_tiles(g);
+  stats.padding_taps = prune_padding_taps(g);
   stats.merged_matmuls = merge_sibling_matmuls(g, /*through_reshapes=*/false);
   stats.column_scales = fold_slice_scales(g);
   return stats;

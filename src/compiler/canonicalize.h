@@ -18,6 +18,7 @@ struct CanonicalizeStats {
   int identities = 0;      // MUL(x, 1) dropped, CLAMP(CLAMP(x)) merged
   int activations = 0;     // GELU, sigmoid, hard-swish and quick GELU written by hand, in the matched form
   int tiles = 0;           // TILEs that only broadcast an operand of an element-wise operator, dropped
+  int padding_taps = 0;    // convolutions whose kernel lost the taps that only ever read padding
 };
 
 // What the rewrites below did, for `--explain` ("3 repeated computations merged, 4 hand-written
@@ -93,7 +94,17 @@ std::string canonical_summary(const CanonicalizeStats& s);
 //    division (F.normalize exports x / expand(clamp(norm, eps)): Swin V2's cosine attention, 24
 //    such TILEs). Bit for bit the same (u computes each element from the same value) with one
 //    pass less and u on the small tensor.
+//  - CONV2D / DEPTHWISE_CONV2D with a constant kernel read only there, whose outer taps along H or
+//    W read only padding for every output position (an atrous convolution whose dilation is at
+//    least the input's extent: DeepLabV3's ASPP at dilations 24 and 36 on a 14 x 14 or 28 x 28
+//    map) -> the same convolution with those taps cut from the kernel and the padding and dilation
+//    adjusted (a kernel axis of one tap gets dilation 1): a 3 x 3 that is really a 1 x 1 runs as
+//    one. Exact: TOSA's convolutions skip a tap whose input position is outside the input (no
+//    product with padding is formed), so the sum has the same terms; backends may add them in
+//    another order.
 CanonicalizeStats canonicalize(Graph& g);
+// The convolution-tap pruning of canonicalize() on its own; returns how many kernels it cut.
+int prune_padding_taps(Graph& g);
 
 // The last rewrite of canonicalize() on its own; returns how many MULs it moved.
 int fold_slice_scales(Graph& g);

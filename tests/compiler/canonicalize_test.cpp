@@ -239,6 +239,73 @@ TEST(Canonicalize, BroadcastTilesInFrontOfElementwiseOperatorsGo) {
   for (size_t i = 0; i < after.size(); ++i) EXPECT_TRUE(after[i].identical(before[i])) << i;
 }
 
+TEST(Canonicalize, ConvolutionTapsThatReadOnlyPaddingAreCut) {
+  // Atrous convolutions on a 6 x 7 map (DeepLabV3's ASPP in small): x is [1, 6, 7, 3].
+  GraphBuilder b;
+  ValueId x = b.input("x", {DType::kFp32, {1, 6, 7, 3}});
+  ValueId z = b.constant("zp", Tensor::from_doubles({DType::kFp32, {1}}, std::vector<double>{0}));
+  auto kernel = [&](const std::string& name, Shape s) {
+    std::vector<double> v(static_cast<size_t>(shape_elements(s)));
+    for (size_t i = 0; i < v.size(); ++i) v[i] = 0.25 * std::sin(0.7 * static_cast<double>(i) + 0.3);
+    return b.constant(name, Tensor::from_doubles({DType::kFp32, std::move(s)}, v));
+  };
+  auto conv = [&](const std::string& name, ValueId w, std::vector<int64_t> pad, std::vector<int64_t> stride,
+                  std::vector<int64_t> dil, bool depthwise = false) {
+    ValueId bias = b.constant(name + "_b", Tensor::from_doubles({DType::kFp32, {4}}, std::vector<double>{0.1, -0.2, 0.3, 0}));
+    return b.op(depthwise ? Op::DEPTHWISE_CONV2D : Op::CONV2D, {x, w, bias, z, z},
+                {{"pad", pad}, {"stride", stride}, {"dilation", dil}, {"acc_type", static_cast<int64_t>(AccType::kFp32)}},
+                name);
+  };
+  // Every outer tap reads padding only (dilation 8 >= 6 and 7): a 1 x 1 convolution.
+  b.output(conv("c1", kernel("w1", {4, 3, 3, 3}), {8, 8, 8, 8}, {1, 1}, {8, 8}));
+  // Along H (dilation 4 < 6) every tap reads the input somewhere; along W only the middle one: 3 x 1.
+  b.output(conv("c2", kernel("w2", {4, 3, 3, 3}), {4, 4, 8, 8}, {1, 1}, {4, 8}));
+  // Stride 2, output rows 0..2: along H the first tap reads rows -5, -3, -1 only; the others stay.
+  b.output(conv("c3", kernel("w3", {4, 3, 3, 3}), {5, 4, 0, 0}, {2, 1}, {5, 1}));
+  // Depthwise ([KH, KW, C, M] kernel; C = 3, M = 1 makes 3 outputs: bias of 3).
+  ValueId dbias = b.constant("c4_b", Tensor::from_doubles({DType::kFp32, {3}}, std::vector<double>{0.5, 0, -0.5}));
+  b.output(b.op(Op::DEPTHWISE_CONV2D, {x, kernel("w4", {3, 3, 3, 1}), dbias, z, z},
+                {{"pad", std::vector<int64_t>{8, 8, 8, 8}}, {"stride", std::vector<int64_t>{1, 1}},
+                 {"dilation", std::vector<int64_t>{8, 8}}, {"acc_type", static_cast<int64_t>(AccType::kFp32)}},
+                "c4"));
+  // Kept: every tap live (3 x 3, padding 1), and a kernel that a second convolution reads too.
+  b.output(conv("c5", kernel("w5", {4, 3, 3, 3}), {1, 1, 1, 1}, {1, 1}, {1, 1}));
+  ValueId shared = kernel("w6", {4, 3, 3, 3});
+  b.output(conv("c6", shared, {8, 8, 8, 8}, {1, 1}, {8, 8}));
+  b.output(conv("c7", shared, {1, 1, 1, 1}, {1, 1}, {1, 1}));
+  Graph g = b.finish();
+  ASSERT_TRUE(verify_module(Module(g)).empty());
+  std::vector<double> xv(126);
+  for (size_t i = 0; i < xv.size(); ++i) xv[i] = std::cos(0.37 * static_cast<double>(i)) * (1.0 + 0.01 * static_cast<double>(i));
+  const Tensor in = Tensor::from_doubles({DType::kFp32, {1, 6, 7, 3}}, xv);
+  const std::vector<Tensor> before = Interpreter(Module(g)).run({in});
+  const CanonicalizeStats st = canonicalize(g);
+  EXPECT_EQ(st.padding_taps, 4);
+  EXPECT_NE(canonical_summary(st).find("4 convolution kernels cut to the taps that read their input"), std::string::npos)
+      << canonical_summary(st);
+  ASSERT_TRUE(verify_module(Module(g)).empty());
+  // The convolutions by the graph output they produce (c1 .. c7 in order).
+  auto find = [&](const std::string& name) -> const Node& {
+    return g.node(g.value(g.outputs()[static_cast<size_t>(std::stoi(name.substr(1)) - 1)]).producer);
+  };
+  auto kernel_shape = [&](const std::string& name) { return g.value(find(name).inputs[1]).type.shape; };
+  EXPECT_EQ(kernel_shape("c1"), (Shape{4, 1, 1, 3}));
+  EXPECT_EQ(find("c1").attr_ints("pad"), (std::vector<int64_t>{0, 0, 0, 0}));
+  EXPECT_EQ(find("c1").attr_ints("dilation"), (std::vector<int64_t>{1, 1}));
+  EXPECT_EQ(kernel_shape("c2"), (Shape{4, 3, 1, 3}));
+  EXPECT_EQ(find("c2").attr_ints("pad"), (std::vector<int64_t>{4, 4, 0, 0}));
+  EXPECT_EQ(find("c2").attr_ints("dilation"), (std::vector<int64_t>{4, 1}));
+  EXPECT_EQ(kernel_shape("c3"), (Shape{4, 2, 3, 3}));
+  EXPECT_EQ(find("c3").attr_ints("pad"), (std::vector<int64_t>{0, 4, 0, 0}));
+  EXPECT_EQ(kernel_shape("c4"), (Shape{1, 1, 3, 1}));
+  EXPECT_EQ(kernel_shape("c5"), (Shape{4, 3, 3, 3}));
+  EXPECT_EQ(kernel_shape("c6"), (Shape{4, 3, 3, 3}));
+  // The same sums of the same products: bit for bit on the reference interpreter.
+  const std::vector<Tensor> after = Interpreter(Module(g)).run({in});
+  ASSERT_EQ(after.size(), before.size());
+  for (size_t i = 0; i < after.size(); ++i) EXPECT_TRUE(after[i].identical(before[i])) << i;
+}
+
 TEST(Canonicalize, RepeatedComputationsAreMergedOnce) {
   // torch.var's own mean beside the layer norm's: REDUCE_SUM(x) -> MUL 1/N twice, SUB twice; the
   // 1/N constants are separate CONST nodes of the same bytes.
