@@ -189,6 +189,22 @@ WEFT_AVX2 inline __m256 load8(const float* p, int64_t valid) {
 // CLAMP as TOSA's: NaN stays NaN (max / min return their second operand when one is NaN).
 WEFT_AVX2 inline __m256 clamp8(__m256 y, __m256 lo, __m256 hi) { return _mm256_min_ps(hi, _mm256_max_ps(lo, y)); }
 
+// The epilogue ops on 8 results of row i, columns [j0, j0 + 8) (those at and past `cols` are not
+// read from the ops' operands).
+WEFT_AVX2 inline __m256 epilogue8(const EpilogueOp* ops, int nops, __m256 y, int64_t i, int64_t j0, int64_t cols) {
+  for (int o = 0; o < nops; ++o) {
+    const EpilogueOp& op = ops[o];
+    switch (op.kind) {
+      case EpilogueOp::Kind::kAddColumns: y = _mm256_add_ps(y, load8(op.v + j0, cols)); break;
+      case EpilogueOp::Kind::kMulColumns: y = _mm256_mul_ps(y, load8(op.v + j0, cols)); break;
+      case EpilogueOp::Kind::kAddMatrix: y = _mm256_add_ps(y, load8(op.v + i * op.ld + j0, cols)); break;
+      case EpilogueOp::Kind::kClamp: y = clamp8(y, _mm256_set1_ps(op.lo), _mm256_set1_ps(op.hi)); break;
+      default: y = activate8(op.kind, y); break;
+    }
+  }
+  return y;
+}
+
 // An MR x 16 block of C over kc steps of k: 2 * MR accumulators in ymm registers (MR = 6 uses 12
 // of the 16), each k step two 8-float loads of the B panel and MR broadcasts of A. `first`: the
 // block starts from 0, else from what C holds (the previous k block's partial sums). `ops` (after
@@ -220,44 +236,11 @@ WEFT_AVX2 void block(const float* a, int64_t lda, const float* bp, int64_t kc, f
       acc[i][1] = _mm256_fmadd_ps(ai, b1, acc[i][1]);
     }
   }
-  for (int o = 0; o < nops; ++o) {
-    const EpilogueOp& op = ops[o];
-    switch (op.kind) {
-      case EpilogueOp::Kind::kAddColumns:
-      case EpilogueOp::Kind::kMulColumns: {
-        const __m256 v0 = load8(op.v + j0, cols), v1 = load8(op.v + j0 + 8, cols - 8);
-        const bool add = op.kind == EpilogueOp::Kind::kAddColumns;
+  if (nops > 0) {
 #pragma GCC unroll 6
-        for (int i = 0; i < MR; ++i) {
-          acc[i][0] = add ? _mm256_add_ps(acc[i][0], v0) : _mm256_mul_ps(acc[i][0], v0);
-          acc[i][1] = add ? _mm256_add_ps(acc[i][1], v1) : _mm256_mul_ps(acc[i][1], v1);
-        }
-        break;
-      }
-      case EpilogueOp::Kind::kAddMatrix:
-#pragma GCC unroll 6
-        for (int i = 0; i < MR; ++i) {
-          const float* r = op.v + (i0 + i) * op.ld + j0;
-          acc[i][0] = _mm256_add_ps(acc[i][0], load8(r, cols));
-          acc[i][1] = _mm256_add_ps(acc[i][1], load8(r + 8, cols - 8));
-        }
-        break;
-      case EpilogueOp::Kind::kClamp: {
-        const __m256 lo = _mm256_set1_ps(op.lo), hi = _mm256_set1_ps(op.hi);
-#pragma GCC unroll 6
-        for (int i = 0; i < MR; ++i) {
-          acc[i][0] = clamp8(acc[i][0], lo, hi);
-          acc[i][1] = clamp8(acc[i][1], lo, hi);
-        }
-        break;
-      }
-      default:
-#pragma GCC unroll 6
-        for (int i = 0; i < MR; ++i) {
-          acc[i][0] = activate8(op.kind, acc[i][0]);
-          acc[i][1] = activate8(op.kind, acc[i][1]);
-        }
-        break;
+    for (int i = 0; i < MR; ++i) {
+      acc[i][0] = epilogue8(ops, nops, acc[i][0], i0 + i, j0, cols);
+      acc[i][1] = epilogue8(ops, nops, acc[i][1], i0 + i, j0 + 8, cols - 8);
     }
   }
 #pragma GCC unroll 6
@@ -298,6 +281,60 @@ WEFT_AVX2 void gemm_avx2(const float* a, int64_t lda, int64_t m0, int64_t m1, co
       for (int64_t i = m0; i < m1; i += 6)
         kBlocks[std::min<int64_t>(6, m1 - i)](a + i * lda + k0, lda, bp, kc, cp + i * ldc, ldc, cols, first, ops, n_ops,
                                               i, p * PackedB::kPanel);
+    }
+  }
+}
+
+std::vector<float> pack_grouped_conv4(const float* w, int64_t c, int64_t kh, int64_t kw) {
+  // w: [c][kh][kw][4] (output channel o of group o / 4 reading that group's 4 inputs); packed:
+  // [c / 8][kh * kw][4 (input k)][8 (output lanes)].
+  const int64_t taps = kh * kw;
+  std::vector<float> p(static_cast<size_t>(c * taps * 4));
+  for (int64_t o = 0; o < c; ++o)
+    for (int64_t t = 0; t < taps; ++t)
+      for (int64_t k = 0; k < 4; ++k)
+        p[static_cast<size_t>((((o / 8) * taps + t) * 4 + k) * 8 + o % 8)] = w[(o * taps + t) * 4 + k];
+  return p;
+}
+
+// Each 8-lane vector holds two groups' four outputs (one group per 128-bit half). Input vector
+// x = the same two groups' four inputs; vpermilps with k in every position of a half gives each
+// output lane its group's input k, so one FMA per (tap, k) adds w[o][tap][k] * x[group][k] to all
+// eight outputs: the grouped convolution's own products, none of another group's. Four partial
+// sums (one per k) keep four FMA chains in flight; they are added at the end.
+WEFT_AVX2 void grouped_conv4_avx2(const GroupedConv4& s, const float* x, const float* wp, float* y, int64_t r0,
+                                  int64_t r1, const EpilogueOp* ops, int nops) {
+  const int64_t taps = s.kh * s.kw, vecs = s.c / 8;
+  for (int64_t r = r0; r < r1; ++r) {
+    const int64_t b = r / s.oh, oy = r % s.oh, iy0 = oy * s.sy - s.pt;
+    // The taps inside the input (TOSA skips the others).
+    int64_t ky0 = 0, ky1 = s.kh;
+    while (ky0 < ky1 && iy0 + ky0 * s.dy < 0) ++ky0;
+    while (ky1 > ky0 && iy0 + (ky1 - 1) * s.dy >= s.h) --ky1;
+    const float* xb = x + b * s.h * s.w * s.c;
+    for (int64_t ox = 0; ox < s.ow; ++ox) {
+      const int64_t ix0 = ox * s.sx - s.pl;
+      int64_t kx0 = 0, kx1 = s.kw;
+      while (kx0 < kx1 && ix0 + kx0 * s.dx < 0) ++kx0;
+      while (kx1 > kx0 && ix0 + (kx1 - 1) * s.dx >= s.w) --kx1;
+      const int64_t pixel = r * s.ow + ox;
+      for (int64_t v = 0; v < vecs; ++v) {
+        __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+        for (int64_t ky = ky0; ky < ky1; ++ky) {
+          const float* xr = xb + (iy0 + ky * s.dy) * s.w * s.c + v * 8;
+          const float* wr = wp + (v * taps + ky * s.kw) * 32;
+          for (int64_t kx = kx0; kx < kx1; ++kx) {
+            const __m256 xv = _mm256_loadu_ps(xr + (ix0 + kx * s.dx) * s.c);
+            const float* wt = wr + kx * 32;
+            a0 = _mm256_fmadd_ps(_mm256_loadu_ps(wt), _mm256_permute_ps(xv, 0x00), a0);
+            a1 = _mm256_fmadd_ps(_mm256_loadu_ps(wt + 8), _mm256_permute_ps(xv, 0x55), a1);
+            a2 = _mm256_fmadd_ps(_mm256_loadu_ps(wt + 16), _mm256_permute_ps(xv, 0xaa), a2);
+            a3 = _mm256_fmadd_ps(_mm256_loadu_ps(wt + 24), _mm256_permute_ps(xv, 0xff), a3);
+          }
+        }
+        const __m256 sum = _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3));
+        _mm256_storeu_ps(y + pixel * s.c + v * 8, epilogue8(ops, nops, sum, pixel, v * 8, 8));
+      }
     }
   }
 }
@@ -368,6 +405,9 @@ void swish_avx512(float*, int64_t) {}
 void gemm_avx2(const float*, int64_t, int64_t, int64_t, const PackedB&, int64_t, int64_t, int64_t, float*, int64_t,
                const EpilogueOp*, int) {}
 void activation_avx2(EpilogueOp::Kind, float*, int64_t) {}
+std::vector<float> pack_grouped_conv4(const float*, int64_t, int64_t, int64_t) { return {}; }
+void grouped_conv4_avx2(const GroupedConv4&, const float*, const float*, float*, int64_t, int64_t, const EpilogueOp*,
+                        int) {}
 
 #endif
 

@@ -55,6 +55,22 @@ void gemm_avx2(const float* a, int64_t lda, int64_t m0, int64_t m1, const Packed
 // of the exact value.
 void activation_avx2(EpilogueOp::Kind kind, float* y, int64_t n);
 
+// A grouped convolution with 4 input and 4 output channels per group (ResNeXt's first stage: 32
+// groups of 4 at 56 x 56), fp32, NHWC [n][h][w][c] -> [n][oh][ow][c], c a multiple of 8. oneDNN
+// 2.6's AVX2 convolutions need 8 channels per group and ran it as im2col + GEMM (`gemm:jit`,
+// 7.6 ms where this takes ~1). TOSA padding: taps outside the input are skipped.
+struct GroupedConv4 {
+  int64_t n = 1, h = 0, w = 0, c = 0, oh = 0, ow = 0, kh = 1, kw = 1, sy = 1, sx = 1, dy = 1, dx = 1, pt = 0, pl = 0;
+};
+// The weights [c][kh][kw][4] (each output channel's taps over its group's 4 inputs) as
+// grouped_conv4_avx2 reads them.
+std::vector<float> pack_grouped_conv4(const float* w, int64_t c, int64_t kh, int64_t kw);
+// Output rows [r0, r1) of the n * oh rows, then ops[0, nops) per output (row index: the output
+// pixel, column: the channel). Each output is computed by one call, so the result does not depend
+// on how rows are split between threads.
+void grouped_conv4_avx2(const GroupedConv4& s, const float* x, const float* packed, float* y, int64_t r0, int64_t r1,
+                        const EpilogueOp* ops, int nops);
+
 // Whether this CPU runs swish_avx512 (AVX-512F).
 bool swish_avx512_supported();
 

@@ -990,6 +990,31 @@ bool weft_gemm_isa() {
   return yes;
 }
 
+// `post` as the AVX2 kernels' epilogue (gemm.h) in `ops` (room for post.size()); a residual is
+// read from its input in `a`, in rows of `ld` floats. Returns how many ops it wrote.
+int epilogue_ops(const std::vector<GemvPostOp>& post, const ExecArgs& a, int64_t ld, cpu::EpilogueOp* ops) {
+  for (size_t o = 0; o < post.size(); ++o) {
+    const GemvPostOp& q = post[o];
+    switch (q.kind) {
+      case PostOp::Kind::kBias:
+      case PostOp::Kind::kShift: ops[o] = {cpu::EpilogueOp::Kind::kAddColumns, q.column.data()}; break;
+      case PostOp::Kind::kScale: ops[o] = {cpu::EpilogueOp::Kind::kMulColumns, q.column.data()}; break;
+      case PostOp::Kind::kResidual:
+        ops[o] = {cpu::EpilogueOp::Kind::kAddMatrix, a.in[static_cast<size_t>(q.input)]->data<float>(), ld};
+        break;
+      case PostOp::Kind::kClamp: ops[o] = {cpu::EpilogueOp::Kind::kClamp, nullptr, 0, q.lo, q.hi}; break;
+      case PostOp::Kind::kGeluErf: ops[o] = {cpu::EpilogueOp::Kind::kGeluErf}; break;
+      case PostOp::Kind::kSigmoid: ops[o] = {cpu::EpilogueOp::Kind::kSigmoid}; break;
+      case PostOp::Kind::kTanh: ops[o] = {cpu::EpilogueOp::Kind::kTanh}; break;
+      case PostOp::Kind::kSwish: ops[o] = {cpu::EpilogueOp::Kind::kSwish}; break;
+      case PostOp::Kind::kHardSwish: ops[o] = {cpu::EpilogueOp::Kind::kHardSwish}; break;
+      case PostOp::Kind::kGeluTanh: ops[o] = {cpu::EpilogueOp::Kind::kGeluTanh}; break;
+      case PostOp::Kind::kMask: break;  // never: row_post_ops gives no kernel for it
+    }
+  }
+  return static_cast<int>(post.size());
+}
+
 class GemmKernel final : public Kernel {
  public:
   static constexpr size_t kMaxOps = 8;
@@ -1016,26 +1041,7 @@ class GemmKernel final : public Kernel {
     const int64_t n = b_->n, panels = b_->panels(), chunks = (m_ + rows_ - 1) / rows_;
     // The post-ops, applied in registers.
     std::array<cpu::EpilogueOp, kMaxOps> ops;
-    const int nops = static_cast<int>(post_.size());
-    for (size_t o = 0; o < post_.size(); ++o) {
-      const GemvPostOp& q = post_[o];
-      switch (q.kind) {
-        case PostOp::Kind::kBias:
-        case PostOp::Kind::kShift: ops[o] = {cpu::EpilogueOp::Kind::kAddColumns, q.column.data()}; break;
-        case PostOp::Kind::kScale: ops[o] = {cpu::EpilogueOp::Kind::kMulColumns, q.column.data()}; break;
-        case PostOp::Kind::kResidual:
-          ops[o] = {cpu::EpilogueOp::Kind::kAddMatrix, a.in[static_cast<size_t>(q.input)]->data<float>(), n};
-          break;
-        case PostOp::Kind::kClamp: ops[o] = {cpu::EpilogueOp::Kind::kClamp, nullptr, 0, q.lo, q.hi}; break;
-        case PostOp::Kind::kGeluErf: ops[o] = {cpu::EpilogueOp::Kind::kGeluErf}; break;
-        case PostOp::Kind::kSigmoid: ops[o] = {cpu::EpilogueOp::Kind::kSigmoid}; break;
-        case PostOp::Kind::kTanh: ops[o] = {cpu::EpilogueOp::Kind::kTanh}; break;
-        case PostOp::Kind::kSwish: ops[o] = {cpu::EpilogueOp::Kind::kSwish}; break;
-        case PostOp::Kind::kHardSwish: ops[o] = {cpu::EpilogueOp::Kind::kHardSwish}; break;
-        case PostOp::Kind::kGeluTanh: ops[o] = {cpu::EpilogueOp::Kind::kGeluTanh}; break;
-        case PostOp::Kind::kMask: break;  // never: row_post_ops gives no kernel for it
-      }
-    }
+    const int nops = epilogue_ops(post_, a, n, ops.data());
     // Work items: one 16-column panel of one row chunk of one batch, those of one panel
     // consecutive (its weights stay in cache). Each output is computed whole by one item, so the
     // result does not depend on the thread count.
@@ -1103,6 +1109,87 @@ std::unique_ptr<Kernel> prepare_weft_gemm(const Graph& g, const Composite& c, co
   }
   b->buffer().release_resident();  // read from `packed` only
   return kernel(std::move(packed));
+}
+
+// ---- Grouped convolutions of 4 channels per group where oneDNN is capped below AVX-512 ---------
+
+class GroupedConv4Kernel final : public Kernel {
+ public:
+  static constexpr size_t kMaxOps = 9;  // the bias, then up to 8 post-ops
+
+  GroupedConv4Kernel(std::shared_ptr<const std::vector<float>> w, const cpu::GroupedConv4& s, std::vector<float> bias,
+                     int input, std::vector<GemvPostOp> post)
+      : w_(std::move(w)), s_(s), bias_(std::move(bias)), input_(input), post_(std::move(post)) {}
+
+  size_t prepared_bytes() const override { return w_ ? w_->size() * sizeof(float) : 0; }
+  std::string implementation() const override { return "weft_grouped_conv:avx2"; }
+  void set_max_threads(int n) { max_threads_ = n; }
+
+  void execute(ExecArgs& a) const override {
+    const float* x = a.in[static_cast<size_t>(input_)]->data<float>();
+    float* y = a.out[0].mutable_data<float>();
+    std::array<cpu::EpilogueOp, kMaxOps> ops;
+    ops[0] = {cpu::EpilogueOp::Kind::kAddColumns, bias_.data()};
+    const int nops = 1 + epilogue_ops(post_, a, s_.c, ops.data() + 1);
+    // Whole output rows per work item; a row is ow * c * taps * 4 multiply-adds.
+    const int64_t per_row = std::max<int64_t>(1, s_.ow * s_.c * s_.kh * s_.kw * 4);
+    ref::parallel_for(std::min(a.threads, max_threads_), s_.n * s_.oh, [&](int64_t r0, int64_t r1) {
+      cpu::grouped_conv4_avx2(s_, x, w_->data(), y, r0, r1, ops.data(), nops);
+    }, std::max<int64_t>(1, 262144 / per_row));
+  }
+
+ private:
+  std::shared_ptr<const std::vector<float>> w_;
+  cpu::GroupedConv4 s_;
+  std::vector<float> bias_;
+  int input_;
+  std::vector<GemvPostOp> post_;
+  int max_threads_ = 1 << 20;
+};
+
+// Weft's kernel for a grouped convolution of 4 input and 4 output channels per group (ResNeXt's
+// 32 x 4d first stage) where weft_gemm_isa(): oneDNN 2.6's AVX2 convolutions need groups of 8
+// channels and ran these as im2col + GEMM. nullptr otherwise (oneDNN runs it).
+std::unique_ptr<Kernel> prepare_weft_grouped_conv(const Graph& g, const Composite& c, const PrepareOptions& o) {
+  if (!weft_gemm_isa()) return nullptr;
+  const Node& n = g.node(c.anchor);
+  const Shape& ws = type_of(g, n.inputs[1]).shape;  // [OCg, KH, KW, ICg]
+  const Shape& xs = type_of(g, c.source).shape;
+  const Shape& ys = type_of(g, c.outputs[0]).shape;
+  const int64_t G = static_cast<int64_t>(c.group_convs.size()), C = G * 4;
+  if (ws.size() != 4 || ws[0] != 4 || ws[3] != 4 || xs.size() != 4 || ys.size() != 4 || xs[3] != C || ys[3] != C ||
+      C % 8 != 0 || ys[0] != xs[0])
+    return nullptr;
+  const auto& p = n.attr_ints("pad");
+  const auto& st = n.attr_ints("stride");
+  const auto& dl = n.attr_ints("dilation");
+  cpu::GroupedConv4 s{.n = xs[0], .h = xs[1], .w = xs[2], .c = C, .oh = ys[1], .ow = ys[2], .kh = ws[1], .kw = ws[2],
+                      .sy = st[0], .sx = st[1], .dy = dl[0], .dx = dl[1], .pt = p[0], .pl = p[2]};
+  auto post = row_post_ops(g, c, s.n * s.oh * s.ow, C);
+  if (!post || post->size() + 1 > GroupedConv4Kernel::kMaxOps) return nullptr;
+  std::vector<float> bias(static_cast<size_t>(C));
+  for (int64_t k = 0; k < G; ++k) {
+    const Tensor& b = *constant(g, g.node(c.group_convs[static_cast<size_t>(k)]).inputs[2]);
+    for (int64_t i = 0; i < 4; ++i)
+      bias[static_cast<size_t>(k * 4 + i)] = static_cast<float>(b.at_double(b.num_elements() == 1 ? 0 : i));
+  }
+  std::shared_ptr<std::vector<float>> packed;
+  if (!g_dry_run) {
+    const std::string key = "grouped4:" + std::to_string(reinterpret_cast<uintptr_t>(constant(g, n.inputs[1])->bytes()));
+    if (o.cache) packed = std::static_pointer_cast<std::vector<float>>(o.cache->find(key));
+    if (!packed) {
+      // The groups' [4, KH, KW, 4] kernels one after another: [C, KH, KW, 4].
+      const int64_t block = 4 * s.kh * s.kw * 4;
+      std::vector<float> stacked(static_cast<size_t>(G * block));
+      for (int64_t k = 0; k < G; ++k)
+        std::memcpy(stacked.data() + k * block, constant(g, g.node(c.group_convs[static_cast<size_t>(k)]).inputs[1])->bytes(),
+                    static_cast<size_t>(block) * sizeof(float));
+      packed = std::make_shared<std::vector<float>>(cpu::pack_grouped_conv4(stacked.data(), C, s.kh, s.kw));
+      if (o.cache) o.cache->put(key, packed);
+    }
+  }
+  return std::make_unique<GroupedConv4Kernel>(std::move(packed), s, std::move(bias), c.input_index(c.source),
+                                              std::move(*post));
 }
 
 std::unique_ptr<Kernel> prepare_matmul(const Graph& g, const Composite& c, const PrepareOptions& o) {
@@ -2138,6 +2225,7 @@ class OneDnnBackend final : public Backend {
       else if (auto* ck = dynamic_cast<ChannelChainKernel*>(k.get())) ck->set_max_threads(threads);
       else if (auto* gk = dynamic_cast<GemmKernel*>(k.get())) gk->set_max_threads(threads);
       else if (auto* vk = dynamic_cast<GemvKernel*>(k.get())) vk->set_max_threads(threads);
+      else if (auto* rk = dynamic_cast<GroupedConv4Kernel*>(k.get())) rk->set_max_threads(threads);
       else if (auto* lk = dynamic_cast<ElementwiseLoopKernel*>(k.get())) lk->set_max_threads(threads);
       // (ActivationKernel: one thread.)
       return k;
@@ -2149,7 +2237,10 @@ class OneDnnBackend final : public Backend {
 
  private:
   static std::unique_ptr<Kernel> prepare_impl(const Graph& g, const Composite& c, const PrepareOptions& o) {
-    if (c.region == Composite::Region::kGroupedConv) return prepare_grouped_conv(g, c, o);
+    if (c.region == Composite::Region::kGroupedConv) {
+      if (auto k = prepare_weft_grouped_conv(g, c, o)) return k;
+      return prepare_grouped_conv(g, c, o);
+    }
     if (c.region == Composite::Region::kElementwise) return prepare_elementwise(g, c);
     if (c.region == Composite::Region::kSliceCopies) return prepare_slice_copies(g, c);
     if (c.region != Composite::Region::kNone) return prepare_region(g, c, o);

@@ -465,29 +465,6 @@ TEST(OneDnnVsReference, HardSwishAndPerChannelScaleShiftAfterConvolutionsFuse) {
 
 // ---- Grouped convolutions (SLICE per group -> CONV2D -> CONCAT) ----------------------------------
 
-// A grouped convolution as the ONNX importer writes it: the input's channels sliced into `groups`,
-// one CONV2D per group, the results concatenated along the channels.
-ValueId grouped_conv(Net& net, ValueId x, int64_t groups, int64_t oc_per_group, int64_t k, int64_t stride,
-                     std::vector<int64_t> order = {}) {
-  const Shape in = net.type(x).shape;
-  const int64_t cg = in[3] / groups;
-  if (order.empty())
-    for (int64_t g = 0; g < groups; ++g) order.push_back(g);
-  std::vector<ValueId> parts;
-  for (int64_t g : order) {
-    ValueId st = net.b.constant_shape(net.fresh("start"), {0, 0, 0, g * cg});
-    ValueId sz = net.b.constant_shape(net.fresh("size"), {in[0], in[1], in[2], cg});
-    ValueId sl = net.b.op(Op::SLICE, {x, st, sz});
-    const int64_t p = k / 2;
-    std::vector<int64_t> pad{p, p, p, p};
-    pad[1] = fit_conv_pad(in[1], pad[0], pad[1], k, 1, stride);
-    pad[3] = fit_conv_pad(in[2], pad[2], pad[3], k, 1, stride);
-    parts.push_back(net.conv2d(sl, net.weight({oc_per_group, k, k, cg}), net.weight({oc_per_group}), pad,
-                               {stride, stride}, {1, 1}));
-  }
-  return net.concat(parts, 3);
-}
-
 TEST(OneDnnVsReference, GroupedConvolutionRunsAsOne) {
   struct Case {
     Shape in;

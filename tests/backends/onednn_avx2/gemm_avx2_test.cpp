@@ -170,3 +170,59 @@ TEST(WeftGemmAvx2, TransposedARunsOnOneDnn) {
 
 }  // namespace
 }  // namespace weft::onednn_test
+
+namespace weft::onednn_test {
+namespace {
+
+// Grouped convolutions of 4 channels per group (ResNeXt's first stage), which oneDNN's AVX2
+// convolutions cannot run directly, on Weft's kernel: against the reference backend, with the same
+// bits on 1 and 2 threads. Groups of 8, and channel counts that are not a multiple of 8, stay on
+// oneDNN.
+TEST(WeftGroupedConvAvx2, MatchesTheReferenceAndTheThreadCount) {
+  REQUIRE_AVX2_CAP();
+  struct Case {
+    Shape in;
+    int64_t groups, ocg, k, stride;
+    int post;  // 0: none, 1: ReLU, 2: residual ADD then CLAMP
+    bool weft;
+  };
+  const std::vector<Case> cases = {{{1, 14, 14, 128}, 32, 4, 3, 1, 1, true},
+                                   {{2, 9, 11, 48}, 12, 4, 3, 2, 0, true},
+                                   {{1, 10, 12, 40}, 10, 4, 5, 1, 2, true},
+                                   {{1, 6, 7, 16}, 4, 4, 1, 1, 1, true},
+                                   {{1, 9, 9, 48}, 6, 8, 3, 1, 1, false},
+                                   {{1, 8, 8, 12}, 3, 4, 3, 1, 0, false}};
+  uint32_t seed = 4300;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(vec_str(c.in) + " groups " + std::to_string(c.groups) + " k " + std::to_string(c.k));
+    Net net(seed++);
+    ValueId x = net.input(c.in, -2, 2);
+    ValueId y = grouped_conv(net, x, c.groups, c.ocg, c.k, c.stride);
+    std::string pattern = "GROUPED_CONV2D";
+    if (c.post == 1) {
+      y = net.relu(y);
+      pattern += "+CLAMP";
+    } else if (c.post == 2) {
+      Shape rs = net.type(y).shape;
+      y = net.clamp(net.add(y, net.input(rs)), -1.5, 2);
+      pattern += "+ADD+CLAMP";
+    }
+    Module m = net.finish({y});
+    std::vector<Tensor> by_threads[2];
+    for (int threads : {1, 2}) {
+      auto model = check_vs_reference(m, net.feeds, {pattern}, kTolAccumulate, true, threads);
+      Context ctx(model, {.threads = threads});
+      ctx.set_profiling(true);
+      by_threads[threads - 1] = ctx.run(net.feeds);
+      bool weft = false;
+      for (const KernelProfile& k : ctx.profile()) weft |= k.implementation == "weft_grouped_conv:avx2";
+      EXPECT_EQ(weft, c.weft) << "threads " << threads;
+    }
+    if (c.weft)  // (oneDNN's own im2col GEMM may split its sums by thread count)
+      EXPECT_EQ(std::memcmp(by_threads[0][0].bytes(), by_threads[1][0].bytes(), by_threads[0][0].byte_size()), 0)
+          << "1 and 2 threads differ";
+  }
+}
+
+}  // namespace
+}  // namespace weft::onednn_test
