@@ -265,13 +265,13 @@ constexpr BlockFn kBlocks[7] = {nullptr, block<1>, block<2>, block<3>, block<4>,
 }  // namespace
 
 WEFT_AVX2 void gemm_avx2(const float* a, int64_t lda, int64_t m0, int64_t m1, const PackedB& b, int64_t batch,
-                         int64_t p0, int64_t p1, float* c, int64_t ldc, const EpilogueOp* ops, int nops) {
+                         int64_t p0, int64_t p1, float* c, int64_t ldc, const EpilogueOp* ops, int nops, bool accumulate) {
   // K in blocks of 256: a panel's block of B (16 KB) stays in L1 while it meets every row.
   constexpr int64_t kKc = 256;
   const int64_t K = b.k;
   for (int64_t k0 = 0; k0 < K; k0 += kKc) {
     const int64_t kc = std::min(kKc, K - k0);
-    const bool first = k0 == 0, last = k0 + kc == K;
+    const bool first = k0 == 0 && !accumulate, last = k0 + kc == K;
     const int n_ops = last ? nops : 0;
     for (int64_t p = p0; p < p1; ++p) {
       const float* bp = b.panel(batch, p) + k0 * PackedB::kPanel;
@@ -339,6 +339,53 @@ WEFT_AVX2 void grouped_conv4_avx2(const GroupedConv4& s, const float* x, const f
   }
 }
 
+WEFT_AVX2 void tap_conv_avx2(const TapConv& s, const float* x, const PackedB* taps, float* y, int64_t r0, int64_t r1,
+                             const EpilogueOp* ops, int nops) {
+  const int64_t panels = taps[0].panels();
+  std::memset(y + r0 * s.ow * s.oc, 0, static_cast<size_t>((r1 - r0) * s.ow * s.oc) * sizeof(float));
+  // Tap by tap over all the rows (a tap's weights meet every row while they are in cache).
+  for (int64_t ky = 0; ky < s.kh; ++ky)
+    for (int64_t kx = 0; kx < s.kw; ++kx) {
+      // The output columns whose input column ox * sx - pl + kx * dx is inside the input (TOSA
+      // skips the other taps).
+      const int64_t first = s.pl - kx * s.dx, last = s.w - 1 + s.pl - kx * s.dx;
+      const int64_t lo = first <= 0 ? 0 : (first + s.sx - 1) / s.sx;
+      const int64_t hi = last < 0 ? 0 : std::min(s.ow, last / s.sx + 1);
+      if (lo >= hi) continue;
+      // Whole rows whose input pixels are evenly spaced from one output row to the next (stride 1,
+      // "same" width): consecutive rows are one GEMM.
+      const bool whole = lo == 0 && hi == s.ow && s.sy * s.w == s.ow * s.sx;
+      const PackedB& b = taps[ky * s.kw + kx];
+      for (int64_t r = r0; r < r1;) {
+        const int64_t n = r / s.oh, iy = r % s.oh * s.sy - s.pt + ky * s.dy;
+        if (iy < 0 || iy >= s.h) {
+          ++r;
+          continue;
+        }
+        int64_t end = r + 1;
+        if (whole)
+          while (end < r1 && end / s.oh == n && end % s.oh * s.sy - s.pt + ky * s.dy < s.h) ++end;
+        const float* a = x + ((n * s.h + iy) * s.w + lo * s.sx - s.pl + kx * s.dx) * s.ic;
+        gemm_avx2(a, s.sx * s.ic, 0, whole ? (end - r) * s.ow : hi - lo, b, 0, 0, panels, y + (r * s.ow + lo) * s.oc,
+                  s.oc, nullptr, 0, /*accumulate=*/true);
+        r = end;
+      }
+    }
+  for (int64_t i = r0 * s.ow; i < r1 * s.ow; ++i)
+    for (int64_t j = 0; j < s.oc; j += 8) {
+      float* p = y + i * s.oc + j;
+      const int64_t cols = std::min<int64_t>(8, s.oc - j);
+      const __m256 v = epilogue8(ops, nops, load8(p, cols), i, j, cols);
+      if (cols == 8) {
+        _mm256_storeu_ps(p, v);
+      } else {
+        alignas(32) float t[8];
+        _mm256_store_ps(t, v);
+        std::memcpy(p, t, static_cast<size_t>(cols) * sizeof(float));
+      }
+    }
+}
+
 WEFT_AVX2 void activation_avx2(EpilogueOp::Kind kind, float* y, int64_t n) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, activate8(kind, _mm256_loadu_ps(y + i)));
@@ -403,11 +450,12 @@ bool gemm_avx2_supported() { return false; }
 bool swish_avx512_supported() { return false; }
 void swish_avx512(float*, int64_t) {}
 void gemm_avx2(const float*, int64_t, int64_t, int64_t, const PackedB&, int64_t, int64_t, int64_t, float*, int64_t,
-               const EpilogueOp*, int) {}
+               const EpilogueOp*, int, bool) {}
 void activation_avx2(EpilogueOp::Kind, float*, int64_t) {}
 std::vector<float> pack_grouped_conv4(const float*, int64_t, int64_t, int64_t) { return {}; }
 void grouped_conv4_avx2(const GroupedConv4&, const float*, const float*, float*, int64_t, int64_t, const EpilogueOp*,
                         int) {}
+void tap_conv_avx2(const TapConv&, const float*, const PackedB*, float*, int64_t, int64_t, const EpilogueOp*, int) {}
 
 #endif
 

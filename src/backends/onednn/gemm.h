@@ -47,8 +47,10 @@ struct EpilogueOp {
 // [p0, p1) (C row stride ldc), then ops[0, nops) (their row index i counts from A's and C's row 0). Each output sums its products in ascending k in one fp32
 // accumulator (with fused multiply-adds), so a result does not depend on the block or thread that
 // computes it.
+// With `accumulate`, the products are added to what C holds (ops still apply after the last k).
 void gemm_avx2(const float* a, int64_t lda, int64_t m0, int64_t m1, const PackedB& b, int64_t batch, int64_t p0,
-               int64_t p1, float* c, int64_t ldc, const EpilogueOp* ops = nullptr, int nops = 0);
+               int64_t p1, float* c, int64_t ldc, const EpilogueOp* ops = nullptr, int nops = 0,
+               bool accumulate = false);
 
 // The epilogue's activation `kind` (kGeluErf and the exp-based ones) in place over n floats, as
 // gemm_avx2 applies it (AVX2 + FMA). GELU's erf comes from a rational approximation within 4e-7
@@ -70,6 +72,22 @@ std::vector<float> pack_grouped_conv4(const float* w, int64_t c, int64_t kh, int
 // on how rows are split between threads.
 void grouped_conv4_avx2(const GroupedConv4& s, const float* x, const float* packed, float* y, int64_t r0, int64_t r1,
                         const EpilogueOp* ops, int nops);
+
+// A convolution as one GEMM per kernel tap (no im2col): fp32 NHWC [n][h][w][ic] -> [n][oh][ow][oc],
+// taps[ky * kw + kx] the packed [ic][oc] weights of that tap. For each output row the taps inside
+// the input (TOSA skips the others) are added in (ky, kx) order, each over the output columns it
+// reaches: a GEMM of those columns' input pixels (rows of ic floats, sx * ic apart) by the tap's
+// weights. Where oneDNN 2.6 capped at AVX2 has no direct kernel (padding wider than the kernel:
+// DeepLabV3's atrous convolutions) it runs im2col + GEMM over every tap, padding included.
+struct TapConv {
+  int64_t n = 1, h = 0, w = 0, ic = 0, oh = 0, ow = 0, oc = 0, kh = 1, kw = 1, sy = 1, sx = 1, dy = 1, dx = 1, pt = 0,
+          pl = 0;
+};
+// Output rows [r0, r1) of the n * oh rows, then ops[0, nops) per output (row: the output pixel,
+// column: the channel). Each output is summed in one accumulator in (ky, kx, ic) order, as the
+// reference does, by one call.
+void tap_conv_avx2(const TapConv& s, const float* x, const PackedB* taps, float* y, int64_t r0, int64_t r1,
+                   const EpilogueOp* ops, int nops);
 
 // Whether this CPU runs swish_avx512 (AVX-512F).
 bool swish_avx512_supported();

@@ -505,6 +505,9 @@ Support conv_supported(const Graph& g, const Composite& c) {
   return post_ops_supported(g, c);
 }
 
+bool weft_gemm_isa();
+std::unique_ptr<Kernel> prepare_tap_conv(const Graph& g, const Composite& c, const PrepareOptions& o);
+
 std::unique_ptr<Kernel> prepare_conv(const Graph& g, const Composite& c, const PrepareOptions& o) {
   const Node& n = g.node(c.anchor);
   ValueId src = c.pad >= 0 ? g.node(c.pad).inputs[0] : n.inputs[0];
@@ -607,6 +610,13 @@ std::unique_ptr<Kernel> prepare_conv(const Graph& g, const Composite& c, const P
     create(dn::deconvolution_forward(), dn::algorithm::deconvolution_direct);
   else
     create(dn::convolution_forward(), dn::algorithm::convolution_direct);
+  // Capped at AVX2, oneDNN has no direct kernel for some convolutions (padding wider than the
+  // kernel reaches: atrous convolutions) and runs im2col + GEMM over every tap, padding included.
+  // Weft's GEMM per tap adds only the taps inside the input. (Few input channels make each tap's
+  // GEMM too short to pay: AlexNet's 11 x 11 over 3 channels stays on oneDNN.)
+  if (n.op == Op::CONV2D && !int8 && c.pad < 0 && ws[3] >= 32 && weft_gemm_isa() &&
+      std::string(pd_base.impl_info_str()).find("gemm:jit") != std::string::npos)
+    if (auto k = prepare_tap_conv(g, c, o)) return k;
   args.push_back({DNNL_ARG_SRC, src_md, c.input_index(src)});
   args.push_back({DNNL_ARG_WEIGHTS, w_pref, -1, false, reorder_constant(w, w_user, w_pref, o.cache)});
   if (bias_runtime)
@@ -1190,6 +1200,83 @@ std::unique_ptr<Kernel> prepare_weft_grouped_conv(const Graph& g, const Composit
   }
   return std::make_unique<GroupedConv4Kernel>(std::move(packed), s, std::move(bias), c.input_index(c.source),
                                               std::move(*post));
+}
+
+// ---- Convolutions as one GEMM per tap where oneDNN capped at AVX2 falls back to im2col -----------
+
+class TapConvKernel final : public Kernel {
+ public:
+  static constexpr size_t kMaxOps = 9;  // the bias, then up to 8 post-ops
+
+  TapConvKernel(std::shared_ptr<const std::vector<cpu::PackedB>> taps, const cpu::TapConv& s, std::vector<float> bias,
+                int input, std::vector<GemvPostOp> post)
+      : taps_(std::move(taps)), s_(s), bias_(std::move(bias)), input_(input), post_(std::move(post)) {}
+
+  size_t prepared_bytes() const override {
+    size_t n = 0;
+    if (taps_)
+      for (const cpu::PackedB& t : *taps_) n += t.data.size() * sizeof(float);
+    return n;
+  }
+  std::string implementation() const override { return "weft_tap_conv:avx2"; }
+  void set_max_threads(int n) { max_threads_ = n; }
+
+  void execute(ExecArgs& a) const override {
+    const float* x = a.in[static_cast<size_t>(input_)]->data<float>();
+    float* y = a.out[0].mutable_data<float>();
+    std::array<cpu::EpilogueOp, kMaxOps> ops;
+    ops[0] = {cpu::EpilogueOp::Kind::kAddColumns, bias_.data()};
+    const int nops = 1 + epilogue_ops(post_, a, s_.oc, ops.data() + 1);
+    ref::parallel_for(std::min(a.threads, max_threads_), s_.n * s_.oh, [&](int64_t r0, int64_t r1) {
+      cpu::tap_conv_avx2(s_, x, taps_->data(), y, r0, r1, ops.data(), nops);
+    });
+  }
+
+ private:
+  std::shared_ptr<const std::vector<cpu::PackedB>> taps_;
+  cpu::TapConv s_;
+  std::vector<float> bias_;
+  int input_;
+  std::vector<GemvPostOp> post_;
+  int max_threads_ = 1 << 20;
+};
+
+std::unique_ptr<Kernel> prepare_tap_conv(const Graph& g, const Composite& c, const PrepareOptions& o) {
+  const Node& n = g.node(c.anchor);
+  const Shape& xs = type_of(g, n.inputs[0]).shape;  // [N, H, W, IC]
+  const Shape& ys = type_of(g, n.outputs[0]).shape;  // [N, OH, OW, OC]
+  const Tensor* w = constant(g, n.inputs[1]);
+  const Tensor* bias_const = constant(g, n.inputs[2]);
+  if (!w || !bias_const || w->dtype() != DType::kFp32 || xs.size() != 4 || ys.size() != 4 ||
+      type_of(g, c.outputs[0]).shape != ys)
+    return nullptr;
+  const Shape& ws = w->shape();  // [OC, KH, KW, IC]
+  const auto& p = n.attr_ints("pad");
+  const auto& st = n.attr_ints("stride");
+  const auto& dl = n.attr_ints("dilation");
+  cpu::TapConv s{.n = xs[0], .h = xs[1], .w = xs[2], .ic = xs[3], .oh = ys[1], .ow = ys[2], .oc = ys[3], .kh = ws[1],
+                 .kw = ws[2], .sy = st[0], .sx = st[1], .dy = dl[0], .dx = dl[1], .pt = p[0], .pl = p[2]};
+  auto post = row_post_ops(g, c, s.n * s.oh * s.ow, s.oc);
+  if (!post || post->size() + 1 > TapConvKernel::kMaxOps) return nullptr;
+  std::vector<float> bias(static_cast<size_t>(s.oc));
+  for (int64_t i = 0; i < s.oc; ++i)
+    bias[static_cast<size_t>(i)] = static_cast<float>(bias_const->at_double(bias_const->num_elements() == 1 ? 0 : i));
+  std::shared_ptr<std::vector<cpu::PackedB>> taps;
+  if (!g_dry_run) {
+    const std::string key = "tapconv:" + std::to_string(reinterpret_cast<uintptr_t>(w->bytes()));
+    if (o.cache) taps = std::static_pointer_cast<std::vector<cpu::PackedB>>(o.cache->find(key));
+    if (!taps) {
+      // Tap t's weights: element (ic, oc) at w[oc][t][ic].
+      taps = std::make_shared<std::vector<cpu::PackedB>>();
+      const int64_t ntaps = s.kh * s.kw;
+      for (int64_t t = 0; t < ntaps; ++t)
+        taps->push_back(cpu::pack_b(w->data<float>() + t * s.ic, 1, s.ic, s.oc, 0, 1, ntaps * s.ic));
+      if (o.cache) o.cache->put(key, taps);
+    }
+    w->buffer().release_resident();  // read from `taps` only
+  }
+  return std::make_unique<TapConvKernel>(std::move(taps), s, std::move(bias), c.input_index(n.inputs[0]),
+                                         std::move(*post));
 }
 
 std::unique_ptr<Kernel> prepare_matmul(const Graph& g, const Composite& c, const PrepareOptions& o) {
@@ -2226,6 +2313,7 @@ class OneDnnBackend final : public Backend {
       else if (auto* gk = dynamic_cast<GemmKernel*>(k.get())) gk->set_max_threads(threads);
       else if (auto* vk = dynamic_cast<GemvKernel*>(k.get())) vk->set_max_threads(threads);
       else if (auto* rk = dynamic_cast<GroupedConv4Kernel*>(k.get())) rk->set_max_threads(threads);
+      else if (auto* tk = dynamic_cast<TapConvKernel*>(k.get())) tk->set_max_threads(threads);
       else if (auto* lk = dynamic_cast<ElementwiseLoopKernel*>(k.get())) lk->set_max_threads(threads);
       // (ActivationKernel: one thread.)
       return k;

@@ -224,5 +224,52 @@ TEST(WeftGroupedConvAvx2, MatchesTheReferenceAndTheThreadCount) {
   }
 }
 
+// Atrous convolutions whose padding reaches past what oneDNN's AVX2 kernels take (DeepLabV3's ASPP
+// and its dilated ResNet stage in small) run as one GEMM per tap: against the reference backend,
+// the same bits on 1 and 2 threads, and the kernel named in the profile.
+TEST(WeftTapConvAvx2, MatchesTheReferenceAndTheThreadCount) {
+  REQUIRE_AVX2_CAP();
+  struct Case {
+    Shape in;
+    int64_t oc, k, stride, dil;
+    bool residual;
+  };
+  const std::vector<Case> cases = {{{1, 10, 10, 32}, 20, 3, 1, 6, false},   // every tap's columns ragged
+                                   {{2, 9, 11, 40}, 24, 3, 1, 4, true},     // batch 2, a residual ADD
+                                   {{1, 12, 12, 64}, 16, 3, 1, 12, false},  // the outer taps meet 0 .. 0 rows
+                                   {{1, 11, 9, 48}, 8, 3, 2, 4, false},     // strided
+                                   {{1, 13, 11, 40}, 16, 3, 2, 5, true}};   // strided, first columns rounded up
+  uint32_t seed = 4400;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(vec_str(c.in) + " dilation " + std::to_string(c.dil) + " stride " + std::to_string(c.stride));
+    Net net(seed++);
+    ValueId x = net.input(c.in, -2, 2);
+    const int64_t p = c.dil * (c.k / 2);
+    std::vector<int64_t> pad{p, p, p, p};
+    pad[1] = fit_conv_pad(c.in[1], pad[0], pad[1], c.k, c.dil, c.stride);
+    pad[3] = fit_conv_pad(c.in[2], pad[2], pad[3], c.k, c.dil, c.stride);
+    ValueId y = net.conv2d(x, net.weight({c.oc, c.k, c.k, c.in[3]}, -0.3, 0.3), net.weight({c.oc}), pad,
+                           {c.stride, c.stride}, {c.dil, c.dil});
+    std::string pattern = "CONV2D+CLAMP";
+    if (c.residual) {
+      y = net.add(y, net.input(net.type(y).shape));
+      pattern = "CONV2D+ADD+CLAMP";
+    }
+    Module m = net.finish({net.relu(y)});
+    std::vector<Tensor> by_threads[2];
+    for (int threads : {1, 2}) {
+      auto model = check_vs_reference(m, net.feeds, {pattern}, kTolAccumulate, true, threads);
+      Context ctx(model, {.threads = threads});
+      ctx.set_profiling(true);
+      by_threads[threads - 1] = ctx.run(net.feeds);
+      bool tap = false;
+      for (const KernelProfile& k : ctx.profile()) tap |= k.implementation == "weft_tap_conv:avx2";
+      EXPECT_TRUE(tap) << "no kernel ran on weft_tap_conv:avx2 (threads " << threads << ")";
+    }
+    EXPECT_EQ(std::memcmp(by_threads[0][0].bytes(), by_threads[1][0].bytes(), by_threads[0][0].byte_size()), 0)
+        << "1 and 2 threads differ";
+  }
+}
+
 }  // namespace
 }  // namespace weft::onednn_test
