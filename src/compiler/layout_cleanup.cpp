@@ -190,6 +190,68 @@ int sink_layout_transposes(Graph& g) {
         }
       }
     }
+    // Rule C: TRANSPOSE(x, p) -> RESHAPE that only splits axes -> TRANSPOSE(q) is a RESHAPE of x
+    // splitting the same axes (where they sit in x) and one TRANSPOSE: one copy instead of two.
+    // MaxViT's window partition of an NCHW tensor (the importer's TRANSPOSE from NHWC, RESHAPE
+    // [N, C, h, 7, w, 7], TRANSPOSE to [N, h, w, 7, 7, C]); a hand-written pixel shuffle. The
+    // channel shuffle is left to rule A, which also moves its halves' slices.
+    if (n.op == Op::TRANSPOSE && single_out) {
+      const int r = producer_of(out, n.inputs[0], Op::RESHAPE);
+      const int t = r >= 0 ? producer_of(out, out.node(r).inputs[0], Op::TRANSPOSE) : -1;
+      if (t >= 0) {
+        const std::vector<int64_t> p = out.node(t).attr_ints("perms"), q = n.attr_ints("perms");
+        const ValueId x = out.node(t).inputs[0];
+        const Shape ts = out.value(out.node(t).outputs[0]).type.shape, ss = out.value(out.node(r).outputs[0]).type.shape;
+        const bool shuffle = p == std::vector<int64_t>{0, 3, 1, 2} && q == std::vector<int64_t>{0, 2, 1, 3, 4};
+        // The RESHAPE's axes as consecutive groups, one per axis of the TRANSPOSE's result.
+        std::vector<std::vector<int64_t>> groups(ts.size());
+        bool split = !shuffle && q.size() == ss.size() && p.size() == ts.size();
+        size_t k = 0;
+        for (size_t i = 0; split && i < ts.size(); ++i) {
+          int64_t prod = 1;
+          do {
+            if (k >= ss.size() || ss[k] < 1) {
+              split = false;
+              break;
+            }
+            groups[i].push_back(ss[k]);
+            prod *= ss[k++];
+          } while (prod < ts[i]);
+          split = split && prod == ts[i];
+        }
+        if (split && k == ss.size()) {
+          // Position in the RESHAPE's result of (axis i of the TRANSPOSE's result, part j), and in
+          // x's split: x's axes in order, axis p[i] split as axis i was.
+          std::vector<std::vector<int64_t>> at_s(ts.size()), at_x(ts.size());
+          std::vector<std::pair<size_t, size_t>> part(ss.size());
+          for (size_t i = 0, pos = 0; i < ts.size(); ++i)
+            for (size_t j = 0; j < groups[i].size(); ++j, ++pos) part[pos] = {i, j};
+          std::vector<size_t> pinv(p.size());
+          for (size_t i = 0; i < p.size(); ++i) pinv[static_cast<size_t>(p[i])] = i;
+          Shape xs_split;
+          for (size_t a = 0; a < p.size(); ++a) {
+            const size_t i = pinv[a];
+            for (int64_t d : groups[i]) {
+              at_x[i].push_back(static_cast<int64_t>(xs_split.size()));
+              xs_split.push_back(d);
+            }
+          }
+          std::vector<int64_t> perms(q.size());
+          for (size_t m = 0; m < q.size(); ++m) {
+            const auto [i, j] = part[static_cast<size_t>(q[m])];
+            perms[m] = at_x[i][j];
+          }
+          const TensorType xt = out.value(x).type;  // a copy: `out` grows below
+          const std::string base = g.value(n.outputs[0]).name;
+          const ValueId split_x = emit(Op::RESHAPE, {x, shape_const(std::vector<int64_t>(xs_split.begin(), xs_split.end()))},
+                                       {}, {xt.dtype, xs_split}, fresh(base + "_split"));
+          map[static_cast<size_t>(n.outputs[0])] =
+              emit(Op::TRANSPOSE, {split_x}, {{"perms", perms}}, g.value(n.outputs[0]).type, base);
+          ++rewrites;
+          continue;
+        }
+      }
+    }
     for (ValueId& v : n.outputs) {
       ValueId nv = out.add_value(g.value(v).name, g.value(v).type);
       map[static_cast<size_t>(v)] = nv;

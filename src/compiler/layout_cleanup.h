@@ -30,8 +30,10 @@ LayoutCleanupStats cancel_layout_pairs(Graph& g);
 // Moves layout TRANSPOSEs past the operators around them where the same result needs fewer
 // copies: a channel shuffle written through NCHW (TRANSPOSE to NCHW, RESHAPE splitting C,
 // TRANSPOSE swapping the halves, RESHAPE merging) becomes the shuffle in NHWC followed by one
-// TRANSPOSE, and TRANSPOSE -> SLICE -> inverse TRANSPOSE becomes one SLICE with the window
-// permuted. Run before cancel_layout_pairs. Returns the number of rewrites; the graph means the
+// TRANSPOSE, TRANSPOSE -> SLICE -> inverse TRANSPOSE becomes one SLICE with the window
+// permuted, and TRANSPOSE -> RESHAPE that only splits axes -> TRANSPOSE becomes a RESHAPE of the
+// first TRANSPOSE's input and one TRANSPOSE (MaxViT's window partition through NCHW). Run before
+// cancel_layout_pairs. Returns the number of rewrites; the graph means the
 // same (graph outputs keep their names).
 int sink_layout_transposes(Graph& g);
 

@@ -111,4 +111,44 @@ TEST(LayoutCleanup, ChannelShuffleThroughNchwBecomesOneTransposeInNhwc) {
   EXPECT_EQ(g.value(g.outputs()[0]).name, "half0");  // outputs keep their names
 }
 
+// MaxViT's window partition of NCHW features and a hand-written pixel shuffle, as the importer
+// writes them (a TRANSPOSE from NHWC first): each TRANSPOSE -> split RESHAPE -> TRANSPOSE becomes a
+// RESHAPE of the NHWC input and one TRANSPOSE. A RESHAPE that merges axes keeps both copies.
+TEST(LayoutCleanup, TransposeSplitTransposeBecomesOneTranspose) {
+  GraphBuilder b;
+  auto nchw = [&](ValueId v, const std::string& name) {
+    return b.op(Op::TRANSPOSE, {v}, {{"perms", std::vector<int64_t>{0, 3, 1, 2}}}, name);
+  };
+  // Windows of 2 x 2 over a 4 x 6 map of 3 channels: [1, 3, 2, 2, 3, 2] -> [1, 2, 3, 2, 2, 3].
+  ValueId x = b.input("x", {DType::kFp32, {1, 4, 6, 3}});
+  ValueId w1 = b.op(Op::RESHAPE, {nchw(x, "x_nchw"), b.constant_shape("ws", {1, 3, 2, 2, 3, 2})}, {}, "win_split");
+  ValueId w2 = b.op(Op::TRANSPOSE, {w1}, {{"perms", std::vector<int64_t>{0, 2, 4, 3, 5, 1}}}, "windows");
+  b.output(b.op(Op::RESHAPE, {w2, b.constant_shape("wm", {1, 6, 4, 3})}, {}, "win_tokens"));
+  // Pixel shuffle by 2 of 8 channels on 2 x 3: [1, 2, 2, 2, 2, 3] -> [1, 2, 2, 2, 3, 2] -> [1, 2, 4, 6].
+  ValueId y = b.input("y", {DType::kFp32, {1, 2, 3, 8}});
+  ValueId p1 = b.op(Op::RESHAPE, {nchw(y, "y_nchw"), b.constant_shape("ps", {1, 2, 2, 2, 2, 3})}, {}, "ps_split");
+  ValueId p2 = b.op(Op::TRANSPOSE, {p1}, {{"perms", std::vector<int64_t>{0, 1, 4, 2, 5, 3}}}, "ps_perm");
+  b.output(b.op(Op::RESHAPE, {p2, b.constant_shape("pm", {1, 2, 4, 6})}, {}, "shuffled"));
+  // Kept: the RESHAPE merges H and W.
+  ValueId z = b.input("z", {DType::kFp32, {1, 2, 3, 4}});
+  ValueId m1 = b.op(Op::RESHAPE, {nchw(z, "z_nchw"), b.constant_shape("ms", {1, 4, 6})}, {}, "merged");
+  b.output(b.op(Op::TRANSPOSE, {m1}, {{"perms", std::vector<int64_t>{0, 2, 1}}}, "tokens"));
+  Graph g = b.finish();
+  auto ramp = [](Shape s) {
+    std::vector<double> v(static_cast<size_t>(shape_elements(s)));
+    for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>(i);
+    return Tensor::from_doubles({DType::kFp32, std::move(s)}, v);
+  };
+  const std::vector<Tensor> inputs = {ramp({1, 4, 6, 3}), ramp({1, 2, 3, 8}), ramp({1, 2, 3, 4})};
+  const std::vector<Tensor> before = Interpreter(Module(g)).run(inputs);
+  EXPECT_EQ(count(g, Op::TRANSPOSE), 6);
+  EXPECT_EQ(sink_layout_transposes(g), 2);
+  EXPECT_EQ(count(g, Op::TRANSPOSE), 4);  // one per partition, two for the merge
+  EXPECT_TRUE(verify_module(Module(g)).empty());
+  const std::vector<Tensor> after = Interpreter(Module(g)).run(inputs);
+  ASSERT_EQ(after.size(), 3u);
+  for (size_t k = 0; k < 3; ++k) EXPECT_EQ(after[k].to_doubles(), before[k].to_doubles()) << k;
+  EXPECT_EQ(g.value(g.outputs()[0]).name, "win_tokens");
+}
+
 }  // namespace weft::compiler
