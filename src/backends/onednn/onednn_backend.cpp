@@ -15,6 +15,7 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <map>
 #include <optional>
@@ -1123,16 +1124,22 @@ std::unique_ptr<Kernel> prepare_weft_gemm(const Graph& g, const Composite& c, co
 
 // ---- Grouped convolutions of 4 channels per group where oneDNN is capped below AVX-512 ---------
 
-class GroupedConv4Kernel final : public Kernel {
+// Weft's own convolution kernels (gemm.h) over output rows: the bias and the composite's post-ops
+// are the epilogue (a residual read in rows of `ld` floats), and whole rows are split between
+// threads, so the result does not depend on the thread count.
+class ConvRowsKernel final : public Kernel {
  public:
   static constexpr size_t kMaxOps = 9;  // the bias, then up to 8 post-ops
+  using Rows = std::function<void(const float* x, float* y, int64_t r0, int64_t r1, const cpu::EpilogueOp* ops,
+                                  int nops)>;
 
-  GroupedConv4Kernel(std::shared_ptr<const std::vector<float>> w, const cpu::GroupedConv4& s, std::vector<float> bias,
-                     int input, std::vector<GemvPostOp> post)
-      : w_(std::move(w)), s_(s), bias_(std::move(bias)), input_(input), post_(std::move(post)) {}
+  ConvRowsKernel(std::string impl, Rows rows, int64_t count, int64_t min_rows, int64_t ld, std::vector<float> bias,
+                 int input, std::vector<GemvPostOp> post, size_t prepared)
+      : impl_(std::move(impl)), rows_(std::move(rows)), count_(count), min_rows_(min_rows), ld_(ld),
+        bias_(std::move(bias)), input_(input), post_(std::move(post)), prepared_(prepared) {}
 
-  size_t prepared_bytes() const override { return w_ ? w_->size() * sizeof(float) : 0; }
-  std::string implementation() const override { return "weft_grouped_conv:avx2"; }
+  size_t prepared_bytes() const override { return prepared_; }
+  std::string implementation() const override { return impl_; }
   void set_max_threads(int n) { max_threads_ = n; }
 
   void execute(ExecArgs& a) const override {
@@ -1140,20 +1147,19 @@ class GroupedConv4Kernel final : public Kernel {
     float* y = a.out[0].mutable_data<float>();
     std::array<cpu::EpilogueOp, kMaxOps> ops;
     ops[0] = {cpu::EpilogueOp::Kind::kAddColumns, bias_.data()};
-    const int nops = 1 + epilogue_ops(post_, a, s_.c, ops.data() + 1);
-    // Whole output rows per work item; a row is ow * c * taps * 4 multiply-adds.
-    const int64_t per_row = std::max<int64_t>(1, s_.ow * s_.c * s_.kh * s_.kw * 4);
-    ref::parallel_for(std::min(a.threads, max_threads_), s_.n * s_.oh, [&](int64_t r0, int64_t r1) {
-      cpu::grouped_conv4_avx2(s_, x, w_->data(), y, r0, r1, ops.data(), nops);
-    }, std::max<int64_t>(1, 262144 / per_row));
+    const int nops = 1 + epilogue_ops(post_, a, ld_, ops.data() + 1);
+    ref::parallel_for(std::min(a.threads, max_threads_), count_,
+                      [&](int64_t r0, int64_t r1) { rows_(x, y, r0, r1, ops.data(), nops); }, min_rows_);
   }
 
  private:
-  std::shared_ptr<const std::vector<float>> w_;
-  cpu::GroupedConv4 s_;
+  std::string impl_;
+  Rows rows_;
+  int64_t count_, min_rows_, ld_;
   std::vector<float> bias_;
   int input_;
   std::vector<GemvPostOp> post_;
+  size_t prepared_;
   int max_threads_ = 1 << 20;
 };
 
@@ -1176,7 +1182,7 @@ std::unique_ptr<Kernel> prepare_weft_grouped_conv(const Graph& g, const Composit
   cpu::GroupedConv4 s{.n = xs[0], .h = xs[1], .w = xs[2], .c = C, .oh = ys[1], .ow = ys[2], .kh = ws[1], .kw = ws[2],
                       .sy = st[0], .sx = st[1], .dy = dl[0], .dx = dl[1], .pt = p[0], .pl = p[2]};
   auto post = row_post_ops(g, c, s.n * s.oh * s.ow, C);
-  if (!post || post->size() + 1 > GroupedConv4Kernel::kMaxOps) return nullptr;
+  if (!post || post->size() + 1 > ConvRowsKernel::kMaxOps) return nullptr;
   std::vector<float> bias(static_cast<size_t>(C));
   for (int64_t k = 0; k < G; ++k) {
     const Tensor& b = *constant(g, g.node(c.group_convs[static_cast<size_t>(k)]).inputs[2]);
@@ -1198,48 +1204,17 @@ std::unique_ptr<Kernel> prepare_weft_grouped_conv(const Graph& g, const Composit
       if (o.cache) o.cache->put(key, packed);
     }
   }
-  return std::make_unique<GroupedConv4Kernel>(std::move(packed), s, std::move(bias), c.input_index(c.source),
-                                              std::move(*post));
+  const size_t bytes = packed ? packed->size() * sizeof(float) : 0;
+  // Whole output rows per work item; a row is ow * c * taps * 4 multiply-adds.
+  const int64_t per_row = std::max<int64_t>(1, s.ow * C * s.kh * s.kw * 4);
+  auto rows = [packed, s](const float* x, float* y, int64_t r0, int64_t r1, const cpu::EpilogueOp* ops, int nops) {
+    cpu::grouped_conv4_avx2(s, x, packed->data(), y, r0, r1, ops, nops);
+  };
+  return std::make_unique<ConvRowsKernel>("weft_grouped_conv:avx2", rows, s.n * s.oh, std::max<int64_t>(1, 262144 / per_row),
+                                          C, std::move(bias), c.input_index(c.source), std::move(*post), bytes);
 }
 
 // ---- Convolutions as one GEMM per tap where oneDNN capped at AVX2 falls back to im2col -----------
-
-class TapConvKernel final : public Kernel {
- public:
-  static constexpr size_t kMaxOps = 9;  // the bias, then up to 8 post-ops
-
-  TapConvKernel(std::shared_ptr<const std::vector<cpu::PackedB>> taps, const cpu::TapConv& s, std::vector<float> bias,
-                int input, std::vector<GemvPostOp> post)
-      : taps_(std::move(taps)), s_(s), bias_(std::move(bias)), input_(input), post_(std::move(post)) {}
-
-  size_t prepared_bytes() const override {
-    size_t n = 0;
-    if (taps_)
-      for (const cpu::PackedB& t : *taps_) n += t.data.size() * sizeof(float);
-    return n;
-  }
-  std::string implementation() const override { return "weft_tap_conv:avx2"; }
-  void set_max_threads(int n) { max_threads_ = n; }
-
-  void execute(ExecArgs& a) const override {
-    const float* x = a.in[static_cast<size_t>(input_)]->data<float>();
-    float* y = a.out[0].mutable_data<float>();
-    std::array<cpu::EpilogueOp, kMaxOps> ops;
-    ops[0] = {cpu::EpilogueOp::Kind::kAddColumns, bias_.data()};
-    const int nops = 1 + epilogue_ops(post_, a, s_.oc, ops.data() + 1);
-    ref::parallel_for(std::min(a.threads, max_threads_), s_.n * s_.oh, [&](int64_t r0, int64_t r1) {
-      cpu::tap_conv_avx2(s_, x, taps_->data(), y, r0, r1, ops.data(), nops);
-    });
-  }
-
- private:
-  std::shared_ptr<const std::vector<cpu::PackedB>> taps_;
-  cpu::TapConv s_;
-  std::vector<float> bias_;
-  int input_;
-  std::vector<GemvPostOp> post_;
-  int max_threads_ = 1 << 20;
-};
 
 std::unique_ptr<Kernel> prepare_tap_conv(const Graph& g, const Composite& c, const PrepareOptions& o) {
   const Node& n = g.node(c.anchor);
@@ -1257,7 +1232,7 @@ std::unique_ptr<Kernel> prepare_tap_conv(const Graph& g, const Composite& c, con
   cpu::TapConv s{.n = xs[0], .h = xs[1], .w = xs[2], .ic = xs[3], .oh = ys[1], .ow = ys[2], .oc = ys[3], .kh = ws[1],
                  .kw = ws[2], .sy = st[0], .sx = st[1], .dy = dl[0], .dx = dl[1], .pt = p[0], .pl = p[2]};
   auto post = row_post_ops(g, c, s.n * s.oh * s.ow, s.oc);
-  if (!post || post->size() + 1 > TapConvKernel::kMaxOps) return nullptr;
+  if (!post || post->size() + 1 > ConvRowsKernel::kMaxOps) return nullptr;
   std::vector<float> bias(static_cast<size_t>(s.oc));
   for (int64_t i = 0; i < s.oc; ++i)
     bias[static_cast<size_t>(i)] = static_cast<float>(bias_const->at_double(bias_const->num_elements() == 1 ? 0 : i));
@@ -1275,8 +1250,14 @@ std::unique_ptr<Kernel> prepare_tap_conv(const Graph& g, const Composite& c, con
     }
     w->buffer().release_resident();  // read from `taps` only
   }
-  return std::make_unique<TapConvKernel>(std::move(taps), s, std::move(bias), c.input_index(n.inputs[0]),
-                                         std::move(*post));
+  size_t bytes = 0;
+  if (taps)
+    for (const cpu::PackedB& t : *taps) bytes += t.data.size() * sizeof(float);
+  auto rows = [taps, s](const float* x, float* y, int64_t r0, int64_t r1, const cpu::EpilogueOp* ops, int nops) {
+    cpu::tap_conv_avx2(s, x, taps->data(), y, r0, r1, ops, nops);
+  };
+  return std::make_unique<ConvRowsKernel>("weft_tap_conv:avx2", rows, s.n * s.oh, 1, s.oc, std::move(bias),
+                                          c.input_index(n.inputs[0]), std::move(*post), bytes);
 }
 
 std::unique_ptr<Kernel> prepare_matmul(const Graph& g, const Composite& c, const PrepareOptions& o) {
@@ -2312,8 +2293,7 @@ class OneDnnBackend final : public Backend {
       else if (auto* ck = dynamic_cast<ChannelChainKernel*>(k.get())) ck->set_max_threads(threads);
       else if (auto* gk = dynamic_cast<GemmKernel*>(k.get())) gk->set_max_threads(threads);
       else if (auto* vk = dynamic_cast<GemvKernel*>(k.get())) vk->set_max_threads(threads);
-      else if (auto* rk = dynamic_cast<GroupedConv4Kernel*>(k.get())) rk->set_max_threads(threads);
-      else if (auto* tk = dynamic_cast<TapConvKernel*>(k.get())) tk->set_max_threads(threads);
+      else if (auto* rk = dynamic_cast<ConvRowsKernel*>(k.get())) rk->set_max_threads(threads);
       else if (auto* lk = dynamic_cast<ElementwiseLoopKernel*>(k.get())) lk->set_max_threads(threads);
       // (ActivationKernel: one thread.)
       return k;

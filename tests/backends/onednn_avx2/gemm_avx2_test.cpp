@@ -22,6 +22,29 @@ namespace {
     if (!cap || std::strcmp(cap, "AVX2") != 0) GTEST_SKIP() << "run with ONEDNN_MAX_CPU_ISA=AVX2 (ctest does)"; \
   } while (0)
 
+// `m` on 1 and 2 threads, each run checked against the reference backend (`pattern` on oneDNN):
+// the results, and whether a kernel named `impl` ran.
+struct ThreadRuns {
+  std::vector<Tensor> out[2];
+  bool ran[2] = {false, false};
+  bool same_bits() const {
+    return out[0].size() == 1 && out[1].size() == 1 &&
+           std::memcmp(out[0][0].bytes(), out[1][0].bytes(), out[0][0].byte_size()) == 0;
+  }
+};
+ThreadRuns run_on_1_and_2_threads(const Module& m, const std::vector<Tensor>& feeds, const std::string& pattern,
+                                  const std::string& impl) {
+  ThreadRuns r;
+  for (int threads : {1, 2}) {
+    auto model = check_vs_reference(m, feeds, {pattern}, kTolAccumulate, true, threads);
+    Context ctx(model, {.threads = threads});
+    ctx.set_profiling(true);
+    r.out[threads - 1] = ctx.run(feeds);
+    for (const KernelProfile& k : ctx.profile()) r.ran[threads - 1] |= k.implementation == impl;
+  }
+  return r;
+}
+
 // Each in-register activation against its definition in double precision, over [-100, 100] in
 // steps of 1/512, special values and a ragged tail. Bounds: absolute 3e-7 * |x| + 1e-7 * |y| for the
 // GELUs (erf within 4e-7), 4 ulp of the result for sigmoid and swish, 3e-7 absolute for tanh, and
@@ -123,19 +146,9 @@ TEST(WeftGemmAvx2, MatchesTheReferenceAndTheThreadCount) {
     ValueId b = c.transposed_b ? net.transpose(net.weight({c.batches, c.n, c.k}, -0.3, 0.3), {0, 2, 1})
                                : net.weight({c.batches, c.k, c.n}, -0.3, 0.3);
     Module m = net.finish({c.after(net, net.matmul(a, b), c.m, c.n)});
-    std::vector<Tensor> by_threads[2];
-    for (int threads : {1, 2}) {
-      auto model = check_vs_reference(m, net.feeds, {c.pattern}, kTolAccumulate, true, threads);
-      Context ctx(model, {.threads = threads});
-      ctx.set_profiling(true);
-      by_threads[threads - 1] = ctx.run(net.feeds);
-      bool gemm = false;
-      for (const KernelProfile& k : ctx.profile()) gemm |= k.implementation == "weft_gemm:avx2";
-      EXPECT_TRUE(gemm) << "no kernel ran on weft_gemm:avx2 (threads " << threads << ")";
-    }
-    ASSERT_EQ(by_threads[0].size(), 1u);
-    EXPECT_EQ(std::memcmp(by_threads[0][0].bytes(), by_threads[1][0].bytes(), by_threads[0][0].byte_size()), 0)
-        << "1 and 2 threads differ";
+    const ThreadRuns r = run_on_1_and_2_threads(m, net.feeds, c.pattern, "weft_gemm:avx2");
+    EXPECT_TRUE(r.ran[0] && r.ran[1]) << "no kernel ran on weft_gemm:avx2";
+    EXPECT_TRUE(r.same_bits()) << "1 and 2 threads differ";
   }
 }
 
@@ -207,20 +220,12 @@ TEST(WeftGroupedConvAvx2, MatchesTheReferenceAndTheThreadCount) {
       y = net.clamp(net.add(y, net.input(rs)), -1.5, 2);
       pattern += "+ADD+CLAMP";
     }
-    Module m = net.finish({y});
-    std::vector<Tensor> by_threads[2];
-    for (int threads : {1, 2}) {
-      auto model = check_vs_reference(m, net.feeds, {pattern}, kTolAccumulate, true, threads);
-      Context ctx(model, {.threads = threads});
-      ctx.set_profiling(true);
-      by_threads[threads - 1] = ctx.run(net.feeds);
-      bool weft = false;
-      for (const KernelProfile& k : ctx.profile()) weft |= k.implementation == "weft_grouped_conv:avx2";
-      EXPECT_EQ(weft, c.weft) << "threads " << threads;
+    const ThreadRuns r = run_on_1_and_2_threads(net.finish({y}), net.feeds, pattern, "weft_grouped_conv:avx2");
+    EXPECT_EQ(r.ran[0], c.weft);
+    EXPECT_EQ(r.ran[1], c.weft);
+    if (c.weft) {
+      EXPECT_TRUE(r.same_bits()) << "1 and 2 threads differ";  // (oneDNN's im2col GEMM may not)
     }
-    if (c.weft)  // (oneDNN's own im2col GEMM may split its sums by thread count)
-      EXPECT_EQ(std::memcmp(by_threads[0][0].bytes(), by_threads[1][0].bytes(), by_threads[0][0].byte_size()), 0)
-          << "1 and 2 threads differ";
   }
 }
 
@@ -255,19 +260,9 @@ TEST(WeftTapConvAvx2, MatchesTheReferenceAndTheThreadCount) {
       y = net.add(y, net.input(net.type(y).shape));
       pattern = "CONV2D+ADD+CLAMP";
     }
-    Module m = net.finish({net.relu(y)});
-    std::vector<Tensor> by_threads[2];
-    for (int threads : {1, 2}) {
-      auto model = check_vs_reference(m, net.feeds, {pattern}, kTolAccumulate, true, threads);
-      Context ctx(model, {.threads = threads});
-      ctx.set_profiling(true);
-      by_threads[threads - 1] = ctx.run(net.feeds);
-      bool tap = false;
-      for (const KernelProfile& k : ctx.profile()) tap |= k.implementation == "weft_tap_conv:avx2";
-      EXPECT_TRUE(tap) << "no kernel ran on weft_tap_conv:avx2 (threads " << threads << ")";
-    }
-    EXPECT_EQ(std::memcmp(by_threads[0][0].bytes(), by_threads[1][0].bytes(), by_threads[0][0].byte_size()), 0)
-        << "1 and 2 threads differ";
+    const ThreadRuns r = run_on_1_and_2_threads(net.finish({net.relu(y)}), net.feeds, pattern, "weft_tap_conv:avx2");
+    EXPECT_TRUE(r.ran[0] && r.ran[1]) << "no kernel ran on weft_tap_conv:avx2";
+    EXPECT_TRUE(r.same_bits()) << "1 and 2 threads differ";
   }
 }
 
