@@ -1122,7 +1122,7 @@ std::unique_ptr<Kernel> prepare_weft_gemm(const Graph& g, const Composite& c, co
   return kernel(std::move(packed));
 }
 
-// ---- Grouped convolutions of 4 channels per group where oneDNN is capped below AVX-512 ---------
+// ---- Weft's own convolutions where oneDNN is capped below AVX-512 ---------------------------
 
 // Weft's own convolution kernels (gemm.h) over output rows: the bias and the composite's post-ops
 // are the epilogue (a residual read in rows of `ld` floats), and whole rows are split between

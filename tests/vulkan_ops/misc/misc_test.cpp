@@ -434,28 +434,40 @@ TEST(VulkanMisc, LogSoftmaxRegion) {
   check_vs_reference(log_softmax_module(DType::kFp32, {4, 3}, 1), {x}, 1e-6);
 }
 
+// The common part of the row-norm graphs below: input x over `shape`, MUL with its shift, scalar
+// constants of x's rank, and the per-channel affine tail [* gamma [+ beta]].
+struct RowNormGraph {
+  GraphBuilder b;
+  Shape shape;
+  int rank;
+  ValueId x, shift;
+  explicit RowNormGraph(const Shape& s) : shape(s), rank(static_cast<int>(s.size())) {
+    x = b.input("x", tt(DType::kFp32, s));
+    shift = b.constant("shift", Tensor::from_ints(tt(DType::kInt8, {1}), std::vector<int64_t>{0}));
+  }
+  ValueId scalar(const std::string& name, double v) {
+    return b.constant(name, Tensor::from_doubles(tt(DType::kFp32, Shape(static_cast<size_t>(rank), 1)), std::vector<double>{v}));
+  }
+  ValueId mul(ValueId a, ValueId k) { return b.op(Op::MUL, {a, k, shift}); }
+  ValueId sum_last(ValueId v) { return b.op(Op::REDUCE_SUM, {v}, {{"axis", int64_t{rank - 1}}}); }
+  Module finish(ValueId y, bool gamma, bool beta, std::mt19937& rng) {
+    Shape cs(static_cast<size_t>(rank), 1);
+    cs.back() = shape.back();
+    if (gamma) y = mul(y, b.constant("gamma", random_tensor(tt(DType::kFp32, cs), rng, 0.5, 1.5)));
+    if (beta) y = b.op(Op::ADD, {y, b.constant("beta", random_tensor(tt(DType::kFp32, cs), rng))});
+    b.output(y);
+    return Module(b.finish());
+  }
+};
+
 // As the ONNX frontend lowers LayerNormalization over the last axis.
 Module layer_norm_module(const Shape& s, double eps, bool gamma, bool beta, std::mt19937& rng) {
-  GraphBuilder b;
-  const int r = static_cast<int>(s.size());
-  const TensorType t = tt(DType::kFp32, s);
-  ValueId x = b.input("x", t);
-  ValueId shift = b.constant("shift", Tensor::from_ints(tt(DType::kInt8, {1}), std::vector<int64_t>{0}));
-  auto scalar = [&](const std::string& name, double v) {
-    return b.constant(name, Tensor::from_doubles(tt(DType::kFp32, Shape(static_cast<size_t>(r), 1)), std::vector<double>{v}));
-  };
-  auto mul = [&](ValueId a, ValueId c) { return b.op(Op::MUL, {a, c, shift}); };
+  RowNormGraph n(s);
   const double inv_n = 1.0 / static_cast<double>(s.back());
-  ValueId mean = mul(b.op(Op::REDUCE_SUM, {x}, {{"axis", int64_t{r - 1}}}), scalar("inv_n", inv_n));
-  ValueId d = b.op(Op::SUB, {x, mean});
-  ValueId var = mul(b.op(Op::REDUCE_SUM, {mul(d, d)}, {{"axis", int64_t{r - 1}}}), scalar("inv_n2", inv_n));
-  ValueId y = mul(d, b.op(Op::RSQRT, {b.op(Op::ADD, {var, scalar("eps", eps)})}));
-  Shape cs(static_cast<size_t>(r), 1);
-  cs.back() = s.back();
-  if (gamma) y = mul(y, b.constant("gamma", random_tensor(tt(DType::kFp32, cs), rng, 0.5, 1.5)));
-  if (beta) y = b.op(Op::ADD, {y, b.constant("beta", random_tensor(tt(DType::kFp32, cs), rng))});
-  b.output(y);
-  return Module(b.finish());
+  ValueId mean = n.mul(n.sum_last(n.x), n.scalar("inv_n", inv_n));
+  ValueId d = n.b.op(Op::SUB, {n.x, mean});
+  ValueId var = n.mul(n.sum_last(n.mul(d, d)), n.scalar("inv_n2", inv_n));
+  return n.finish(n.mul(d, n.b.op(Op::RSQRT, {n.b.op(Op::ADD, {var, n.scalar("eps", eps)})})), gamma, beta, rng);
 }
 
 TEST(VulkanMisc, LayerNormRegion) {
@@ -482,31 +494,19 @@ TEST(VulkanMisc, LayerNormRegion) {
 // or (l2) F.normalize as the ONNX import writes it, x * 1 / max(sqrt(sum), 1e-12); then
 // [* gamma [+ beta]], constants per channel.
 Module row_norm_module(const Shape& shape, bool l2, bool gamma, bool beta, std::mt19937& rng) {
-  GraphBuilder b;
-  const int r = static_cast<int>(shape.size());
-  ValueId x = b.input("x", tt(DType::kFp32, shape));
-  ValueId shift = b.constant("shift", Tensor::from_ints(tt(DType::kInt8, {1}), std::vector<int64_t>{0}));
-  auto scalar = [&](const std::string& name, double v) {
-    return b.constant(name, Tensor::from_doubles(tt(DType::kFp32, Shape(static_cast<size_t>(r), 1)), std::vector<double>{v}));
-  };
-  auto mul = [&](ValueId a, ValueId k) { return b.op(Op::MUL, {a, k, shift}); };
-  ValueId sum = b.op(Op::REDUCE_SUM, {mul(x, x)}, {{"axis", int64_t{r - 1}}});
+  RowNormGraph n(shape);
+  ValueId sum = n.sum_last(n.mul(n.x, n.x));
   ValueId y;
   if (l2) {
-    ValueId guarded = b.op(Op::CLAMP, {b.op(Op::POW, {sum, scalar("half", 0.5)})},
-                           {{"min_val", Tensor::from_doubles(tt(DType::kFp32, {}), std::vector<double>{1e-12})},
-                            {"max_val", Tensor::from_doubles(tt(DType::kFp32, {}), std::vector<double>{INFINITY})}});
-    y = mul(x, b.op(Op::RECIPROCAL, {guarded}));
+    ValueId guarded = n.b.op(Op::CLAMP, {n.b.op(Op::POW, {sum, n.scalar("half", 0.5)})},
+                             {{"min_val", Tensor::from_doubles(tt(DType::kFp32, {}), std::vector<double>{1e-12})},
+                              {"max_val", Tensor::from_doubles(tt(DType::kFp32, {}), std::vector<double>{INFINITY})}});
+    y = n.mul(n.x, n.b.op(Op::RECIPROCAL, {guarded}));
   } else {
-    ValueId ms = mul(sum, scalar("inv_n", 1.0 / static_cast<double>(shape.back())));
-    y = mul(x, b.op(Op::RSQRT, {b.op(Op::ADD, {ms, scalar("eps", 1e-6)})}));
+    ValueId ms = n.mul(sum, n.scalar("inv_n", 1.0 / static_cast<double>(shape.back())));
+    y = n.mul(n.x, n.b.op(Op::RSQRT, {n.b.op(Op::ADD, {ms, n.scalar("eps", 1e-6)})}));
   }
-  Shape cs(static_cast<size_t>(r), 1);
-  cs.back() = shape.back();
-  if (gamma) y = mul(y, b.constant("gamma", random_tensor(tt(DType::kFp32, cs), rng, 0.5, 1.5)));
-  if (beta) y = b.op(Op::ADD, {y, b.constant("beta", random_tensor(tt(DType::kFp32, cs), rng))});
-  b.output(y);
-  return Module(b.finish());
+  return n.finish(y, gamma, beta, rng);
 }
 
 struct RowNormCase {
