@@ -216,9 +216,13 @@ TEST(Narrow, NormEpsilonsBelowTheFp16RangeStayNonzero) {
     if (n.op != Op::CONST || n.outputs.empty()) continue;
     const std::string& name = m.main().value(n.outputs[0]).name;
     const double v = load_as_double(DType::kFp16, n.attr_tensor("values").buffer().data());
-    if (name == "eps") EXPECT_EQ(v, std::ldexp(1.0, -24));
-    if (name == "tiny") EXPECT_EQ(v, 0.0);
-    if (name == "eps5") EXPECT_NEAR(v, 1e-5, 6e-8);  // (an fp16 subnormal: steps of 2^-24)
+    if (name == "eps") {
+      EXPECT_EQ(v, std::ldexp(1.0, -24));
+    } else if (name == "tiny") {
+      EXPECT_EQ(v, 0.0);
+    } else if (name == "eps5") {
+      EXPECT_NEAR(v, 1e-5, 6e-8);  // (an fp16 subnormal: steps of 2^-24)
+    }
   }
   // Row 0 all 3 (variance 0), row 1 spread.
   const Tensor in = Tensor::from_doubles({DType::kFp32, {2, 8}},

@@ -515,8 +515,12 @@ TEST(StridedView, RandomChainsMatchTheInterpreter) {
         for (size_t k = i + 1; k <= j; ++k) steps_ok &= expressible(shape_of(k), addresses(k, i));
         const bool fwd_ok = expressible(shape_of(j + 1), addresses(j + 1, i));
         auto f = compiler::forward_chain(g, sub);
-        if (steps_ok && fwd_ok) EXPECT_TRUE(f.has_value());
-        if (!fwd_ok) EXPECT_FALSE(f.has_value());
+        if (steps_ok && fwd_ok) {
+          EXPECT_TRUE(f.has_value());
+        }
+        if (!fwd_ok) {
+          EXPECT_FALSE(f.has_value());
+        }
         through += f && !steps_ok;
         missed += fwd_ok && !f;
         if (f) {
@@ -531,8 +535,12 @@ TEST(StridedView, RandomChainsMatchTheInterpreter) {
         for (size_t k = i + 1; k <= j; ++k) back_steps_ok &= expressible(shape_of(k), addresses(k, j + 1));
         const bool bwd_ok = expressible(shape_of(i), addresses(i, j + 1));
         auto bv = compiler::backward_chain(g, sub);
-        if (back_steps_ok && bwd_ok) EXPECT_TRUE(bv.has_value());
-        if (!bwd_ok) EXPECT_FALSE(bv.has_value());
+        if (back_steps_ok && bwd_ok) {
+          EXPECT_TRUE(bv.has_value());
+        }
+        if (!bwd_ok) {
+          EXPECT_FALSE(bv.has_value());
+        }
         through += bv && !back_steps_ok;
         missed += bwd_ok && !bv;
         if (bv) {

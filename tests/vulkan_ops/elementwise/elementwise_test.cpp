@@ -334,7 +334,9 @@ TEST(VulkanElementwise, LstmCellIsOneLoopAndLongChainsRunApart) {
     int slices = 0, dispatches = 0;
     for (const KernelProfile& k : ctx.profile())
       if (k.device) ++dispatches, slices += k.pattern == "SLICE";
-    if (dispatches > 0) EXPECT_EQ(slices, batch == 1 ? 0 : 4);  // (0: a queue without timestamps)
+    if (dispatches > 0) {
+      EXPECT_EQ(slices, batch == 1 ? 0 : 4);  // (0: a queue without timestamps)
+    }
   }
   GraphBuilder b;
   ValueId v = b.input("x", t);
