@@ -5,10 +5,12 @@
 // padding and with a fused PAD. Each case asserts that the pattern ran on oneDNN (explain) and that
 // its outputs match the reference within the tolerance documented in onednn_test_util.h.
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <limits>
 
 #include "backends/onednn/gemm.h"
+#include "backends/onednn/pool.h"
 #include "backends/onednn/onednn_test_util.h"
 
 namespace weft::onednn_test {
@@ -361,6 +363,116 @@ TEST(OneDnnVsReference, PoolingSweep) {
           check_vs_reference(m, net.feeds, {op_name(op)}, op == Op::MAX_POOL2D ? kExact : kTolElementwise);
         }
   EXPECT_GE(i, 40);
+}
+
+// Whether two fp32 tensors hold the same bits, NaNs aside (both NaN, whatever their payload).
+::testing::AssertionResult same_bits(const Tensor& got, const Tensor& want) {
+  if (got.type() != want.type()) return ::testing::AssertionFailure() << "type " << got.type().str();
+  for (int64_t i = 0; i < want.num_elements(); ++i) {
+    const float gf = got.data<float>()[i], wf = want.data<float>()[i];
+    if (std::isnan(gf) && std::isnan(wf)) continue;
+    uint32_t g, w;
+    std::memcpy(&g, &gf, 4);
+    std::memcpy(&w, &wf, 4);
+    if (g != w) return ::testing::AssertionFailure() << "element " << i << ": " << gf << " vs reference " << wf;
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// An NHWC input for MAX_POOL2D with NaNs every 7th value, equal values of both zero signs, and a
+// 3 x 3 block of NaN in the first and last channel (a window of NaN only).
+Tensor pool_input_with_nans(Net& net, Shape s) {
+  Tensor t = net.random(s, -1.0, 1.0);
+  float* f = t.mutable_data<float>();
+  const int64_t n = t.num_elements(), C = s[3], W = s[2];
+  for (int64_t i = 3; i < n; i += 7) f[i] = std::numeric_limits<float>::quiet_NaN();
+  for (int64_t i = 0; i + 1 < n; i += 11) {
+    f[i] = (i / 11) % 2 ? -0.0f : 0.0f;  // pairs of zeros along the channels and the window
+    f[i + 1] = (i / 11) % 2 ? 0.0f : -0.0f;
+  }
+  for (int64_t y = 1; y <= 3; ++y)
+    for (int64_t x = 1; x <= 3; ++x)
+      for (int64_t c : {int64_t{0}, C - 1}) f[(y * W + x) * C + c] = std::numeric_limits<float>::quiet_NaN();
+  return t;
+}
+
+// MAX_POOL2D runs on Weft's vector loop (pool.h) and follows TOSA's apply_max_s: PROPAGATE makes a
+// window with a NaN NaN, IGNORE skips NaNs (NaN only for a window of NaN), and of equal values the
+// first in the window stays (-0 before +0). So it stays on oneDNN with nan_exact, and its results
+// are the reference's bit for bit. Channel counts cover the four-vector, one-vector and scalar
+// parts at every vector width (4, 8, 16 floats).
+TEST(OneDnnVsReference, MaxPoolFollowsNanModeBitForBit) {
+  uint32_t seed = 745;
+  for (int64_t mode : {static_cast<int64_t>(NanMode::kPropagate), static_cast<int64_t>(NanMode::kIgnore)})
+    for (int64_t C : {3, 8, 20, 72, 136})
+      for (bool pad_node : {false, true}) {
+        SCOPED_TRACE("nan_mode " + std::to_string(mode) + " C " + std::to_string(C) + (pad_node ? " PAD" : ""));
+        Net net(seed++);
+        ValueId x = net.input({2, 9, 11, C});
+        ValueId src = pad_node ? net.pad_hw(x, {1, 0, 1, 0}, -std::numeric_limits<double>::infinity()) : x;
+        const std::vector<int64_t> own = pad_node ? std::vector<int64_t>{0, 1, 0, 1} : std::vector<int64_t>{1, 1, 1, 1};
+        ValueId y = net.b.op(Op::MAX_POOL2D, {src},
+                             {{"kernel", std::vector<int64_t>{3, 3}}, {"stride", std::vector<int64_t>{2, 2}},
+                              {"pad", own}, {"nan_mode", mode}});
+        Module m = net.finish({y});
+        net.feeds[0] = pool_input_with_nans(net, net.feeds[0].shape());
+        const Tensor want = run_model(Model::from_module(m, kReference), net.feeds)[0];
+        // IGNORE with a fused PAD (its -inf skipped, not compared) is exact only where no window is all NaN.
+        const bool exact_fused = !(pad_node && mode == static_cast<int64_t>(NanMode::kIgnore));
+        for (bool nan_exact : {false, true}) {
+          auto model = Model::from_module(m, {.backends = {"onednn"}, .nan_exact = nan_exact});
+          const std::string ex = model->explain();
+          const std::string pattern = pad_node ? " onednn PAD+MAX_POOL2D:" : " onednn MAX_POOL2D:";
+          if (nan_exact && !exact_fused) {
+            EXPECT_EQ(ex.find(pattern), std::string::npos) << ex;
+            continue;
+          }
+          EXPECT_NE(ex.find(pattern), std::string::npos) << ex;
+          for (int threads : {1, 2}) {
+            Context ctx(model, {.threads = threads});
+            ctx.set_profiling(true);
+            const Tensor got = ctx.run(net.feeds)[0];
+            bool weft_loop = false;
+            for (const KernelProfile& k : ctx.profile()) weft_loop |= k.implementation.rfind("weft_max_pool:", 0) == 0;
+            EXPECT_TRUE(weft_loop);
+            if (exact_fused) {
+              EXPECT_TRUE(same_bits(got, want)) << "threads " << threads;
+            }
+          }
+        }
+        if (mode == static_cast<int64_t>(NanMode::kIgnore) && !pad_node) {
+          EXPECT_TRUE(std::isnan(want.data<float>()[(1 * 6 + 1) * C])) << "the all-NaN window";  // (n 0, y 1, x 1)
+        }
+      }
+}
+
+// Each vector width this CPU runs (AVX-512, AVX2, SSE2) gives the same bits as the reference.
+TEST(OneDnnVsReference, MaxPoolEveryVectorWidthGivesTheReferenceBits) {
+  using backend::cpu::PoolIsa;
+  std::vector<PoolIsa> isas = {PoolIsa::kBaseline};
+  if (backend::cpu::pool_isa() != PoolIsa::kBaseline) isas.push_back(PoolIsa::kAvx2);
+  if (backend::cpu::pool_isa() == PoolIsa::kAvx512) isas.push_back(PoolIsa::kAvx512);
+  uint32_t seed = 747;
+  for (int64_t mode : {static_cast<int64_t>(NanMode::kPropagate), static_cast<int64_t>(NanMode::kIgnore)})
+    for (int64_t C : {5, 24, 100}) {
+      SCOPED_TRACE("nan_mode " + std::to_string(mode) + " C " + std::to_string(C));
+      Net net(seed++);
+      ValueId x = net.input({1, 8, 12, C});
+      ValueId y = net.b.op(Op::MAX_POOL2D, {x},
+                           {{"kernel", std::vector<int64_t>{3, 2}}, {"stride", std::vector<int64_t>{1, 3}},
+                            {"pad", std::vector<int64_t>{2, 0, 1, 1}}, {"nan_mode", mode}});
+      Module m = net.finish({y});
+      net.feeds[0] = pool_input_with_nans(net, net.feeds[0].shape());
+      const Tensor want = run_model(Model::from_module(m, kReference), net.feeds)[0];
+      const backend::cpu::MaxPoolShape s{1, 8, 12, C, want.shape()[1], want.shape()[2], 3, 2, 1, 3, 2, 1};
+      for (PoolIsa isa : isas) {
+        SCOPED_TRACE(backend::cpu::pool_isa_name(isa));
+        Tensor got = Tensor::zeros(want.type());
+        backend::cpu::max_pool_rows(s, mode == static_cast<int64_t>(NanMode::kPropagate), net.feeds[0].data<float>(), 0,
+                                    s.N * s.OH, got.mutable_data<float>(), isa);
+        EXPECT_TRUE(same_bits(got, want));
+      }
+    }
 }
 
 TEST(OneDnnVsReference, PoolingStrideLargerThanTheKernel) {

@@ -1032,13 +1032,14 @@ Module nan_mode_case(Net& net, int which, int64_t mode, std::string& name) {
 }
 
 // EXP of NaN is +inf on oneDNN and its softmax turns a row holding a NaN into 0s; max/min/clamp/
-// pooling/reductions ignore nan_mode. By default the oneDNN backend still takes them (as ONNX
+// reductions ignore nan_mode (MAX_POOL2D runs on Weft's own loop, which follows it). By default the oneDNN backend still takes them (as ONNX
 // Runtime's kernels, it lets ReLU and max turn a NaN into a number). With nan_exact, every such
 // node stays on the reference backend, with the reason, and the results equal the reference's.
 std::vector<std::pair<std::string, std::function<Module(Net&)>>> nan_sensitive_cases() {
   std::vector<std::pair<std::string, std::function<Module(Net&)>>> cases;
   for (int64_t mode : {static_cast<int64_t>(NanMode::kPropagate), static_cast<int64_t>(NanMode::kIgnore)}) {
     for (int which = 0; which < 8; ++which) {
+      if (which == 4) continue;  // MAX_POOL2D follows nan_mode on oneDNN too (MaxPoolFollowsNanModeBitForBit)
       cases.push_back({"nan_mode " + std::to_string(mode) + " case " + std::to_string(which), [=](Net& net) {
                          std::string name;
                          return nan_mode_case(net, which, mode, name);
