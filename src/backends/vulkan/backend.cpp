@@ -160,6 +160,7 @@ class RegionBuilder {
     fold_transposes(members);
     fold_concat_slices(members);
     fold_loop_slices(members);
+    fold_gather_wraps(members);
 
     for (size_t mi = 0; mi < members.size(); ++mi) {
       const Composite* m = members[mi];
@@ -212,6 +213,12 @@ class RegionBuilder {
                         low_.grid(words));
           flush();
         }
+        continue;
+      }
+      if (auto gw = gather_wraps_.find(m->anchor); gw != gather_wraps_.end()) {
+        pattern_ = "SELECT+GATHER";
+        vkb::lower_gather_indices(low_, gw->second, true);
+        flush();
         continue;
       }
       if (auto lv = loop_views_.find(m->anchor); lv != loop_views_.end()) {
@@ -373,6 +380,54 @@ class RegionBuilder {
     }
   }
 
+  // ONNX's Gather with run-time indices arrives as SELECT(GREATER(0, i), ADD(i, K), i) -> GATHER
+  // (a negative index counts from the end of the axis of K rows). Where nothing else reads the
+  // SELECT, the GREATER or the ADD, those three get no dispatch: ly_gather reads i and wraps it
+  // (a transformer's embedding lookup: three small dispatches fewer).
+  void fold_gather_wraps(const std::vector<const Composite*>& members) {
+    std::map<int, const Composite*> single;
+    for (const Composite* m : members)
+      if (m->single()) single[m->anchor] = m;
+    std::vector<std::vector<int>> readers(g_.values().size());
+    for (int ni = 0; ni < static_cast<int>(g_.nodes().size()); ++ni)
+      for (ValueId v : g_.node(ni).inputs) readers[static_cast<size_t>(v)].push_back(ni);
+    // The single-node member producing v with operator `op`, not folded otherwise; -1 if none.
+    auto producer = [&](ValueId v, Op op) {
+      const int p = g_.value(v).producer;
+      return p >= 0 && single.count(p) && g_.node(p).op == op && !folded_.count(p) && !slice_folds_.count(p) ? p : -1;
+    };
+    // Whether `v` is read by node `by` alone, and nowhere outside the region.
+    auto only_for = [&](ValueId v, int by) {
+      const auto& r = readers[static_cast<size_t>(v)];
+      auto in = info_.find(v);
+      return find(v) == v && (in == info_.end() || in->second.externals() == 0) &&
+             std::all_of(r.begin(), r.end(), [&](int x) { return x == by; });
+    };
+    auto const_is = [&](ValueId v, int64_t want) {
+      const Tensor* t = low_.constant(v);
+      return t && t->dtype() == DType::kInt32 && t->num_elements() == 1 && t->at_double(0) == static_cast<double>(want);
+    };
+    for (const Composite* m : members) {
+      const Node& n = g_.node(m->anchor);
+      if (!m->single() || n.op != Op::GATHER || folded_.count(m->anchor)) continue;
+      const int sel = producer(n.inputs[1], Op::SELECT);
+      if (sel < 0 || !only_for(n.inputs[1], m->anchor)) continue;
+      const Node& s = g_.node(sel);
+      const ValueId i = s.inputs[2];
+      const int gt = producer(s.inputs[0], Op::GREATER), add = producer(s.inputs[1], Op::ADD);
+      if (gt < 0 || add < 0 || !only_for(s.inputs[0], sel) || !only_for(s.inputs[1], sel)) continue;
+      const Node& gn = g_.node(gt);
+      const Node& an = g_.node(add);
+      const int64_t K = g_.value(n.inputs[0]).type.shape[1];
+      if (!(const_is(gn.inputs[0], 0) && gn.inputs[1] == i)) continue;
+      if (!((an.inputs[0] == i && const_is(an.inputs[1], K)) || (an.inputs[1] == i && const_is(an.inputs[0], K)))) continue;
+      folded_.insert(sel);
+      folded_.insert(gt);
+      folded_.insert(add);
+      gather_wraps_[m->anchor] = i;
+    }
+  }
+
   ValueId find(ValueId v) {
     auto it = parent_.find(v);
     if (it == parent_.end() || it->second == v) return v;
@@ -487,6 +542,7 @@ class RegionBuilder {
   std::vector<int> attention_aliases_;
   std::map<int, std::vector<vkb::ConcatInputView>> concat_views_;  // fold_concat_slices
   std::map<int, std::map<ValueId, vkb::LoopInputView>> loop_views_;  // fold_loop_slices
+  std::map<int, ValueId> gather_wraps_;  // fold_gather_wraps: GATHER -> the indices it wraps itself
   vk::ProgramDesc p_;
   std::map<ValueId, ValueId> parent_;
   std::map<ValueId, Info> info_;
@@ -496,7 +552,8 @@ class RegionBuilder {
   std::vector<size_t> input_args_;
   std::vector<DispatchName> names_;
   // Members that get no dispatch: TRANSPOSEs read in place by their SLICEs (fold_transposes), SLICEs
-  // read in place by a CONCAT (fold_concat_slices) or an element-wise group (fold_loop_slices)
+  // read in place by a CONCAT (fold_concat_slices) or an element-wise group (fold_loop_slices), or
+  // a GATHER's index wrap (fold_gather_wraps)
   std::set<int> folded_;
   std::map<int, SliceFold> slice_folds_;
   size_t flushed_ = 0;

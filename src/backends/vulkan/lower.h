@@ -210,6 +210,9 @@ struct ConcatInputView {
 // The CONCAT `n` as ly_concat dispatches, inputs read through `views` (by input index; shorter or
 // empty: the inputs themselves); false (nothing emitted) where concat_rows gives nullopt.
 bool lower_concat_views(Lowering& l, const Node& n, const std::vector<ConcatInputView>& views);
+// The GATHER l.n() as ly_gather reading its indices from `indices`; with `wrap`, a negative index
+// counts from the end of the gathered axis (k + K), as ONNX's Gather defines it.
+void lower_gather_indices(Lowering& l, ValueId indices, bool wrap);
 // A softmax or layer-norm region as mx_rownorm runs it (ops_misc.cpp): its specialization constants
 // 0..7 (mx_rownorm.glsl), the affine binding (gamma then beta as fp32; unused by softmax), the rows,
 // the invocations per row and the row length.

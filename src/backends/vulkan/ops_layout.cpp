@@ -438,7 +438,9 @@ std::string check_gather(const Graph& g, const Composite& c, const Caps&) {
   return "";
 }
 
-void lower_gather(Lowering& l, const Composite&) {
+}  // namespace
+
+void lower_gather_indices(Lowering& l, ValueId indices, bool wrap) {
   const Node& n = l.n();
   const TensorType& values = l.type(n.inputs[0]);
   const int64_t N = values.shape[0], K = values.shape[1], C = values.shape[2];
@@ -448,9 +450,13 @@ void lower_gather(Lowering& l, const Composite&) {
   const int64_t total = N * W * cu;
   l.dispatch("ly_gather",
              {static_cast<int32_t>(unit), static_cast<int32_t>(total), static_cast<int32_t>(K),
-              static_cast<int32_t>(W), static_cast<int32_t>(cu)},
-             {l.in(n.inputs[0]), l.in(n.inputs[1]), l.out(n.outputs[0])}, l.grid(static_cast<uint64_t>(total)));
+              static_cast<int32_t>(W), static_cast<int32_t>(cu), wrap ? 1 : 0},
+             {l.in(n.inputs[0]), l.in(indices), l.out(n.outputs[0])}, l.grid(static_cast<uint64_t>(total)));
 }
+
+namespace {
+
+void lower_gather(Lowering& l, const Composite&) { lower_gather_indices(l, l.n().inputs[1], false); }
 
 std::string check_scatter(const Graph& g, const Composite& c, const Caps&) {
   std::string why = check_common(g, c);

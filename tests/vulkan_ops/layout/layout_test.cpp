@@ -432,6 +432,37 @@ TEST(VulkanLayout, Scatter) {
   }
 }
 
+// ONNX's Gather with run-time indices as the importer writes it: SELECT(GREATER(0, i), ADD(i, K), i)
+// in front of the GATHER (negative indices count from the end). Where only the GATHER reads the
+// wrap, its three operators get no dispatch ("SELECT+GATHER", ly_gather wrapping the index itself);
+// where the SELECT's result is also an output, all four run as written. Indices in [-K, K).
+TEST(VulkanLayout, GatherWrapsNegativeIndicesItself) {
+  for (bool select_out : {false, true}) {
+    SCOPED_TRACE(select_out ? "SELECT also an output" : "wrap read by the GATHER only");
+    Net net(21);
+    const int64_t K = 11, C = 6, W = 9;
+    ValueId values = net.input(DType::kFp32, {1, K, C});
+    ValueId i = net.b.input(net.fresh("idx"), {DType::kInt32, {1, W}});
+    net.feeds.push_back(Tensor::from_ints({DType::kInt32, {1, W}}, std::vector<int64_t>{0, -1, 5, -11, 10, -6, 3, -2, 7}));
+    auto int_scalar = [&](int64_t v) {
+      return net.b.constant(net.fresh("c"), Tensor::from_ints({DType::kInt32, {1, 1}}, std::vector<int64_t>{v}));
+    };
+    ValueId neg = net.b.op(Op::GREATER, {int_scalar(0), i});
+    ValueId wrapped = net.b.op(Op::SELECT, {neg, net.b.op(Op::ADD, {i, int_scalar(K)}), i});
+    if (select_out) net.out(wrapped);
+    net.out(net.b.op(Op::GATHER, {values, wrapped}));
+    Module m(net.b.finish());
+    check_vs_reference(m, net.feeds, 0.0);
+    Context ctx(Model::from_module(m, vulkan_first()));
+    ctx.set_profiling(true);
+    ctx.run(net.feeds);
+    std::string seen;
+    for (const KernelProfile& k : ctx.profile())
+      if (k.device) seen += k.pattern + " ";
+    EXPECT_EQ(seen, select_out ? "GREATER ADD SELECT GATHER " : "SELECT+GATHER ");
+  }
+}
+
 // Indices TOSA forbids (the reference stops with an error): on Vulkan, GATHER gives zero rows for
 // indices outside [0, K), SCATTER skips them, and of duplicate SCATTER indices the last (largest w)
 // wins. Checked on the Vulkan backend alone.

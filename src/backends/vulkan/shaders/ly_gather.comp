@@ -4,6 +4,8 @@
 
 // GATHER: output[n, w, :] = values[n, indices[n, w], :]. Rows of C elements are moved as CU units of
 // UNIT bytes (the lowering picks the widest unit dividing a row); one invocation per output unit.
+// With WRAP, a negative index counts from the end (k + K): ONNX Gather's SELECT(GREATER(0, i),
+// ADD(i, K), i) in front of the GATHER, folded into it by the backend.
 // TOSA REQUIREs 0 <= index < K (the reference interpreter stops with an error); an index outside
 // the range yields a row of zero bits here, so the shader never reads out of bounds.
 layout(local_size_x = 64) in;
@@ -13,6 +15,7 @@ layout(constant_id = 1) const int TOTAL = 0;  // N * W * CU
 layout(constant_id = 2) const int K = 1;
 layout(constant_id = 3) const int W = 1;
 layout(constant_id = 4) const int CU = 1;     // units per row
+layout(constant_id = 5) const int WRAP = 0;   // 1: k < 0 reads row k + K
 
 layout(std430, set = 0, binding = 0) restrict readonly buffer Val1 { int8_t val1[]; };
 layout(std430, set = 0, binding = 0) restrict readonly buffer Val2 { int16_t val2[]; };
@@ -30,7 +33,9 @@ void main() {
   const uint id = flat_id();
   if (id >= uint(TOTAL)) return;
   const int u = int(id) % CU, row = int(id) / CU;  // row = n * W + w
-  const int n = row / W, k = idx[row];
+  const int n = row / W;
+  int k = idx[row];
+  if (WRAP != 0 && k < 0) k += K;
   const bool ok = k >= 0 && k < K;
   const int src = ((n * K + k) * CU + u);
   if (UNIT == 1) {
