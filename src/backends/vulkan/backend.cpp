@@ -276,18 +276,30 @@ class RegionBuilder {
     return vkb::check_attention(g_, qk, *members[attention_softmax_], *members[j], attention_aliases_, low_.caps).empty() ? j : 0;
   }
 
+  // The members that are one node, by that node.
+  static std::map<int, const Composite*> single_members(const std::vector<const Composite*>& members) {
+    std::map<int, const Composite*> single;
+    for (const Composite* m : members)
+      if (m->single()) single[m->anchor] = m;
+    return single;
+  }
+
+  // For every value of the graph, the nodes that read it (once per operand).
+  std::vector<std::vector<int>> value_readers() const {
+    std::vector<std::vector<int>> readers(g_.values().size());
+    for (int ni = 0; ni < static_cast<int>(g_.nodes().size()); ++ni)
+      for (ValueId v : g_.node(ni).inputs) readers[static_cast<size_t>(v)].push_back(ni);
+    return readers;
+  }
+
   // A TRANSPOSE whose result only SLICEs of this region read (through RESHAPEs) gets no dispatch:
   // each SLICE copies its elements straight from the TRANSPOSE's input, or from the two pieces of a
   // CONCAT in front of it that gets no dispatch either (compiler::fold_transpose; lower_view_copy).
   // ShuffleNet's channel shuffle followed by the next block's split: one copy per half instead of
   // the branches concatenated, the whole tensor transposed and then split.
   void fold_transposes(const std::vector<const Composite*>& members) {
-    std::map<int, const Composite*> single;
-    for (const Composite* m : members)
-      if (m->single()) single[m->anchor] = m;
-    std::vector<std::vector<int>> readers(g_.values().size());
-    for (int ni = 0; ni < static_cast<int>(g_.nodes().size()); ++ni)
-      for (ValueId v : g_.node(ni).inputs) readers[static_cast<size_t>(v)].push_back(ni);
+    const std::map<int, const Composite*> single = single_members(members);
+    const std::vector<std::vector<int>> readers = value_readers();
     auto joinable = [&](int n) { return single.count(n) && !copies_.count(n); };
     auto escapes = [&](ValueId v) { return info_[find(v)].output; };
     for (const auto& [t, unused] : single) {
@@ -306,9 +318,7 @@ class RegionBuilder {
   // and offsets). torch.roll as exported (the two halves of an axis sliced and concatenated in the
   // other order: Swin's shifted windows) becomes one copy.
   void fold_concat_slices(const std::vector<const Composite*>& members) {
-    std::map<int, const Composite*> single;
-    for (const Composite* m : members)
-      if (m->single()) single[m->anchor] = m;
+    const std::map<int, const Composite*> single = single_members(members);
     std::vector<int> readers(g_.values().size(), 0);
     for (const Node& n : g_.nodes())
       for (ValueId v : n.inputs) ++readers[static_cast<size_t>(v)];
@@ -356,12 +366,8 @@ class RegionBuilder {
   // unrolled LSTM's or GRU's gates are slices of one projection per step (644 SLICE dispatches of
   // a two-layer bidirectional LSTM over 32 steps, 512 of them such).
   void fold_loop_slices(const std::vector<const Composite*>& members) {
-    std::set<int> single;
-    for (const Composite* m : members)
-      if (m->single()) single.insert(m->anchor);
-    std::vector<std::vector<int>> readers(g_.values().size());
-    for (int ni = 0; ni < static_cast<int>(g_.nodes().size()); ++ni)
-      for (ValueId v : g_.node(ni).inputs) readers[static_cast<size_t>(v)].push_back(ni);
+    const std::map<int, const Composite*> single = single_members(members);
+    const std::vector<std::vector<int>> readers = value_readers();
     for (const Composite* m : members) {
       if (m->region != Composite::Region::kElementwise) continue;
       const std::set<int> inside(m->nodes.begin(), m->nodes.end());
@@ -385,12 +391,8 @@ class RegionBuilder {
   // SELECT, the GREATER or the ADD, those three get no dispatch: ly_gather reads i and wraps it
   // (a transformer's embedding lookup: three small dispatches fewer).
   void fold_gather_wraps(const std::vector<const Composite*>& members) {
-    std::map<int, const Composite*> single;
-    for (const Composite* m : members)
-      if (m->single()) single[m->anchor] = m;
-    std::vector<std::vector<int>> readers(g_.values().size());
-    for (int ni = 0; ni < static_cast<int>(g_.nodes().size()); ++ni)
-      for (ValueId v : g_.node(ni).inputs) readers[static_cast<size_t>(v)].push_back(ni);
+    const std::map<int, const Composite*> single = single_members(members);
+    const std::vector<std::vector<int>> readers = value_readers();
     // The single-node member producing v with operator `op`, not folded otherwise; -1 if none.
     auto producer = [&](ValueId v, Op op) {
       const int p = g_.value(v).producer;
