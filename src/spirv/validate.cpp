@@ -871,12 +871,19 @@ void Checker::check_type_tensor(size_t i) {
     if (!is_constant_decl(sh->opcode())) return shape_error("is an " + std::string(sh->name()) + ", not a constant instruction");
     const Inst* arr = def_before(sh->result_type, i);
     const Inst* ae = arr != nullptr && arr->opcode() == kOpTypeArray ? def_before(arr->word(2), i) : nullptr;
-    std::optional<int64_t> length = arr != nullptr && arr->opcode() == kOpTypeArray ? int_constant(arr->word(3), i)
-                                                                                       : std::nullopt;
-    if (ae == nullptr || ae->opcode() != kOpTypeInt || (t.rank >= 0 && length && *length != t.rank)) {
+    // The array's Length where it is an integer constant (plain values: GCC 12 took the
+    // std::optional this was for maybe-uninitialized).
+    bool have_length = false;
+    int64_t length = 0;
+    if (arr != nullptr && arr->opcode() == kOpTypeArray)
+      if (const std::optional<int64_t> l = int_constant(arr->word(3), i)) {
+        have_length = true;
+        length = *l;
+      }
+    if (ae == nullptr || ae->opcode() != kOpTypeInt || (t.rank >= 0 && have_length && length != t.rank)) {
       return shape_error("is not an array of integer type whose Length is equal to Rank" +
-                         (length && ae != nullptr && ae->opcode() == kOpTypeInt
-                              ? " (it has " + std::to_string(*length) + " dimensions, Rank is " + std::to_string(t.rank) + ")"
+                         (have_length && ae != nullptr && ae->opcode() == kOpTypeInt
+                              ? " (it has " + std::to_string(length) + " dimensions, Rank is " + std::to_string(t.rank) + ")"
                               : std::string()));
     }
     if (sh->opcode() == kOpConstantComposite || sh->opcode() == kOpSpecConstantComposite) {
