@@ -9,6 +9,7 @@
 
 #include "compiler/layout_cleanup.h"
 #include "compiler/strided_view.h"
+#include "compiler/uses.h"
 
 namespace weft::compiler {
 namespace {
@@ -75,22 +76,6 @@ struct Rebuild {
     for (ValueId o : g.outputs()) outs.push_back(map[static_cast<size_t>(o)]);
     out.set_outputs(outs);
     return prune_graph(out);
-  }
-};
-
-// The nodes reading each value (a node once per input that reads it) and which values are graph
-// outputs, for the rewrites below.
-struct Uses {
-  std::vector<std::vector<int>> readers;
-  std::vector<char> is_output;
-  explicit Uses(const Graph& g) : readers(g.values().size()), is_output(g.values().size(), 0) {
-    for (size_t i = 0; i < g.nodes().size(); ++i)
-      for (ValueId v : g.node(static_cast<int>(i)).inputs) readers[static_cast<size_t>(v)].push_back(static_cast<int>(i));
-    for (ValueId o : g.outputs()) is_output[static_cast<size_t>(o)] = 1;
-  }
-  // Whether node `node` is v's one reader (reading it once) and v is no graph output.
-  bool only(ValueId v, int node) const {
-    return !is_output[static_cast<size_t>(v)] && readers[static_cast<size_t>(v)] == std::vector<int>{node};
   }
 };
 

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <set>
 
+#include "compiler/uses.h"
 #include "weft/verify.h"
 
 namespace weft::compiler {
@@ -79,14 +80,13 @@ bool has_accumulator_choice(Op op) {
 // gives 0 * RSQRT(0) = 0 * inf = NaN where fp32 gives 0. Those become +-2^-24 (fp16's smallest
 // subnormal, RSQRT 4096): the nearest value that is not 0.
 std::set<int> epsilon_consts(const Graph& g) {
-  std::vector<std::vector<int>> readers(g.values().size());
-  for (size_t i = 0; i < g.nodes().size(); ++i)
-    for (ValueId v : g.node(static_cast<int>(i)).inputs) readers[static_cast<size_t>(v)].push_back(static_cast<int>(i));
-  std::set<ValueId> outputs(g.outputs().begin(), g.outputs().end());
+  const Uses uses(g);
+  const std::vector<std::vector<int>>& readers = uses.readers;
+  auto output = [&](ValueId v) { return uses.is_output[static_cast<size_t>(v)] != 0; };
   std::set<int> out;
   for (size_t i = 0; i < g.nodes().size(); ++i) {
     const Node& c = g.node(static_cast<int>(i));
-    if (c.op != Op::CONST || c.outputs.size() != 1 || outputs.count(c.outputs[0])) continue;
+    if (c.op != Op::CONST || c.outputs.size() != 1 || output(c.outputs[0])) continue;
     const Tensor& t = c.attr_tensor("values");
     if (t.dtype() != DType::kFp32 || t.num_elements() != 1) continue;
     const double v = t.at_double(0);
@@ -95,7 +95,7 @@ std::set<int> epsilon_consts(const Graph& g) {
     auto before_rsqrt = [&](int r) {
       const Node& add = g.node(r);
       const auto& next = readers[static_cast<size_t>(add.outputs[0])];
-      return add.op == Op::ADD && !outputs.count(add.outputs[0]) && !next.empty() &&
+      return add.op == Op::ADD && !output(add.outputs[0]) && !next.empty() &&
              std::all_of(next.begin(), next.end(), [&](int q) { return g.node(q).op == Op::RSQRT; });
     };
     const auto& rs = readers[static_cast<size_t>(c.outputs[0])];

@@ -34,6 +34,7 @@
 #include "backends/onednn/view_copy.h"
 #include "backends/reference/parallel.h"
 #include "compiler/strided_view.h"
+#include "compiler/uses.h"
 
 namespace weft::backend {
 namespace {
@@ -2007,12 +2008,10 @@ std::unique_ptr<Kernel> prepare_elementwise(const Graph& g, const Composite& c) 
 // The copies of a kSliceCopies composite, one per output (in Composite::outputs order), from the
 // fold the partitioner found (recomputed over the composite's own nodes); `why` says why not.
 std::vector<cpu::ViewCopy> slice_copies_of(const Graph& g, const Composite& c, std::string& why) {
-  std::vector<std::vector<int>> readers(g.values().size());
-  for (int ni = 0; ni < static_cast<int>(g.nodes().size()); ++ni)
-    for (ValueId v : g.node(ni).inputs) readers[static_cast<size_t>(v)].push_back(ni);
+  const compiler::Uses uses(g);
   const std::set<int> members(c.nodes.begin(), c.nodes.end());
   const std::optional<compiler::TransposeFold> f = compiler::fold_transpose(
-      g, c.anchor, readers, [&](int n) { return members.count(n) > 0; }, [](ValueId) { return false; });
+      g, c.anchor, uses.readers, [&](int n) { return members.count(n) > 0; }, [](ValueId) { return false; });
   if (!f || f->copies.size() != c.outputs.size()) {
     why = "the SLICEs are not strided views of the TRANSPOSE's input";
     return {};

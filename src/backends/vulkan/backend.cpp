@@ -21,6 +21,7 @@
 
 #include "backends/backend.h"
 #include "backends/vulkan/lower.h"
+#include "compiler/uses.h"
 #include "device/vulkan/vulkan.h"
 #include "weft/custom.h"
 
@@ -284,14 +285,6 @@ class RegionBuilder {
     return single;
   }
 
-  // For every value of the graph, the nodes that read it (once per operand).
-  std::vector<std::vector<int>> value_readers() const {
-    std::vector<std::vector<int>> readers(g_.values().size());
-    for (int ni = 0; ni < static_cast<int>(g_.nodes().size()); ++ni)
-      for (ValueId v : g_.node(ni).inputs) readers[static_cast<size_t>(v)].push_back(ni);
-    return readers;
-  }
-
   // A TRANSPOSE whose result only SLICEs of this region read (through RESHAPEs) gets no dispatch:
   // each SLICE copies its elements straight from the TRANSPOSE's input, or from the two pieces of a
   // CONCAT in front of it that gets no dispatch either (compiler::fold_transpose; lower_view_copy).
@@ -299,7 +292,7 @@ class RegionBuilder {
   // the branches concatenated, the whole tensor transposed and then split.
   void fold_transposes(const std::vector<const Composite*>& members) {
     const std::map<int, const Composite*> single = single_members(members);
-    const std::vector<std::vector<int>> readers = value_readers();
+    const std::vector<std::vector<int>> readers = compiler::Uses(g_).readers;
     auto joinable = [&](int n) { return single.count(n) && !copies_.count(n); };
     auto escapes = [&](ValueId v) { return info_[find(v)].output; };
     for (const auto& [t, unused] : single) {
@@ -367,7 +360,7 @@ class RegionBuilder {
   // a two-layer bidirectional LSTM over 32 steps, 512 of them such).
   void fold_loop_slices(const std::vector<const Composite*>& members) {
     const std::map<int, const Composite*> single = single_members(members);
-    const std::vector<std::vector<int>> readers = value_readers();
+    const std::vector<std::vector<int>> readers = compiler::Uses(g_).readers;
     for (const Composite* m : members) {
       if (m->region != Composite::Region::kElementwise) continue;
       const std::set<int> inside(m->nodes.begin(), m->nodes.end());
@@ -392,7 +385,7 @@ class RegionBuilder {
   // (a transformer's embedding lookup: three small dispatches fewer).
   void fold_gather_wraps(const std::vector<const Composite*>& members) {
     const std::map<int, const Composite*> single = single_members(members);
-    const std::vector<std::vector<int>> readers = value_readers();
+    const std::vector<std::vector<int>> readers = compiler::Uses(g_).readers;
     // The single-node member producing v with operator `op`, not folded otherwise; -1 if none.
     auto producer = [&](ValueId v, Op op) {
       const int p = g_.value(v).producer;
