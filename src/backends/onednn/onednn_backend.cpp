@@ -128,7 +128,20 @@ struct Arg {
   int64_t offset = 0;      // bytes from the input's start (a strided view after a SLICE)
 };
 
-class OneDnnKernel final : public Kernel {
+// A kernel that runs on at most the threads prepare() gave it (thread_cap: memory-bound operators
+// measured slower on more), whatever ExecArgs::threads asks for.
+class CappedKernel : public Kernel {
+ public:
+  void set_max_threads(int n) { max_threads_ = n; }
+
+ protected:
+  int thread_count(const ExecArgs& a) const { return std::min(a.threads, max_threads_); }
+
+ private:
+  int max_threads_ = 1 << 20;
+};
+
+class OneDnnKernel final : public CappedKernel {
  public:
   OneDnnKernel(dn::primitive prim, std::vector<Arg> args, size_t scratch, bool library_scratch, bool in_place,
                size_t prepared)
@@ -145,7 +158,7 @@ class OneDnnKernel final : public Kernel {
       const Tensor& r = *a.in[static_cast<size_t>(residual_)];
       if (r.bytes() != a.out[0].bytes()) std::memcpy(a.out[0].mutable_bytes(), r.bytes(), r.byte_size());
     }
-    const int threads = std::min(a.threads, max_threads_);
+    const int threads = thread_count(a);
     if (omp_get_max_threads() != threads) omp_set_num_threads(threads);
     std::unordered_map<int, dn::memory> map;
     map.reserve(args_.size() + 1);
@@ -179,7 +192,6 @@ class OneDnnKernel final : public Kernel {
 
   void set_scratch_md(const dn::memory::desc& md) { scratch_md_ = md; }
   void set_swish_after(bool on) { swish_after_ = on; }
-  void set_max_threads(int n) { max_threads_ = n; }
   void set_impl(std::string impl) { impl_ = std::move(impl); }
   std::string implementation() const override { return impl_; }
   const std::string& impl() const { return impl_; }
@@ -197,7 +209,6 @@ class OneDnnKernel final : public Kernel {
   bool in_place_;
   size_t prepared_;
   dn::memory::desc scratch_md_;
-  int max_threads_ = 1 << 20;
   int residual_ = -1;
   bool swish_after_ = false;  // apply swish to the output after the primitive (cpu::swish_avx512)
   std::string impl_;  // oneDNN's implementation name, e.g. "brgconv:avx512_core"
@@ -732,18 +743,17 @@ Support pool_supported(const Graph& g, const Composite& c) {
 // jit:avx2 14.5 ms, ONNX Runtime's MLAS 2.5 ms in the same run; this loop 0.8 ms (another run on the
 // same kind of machine). On this project's Zen 5 it is level with oneDNN at AVX-512 and at AVX2.
 // It follows nan_mode, so it stays on this backend when exact NaN semantics are asked for.
-class MaxPoolKernel final : public Kernel {
+class MaxPoolKernel final : public CappedKernel {
  public:
   MaxPoolKernel(cpu::MaxPoolShape s, bool propagate_nan, int input)
       : s_(s), propagate_nan_(propagate_nan), input_(input), isa_(cpu::pool_isa()) {}
   std::string implementation() const override { return std::string("weft_max_pool:") + cpu::pool_isa_name(isa_); }
-  void set_max_threads(int n) { max_threads_ = n; }
   void execute(ExecArgs& a) const override {
     const float* in = a.in[static_cast<size_t>(input_)]->data<float>();
     float* out = a.out[0].mutable_data<float>();
     // At least ~32K outputs per thread: below that a fork costs more than the loop.
     const int64_t min_rows = std::max<int64_t>(1, 32768 / std::max<int64_t>(1, s_.OW * s_.C));
-    ref::parallel_for(std::min(a.threads, max_threads_), s_.N * s_.OH, [&](int64_t r0, int64_t r1) {
+    ref::parallel_for(thread_count(a), s_.N * s_.OH, [&](int64_t r0, int64_t r1) {
       cpu::max_pool_rows(s_, propagate_nan_, in, r0, r1, out, isa_);
     }, min_rows);
   }
@@ -753,7 +763,6 @@ class MaxPoolKernel final : public Kernel {
   bool propagate_nan_;
   int input_;
   cpu::PoolIsa isa_;
-  int max_threads_ = 1 << 20;
 };
 
 std::unique_ptr<Kernel> prepare_pool(const Graph& g, const Composite& c, const PrepareOptions& o) {
@@ -831,7 +840,7 @@ struct GemvPostOp {
   int input = -1;             // kResidual: the composite's input holding the addend
 };
 
-class GemvKernel final : public Kernel {
+class GemvKernel final : public CappedKernel {
  public:
   // y[n] = sum_k x[k] * w[n * ldw + k]: `weights` keeps the memory `w` points into alive.
   GemvKernel(std::shared_ptr<const void> weights, const float* w, int64_t ldw, int64_t k, int64_t n, int a_input,
@@ -842,7 +851,6 @@ class GemvKernel final : public Kernel {
   size_t workspace_bytes() const override { return a_stride_ == 1 ? 0 : static_cast<size_t>(k_) * sizeof(float); }
   size_t prepared_bytes() const override { return prepared_; }
   std::string implementation() const override { return impl_; }
-  void set_max_threads(int n) { max_threads_ = n; }
 
   // Weights transposed ([k][ldn], gemv_cols) instead of one row per output column.
   void set_columns(int64_t ldn) {
@@ -863,7 +871,7 @@ class GemvKernel final : public Kernel {
     const int64_t width = columns_ ? 16 : 4;
     const int64_t blocks = (n_ + width - 1) / width;
     const int64_t min_blocks = std::max<int64_t>(1, 65536 / std::max<int64_t>(1, width * k_));
-    ref::parallel_for(std::min(a.threads, max_threads_), blocks, [&](int64_t b0, int64_t b1) {
+    ref::parallel_for(thread_count(a), blocks, [&](int64_t b0, int64_t b1) {
       const int64_t n0 = b0 * width, n1 = std::min(n_, b1 * width);
       if (columns_) cpu::gemv_cols(w_, ldw_, x, k_, n0, n1, y);
       else cpu::gemv_rows(w_, ldw_, x, k_, n0, n1, y);
@@ -921,7 +929,6 @@ class GemvKernel final : public Kernel {
   std::vector<GemvPostOp> post_;
   size_t prepared_;
   std::string impl_;
-  int max_threads_ = 1 << 20;
   bool columns_ = false;
 };
 
@@ -1064,7 +1071,7 @@ int epilogue_ops(const std::vector<GemvPostOp>& post, const ExecArgs& a, int64_t
   return static_cast<int>(post.size());
 }
 
-class GemmKernel final : public Kernel {
+class GemmKernel final : public CappedKernel {
  public:
   static constexpr size_t kMaxOps = 8;
 
@@ -1082,7 +1089,6 @@ class GemmKernel final : public Kernel {
 
   size_t prepared_bytes() const override { return b_ ? b_->data.size() * sizeof(float) : 0; }
   std::string implementation() const override { return "weft_gemm:avx2"; }
-  void set_max_threads(int n) { max_threads_ = n; }
 
   void execute(ExecArgs& a) const override {
     const float* x = a.in[static_cast<size_t>(a_input_)]->data<float>() + a_offset_;
@@ -1095,7 +1101,7 @@ class GemmKernel final : public Kernel {
     // consecutive (its weights stay in cache). Each output is computed whole by one item, so the
     // result does not depend on the thread count.
     const int64_t min_items = std::max<int64_t>(1, 65536 / std::max<int64_t>(1, rows_ * 16 * b_->k));
-    ref::parallel_for(std::min(a.threads, max_threads_), batches_ * panels * chunks, [&](int64_t i0, int64_t i1) {
+    ref::parallel_for(thread_count(a), batches_ * panels * chunks, [&](int64_t i0, int64_t i1) {
       std::array<cpu::EpilogueOp, kMaxOps> batch_ops = ops;
       for (int64_t i = i0; i < i1; ++i) {
         const int64_t t = i / (panels * chunks), p = i / chunks % panels;
@@ -1115,7 +1121,6 @@ class GemmKernel final : public Kernel {
   int a_input_;
   int64_t a_offset_, a_batch_, lda_;
   std::vector<GemvPostOp> post_;
-  int max_threads_ = 1 << 20;
 };
 
 // Weft's GEMM for `c` where weft_gemm_isa() and `c` is a fp32 matmul by constant weights (as the
@@ -1165,7 +1170,7 @@ std::unique_ptr<Kernel> prepare_weft_gemm(const Graph& g, const Composite& c, co
 // Weft's own convolution kernels (gemm.h) over output rows: the bias and the composite's post-ops
 // are the epilogue (a residual read in rows of `ld` floats), and whole rows are split between
 // threads, so the result does not depend on the thread count.
-class ConvRowsKernel final : public Kernel {
+class ConvRowsKernel final : public CappedKernel {
  public:
   static constexpr size_t kMaxOps = 9;  // the bias, then up to 8 post-ops
   using Rows = std::function<void(const float* x, float* y, int64_t r0, int64_t r1, const cpu::EpilogueOp* ops,
@@ -1178,7 +1183,6 @@ class ConvRowsKernel final : public Kernel {
 
   size_t prepared_bytes() const override { return prepared_; }
   std::string implementation() const override { return impl_; }
-  void set_max_threads(int n) { max_threads_ = n; }
 
   void execute(ExecArgs& a) const override {
     const float* x = a.in[static_cast<size_t>(input_)]->data<float>();
@@ -1186,7 +1190,7 @@ class ConvRowsKernel final : public Kernel {
     std::array<cpu::EpilogueOp, kMaxOps> ops;
     ops[0] = {cpu::EpilogueOp::Kind::kAddColumns, bias_.data()};
     const int nops = 1 + epilogue_ops(post_, a, ld_, ops.data() + 1);
-    ref::parallel_for(std::min(a.threads, max_threads_), count_,
+    ref::parallel_for(thread_count(a), count_,
                       [&](int64_t r0, int64_t r1) { rows_(x, y, r0, r1, ops.data(), nops); }, min_rows_);
   }
 
@@ -1198,7 +1202,6 @@ class ConvRowsKernel final : public Kernel {
   int input_;
   std::vector<GemvPostOp> post_;
   size_t prepared_;
-  int max_threads_ = 1 << 20;
 };
 
 // Weft's kernel for a grouped convolution of 4 input and 4 output channels per group (ResNeXt's
@@ -1732,7 +1735,7 @@ std::unique_ptr<Kernel> prepare_binary_chain(const Graph& g, const Composite& c,
 // concatenation is never written, and the chain's one pass replaces the CONCAT's copy and the
 // binary's pass over the copy.
 
-class ChannelChainKernel final : public Kernel {
+class ChannelChainKernel final : public CappedKernel {
  public:
   ChannelChainKernel(std::vector<int> pieces, std::vector<int64_t> widths, int64_t channels, int64_t rows,
                      std::vector<cpu::ChannelStep> steps)
@@ -1741,7 +1744,6 @@ class ChannelChainKernel final : public Kernel {
   }
   size_t prepared_bytes() const override { return prepared_; }
   std::string implementation() const override { return "weft_channel_chain:" + cpu::gemv_isa(); }
-  void set_max_threads(int n) { max_threads_ = n; }
 
   void execute(ExecArgs& a) const override {
     std::vector<const float*> src;
@@ -1750,7 +1752,7 @@ class ChannelChainKernel final : public Kernel {
     float* out = a.out[0].mutable_data<float>();
     // At least ~64K elements per thread.
     const int64_t min_rows = std::max<int64_t>(1, 65536 / std::max<int64_t>(1, channels_));
-    ref::parallel_for(std::min(a.threads, max_threads_), rows_, [&](int64_t r0, int64_t r1) {
+    ref::parallel_for(thread_count(a), rows_, [&](int64_t r0, int64_t r1) {
       cpu::channel_chain_rows(src, widths_, channels_, steps_, r0, r1, out);
     }, min_rows);
   }
@@ -1761,7 +1763,6 @@ class ChannelChainKernel final : public Kernel {
   int64_t channels_, rows_;
   std::vector<cpu::ChannelStep> steps_;
   size_t prepared_ = 0;
-  int max_threads_ = 1 << 20;
 };
 
 // The per-channel values of constant `v` (one, or one per channel) for `channels` channels; empty
@@ -1957,7 +1958,7 @@ cpu::LoopProgram loop_program(const Graph& g, const Composite& c, std::string& w
 }
 
 // Weft's own loop (elementwise_loop.h): one pass over the elements for the whole group.
-class ElementwiseLoopKernel final : public Kernel {
+class ElementwiseLoopKernel final : public CappedKernel {
  public:
   explicit ElementwiseLoopKernel(cpu::LoopProgram p) : p_(std::move(p)) {
     for (const cpu::LoopStep& s : p_.steps)
@@ -1968,7 +1969,6 @@ class ElementwiseLoopKernel final : public Kernel {
         }
   }
   std::string implementation() const override { return "weft_loop[" + std::to_string(p_.steps.size()) + "]"; }
-  void set_max_threads(int n) { max_threads_ = n; }
   void execute(ExecArgs& a) const override {
     // A group's inputs are its members' operands (at most three each: MUL's shift) and its results
     // at most one per member; loop_program bounds the members by kMaxLoopSlots.
@@ -1979,7 +1979,7 @@ class ElementwiseLoopKernel final : public Kernel {
     for (size_t k = 0; k < a.out.size(); ++k) out[k] = a.out[k].mutable_data<float>();
     // Blocks of 64; at least 64K elements per thread.
     const int64_t blocks = (p_.elements + 63) / 64;
-    ref::parallel_for(std::min(a.threads, max_threads_), blocks, [&](int64_t b0, int64_t b1) {
+    ref::parallel_for(thread_count(a), blocks, [&](int64_t b0, int64_t b1) {
       cpu::run_loop(p_, in, out, b0 * 64, std::min(p_.elements, b1 * 64));
     }, 1024);
   }
@@ -1987,7 +1987,6 @@ class ElementwiseLoopKernel final : public Kernel {
  private:
   cpu::LoopProgram p_;
   std::vector<bool> reads_;
-  int max_threads_ = 1 << 20;
 };
 
 Support elementwise_supported(const Graph& g, const Composite& c) {
@@ -2330,13 +2329,7 @@ class OneDnnBackend final : public Backend {
     omp_set_num_threads(threads);
     try {
       auto k = prepare_impl(g, c, options);
-      if (auto* dk = dynamic_cast<OneDnnKernel*>(k.get())) dk->set_max_threads(threads);
-      else if (auto* ck = dynamic_cast<ChannelChainKernel*>(k.get())) ck->set_max_threads(threads);
-      else if (auto* gk = dynamic_cast<GemmKernel*>(k.get())) gk->set_max_threads(threads);
-      else if (auto* vk = dynamic_cast<GemvKernel*>(k.get())) vk->set_max_threads(threads);
-      else if (auto* rk = dynamic_cast<ConvRowsKernel*>(k.get())) rk->set_max_threads(threads);
-      else if (auto* lk = dynamic_cast<ElementwiseLoopKernel*>(k.get())) lk->set_max_threads(threads);
-      else if (auto* pk = dynamic_cast<MaxPoolKernel*>(k.get())) pk->set_max_threads(threads);
+      if (auto* ck = dynamic_cast<CappedKernel*>(k.get())) ck->set_max_threads(threads);
       // (ActivationKernel: one thread.)
       return k;
     } catch (const dn::error& e) {
