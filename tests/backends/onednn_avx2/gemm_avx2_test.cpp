@@ -181,12 +181,6 @@ TEST(WeftGemmAvx2, TransposedARunsOnOneDnn) {
   for (const KernelProfile& k : ctx.profile()) EXPECT_NE(k.implementation, "weft_gemm:avx2");
 }
 
-}  // namespace
-}  // namespace weft::onednn_test
-
-namespace weft::onednn_test {
-namespace {
-
 // Grouped convolutions of 4 channels per group (ResNeXt's first stage), which oneDNN's AVX2
 // convolutions cannot run directly, on Weft's kernel: against the reference backend, with the same
 // bits on 1 and 2 threads. Groups of 8, and channel counts that are not a multiple of 8, stay on
