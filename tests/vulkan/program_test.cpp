@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "vk_test_util.h"
+#include "weft/dtype.h"
 
 namespace {
 
@@ -184,6 +185,62 @@ TEST(VulkanProgram, LargeStagedOutputsArriveChunkByChunk) {
   EXPECT_EQ(zs[999], 6.0f);
 }
 
+// h = -x on fp16 buffers (exact: the result needs no rounding on the device).
+const char* kNegateHalf = R"(
+#version 450
+#extension GL_EXT_shader_16bit_storage : require
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+layout(local_size_x = 64) in;
+layout(set = 0, binding = 0) readonly buffer X { float16_t x[]; };
+layout(set = 0, binding = 1) writeonly buffer H { float16_t h[]; };
+layout(push_constant) uniform P { uint n; } p;
+void main() {
+  uint i = gl_GlobalInvocationID.x;
+  if (i < p.n) h[i] = float16_t(-float(x[i]));
+}
+)";
+
+// Slots with a host cast: the caller's fp32 input rounded to fp16 on its way into staging memory,
+// the fp16 result widened on its way out (whole, and in the chunked download of a 3 MB output), on
+// every run, with host import asked for (such slots are never imported: the sizes differ). The
+// device counts its own bytes.
+TEST(VulkanProgram, HostCastSlotsConvertInTheCopies) {
+  WEFT_VK_REQUIRE_DEVICE();
+  vk_test::ScopedEnv opt_in("WEFT_VULKAN_HOST_IMPORT", "1");
+  using Cast = vk::ProgramSlot::HostCast;
+  for (const uint32_t n : {1'500'007u, 1001u}) {
+    vk::ProgramDesc d;
+    d.name = "negate_half";
+    d.map_device_memory = false;  // staged, as on a discrete GPU
+    d.slots = {{Role::kInput, n * 2u, "x"}, {Role::kOutput, n * 2u, "h"}};
+    d.slots[0].host_cast = Cast::kFp32ToFp16;
+    d.slots[1].host_cast = Cast::kFp16ToFp32;
+    vk::ProgramDispatch a;
+    a.desc.name = "negate";
+    a.desc.spirv = glsl(kNegateHalf);
+    a.desc.resources = {vk_test::buffer(false, 0, 0, 0, {n}, weft::DType::kFp16),
+                        vk_test::buffer(true, 0, 0, 1, {n}, weft::DType::kFp16)};
+    a.desc.push_constants = vk_test::bytes_of(n);
+    a.desc.groups = {(n + 63) / 64, 1, 1};
+    a.slot_of_resource = {0, 1};
+    d.dispatches = {std::move(a)};
+    vk::Program prog(vk::open_device("", {.exclusive = true}), d);
+    std::vector<float> x(n), h(n);
+    for (int run = 0; run < 3; ++run) {
+      for (uint32_t i = 0; i < n; ++i) x[i] = (static_cast<float>((i * 7919u + run) % 100003u) - 50000.0f) * 1.37e-3f;
+      x[5] = 70000.0f;  // rounds to infinity
+      x[6] = 1e-7f;     // to a subnormal
+      std::fill(h.begin(), h.end(), 123.0f);
+      prog.run({x.data()}, {h.data()}, run == 1);
+      for (uint32_t i = 0; i < n; ++i)
+        ASSERT_EQ(h[i], -weft::fp16_to_float(weft::float_to_fp16(x[i]))) << "n " << n << " run " << run << " element " << i;
+      EXPECT_EQ(prog.stats().bytes_uploaded, n * 2u);
+      EXPECT_EQ(prog.stats().bytes_downloaded, n * 2u);
+      EXPECT_EQ(prog.stats().bytes_imported, 0u);
+    }
+  }
+}
+
 // Runs without timestamps (the runtime's unprofiled runs) give the same results and no dispatch
 // times; timed runs before and after them still have theirs.
 TEST(VulkanProgram, UntimedRunsSkipTheTimestamps) {
@@ -305,6 +362,11 @@ TEST(VulkanProgram, MalformedSlotMappings) {
     vk::ProgramDesc d = chain(16, Role::kInternal);
     d.slots[1].bytes = 8;
     expect_invalid(d, "bytes");
+  }
+  {
+    vk::ProgramDesc d = chain(16, Role::kInternal);
+    d.slots[2].host_cast = vk::ProgramSlot::HostCast::kFp32ToFp16;  // an output cannot be rounded on its way in
+    expect_invalid(d, "converts between fp32 and fp16 on the host");
   }
 }
 

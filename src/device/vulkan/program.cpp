@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/half_copy.h"
 #include "core/interval_pack.h"
 #include "device/vulkan/internal.h"
 #include "device/vulkan/loop_guard.h"
@@ -25,16 +26,39 @@ namespace {
 
 using Role = ProgramSlot::Role;
 
-// A host copy into or out of staging memory. One thread copies about 8-10 GB/s, so a large input
-// or output (ResNet-50's batch of 32 images: 19 MB, about 2 ms; BERT's batch-32 output: 4 MB) is
-// split over several threads, up to 8 and at least 1 MB each; small copies stay on the calling
-// thread.
-void staging_copy(void* dst, const void* src, size_t bytes) {
+// Bytes of the caller's tensor per byte of a slot.
+size_t host_scale(ProgramSlot::HostCast c) { return c == ProgramSlot::HostCast::kNone ? 1 : 2; }
+
+// Slot bytes [begin, end) from the caller's tensor `host` into the slot's staging memory `dev`,
+// converted as the slot's HostCast says (begin and end even where it converts).
+void copy_in(ProgramSlot::HostCast cast, uint8_t* dev, const uint8_t* host, size_t begin, size_t end) {
+  if (cast == ProgramSlot::HostCast::kFp32ToFp16)
+    fp32_to_fp16_array(reinterpret_cast<const float*>(host + 2 * begin), reinterpret_cast<uint16_t*>(dev + begin),
+                       (end - begin) / 2);
+  else
+    std::memcpy(dev + begin, host + begin, end - begin);
+}
+
+// Slot bytes [begin, end) from staging memory `dev` into the caller's tensor `host`.
+void copy_out(ProgramSlot::HostCast cast, uint8_t* host, const uint8_t* dev, size_t begin, size_t end) {
+  if (cast == ProgramSlot::HostCast::kFp16ToFp32)
+    fp16_to_fp32_array(reinterpret_cast<const uint16_t*>(dev + begin), reinterpret_cast<float*>(host + 2 * begin),
+                       (end - begin) / 2);
+  else
+    std::memcpy(host + begin, dev + begin, end - begin);
+}
+
+// A host copy of a slot's `bytes` into or out of staging memory (`copy(begin, end)` moves a range
+// of them). One thread copies about 8-10 GB/s, so a large input or output (ResNet-50's batch of 32
+// images: 19 MB, about 2 ms; BERT's batch-32 output: 4 MB) is split over several threads, up to 8
+// and at least 1 MB each (counted on the caller's side, which a conversion makes the larger);
+// small copies stay on the calling thread.
+void staging_copy(size_t bytes, size_t scale, const std::function<void(size_t, size_t)>& copy) {
   constexpr size_t kPerThread = size_t{1} << 20;
   const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
-  const size_t threads = std::min<size_t>({8, hw, bytes / kPerThread});
+  const size_t threads = std::min<size_t>({8, hw, bytes * scale / kPerThread});
   if (threads <= 1) {
-    std::memcpy(dst, src, bytes);
+    copy(0, bytes);
     return;
   }
   const size_t chunk = (bytes / threads + 63) / 64 * 64;
@@ -42,10 +66,9 @@ void staging_copy(void* dst, const void* src, size_t bytes) {
   pool.reserve(threads - 1);
   for (size_t t = 1; t < threads; ++t) {
     const size_t begin = std::min(bytes, t * chunk), end = std::min(bytes, begin + chunk);
-    if (begin < end)
-      pool.emplace_back([=] { std::memcpy(static_cast<char*>(dst) + begin, static_cast<const char*>(src) + begin, end - begin); });
+    if (begin < end) pool.emplace_back([=, &copy] { copy(begin, end); });
   }
-  std::memcpy(dst, src, std::min(bytes, chunk));
+  copy(0, std::min(bytes, chunk));
   for (std::thread& th : pool) th.join();
 }
 
@@ -329,6 +352,12 @@ void Program::Impl::map_slots() {
     slots[s].b.what = "slot " + std::to_string(s) + (ps.name.empty() ? "" : " (" + ps.name + ")");
     if (ps.role == Role::kInput) input_slots.push_back(static_cast<uint32_t>(s));
     if (ps.role == Role::kOutput && s < first_guard_slot) output_slots.push_back(static_cast<uint32_t>(s));
+    if ((ps.host_cast == ProgramSlot::HostCast::kFp32ToFp16 && ps.role != Role::kInput) ||
+        (ps.host_cast == ProgramSlot::HostCast::kFp16ToFp32 && ps.role != Role::kOutput) ||
+        (ps.host_cast != ProgramSlot::HostCast::kNone && ps.bytes % 2 != 0))
+      throw Error(ErrorCode::kInvalidArgument, p + ": " + slots[s].b.what + " converts between fp32 and fp16 " +
+                                                   "on the host but is not an external input of fp32 -> fp16 or an " +
+                                                   "external output of fp16 -> fp32 (of an even byte count)");
     if (ps.role == Role::kConstant && ps.data.size() != ps.bytes)
       throw Error(ErrorCode::kInvalidArgument, p + ": constant " + slots[s].b.what + " has " +
                                                    std::to_string(ps.data.size()) + " bytes of data for " +
@@ -791,8 +820,8 @@ void Program::Impl::copy_chunks(const std::vector<void*>& outputs, std::vector<c
         if (cpu) std::this_thread::sleep_for(std::chrono::microseconds(20));
         else std::this_thread::yield();
       }
-      std::memcpy(static_cast<char*>(outputs[k.output]) + k.begin, slots[output_slots[k.output]].b.host() + k.begin,
-                  k.end - k.begin);
+      copy_out(desc.slots[output_slots[k.output]].host_cast, static_cast<uint8_t*>(outputs[k.output]),
+               slots[output_slots[k.output]].b.host(), k.begin, k.end);
       copied[c] = 1;
     }
   };
@@ -835,11 +864,15 @@ void Program::Impl::run(const std::vector<const void*>& inputs, const std::vecto
     out_imports.resize(output_slots.size());
     for (size_t i = 0; i < input_slots.size(); ++i) {
       const SlotMemory& m = slots[input_slots[i]];
-      if (m.staged && (in_imports[i] = import_host(*device, inputs[i], m.b.bytes)).buffer) any_import = true;
+      if (m.staged && desc.slots[input_slots[i]].host_cast == ProgramSlot::HostCast::kNone &&
+          (in_imports[i] = import_host(*device, inputs[i], m.b.bytes)).buffer)
+        any_import = true;
     }
     for (size_t i = 0; i < output_slots.size(); ++i) {
       const SlotMemory& m = slots[output_slots[i]];
-      if (m.staged && (out_imports[i] = import_host(*device, outputs[i], m.b.bytes)).buffer) any_import = true;
+      if (m.staged && desc.slots[output_slots[i]].host_cast == ProgramSlot::HostCast::kNone &&
+          (out_imports[i] = import_host(*device, outputs[i], m.b.bytes)).buffer)
+        any_import = true;
     }
   }
   auto imported_at = [&](const std::vector<HostImport>& v, size_t i) { return any_import && v[i].buffer; };
@@ -851,7 +884,10 @@ void Program::Impl::run(const std::vector<const void*>& inputs, const std::vecto
       imported += b.bytes;
       continue;
     }
-    staging_copy(b.host(), inputs[i], b.bytes);
+    const ProgramSlot::HostCast cast = desc.slots[input_slots[i]].host_cast;
+    uint8_t* dev = b.host();
+    const uint8_t* host = static_cast<const uint8_t*>(inputs[i]);
+    staging_copy(b.bytes, host_scale(cast), [&](size_t begin, size_t end) { copy_in(cast, dev, host, begin, end); });
     if (!b.host_coherent()) {
       VkMappedMemoryRange r{VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE, nullptr, b.host_memory(), 0, VK_WHOLE_SIZE};
       check(vkFlushMappedMemoryRanges(d, 1, &r), "vkFlushMappedMemoryRanges", p + ": ");
@@ -905,8 +941,8 @@ void Program::Impl::run(const std::vector<const void*>& inputs, const std::vecto
   for (size_t c = 0; c < copied.size(); ++c) {
     const OutChunk& k = out_chunks[c];
     if (!copied[c])
-      std::memcpy(static_cast<char*>(outputs[k.output]) + k.begin, slots[output_slots[k.output]].b.host() + k.begin,
-                  k.end - k.begin);
+      copy_out(desc.slots[output_slots[k.output]].host_cast, static_cast<uint8_t*>(outputs[k.output]),
+               slots[output_slots[k.output]].b.host(), k.begin, k.end);
     check(vkResetEvent(d, k.event), "vkResetEvent", p + ": ");
   }
   // A loop cut short by llvmpipe: the outputs are wrong, and not handed out.
@@ -942,7 +978,10 @@ void Program::Impl::run(const std::vector<const void*>& inputs, const std::vecto
       VkMappedMemoryRange r{VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE, nullptr, b.host_memory(), 0, VK_WHOLE_SIZE};
       check(vkInvalidateMappedMemoryRanges(d, 1, &r), "vkInvalidateMappedMemoryRanges", p + ": ");
     }
-    staging_copy(outputs[i], b.host(), b.bytes);
+    const ProgramSlot::HostCast cast = desc.slots[output_slots[i]].host_cast;
+    const uint8_t* dev = b.host();
+    uint8_t* host = static_cast<uint8_t*>(outputs[i]);
+    staging_copy(b.bytes, host_scale(cast), [&](size_t begin, size_t end) { copy_out(cast, host, dev, begin, end); });
     down += b.bytes;
   }
   dispatch_ms = timed ? detail::interval_ms(*device, query_pool, static_cast<uint32_t>(steps.size()))

@@ -244,6 +244,13 @@ struct ProgramSlot {
   size_t bytes = 0;  // the tensor's bytes; every resource naming the slot must have this size
   std::string name;  // for errors (e.g. the value's name)
   std::vector<uint8_t> data;  // kConstant: exactly `bytes` bytes (freed once uploaded: Program::desc() has it empty)
+  // An external slot whose host tensor has another type than the device's, converted by the host
+  // copy into or out of staging memory (core/half_copy.h): kFp32ToFp16, an input the caller gives as
+  // fp32 and the device holds as fp16 (rounded to nearest even); kFp16ToFp32, an output the device
+  // holds as fp16 and the caller gets as fp32 (exact). `bytes` is the device's size: the caller's
+  // tensor has twice as many. Such a slot is never imported from the caller's memory.
+  enum class HostCast { kNone, kFp32ToFp16, kFp16ToFp32 };
+  HostCast host_cast = HostCast::kNone;
 };
 
 struct ProgramDispatch {
