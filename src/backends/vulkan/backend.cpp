@@ -156,6 +156,7 @@ class RegionBuilder {
         copies_.insert(m->anchor);
       }
     }
+    fold_boundary_casts(members);
     // Output slots first, in Composite::outputs order (the runtime's order).
     for (ValueId v : c_.outputs) slot(v);
     fold_transposes(members);
@@ -423,6 +424,52 @@ class RegionBuilder {
     }
   }
 
+  // The fp16 mode's CASTs at the region's boundary (fp32 input -> fp16, fp16 result -> fp32 output)
+  // get no dispatch: the host converts while it copies into or out of staging memory
+  // (vk::ProgramSlot::HostCast), which also halves the bytes moved. An input CAST folds where no
+  // other node of the region reads its fp32 input and its fp16 result is not external; an output
+  // CAST where its fp16 operand is produced in the region, is not external itself, and no node of
+  // the region reads the fp32 result. The CAST's rounding (to nearest even) is the host's.
+  void fold_boundary_casts(const std::vector<const Composite*>& members) {
+    const std::map<int, const Composite*> single = single_members(members);
+    const std::vector<std::vector<int>> readers = compiler::Uses(g_).readers;
+    const std::set<int> region(c_.nodes.begin(), c_.nodes.end());
+    // Whether no node of the region other than `but` reads a value of v's class.
+    auto read_only_by = [&](ValueId v, int but) {
+      const ValueId r = find(v);
+      for (size_t x = 0; x < readers.size(); ++x) {
+        if (find(static_cast<ValueId>(x)) != r) continue;
+        for (int n : readers[x])
+          if (n != but && region.count(n)) return false;
+      }
+      return true;
+    };
+    // Whether v's class has no member but v.
+    auto alone = [&](ValueId v) {
+      if (find(v) != v) return false;
+      for (const auto& [x, p] : parent_)
+        if (x != v && find(x) == v) return false;
+      return true;
+    };
+    auto ext = [&](ValueId v) { return info_[find(v)].externals(); };
+    for (const auto& [ni, m] : single) {
+      const Node& n = g_.node(ni);
+      if (n.op != Op::CAST || folded_.count(ni)) continue;
+      const ValueId x = n.inputs[0], y = n.outputs[0];
+      const DType xt = g_.value(x).type.dtype, yt = g_.value(y).type.dtype;
+      if (xt == DType::kFp32 && yt == DType::kFp16 && alone(x) && info_[x].input && !info_[x].constant &&
+          ext(y) == 0 && read_only_by(x, ni)) {
+        host_in_[find(y)] = x;
+        folded_.insert(ni);
+      } else if (xt == DType::kFp16 && yt == DType::kFp32 && alone(y) && info_[y].output && ext(x) == 0 &&
+                 g_.value(x).producer >= 0 && region.count(g_.value(x).producer) && read_only_by(y, -1)) {
+        parent_[find(x)] = y;
+        host_out_[y] = x;
+        folded_.insert(ni);
+      }
+    }
+  }
+
   ValueId find(ValueId v) {
     auto it = parent_.find(v);
     if (it == parent_.end() || it->second == v) return v;
@@ -439,7 +486,16 @@ class RegionBuilder {
     vk::ProgramSlot s;
     s.bytes = g_.value(v).type.byte_size();
     s.name = g_.value(v).name;
-    if (i.constant) {
+    if (auto in = host_in_.find(r); in != host_in_.end()) {  // fold_boundary_casts
+      s.role = vk::ProgramSlot::Role::kInput;
+      s.host_cast = vk::ProgramSlot::HostCast::kFp32ToFp16;
+      s.name = g_.value(in->second).name;
+      input_args_.push_back(static_cast<size_t>(std::find(c_.inputs.begin(), c_.inputs.end(), in->second) - c_.inputs.begin()));
+    } else if (auto out = host_out_.find(r); out != host_out_.end()) {
+      s.role = vk::ProgramSlot::Role::kOutput;
+      s.host_cast = vk::ProgramSlot::HostCast::kFp16ToFp32;
+      s.bytes = g_.value(out->second).type.byte_size();
+    } else if (i.constant) {
       s.role = vk::ProgramSlot::Role::kConstant;
       s.data.assign(i.constant->bytes(), i.constant->bytes() + i.constant->byte_size());
     } else if (i.input) {
@@ -538,6 +594,9 @@ class RegionBuilder {
   std::map<int, std::vector<vkb::ConcatInputView>> concat_views_;  // fold_concat_slices
   std::map<int, std::map<ValueId, vkb::LoopInputView>> loop_views_;  // fold_loop_slices
   std::map<int, ValueId> gather_wraps_;  // fold_gather_wraps: GATHER -> the indices it wraps itself
+  // fold_boundary_casts: the class of an input CAST's fp16 result -> its fp32 input; an output
+  // CAST's fp32 result (its class's root, joined by the fp16 operand) -> that operand.
+  std::map<ValueId, ValueId> host_in_, host_out_;
   vk::ProgramDesc p_;
   std::map<ValueId, ValueId> parent_;
   std::map<ValueId, Info> info_;
@@ -547,8 +606,8 @@ class RegionBuilder {
   std::vector<size_t> input_args_;
   std::vector<DispatchName> names_;
   // Members that get no dispatch: TRANSPOSEs read in place by their SLICEs (fold_transposes), SLICEs
-  // read in place by a CONCAT (fold_concat_slices) or an element-wise group (fold_loop_slices), or
-  // a GATHER's index wrap (fold_gather_wraps)
+  // read in place by a CONCAT (fold_concat_slices) or an element-wise group (fold_loop_slices),
+  // a GATHER's index wrap (fold_gather_wraps), or CASTs the host's copies do (fold_boundary_casts)
   std::set<int> folded_;
   std::map<int, SliceFold> slice_folds_;
   size_t flushed_ = 0;

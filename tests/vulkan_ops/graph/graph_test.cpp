@@ -1,6 +1,9 @@
 // Whole graphs on the Vulkan backend: regions and their boundaries with CPU-run operators (the
 // transfers between them), RESHAPE / IDENTITY as aliases or copies, constants, several contexts of
 // one model, and device time in the profile.
+#include <algorithm>
+#include <cmath>
+#include <limits>
 #include <random>
 #include <thread>
 
@@ -145,6 +148,79 @@ TEST(VulkanGraph, TensorsLargerThanTheDevicesBufferRangeStayOnTheCpu) {
   const std::string ex = m->explain();
   EXPECT_EQ(vulkan_nodes(ex), 0) << ex;
   EXPECT_NE(ex.find("exceeds maxStorageBufferRange"), std::string::npos) << ex;
+}
+
+}  // namespace
+}  // namespace weft::vk_test
+
+namespace weft::vk_test {
+namespace {
+
+// The device patterns of one profiled run of `model` on `in`; empty where the queue has no timestamps.
+std::vector<std::string> device_patterns(const std::shared_ptr<const Model>& model, const std::vector<Tensor>& in) {
+  Context ctx(model);
+  ctx.set_profiling(true);
+  ctx.run(in);
+  std::vector<std::string> p;
+  for (const KernelProfile& k : ctx.profile())
+    if (k.backend == "vulkan" && k.device) p.push_back(k.pattern);
+  return p;
+}
+
+// The fp16 mode's CASTs at a region's boundary run in the host's copies (fp32 rounded to fp16 on the
+// way in, widened on the way out), not as dispatches: bit for bit the reference's narrowed graph,
+// with values that round to infinity, to subnormals and to ties, an element count that is not a
+// multiple of the host's vector width, and an fp16 intermediate that is an output as well as read.
+TEST(VulkanGraph, Fp16ModeCastsAtTheBoundaryRunOnTheHost) {
+  const TensorType t{DType::kFp32, {3, 5, 37}};
+  std::mt19937 rng(11);
+  GraphBuilder b;
+  ValueId x = b.input("x", t), y = b.input("y", t);
+  ValueId a = b.op(Op::ADD, {x, y}, {}, "a");
+  b.output(b.op(Op::MUL, {a, x, shift0(b)}, {}, "m"));
+  b.output(a);
+  Module mod(b.finish());
+  std::vector<Tensor> in = {random_tensor(t, rng, -70000, 70000), random_tensor(t, rng, -2, 2)};
+  const std::vector<double> special = {65519.0, 65520.0, -65536.0, 1e-6, -3e-8, 1.0 + 1.0 / 2048, 0.0, -0.0,
+                                       std::numeric_limits<double>::infinity(), std::nan("")};
+  for (size_t i = 0; i < special.size(); ++i) {
+    in[0].mutable_data<float>()[7 * i + 3] = static_cast<float>(special[i]);
+    in[1].mutable_data<float>()[7 * i + 3] = 0.0f;
+  }
+  BackendOptions vk = vulkan_first(), ref = reference_only();
+  vk.precision = ref.precision = Precision::kFp16;
+  auto on_vk = Model::from_module(mod, vk);
+  auto on_ref = Model::from_module(mod, ref);
+  EXPECT_EQ(vulkan_nodes(on_vk->explain()), 6) << on_vk->explain();  // 2 + 2 CASTs, ADD, MUL
+  Context cv(on_vk), cr(on_ref);
+  const std::vector<Tensor> got = cv.run(in), want = cr.run(in);
+  ASSERT_EQ(got.size(), 2u);
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(close(got[i], want[i], 0.0)) << "output " << i;
+  const std::vector<std::string> patterns = device_patterns(on_vk, in);
+  if (patterns.empty()) GTEST_SKIP() << "no timestamps on this device's queue: dispatches not listed";
+  EXPECT_EQ(std::count(patterns.begin(), patterns.end(), "CAST"), 0);
+  EXPECT_EQ(patterns.size(), 1u) << "ADD and MUL as one element-wise dispatch, nothing else";
+}
+
+// A CAST whose fp32 input another node of the region reads too stays a dispatch (the device needs
+// the fp32 tensor), as does one whose fp32 result the region reads.
+TEST(VulkanGraph, BoundaryCastsStayWhereTheRegionReadsTheFp32Side) {
+  std::mt19937 rng(12);
+  GraphBuilder b;
+  ValueId x = b.input("x", kF32);
+  const TensorType h{DType::kFp16, kF32.shape};
+  ValueId xh = b.op_multi(Op::CAST, {x}, {}, {"xh"}, {h})[0];
+  ValueId ax = b.op(Op::ABS, {x}, {}, "ax");
+  ValueId e = b.op(Op::ADD, {xh, xh}, {}, "e");
+  ValueId ef = b.op_multi(Op::CAST, {e}, {}, {"ef"}, {kF32})[0];
+  b.output(b.op(Op::SUB, {ef, ax}, {}, "out"));
+  b.output(ef);
+  Module mod(b.finish());
+  const std::vector<Tensor> in = {random_tensor(kF32, rng)};
+  check_vs_reference(mod, in, 0.0);
+  const std::vector<std::string> patterns = device_patterns(Model::from_module(mod, vulkan_first()), in);
+  if (patterns.empty()) GTEST_SKIP() << "no timestamps on this device's queue: dispatches not listed";
+  EXPECT_EQ(std::count(patterns.begin(), patterns.end(), "CAST"), 2) << ::testing::PrintToString(patterns);
 }
 
 }  // namespace
