@@ -227,14 +227,15 @@ dn::primitive build(const Pd& pd) {
 // Reorders constant `src` (described by `from`) into a new buffer laid out as `to`. The result is
 // shared through `cache` by every preparation of the model that asks for the same layout (the
 // preparations for other thread counts), so weights are not held twice.
+// `offset`: where `from`'s first byte lies in `src` (a block of it).
 std::shared_ptr<dn::memory> reorder_constant(const Tensor& src, const dn::memory::desc& from, const dn::memory::desc& to,
-                                             PreparedCache* cache) {
+                                             PreparedCache* cache, size_t offset = 0) {
   if (g_dry_run) return nullptr;
   std::string key;
   if (cache) {
     const dnnl_memory_desc_t& f = from.data;
     const dnnl_memory_desc_t& t = to.data;
-    key = "onednn:" + std::to_string(reinterpret_cast<uintptr_t>(src.bytes()));
+    key = "onednn:" + std::to_string(reinterpret_cast<uintptr_t>(src.bytes() + offset));
     key.append(reinterpret_cast<const char*>(&f), sizeof f);
     key.append(reinterpret_cast<const char*>(&t), sizeof t);
     if (auto hit = cache->find(key)) {
@@ -243,7 +244,7 @@ std::shared_ptr<dn::memory> reorder_constant(const Tensor& src, const dn::memory
     }
   }
   auto out = std::make_shared<dn::memory>(to, engine());
-  dn::memory in(from, engine(), const_cast<uint8_t*>(src.bytes()));
+  dn::memory in(from, engine(), const_cast<uint8_t*>(src.bytes()) + offset);
   dn::reorder(in, *out).execute(stream(), in, *out);
   stream().wait();
   if (cache) cache->put(key, out);
@@ -522,6 +523,131 @@ Support conv_supported(const Graph& g, const Composite& c) {
 bool weft_gemm_isa();
 std::unique_ptr<Kernel> prepare_tap_conv(const Graph& g, const Composite& c, const PrepareOptions& o);
 
+// ---- Convolutions with large weights, split over the output channels -----------------------------
+//
+// oneDNN 2.6's AVX-512 brgemm convolution streams all of a convolution's weights once per block of
+// output rows. Where they are far larger than a core's caches, that is a stream from memory: FCN's
+// 3 x 3 head, 2048 -> 512 channels at 28 x 28 (37.7 MB of weights), ran at 92 GFLOP/s on one Zen 5
+// core against 130 for 512 -> 512 (9.4 MB). Run as four convolutions of 128 output channels each,
+// every block's weights stay in cache: 158 -> 127 ms on one thread, 114 -> 78 ms on two (ONNX
+// Runtime: 131 and 71). Its AVX2 kernel (jit:avx2) gained nothing from the split, nor did
+// 1024 -> 1024 at 7 x 7 or 2048 -> 256 (18.9 MB) at 28 x 28: hence brgconv, from 32 MB of weights.
+// Each part writes its own dense NHWC block (a strided destination makes oneDNN fall back to its
+// reference loop) in the kernel's workspace, copied into the output's channels after it.
+constexpr size_t kSplitConvBytes = size_t{32} << 20, kSplitConvPart = size_t{10} << 20;
+
+class SplitConvKernel final : public CappedKernel {
+ public:
+  struct Part {
+    dn::primitive prim;
+    std::shared_ptr<dn::memory> weights, bias;
+    dn::memory::desc scratch_md;
+  };
+  SplitConvKernel(std::vector<Part> parts, dn::memory::desc src_md, dn::memory::desc part_md, int input,
+                  int64_t pixels, int64_t oc, std::string impl, bool library_scratch)
+      : parts_(std::move(parts)), src_md_(src_md), part_md_(part_md), input_(input), pixels_(pixels), oc_(oc),
+        impl_(std::move(impl)), library_scratch_(library_scratch) {
+    for (const Part& p : parts_) {
+      scratch_ = std::max(scratch_, p.scratch_md.get_size());
+      prepared_ += p.weights ? p.weights->get_desc().get_size() : 0;
+    }
+  }
+  size_t workspace_bytes() const override { return block_bytes() + (library_scratch_ ? 0 : scratch_); }
+  size_t prepared_bytes() const override { return prepared_; }
+  std::string implementation() const override { return impl_; }
+
+  void execute(ExecArgs& a) const override {
+    const int threads = thread_count(a);
+    if (omp_get_max_threads() != threads) omp_set_num_threads(threads);
+    const int64_t ocp = oc_ / static_cast<int64_t>(parts_.size());
+    float* block = reinterpret_cast<float*>(a.workspace);
+    float* y = reinterpret_cast<float*>(a.out[0].mutable_bytes());
+    dn::memory src(src_md_, engine(), const_cast<uint8_t*>(a.in[static_cast<size_t>(input_)]->bytes()));
+    dn::memory dst(part_md_, engine(), block);
+    for (size_t k = 0; k < parts_.size(); ++k) {
+      const Part& p = parts_[k];
+      std::unordered_map<int, dn::memory> map = {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, *p.weights},
+                                                 {DNNL_ARG_BIAS, *p.bias}, {DNNL_ARG_DST, dst}};
+      if (!library_scratch_ && scratch_ > 0)
+        map.emplace(DNNL_ARG_SCRATCHPAD, dn::memory(p.scratch_md, engine(), a.workspace + block_bytes()));
+      try {
+        p.prim.execute(stream(), map);
+        stream().wait();
+      } catch (const dn::error& e) {
+        throw Error(ErrorCode::kRuntime, std::string("oneDNN failed to run ") + impl_ + ": " + e.what());
+      }
+      ref::parallel_for(threads, pixels_, [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r)
+          std::memcpy(y + r * oc_ + static_cast<int64_t>(k) * ocp, block + r * ocp, static_cast<size_t>(ocp) * sizeof(float));
+      });
+    }
+  }
+
+ private:
+  size_t block_bytes() const { return (static_cast<size_t>(pixels_ * oc_ / static_cast<int64_t>(parts_.size())) * sizeof(float) + 63) / 64 * 64; }
+  std::vector<Part> parts_;
+  dn::memory::desc src_md_, part_md_;
+  int input_;
+  int64_t pixels_, oc_;
+  std::string impl_;
+  bool library_scratch_;
+  size_t scratch_ = 0, prepared_ = 0;
+};
+
+// The parts of a CONV2D (fp32, constant weights and bias, no post-op reading another tensor) whose
+// oneDNN implementation `impl` is the brgemm convolution and whose weights reach kSplitConvBytes:
+// as few parts as keep each within kSplitConvPart (a power of two dividing the output channels in
+// multiples of 16). WEFT_ONEDNN_CONV_SPLIT=n forces n parts on any such convolution (tests);
+// nullptr where it is not split.
+std::unique_ptr<Kernel> prepare_split_conv(const Graph& g, const Composite& c, const PrepareOptions& o,
+                                           const std::string& impl, const dn::memory::desc& src_md,
+                                           const dn::primitive_attr& attr, const dn::memory::dims& strides,
+                                           const dn::memory::dims& dil, const dn::memory::dims& pad_l,
+                                           const dn::memory::dims& pad_r) {
+  const Node& n = g.node(c.anchor);
+  const Tensor& w = *constant(g, n.inputs[1]);
+  const Tensor* bias = constant(g, n.inputs[2]);
+  const Shape& ws = w.shape();  // [OC, KH, KW, IC]
+  const TensorType& yt = type_of(g, c.outputs[0]);
+  const int64_t oc = ws[0];
+  if (!bias || yt.shape.size() != 4 || yt.shape[3] != oc) return nullptr;
+  int64_t parts = 1;
+  if (const char* e = std::getenv("WEFT_ONEDNN_CONV_SPLIT")) {
+    parts = std::atoi(e);
+  } else if (impl.rfind("brgconv:", 0) == 0 && w.byte_size() >= kSplitConvBytes) {
+    while (w.byte_size() / static_cast<size_t>(parts) > kSplitConvPart) parts *= 2;
+  }
+  if (parts < 2 || oc % (16 * parts) != 0) return nullptr;
+  const int64_t ocp = oc / parts, N = yt.shape[0], OH = yt.shape[1], OW = yt.shape[2];
+  const dn::memory::desc part_md({N, ocp, OH, OW}, dt::f32, tag::nhwc);
+  const dn::memory::desc w_user({ocp, ws[3], ws[1], ws[2]}, dt::f32, tag::ohwi);
+  const dn::memory::desc w_any({ocp, ws[3], ws[1], ws[2]}, dt::f32, tag::any);
+  const dn::memory::desc b_md({ocp}, dt::f32, tag::x);
+  std::vector<SplitConvKernel::Part> out;
+  std::string part_impl;
+  for (int64_t k = 0; k < parts; ++k) {
+    dn::convolution_forward::desc d(dn::prop_kind::forward_inference, dn::algorithm::convolution_direct, src_md, w_any,
+                                    b_md, part_md, strides, dil, pad_l, pad_r);
+    dn::convolution_forward::primitive_desc pd(d, attr, engine());
+    part_impl = pd.impl_info_str();
+    SplitConvKernel::Part p;
+    p.prim = build<dn::convolution_forward>(pd);
+    p.scratch_md = pd.scratchpad_desc();
+    const size_t block = static_cast<size_t>(ocp * ws[1] * ws[2] * ws[3]) * sizeof(float);
+    p.weights = reorder_constant(w, w_user, pd.weights_desc(), o.cache, static_cast<size_t>(k) * block);
+    if (!g_dry_run) {
+      p.bias = std::make_shared<dn::memory>(b_md, engine());
+      for (int64_t i = 0; i < ocp; ++i)
+        static_cast<float*>(p.bias->get_data_handle())[i] =
+            static_cast<float>(bias->at_double(bias->num_elements() == 1 ? 0 : k * ocp + i));
+    }
+    out.push_back(std::move(p));
+  }
+  ValueId src = c.pad >= 0 ? g.node(c.pad).inputs[0] : n.inputs[0];
+  return std::make_unique<SplitConvKernel>(std::move(out), src_md, part_md, c.input_index(src), N * OH * OW, oc,
+                                           part_impl + " x" + std::to_string(parts), o.library_scratchpad);
+}
+
 std::unique_ptr<Kernel> prepare_conv(const Graph& g, const Composite& c, const PrepareOptions& o) {
   const Node& n = g.node(c.anchor);
   ValueId src = c.pad >= 0 ? g.node(c.pad).inputs[0] : n.inputs[0];
@@ -631,6 +757,9 @@ std::unique_ptr<Kernel> prepare_conv(const Graph& g, const Composite& c, const P
   if (n.op == Op::CONV2D && !int8 && c.pad < 0 && ws[3] >= 32 && weft_gemm_isa() &&
       std::string(pd_base.impl_info_str()).find("gemm:jit") != std::string::npos)
     if (auto k = prepare_tap_conv(g, c, o)) return k;
+  if (n.op == Op::CONV2D && !int8 && args.empty() && residual < 0 && !swish_after && !bias_runtime)
+    if (auto k = prepare_split_conv(g, c, o, pd_base.impl_info_str(), src_md, attr, strides, dil, pad_l, pad_r))
+      return k;
   args.push_back({DNNL_ARG_SRC, src_md, c.input_index(src)});
   args.push_back({DNNL_ARG_WEIGHTS, w_pref, -1, false, reorder_constant(w, w_user, w_pref, o.cache)});
   if (bias_runtime)

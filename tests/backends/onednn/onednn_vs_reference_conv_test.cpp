@@ -716,3 +716,63 @@ TEST(OneDnnVsReference, EndCropSliceFoldsIntoTheConvolution) {
 }
 
 }  // namespace weft::onednn_test
+
+namespace weft::onednn_test {
+namespace {
+
+// The implementation names of one profiled run of `model` on `threads` threads.
+std::vector<std::string> implementations(const std::shared_ptr<const Model>& model, const std::vector<Tensor>& feeds,
+                                         int threads) {
+  Context ctx(model, {.threads = threads});
+  ctx.set_profiling(true);
+  ctx.run(feeds);
+  std::vector<std::string> names;
+  for (const KernelProfile& k : ctx.profile()) names.push_back(k.implementation);
+  return names;
+}
+
+// A convolution split over its output channels (large weights on the brgemm kernel; forced here
+// with WEFT_ONEDNN_CONV_SPLIT): each part's block lands in its own channels, with the fused PAD,
+// strides, dilations, a bias of one value and a CLAMP, on one and two threads. A convolution with a
+// residual, or whose output channels do not split into blocks of 16, is not split.
+TEST(OneDnnVsReference, Conv2dSplitOverOutputChannels) {
+  ::setenv("WEFT_ONEDNN_CONV_SPLIT", "4", 1);
+  struct Case {
+    ConvSpec spec;
+    bool pad_node, residual;
+    bool split;
+  };
+  const std::vector<Case> cases = {
+      {{2, 9, 11, 24, 64, 3, 3, 1, 1, 1, 1, {1, 1, 1, 1}}, false, false, true},
+      {{1, 12, 10, 20, 128, 3, 3, 2, 2, 2, 2, {2, 2, 2, 2}}, false, false, true},
+      {{1, 8, 8, 16, 64, 3, 3, 1, 1, 1, 1, {0, 0, 0, 0}, true}, true, false, true},
+      {{1, 8, 8, 16, 64, 3, 3, 1, 1, 1, 1, {1, 1, 1, 1}}, false, true, false},
+      {{1, 8, 8, 16, 40, 3, 3, 1, 1, 1, 1, {1, 1, 1, 1}}, false, false, false},
+  };
+  uint32_t seed = 900;
+  for (const Case& c : cases) {
+    const ConvSpec s = fitted(c.spec);
+    SCOPED_TRACE(s.str() + (c.pad_node ? " PAD" : "") + (c.residual ? " residual" : ""));
+    Net net(seed++);
+    ValueId x = net.input({s.n, s.ih, s.iw, s.ic});
+    ValueId in = c.pad_node ? net.pad_hw(x, {1, 1, 1, 1}, 0.0) : x;
+    ValueId y = build_conv(net, in, s);
+    std::string pattern = std::string(c.pad_node ? "PAD+" : "") + "CONV2D";
+    if (c.residual) {
+      y = net.add(y, net.input(net.type(y).shape, -2.0, 2.0));
+      pattern += "+ADD";
+    }
+    y = net.clamp(y, -0.5, 1.5);
+    Module m = net.finish({y});
+    for (int threads : {1, 2}) {
+      auto model = check_vs_reference(m, net.feeds, {pattern + "+CLAMP"}, kTolAccumulate, true, threads);
+      const std::vector<std::string> names = implementations(model, net.feeds, threads);
+      ASSERT_EQ(names.size(), 1u);
+      EXPECT_EQ(names[0].size() > 3 && names[0].compare(names[0].size() - 3, 3, " x4") == 0, c.split) << names[0];
+    }
+  }
+  ::unsetenv("WEFT_ONEDNN_CONV_SPLIT");
+}
+
+}  // namespace
+}  // namespace weft::onednn_test
