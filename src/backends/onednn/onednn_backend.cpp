@@ -15,6 +15,7 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <limits>
 #include <map>
@@ -526,15 +527,37 @@ std::unique_ptr<Kernel> prepare_tap_conv(const Graph& g, const Composite& c, con
 // ---- Convolutions with large weights, split over the output channels -----------------------------
 //
 // oneDNN 2.6's AVX-512 brgemm convolution streams all of a convolution's weights once per block of
-// output rows. Where they are far larger than a core's caches, that is a stream from memory: FCN's
-// 3 x 3 head, 2048 -> 512 channels at 28 x 28 (37.7 MB of weights), ran at 92 GFLOP/s on one Zen 5
-// core against 130 for 512 -> 512 (9.4 MB). Run as four convolutions of 128 output channels each,
-// every block's weights stay in cache: 158 -> 127 ms on one thread, 114 -> 78 ms on two (ONNX
-// Runtime: 131 and 71). Its AVX2 kernel (jit:avx2) gained nothing from the split, nor did
-// 1024 -> 1024 at 7 x 7 or 2048 -> 256 (18.9 MB) at 28 x 28: hence brgconv, from 32 MB of weights.
-// Each part writes its own dense NHWC block (a strided destination makes oneDNN fall back to its
-// reference loop) in the kernel's workspace, copied into the output's channels after it.
-constexpr size_t kSplitConvBytes = size_t{32} << 20, kSplitConvPart = size_t{10} << 20;
+// output rows. Where they exceed the last-level cache, that is a stream from memory: on a 2-core Zen
+// 5 VM (32 MiB L3) FCN's 3 x 3 head, 2048 -> 512 channels at 28 x 28 (37.7 MB of weights), ran at 92
+// GFLOP/s against 130 for 512 -> 512 (9.4 MB). Run as four convolutions of 128 output channels
+// each, every part's weights stay in the L3: 158 -> 127 ms on one thread, 114 -> 78 ms on two (ONNX
+// Runtime: 131 and 71). Two parts (18.9 MB each) gained nothing, so a part gets at most a third of
+// the L3. On a Xeon whose L3 (300 MiB) holds the weights the split lost (1 thread 119-197 -> 242-248
+// ms, 2 threads 86-102 -> 126-136), and on AVX2's jit:avx2 it changed nothing: hence brgconv, and
+// weights larger than the L3. Each part writes its own dense NHWC block (a strided destination
+// makes oneDNN fall back to its reference loop) in the kernel's workspace, copied into the output's
+// channels after it.
+
+// The size of the last-level cache (L3) as the kernel reports it (sysfs; glibc's sysconf reads
+// CPUID, which in a VM may describe the host: 320 MiB where sysfs says 32); 0 if unknown.
+size_t last_level_cache_bytes() {
+  static const size_t bytes = [] {
+    size_t best = 0;
+    for (int i = 0; i < 8; ++i) {
+      const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/";
+      std::ifstream level(dir + "level"), size(dir + "size");
+      int l = 0;
+      std::string text;
+      if (!(level >> l) || !(size >> text) || l != 3 || text.empty()) continue;
+      size_t v = 0, k = 0;
+      while (k < text.size() && text[k] >= '0' && text[k] <= '9') v = v * 10 + static_cast<size_t>(text[k++] - '0');
+      const char unit = k < text.size() ? text[k] : ' ';
+      best = std::max(best, unit == 'K' ? v << 10 : unit == 'M' ? v << 20 : unit == 'G' ? v << 30 : v);
+    }
+    return best;
+  }();
+  return bytes;
+}
 
 class SplitConvKernel final : public CappedKernel {
  public:
@@ -595,10 +618,10 @@ class SplitConvKernel final : public CappedKernel {
 };
 
 // The parts of a CONV2D (fp32, constant weights and bias, no post-op reading another tensor) whose
-// oneDNN implementation `impl` is the brgemm convolution and whose weights reach kSplitConvBytes:
-// as few parts as keep each within kSplitConvPart (a power of two dividing the output channels in
-// multiples of 16). WEFT_ONEDNN_CONV_SPLIT=n forces n parts on any such convolution (tests);
-// nullptr where it is not split.
+// oneDNN implementation `impl` is the brgemm convolution and whose weights exceed the last-level
+// cache: as few parts as keep each within a third of it (a power of two dividing the output
+// channels in multiples of 16). WEFT_ONEDNN_CONV_SPLIT=n forces n parts on any such convolution
+// (tests; 1: never split); nullptr where it is not split.
 std::unique_ptr<Kernel> prepare_split_conv(const Graph& g, const Composite& c, const PrepareOptions& o,
                                            const std::string& impl, const dn::memory::desc& src_md,
                                            const dn::primitive_attr& attr, const dn::memory::dims& strides,
@@ -614,8 +637,9 @@ std::unique_ptr<Kernel> prepare_split_conv(const Graph& g, const Composite& c, c
   int64_t parts = 1;
   if (const char* e = std::getenv("WEFT_ONEDNN_CONV_SPLIT")) {
     parts = std::atoi(e);
-  } else if (impl.rfind("brgconv:", 0) == 0 && w.byte_size() >= kSplitConvBytes) {
-    while (w.byte_size() / static_cast<size_t>(parts) > kSplitConvPart) parts *= 2;
+  } else if (const size_t llc = last_level_cache_bytes();
+             impl.rfind("brgconv:", 0) == 0 && llc > 0 && w.byte_size() > llc) {
+    while (w.byte_size() / static_cast<size_t>(parts) > llc / 3) parts *= 2;
   }
   if (parts < 2 || oc % (16 * parts) != 0) return nullptr;
   const int64_t ocp = oc / parts, N = yt.shape[0], OH = yt.shape[1], OW = yt.shape[2];
