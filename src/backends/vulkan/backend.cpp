@@ -186,6 +186,17 @@ class RegionBuilder {
         ++mi;
         continue;
       }
+      // A depthwise convolution and the layer norm of its channels as one dispatch.
+      if (mi + 1 < members.size() && members[mi + 1]->region == Composite::Region::kLayerNorm &&
+          g_.node(m->anchor).op == Op::DEPTHWISE_CONV2D &&
+          vkb::check_depthwise_layer_norm(g_, *m, *members[mi + 1], low_.caps).empty()) {
+        low_.node = members[mi + 1]->anchor;
+        pattern_ = (m->pattern.empty() ? std::string("DEPTHWISE_CONV2D") : m->pattern) + "+LAYER_NORM";
+        vkb::lower_depthwise_layer_norm(low_, *m, *members[mi + 1]);
+        flush();
+        ++mi;
+        continue;
+      }
       const Node& n = g_.node(m->anchor);
       low_.node = m->anchor;
       pattern_ = m->pattern.empty() ? std::string(op_name(n.op)) : m->pattern;

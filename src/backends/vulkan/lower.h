@@ -238,6 +238,17 @@ std::string check_layer_norm(const Graph& g, const backend::Composite& c, const 
 std::string check_matmul_layer_norm(const Graph& g, const backend::Composite& mm, const backend::Composite& ln,
                                     const Caps& caps);
 void lower_matmul_layer_norm(Lowering& l, const backend::Composite& mm, const backend::Composite& ln);
+// A DEPTHWISE_CONV2D composite followed by the LAYER_NORM region over its channels that alone reads
+// its result (ConvNeXt's block), as one dispatch (ops_tensor.cpp, shaders/tc_dwconv_ln.comp).
+// check_depthwise_layer_norm gives "" when they fuse, else the reason; WEFT_VULKAN_DW_LN=off keeps
+// them apart (for measurements), =tree sums without subgroup operations (for tests).
+std::string check_depthwise_layer_norm(const Graph& g, const backend::Composite& dw, const backend::Composite& ln,
+                                       const Caps& caps);
+void lower_depthwise_layer_norm(Lowering& l, const backend::Composite& dw, const backend::Composite& ln);
+// The smallest power of two >= v, and the largest power-of-two workgroup up to 256 the device allows
+// (ops_misc.cpp).
+int64_t pow2_at_least(int64_t v);
+int64_t max_local(const Caps& caps);
 // The mean of `in` (float type `t`, viewed as [outer, k, inner]) over k into `out` [outer, inner]:
 // an fp32 sum in parallel passes (mx_reduce), divided by k (rounded to fp16 for fp16) in the last.
 void emit_mean(Lowering& l, DType t, Arg in, Arg out, int64_t outer, int64_t k, int64_t inner);

@@ -29,12 +29,6 @@ constexpr int64_t kMaxFftSide = 16384;
 
 std::string op_str(const Graph& g, const Composite& c) { return op_name(g.node(c.anchor).op); }
 
-int64_t pow2_at_least(int64_t v) {
-  int64_t p = 1;
-  while (p < v) p <<= 1;
-  return p;
-}
-
 // A tensor around `axis` as [outer, k, inner].
 struct AxisView {
   int64_t outer = 1, k = 1, inner = 1;
@@ -52,14 +46,6 @@ AxisView axis_view(const Shape& s, int64_t axis) {
 Arg read_of(Arg a) {
   a.write = false;
   return a;
-}
-
-// The largest power-of-two workgroup, up to 256, the device allows (maxComputeWorkGroupInvocations
-// is at least 128 on every Vulkan device).
-int64_t max_local(const Caps& caps) {
-  int64_t w = 256;
-  while (w > 32 && w > static_cast<int64_t>(caps.max_invocations)) w /= 2;
-  return w;
 }
 
 // ---- Reductions and ARGMAX (mx_reduce) ----------------------------------------------------------
@@ -162,6 +148,20 @@ void lower_reduce(Lowering& l, const Composite& c) {
 }
 
 }  // namespace
+
+int64_t pow2_at_least(int64_t v) {
+  int64_t p = 1;
+  while (p < v) p <<= 1;
+  return p;
+}
+
+// The largest power-of-two workgroup, up to 256, the device allows (maxComputeWorkGroupInvocations
+// is at least 128 on every Vulkan device).
+int64_t max_local(const Caps& caps) {
+  int64_t w = 256;
+  while (w > 32 && w > static_cast<int64_t>(caps.max_invocations)) w /= 2;
+  return w;
+}
 
 void emit_mean(Lowering& l, DType t, Arg in, Arg out, int64_t outer, int64_t k, int64_t inner) {
   emit_reduction(l, kSum, t, t, false, in, out, AxisView{outer, k, inner}, static_cast<int32_t>(k));

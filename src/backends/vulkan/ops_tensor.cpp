@@ -1566,6 +1566,110 @@ void lower_matmul_layer_norm(Lowering& l, const Composite& mm, const Composite& 
   });
 }
 
+// ---- A depthwise convolution and the layer norm of its channels (tc_dwconv_ln.comp) ----------------
+
+struct DwLnPlan {
+  ConvPlan conv;
+  int64_t lanes = 0, rows = 0, xb = 1, groups = 0;
+};
+
+std::string plan_depthwise_layer_norm(const Graph& g, const Composite& dw, const Composite& ln, const Caps& caps,
+                                      DwLnPlan& d) {
+  if (const char* e = std::getenv("WEFT_VULKAN_DW_LN"); e && std::string_view(e) == "off") return "WEFT_VULKAN_DW_LN=off";
+  if (dw.anchor < 0 || g.node(dw.anchor).op != Op::DEPTHWISE_CONV2D || ln.region != Composite::Region::kLayerNorm)
+    return "not a DEPTHWISE_CONV2D and a LAYER_NORM";
+  ConvPlan& p = d.conv;
+  if (std::string r = plan_conv(g, dw, caps, p); !r.empty()) return r;
+  if (std::string r = check_layer_norm(g, ln, caps); !r.empty()) return r;
+  if (!dw.post_ops.empty() || p.scale_in) return "the depthwise convolution has fused operations";
+  if (!is_float(p.in_t) || p.acc != 0) return "the convolution does not accumulate floats in fp32";
+  if (p.mult != 1 || p.KD != 1 || p.sx != 1 || p.dx != 1)
+    return "the convolution has a channel multiplier, or a stride or dilation along x";
+  const ValueId mid = g.node(dw.anchor).outputs[0];
+  if (ln.source != mid) return "the LAYER_NORM does not normalize the convolution's channels";
+  if (!read_only_by(g, mid, ln.nodes)) return "the convolution's result is read elsewhere or is a graph output";
+  if (!caps.subgroup_arithmetic || caps.subgroup_size < 4 || (caps.subgroup_size & (caps.subgroup_size - 1)) != 0)
+    return "the fused kernel needs subgroup arithmetic with a power-of-two subgroup size";
+  // Only where the convolution's outputs are few for the device (up to 4096 per compute unit): there
+  // the two kernels apart wait on their launches and on each other, and one dispatch gains. Where
+  // they fill it, the two apart run at a higher rate. On an H100 (132 SMs), ConvNeXt-T's four stages
+  // at batch 1 (75 K to 301 K outputs, fp16 mode), GPU ms of the fused kernel against the two apart:
+  // 0.039 / 0.048, 0.033 / 0.047, 0.105 / 0.133, 0.033 / 0.040; at batch 32 (1.2 M to 9.6 M):
+  // 0.642 / 0.608, 0.327 / 0.310, 0.509 / 0.508, 0.111 / 0.102.
+  const int64_t sg = caps.subgroup_size, C = p.OC;
+  const int64_t units = caps.compute_units > 0 ? int64_t{caps.compute_units} : 16;
+  if (p.pixels() * C > 4096 * units)
+    return "the convolution's " + str(p.pixels() * C) +
+           " outputs fill the device (more than 4096 per compute unit): the two kernels apart run faster";
+  // One channel per invocation where a workgroup holds the pixel's channels, else the fewest that
+  // fit; a row group is a whole number of subgroups.
+  const int64_t most = std::min<int64_t>(caps.max_invocations, 1024);
+  int64_t cpl = 1;
+  auto lanes_for = [&](int64_t k) { return sg * ((C + sg * k - 1) / (sg * k)); };
+  while (cpl <= 8 && lanes_for(cpl) > most) ++cpl;
+  if (cpl > 8) return str(C) + " channels are more than the fused kernel holds in registers (" + str(8 * most) + ")";
+  d.lanes = lanes_for(cpl);
+  d.rows = std::max<int64_t>(1, std::min<int64_t>(128, most) / d.lanes);
+  // Two pixels per row group where that still leaves two workgroups per compute unit.
+  const int64_t two = p.N * p.OH * ((p.OW + 1) / 2);
+  d.xb = p.OW >= 2 && (two + d.rows - 1) / d.rows >= 2 * units ? 2 : 1;
+  d.groups = p.N * p.OH * ((p.OW + d.xb - 1) / d.xb);
+  if (p.taps() * 2 > kLoopLimit) return "a depthwise kernel of " + str(p.taps()) + " taps is too long";
+  if (p.pixels() * C > std::numeric_limits<int32_t>::max()) return "too large for 32-bit shader indexing";
+  return check_flat((d.groups + d.rows - 1) / d.rows * 64, caps);
+}
+
+std::string check_depthwise_layer_norm(const Graph& g, const Composite& dw, const Composite& ln, const Caps& caps) {
+  DwLnPlan d;
+  return plan_depthwise_layer_norm(g, dw, ln, caps, d);
+}
+
+void lower_depthwise_layer_norm(Lowering& l, const Composite& dw, const Composite& ln) {
+  DwLnPlan d;
+  if (std::string r = plan_depthwise_layer_norm(l.graph, dw, ln, l.caps, d); !r.empty()) l.fail(r);
+  const ConvPlan& p = d.conv;
+  if (p.pixels() == 0 || p.OC == 0) return;
+  const Node& n = l.graph.node(dw.anchor);
+  const RowNorm rn = row_norm(l, ln);
+  Spec s;
+  s.set(0, code(p.in_t));
+  s.set(1, code(p.w_t));
+  s.set(2, code(p.out_t));
+  s.set(3, code(l.type(ln.outputs[0]).dtype));
+  s.set(4, p.OC);
+  s.set(5, p.KH);
+  s.set(6, p.KW);
+  s.set(7, p.OH);
+  s.set(8, p.OW);
+  s.set(9, p.VH);
+  s.set(10, p.VW);
+  s.set(11, p.win.SH);
+  s.set(12, p.win.SW);
+  s.set(13, p.win.PT);
+  s.set(14, p.win.PL);
+  s.set(15, p.sy);
+  s.set(16, p.dy);
+  s.set(17, p.pad_y);
+  s.set(18, p.pad_x);
+  s.set(19, p.win.fill);
+  s.set(20, p.bias_bcast);
+  s.set(21, d.groups);
+  s.set(22, d.lanes);
+  s.set(23, d.rows);
+  s.set(24, d.xb);
+  // (WEFT_VULKAN_DW_LN=tree: sums by the shared-memory tree alone, the path of a device whose
+  // subgroups at run time differ from the size it reports; for tests.)
+  const char* mode = std::getenv("WEFT_VULKAN_DW_LN");
+  s.set(25, mode && std::string_view(mode) == "tree" ? 0 : static_cast<int64_t>(l.caps.subgroup_size));
+  s.set(26, rn.spec[6]);  // EPS_BITS
+  s.set(27, rn.spec[7]);  // INV_N_BITS
+  s.set(28, d.lanes * d.rows);
+  const uint64_t workgroups = static_cast<uint64_t>((d.groups + d.rows - 1) / d.rows);
+  const uint32_t local = static_cast<uint32_t>(d.lanes * d.rows);
+  l.dispatch("tc_dwconv_ln", std::move(s.v), {l.in(p.win.src), l.in(n.inputs[1]), l.in(n.inputs[2]), rn.affine, l.out(ln.outputs[0])},
+             l.grid(workgroups * local, local));
+}
+
 // ---- Element-wise chains (ew_chain.comp) -----------------------------------------------------------
 
 std::string check_ew_chain(const Graph& g, const Composite& c, const Caps&) {

@@ -806,6 +806,76 @@ TEST(VulkanTensor, SplitGemmAndLayerNormRunAsOnePass) {
   }
 }
 
+// A depthwise convolution and the layer norm of its channels (ConvNeXt's block: DEPTHWISE_CONV2D,
+// then LAYER_NORM over the last axis as the ONNX frontend lowers it) run as one dispatch
+// (tc_dwconv_ln), within rounding of the reference and of the two kept apart (WEFT_VULKAN_DW_LN=off):
+// two pixels per row group with an odd width (a partial last group); one pixel; a row group that is
+// not a power of two, with idle invocations (36 channels); more channels than a workgroup has
+// invocations (two per invocation); a stride and dilation along y; the reduced-precision mode (the
+// convolution's result rounded to fp16 as the two kept apart store it); the sums without subgroup
+// operations (=tree). Not fused: a convolution whose result is also a graph output, one strided along
+// x, and one with more outputs than 4096 per compute unit (lavapipe reports none: 16 assumed).
+TEST(VulkanTensor, DepthwiseConvAndLayerNormRunAsOneDispatch) {
+  struct Case {
+    int64_t h, w, c, k;
+    std::vector<int64_t> stride, dil;
+    bool fp16, also_output, fused;
+    const char* mode;
+  };
+  for (const Case& c : {Case{14, 13, 96, 7, {1, 1}, {1, 1}, false, false, true, "on"},
+                        Case{5, 3, 36, 7, {1, 1}, {1, 1}, false, false, true, "on"},
+                        Case{4, 5, 1100, 3, {1, 1}, {1, 1}, false, false, true, "on"},
+                        Case{9, 8, 24, 3, {2, 1}, {2, 1}, false, false, true, "on"},
+                        Case{14, 13, 96, 7, {1, 1}, {1, 1}, true, false, true, "on"},
+                        Case{14, 13, 96, 7, {1, 1}, {1, 1}, false, false, true, "tree"},
+                        Case{5, 3, 36, 7, {1, 1}, {1, 1}, false, false, true, "tree"},
+                        Case{14, 13, 96, 7, {1, 1}, {1, 1}, false, true, false, "on"},
+                        Case{9, 9, 24, 3, {1, 2}, {1, 1}, false, false, false, "on"},
+                        Case{24, 24, 128, 3, {1, 1}, {1, 1}, false, false, false, "on"}}) {
+    SCOPED_TRACE(std::to_string(c.h) + "x" + std::to_string(c.w) + "x" + std::to_string(c.c) + " k " +
+                 std::to_string(c.k) + " stride " + std::to_string(c.stride[0]) + "," + std::to_string(c.stride[1]) +
+                 (c.fp16 ? " fp16" : "") + (c.also_output ? " (result also an output)" : "") + " " + c.mode);
+    Net net(43);
+    const DType t = DType::kFp32;
+    const int64_t p = c.k / 2;
+    ValueId x = net.input({t, {1, c.h, c.w, c.c}}, -1, 1);
+    ValueId h = net.conv(Op::DEPTHWISE_CONV2D, x, net.weight({t, {c.k, c.k, c.c, 1}}, -0.5, 0.5),
+                         net.weight({t, {c.c}}), {p, p, p, p}, c.stride, c.dil, t);
+    const int64_t n = c.c;
+    auto scalar = [&](double v) { return net.scalar(t, v, 4); };
+    ValueId mean = net.mul(net.b.op(Op::REDUCE_SUM, {h}, {{"axis", int64_t{3}}}), scalar(1.0 / static_cast<double>(n)));
+    ValueId d = net.b.op(Op::SUB, {h, mean});
+    ValueId var = net.mul(net.b.op(Op::REDUCE_SUM, {net.mul(d, d)}, {{"axis", int64_t{3}}}), scalar(1.0 / static_cast<double>(n)));
+    ValueId y = net.mul(d, net.unary(Op::RSQRT, net.add(var, scalar(1e-6))));
+    y = net.add(net.mul(y, net.weight({t, {1, 1, 1, n}}, 0.5, 1.5)), net.weight({t, {1, 1, 1, n}}));
+    std::vector<ValueId> outs{y};
+    if (c.also_output) outs.push_back(h);
+    Module m = net.finish(outs);
+    const std::vector<Tensor>& feeds = net.feeds;
+    if (c.fp16) compiler::narrow_fp32_to_fp16(m, /*fp32_accumulators=*/true, /*preserve_io=*/true);
+    ScopedEnv mode("WEFT_VULKAN_DW_LN", c.mode);
+    check_vs_reference(m, feeds, c.fp16 ? 3e-2 : kF32);
+    auto run = [&](const char* v) {
+      ScopedEnv env("WEFT_VULKAN_DW_LN", v);
+      Context ctx(Model::from_module(m, vulkan_first()));
+      ctx.set_profiling(true);
+      std::vector<Tensor> out = ctx.run(feeds);
+      int fused = 0, apart = 0;
+      for (const KernelProfile& k : ctx.profile()) {
+        fused += k.device && k.pattern == "DEPTHWISE_CONV2D+LAYER_NORM";
+        apart += k.device && k.pattern == "LAYER_NORM";
+      }
+      const bool want = std::string_view(v) != "off" && c.fused;
+      EXPECT_EQ(fused, want ? 1 : 0) << v;
+      EXPECT_EQ(apart, want ? 0 : 1) << v;
+      return out;
+    };
+    const std::vector<Tensor> on = run(c.mode), off = run("off");
+    ASSERT_EQ(on.size(), off.size());
+    for (size_t i = 0; i < on.size(); ++i) EXPECT_TRUE(close(on[i], off[i], c.fp16 ? 2e-3 : 1e-5)) << "output " << i;
+  }
+}
+
 // Integer results take no fused operations: CONV2D + CLAMP on int32 is declined as a composite.
 TEST(VulkanTensor, IntegerPostOpsDeclined) {
   Net net(16);
