@@ -747,6 +747,23 @@ TEST(VulkanTensor, CooperativeMatrixAttention) {
   }
 }
 
+// LayerNormalization of fp32 `h` over its last axis as the ONNX frontend lowers it (REDUCE_SUM * 1/N,
+// SUB, the centred square's mean, + eps, RSQRT, MUL), with random gamma and beta.
+ValueId layer_norm_last(Net& net, ValueId h, double eps) {
+  const DType t = DType::kFp32;
+  const int rank = static_cast<int>(net.type(h).rank());
+  const int64_t n = net.type(h).shape.back();
+  const Attrs axis{{"axis", int64_t{rank - 1}}};
+  auto scalar = [&](double v) { return net.scalar(t, v, rank); };
+  ValueId mean = net.mul(net.b.op(Op::REDUCE_SUM, {h}, axis), scalar(1.0 / static_cast<double>(n)));
+  ValueId d = net.b.op(Op::SUB, {h, mean});
+  ValueId var = net.mul(net.b.op(Op::REDUCE_SUM, {net.mul(d, d)}, axis), scalar(1.0 / static_cast<double>(n)));
+  ValueId y = net.mul(d, net.unary(Op::RSQRT, net.add(var, scalar(eps))));
+  Shape affine(static_cast<size_t>(rank), 1);
+  affine.back() = n;
+  return net.add(net.mul(y, net.weight({t, affine}, 0.5, 1.5)), net.weight({t, affine}));
+}
+
 // A GEMM split over K and the layer norm of its rows (BERT's output projections at batch 1: MATMUL,
 // bias, residual, LAYER_NORM as the ONNX frontend writes it) run as the GEMM and one second pass
 // (tc_splitk_ln): bit for bit the result of the two kept apart (WEFT_VULKAN_GEMM_LN=off), within
@@ -771,13 +788,7 @@ TEST(VulkanTensor, SplitGemmAndLayerNormRunAsOnePass) {
     ValueId x = net.input({t, {1, c.M, c.K}}, -1, 1);
     ValueId res = net.input({t, {1, c.M, c.N}}, -1, 1);
     ValueId h = net.add(net.add(net.matmul(x, net.weight({t, {1, c.K, c.N}}, -0.1, 0.1), t), net.weight({t, {1, 1, c.N}})), res);
-    // LayerNormalization over the last axis, as the ONNX frontend lowers it.
-    auto scalar = [&](double v) { return net.scalar(t, v, 3); };
-    ValueId mean = net.mul(net.b.op(Op::REDUCE_SUM, {h}, {{"axis", int64_t{2}}}), scalar(1.0 / static_cast<double>(c.N)));
-    ValueId d = net.b.op(Op::SUB, {h, mean});
-    ValueId var = net.mul(net.b.op(Op::REDUCE_SUM, {net.mul(d, d)}, {{"axis", int64_t{2}}}), scalar(1.0 / static_cast<double>(c.N)));
-    ValueId y = net.mul(d, net.unary(Op::RSQRT, net.add(var, scalar(1e-5))));
-    y = net.add(net.mul(y, net.weight({t, {1, 1, c.N}}, 0.5, 1.5)), net.weight({t, {1, 1, c.N}}));
+    ValueId y = layer_norm_last(net, h, 1e-5);
     std::vector<ValueId> outs{y};
     if (c.also_output) outs.push_back(h);
     Module m = net.finish(outs);
@@ -841,13 +852,7 @@ TEST(VulkanTensor, DepthwiseConvAndLayerNormRunAsOneDispatch) {
     ValueId x = net.input({t, {1, c.h, c.w, c.c}}, -1, 1);
     ValueId h = net.conv(Op::DEPTHWISE_CONV2D, x, net.weight({t, {c.k, c.k, c.c, 1}}, -0.5, 0.5),
                          net.weight({t, {c.c}}), {p, p, p, p}, c.stride, c.dil, t);
-    const int64_t n = c.c;
-    auto scalar = [&](double v) { return net.scalar(t, v, 4); };
-    ValueId mean = net.mul(net.b.op(Op::REDUCE_SUM, {h}, {{"axis", int64_t{3}}}), scalar(1.0 / static_cast<double>(n)));
-    ValueId d = net.b.op(Op::SUB, {h, mean});
-    ValueId var = net.mul(net.b.op(Op::REDUCE_SUM, {net.mul(d, d)}, {{"axis", int64_t{3}}}), scalar(1.0 / static_cast<double>(n)));
-    ValueId y = net.mul(d, net.unary(Op::RSQRT, net.add(var, scalar(1e-6))));
-    y = net.add(net.mul(y, net.weight({t, {1, 1, 1, n}}, 0.5, 1.5)), net.weight({t, {1, 1, 1, n}}));
+    ValueId y = layer_norm_last(net, h, 1e-6);
     std::vector<ValueId> outs{y};
     if (c.also_output) outs.push_back(h);
     Module m = net.finish(outs);
