@@ -124,6 +124,78 @@ void rows_baseline(const MaxPoolShape& s, bool p, const float* in, int64_t r0, i
   rows_any<4>(s, p, in, r0, r1, out);
 }
 
+// Channels [c, c + N * B) of one output pixel of an average pool: each lane sums its taps in the
+// window's row-major order, then divides by `count` (the IEEE quotient, as the reference).
+template <int N, int B>
+__attribute__((always_inline)) inline void avg_lanes(const float* image, int64_t IW, int64_t C, const Window& w,
+                                                     float count, float* dst) {
+  using F = typename Vec<N>::F;
+  F acc[B];
+#pragma GCC unroll 4
+  for (int b = 0; b < B; ++b) acc[b] = F{};
+  for (int64_t y = w.y0; y < w.y1; ++y) {
+    const float* p = image + (y * IW + w.x0) * C;
+    for (int64_t x = w.x0; x < w.x1; ++x, p += C)
+#pragma GCC unroll 4
+      for (int b = 0; b < B; ++b) acc[b] += load<F>(p + N * b);
+  }
+#pragma GCC unroll 4
+  for (int b = 0; b < B; ++b) {
+    const F out = acc[b] / count;
+    std::memcpy(dst + N * b, &out, sizeof out);
+  }
+}
+
+inline float avg_one(const float* p, int64_t IW, int64_t C, const Window& w, float count) {
+  float acc = 0.0f;
+  for (int64_t y = w.y0; y < w.y1; ++y)
+    for (int64_t x = w.x0; x < w.x1; ++x) acc += p[(y * IW + x) * C];
+  return acc / count;
+}
+
+// The number of positions of [start, start + k) inside [lo, hi).
+inline int64_t overlap(int64_t start, int64_t k, int64_t lo, int64_t hi) {
+  return std::max<int64_t>(0, std::min(start + k, hi) - std::max(start, lo));
+}
+
+template <int N>
+__attribute__((always_inline)) inline void avg_rows(const AvgPoolShape& s, const float* in, int64_t r0, int64_t r1,
+                                                    float* out) {
+  for (int64_t r = r0; r < r1; ++r) {
+    const int64_t n = r / s.OH, oy = r % s.OH;
+    const int64_t ys = oy * s.SY - s.pad_top;
+    Window w{std::max<int64_t>(ys, 0), std::min(ys + s.KY, s.IH), 0, 0};
+    const int64_t cy = overlap(ys, s.KY, -s.extra_top, s.IH + s.extra_bottom);
+    const float* image = in + n * s.IH * s.IW * s.C;
+    float* dst_row = out + r * s.OW * s.C;
+    for (int64_t ox = 0; ox < s.OW; ++ox) {
+      const int64_t xs = ox * s.SX - s.pad_left;
+      w.x0 = std::max<int64_t>(xs, 0);
+      w.x1 = std::min(xs + s.KX, s.IW);
+      const float count = static_cast<float>(cy * overlap(xs, s.KX, -s.extra_left, s.IW + s.extra_right));
+      float* dst = dst_row + ox * s.C;
+      int64_t c = 0;
+      for (; c + 4 * N <= s.C; c += 4 * N) avg_lanes<N, 4>(image + c, s.IW, s.C, w, count, dst + c);
+      for (; c + N <= s.C; c += N) avg_lanes<N, 1>(image + c, s.IW, s.C, w, count, dst + c);
+      for (; c < s.C; ++c) dst[c] = avg_one(image + c, s.IW, s.C, w, count);
+    }
+  }
+}
+
+#ifdef WEFT_POOL_X86
+__attribute__((target("avx512f"))) void avg_avx512(const AvgPoolShape& s, const float* in, int64_t r0, int64_t r1,
+                                                   float* out) {
+  avg_rows<16>(s, in, r0, r1, out);
+}
+__attribute__((target("avx2"))) void avg_avx2(const AvgPoolShape& s, const float* in, int64_t r0, int64_t r1,
+                                              float* out) {
+  avg_rows<8>(s, in, r0, r1, out);
+}
+#endif
+void avg_baseline(const AvgPoolShape& s, const float* in, int64_t r0, int64_t r1, float* out) {
+  avg_rows<4>(s, in, r0, r1, out);
+}
+
 }  // namespace
 
 PoolIsa pool_isa() {
@@ -153,6 +225,16 @@ void max_pool_rows(const MaxPoolShape& s, bool propagate_nan, const float* in, i
   (void)isa;
 #endif
   rows_baseline(s, propagate_nan, in, r0, r1, out);
+}
+
+void avg_pool_rows(const AvgPoolShape& s, const float* in, int64_t r0, int64_t r1, float* out, PoolIsa isa) {
+#ifdef WEFT_POOL_X86
+  if (isa == PoolIsa::kAvx512) return avg_avx512(s, in, r0, r1, out);
+  if (isa == PoolIsa::kAvx2) return avg_avx2(s, in, r0, r1, out);
+#else
+  (void)isa;
+#endif
+  avg_baseline(s, in, r0, r1, out);
 }
 
 }  // namespace weft::backend::cpu

@@ -1,5 +1,6 @@
-// MAX_POOL2D over NHWC fp32 on Weft's own vector loop (docs/backends.md, "Max pooling"): oneDNN
-// 2.6's AVX2 pooling ran 4-6x slower than ONNX Runtime's on an Intel Xeon presented with AVX2 only.
+// MAX_POOL2D and AVG_POOL2D over NHWC fp32 on Weft's own vector loops (docs/backends.md, "Max
+// pooling"): oneDNN 2.6's AVX2 max pooling ran 4-6x slower than ONNX Runtime's on an Intel Xeon
+// presented with AVX2 only, and its average pooling does not scale past one thread.
 #pragma once
 
 #include <cstdint>
@@ -27,5 +28,20 @@ const char* pool_isa_name(PoolIsa isa);
 // where every tap is NaN). `isa` must be one this CPU runs.
 void max_pool_rows(const MaxPoolShape& s, bool propagate_nan, const float* in, int64_t r0, int64_t r1, float* out,
                    PoolIsa isa);
+
+// One AVG_POOL2D with fp32 input, output and accumulator, in the same layout. A window starts at
+// source row oy * SY - pad_top and column ox * SX - pad_left (the pool's own padding plus a fused
+// PAD's). Taps inside the source are summed; the fused PAD's zeros, rows [-extra_top, 0) and
+// [IH, IH + extra_bottom) and likewise for columns, count without being added (adding +0 to a sum
+// that starts at +0 changes no bit); the pool's own padding neither counts nor adds.
+struct AvgPoolShape {
+  int64_t N, IH, IW, C, OH, OW, KY, KX, SY, SX, pad_top, pad_left;
+  int64_t extra_top, extra_bottom, extra_left, extra_right;
+};
+
+// Output rows [r0, r1) of the N * OH rows: each output is the fp32 sum of its taps in the window's
+// row-major order divided by the count, TOSA's AVG_POOL2D (the reference's bits) on every `isa`.
+// Every window must count at least one tap.
+void avg_pool_rows(const AvgPoolShape& s, const float* in, int64_t r0, int64_t r1, float* out, PoolIsa isa);
 
 }  // namespace weft::backend::cpu

@@ -545,6 +545,59 @@ TEST(OneDnnVsReference, PadAvgPoolFusion) {
   check_vs_reference(m, net.feeds, {"PAD+AVG_POOL2D"}, kTolElementwise);
 }
 
+// AVG_POOL2D runs on Weft's vector loop (pool.h): the reference's sums in the window's order and its
+// division, so its results are the reference's bit for bit, at 1 and 2 threads and at every vector
+// width this CPU runs. Cases: the pool's own asymmetric padding (taps that neither add nor count),
+// a fused zero PAD, asymmetric too (zeros that count), strides 1 and 2, channel counts covering the
+// four-vector, one-vector and scalar parts, and infinities and NaN among the inputs.
+TEST(OneDnnVsReference, AvgPoolGivesTheReferenceBits) {
+  using backend::cpu::PoolIsa;
+  std::vector<PoolIsa> isas = {PoolIsa::kBaseline};
+  if (backend::cpu::pool_isa() != PoolIsa::kBaseline) isas.push_back(PoolIsa::kAvx2);
+  if (backend::cpu::pool_isa() == PoolIsa::kAvx512) isas.push_back(PoolIsa::kAvx512);
+  uint32_t seed = 790;
+  for (int64_t C : {3, 20, 72, 136})
+    for (int64_t stride : {1, 2})
+      for (bool pad_node : {false, true}) {
+        SCOPED_TRACE("C " + std::to_string(C) + " stride " + std::to_string(stride) + (pad_node ? " PAD" : ""));
+        Net net(seed++);
+        const int64_t H = 9, W = 11;
+        ValueId x = net.input({2, H, W, C});
+        const std::vector<int64_t> extra = pad_node ? std::vector<int64_t>{2, 0, 0, 2} : std::vector<int64_t>{0, 0, 0, 0};
+        ValueId src = pad_node ? net.pad_hw(x, extra, 0.0) : x;
+        const int64_t vh = H + extra[0] + extra[1], vw = W + extra[2] + extra[3];
+        std::vector<int64_t> own = pad_node ? std::vector<int64_t>{0, 0, 0, 0} : std::vector<int64_t>{2, 0, 1, 1};
+        own[1] = fit_pool_pad(vh, own[0], own[1], 3, stride);
+        own[3] = fit_pool_pad(vw, own[2], own[3], 3, stride);
+        Module m = net.finish({net.avg_pool(src, {3, 3}, {stride, stride}, own)});
+        float* f = net.feeds[0].mutable_data<float>();
+        f[5] = std::numeric_limits<float>::infinity();
+        f[net.feeds[0].num_elements() / 2] = -std::numeric_limits<float>::infinity();
+        f[net.feeds[0].num_elements() - 4] = std::numeric_limits<float>::quiet_NaN();
+        const Tensor want = run_model(Model::from_module(m, kReference), net.feeds)[0];
+        auto model = Model::from_module(m, kOneDnn);
+        const std::string ex = model->explain();
+        EXPECT_NE(ex.find(pad_node ? " onednn PAD+AVG_POOL2D:" : " onednn AVG_POOL2D:"), std::string::npos) << ex;
+        for (int threads : {1, 2}) {
+          Context ctx(model, {.threads = threads});
+          ctx.set_profiling(true);
+          const Tensor got = ctx.run(net.feeds)[0];
+          bool weft_loop = false;
+          for (const KernelProfile& k : ctx.profile()) weft_loop |= k.implementation.rfind("weft_avg_pool:", 0) == 0;
+          EXPECT_TRUE(weft_loop);
+          EXPECT_TRUE(same_bits(got, want)) << "threads " << threads;
+        }
+        const backend::cpu::AvgPoolShape s{2, H, W, C, want.shape()[1], want.shape()[2], 3, 3, stride, stride,
+                                           own[0] + extra[0], own[2] + extra[2], extra[0], extra[1], extra[2], extra[3]};
+        for (PoolIsa isa : isas) {
+          SCOPED_TRACE(backend::cpu::pool_isa_name(isa));
+          Tensor got = Tensor::zeros(want.type());
+          backend::cpu::avg_pool_rows(s, net.feeds[0].data<float>(), 0, s.N * s.OH, got.mutable_data<float>(), isa);
+          EXPECT_TRUE(same_bits(got, want));
+        }
+      }
+}
+
 // A 3x3 convolution of x f32[1,9,9,8] (12 output channels; `bias_elems` 12 or 1) or a depthwise one
 // (8 channels), padded to keep 9x9.
 ValueId small_conv(Net& net, ValueId x, bool depthwise, int64_t bias_elems) {
