@@ -80,9 +80,13 @@ __attribute__((always_inline)) inline float max_one(const float* p, int64_t IW, 
   return seen == Propagate ? std::numeric_limits<float>::quiet_NaN() : acc;
 }
 
-template <int N, bool Propagate>
-__attribute__((always_inline)) inline void rows(const MaxPoolShape& s, const float* in, int64_t r0, int64_t r1,
-                                                float* out) {
+// Every output pixel of output rows [r0, r1) (of N * OH): pixel(image, window, ys, xs, dst) with the
+// pixel's image, its window inside the source, the window's first row and column (padding
+// included: may be negative) and its C outputs. (A functor, not a lambda: it is inlined into the
+// target-specific clones below with their vector width.)
+template <class Shape, class Pixel>
+__attribute__((always_inline)) inline void for_pixels(const Shape& s, const float* in, int64_t r0, int64_t r1,
+                                                      float* out, const Pixel& pixel) {
   for (int64_t r = r0; r < r1; ++r) {
     const int64_t n = r / s.OH, oy = r % s.OH;
     const int64_t ys = oy * s.SY - s.pad_top;
@@ -93,13 +97,27 @@ __attribute__((always_inline)) inline void rows(const MaxPoolShape& s, const flo
       const int64_t xs = ox * s.SX - s.pad_left;
       w.x0 = std::max<int64_t>(xs, 0);
       w.x1 = std::min(xs + s.KX, s.IW);
-      float* dst = dst_row + ox * s.C;
-      int64_t c = 0;
-      for (; c + 4 * N <= s.C; c += 4 * N) max_lanes<N, 4, Propagate>(image + c, s.IW, s.C, w, dst + c);
-      for (; c + N <= s.C; c += N) max_lanes<N, 1, Propagate>(image + c, s.IW, s.C, w, dst + c);
-      for (; c < s.C; ++c) dst[c] = max_one<Propagate>(image + c, s.IW, s.C, w);
+      pixel(image, w, ys, xs, dst_row + ox * s.C);
     }
   }
+}
+
+template <int N, bool Propagate>
+struct MaxPixel {
+  int64_t IW, C;
+  __attribute__((always_inline)) void operator()(const float* image, const Window& w, int64_t, int64_t,
+                                                 float* dst) const {
+    int64_t c = 0;
+    for (; c + 4 * N <= C; c += 4 * N) max_lanes<N, 4, Propagate>(image + c, IW, C, w, dst + c);
+    for (; c + N <= C; c += N) max_lanes<N, 1, Propagate>(image + c, IW, C, w, dst + c);
+    for (; c < C; ++c) dst[c] = max_one<Propagate>(image + c, IW, C, w);
+  }
+};
+
+template <int N, bool Propagate>
+__attribute__((always_inline)) inline void rows(const MaxPoolShape& s, const float* in, int64_t r0, int64_t r1,
+                                                float* out) {
+  for_pixels(s, in, r0, r1, out, MaxPixel<N, Propagate>{s.IW, s.C});
 }
 
 template <int N>
@@ -159,27 +177,23 @@ inline int64_t overlap(int64_t start, int64_t k, int64_t lo, int64_t hi) {
 }
 
 template <int N>
+struct AvgPixel {
+  const AvgPoolShape& s;
+  __attribute__((always_inline)) void operator()(const float* image, const Window& w, int64_t ys, int64_t xs,
+                                                 float* dst) const {
+    const float count = static_cast<float>(overlap(ys, s.KY, -s.extra_top, s.IH + s.extra_bottom) *
+                                           overlap(xs, s.KX, -s.extra_left, s.IW + s.extra_right));
+    int64_t c = 0;
+    for (; c + 4 * N <= s.C; c += 4 * N) avg_lanes<N, 4>(image + c, s.IW, s.C, w, count, dst + c);
+    for (; c + N <= s.C; c += N) avg_lanes<N, 1>(image + c, s.IW, s.C, w, count, dst + c);
+    for (; c < s.C; ++c) dst[c] = avg_one(image + c, s.IW, s.C, w, count);
+  }
+};
+
+template <int N>
 __attribute__((always_inline)) inline void avg_rows(const AvgPoolShape& s, const float* in, int64_t r0, int64_t r1,
                                                     float* out) {
-  for (int64_t r = r0; r < r1; ++r) {
-    const int64_t n = r / s.OH, oy = r % s.OH;
-    const int64_t ys = oy * s.SY - s.pad_top;
-    Window w{std::max<int64_t>(ys, 0), std::min(ys + s.KY, s.IH), 0, 0};
-    const int64_t cy = overlap(ys, s.KY, -s.extra_top, s.IH + s.extra_bottom);
-    const float* image = in + n * s.IH * s.IW * s.C;
-    float* dst_row = out + r * s.OW * s.C;
-    for (int64_t ox = 0; ox < s.OW; ++ox) {
-      const int64_t xs = ox * s.SX - s.pad_left;
-      w.x0 = std::max<int64_t>(xs, 0);
-      w.x1 = std::min(xs + s.KX, s.IW);
-      const float count = static_cast<float>(cy * overlap(xs, s.KX, -s.extra_left, s.IW + s.extra_right));
-      float* dst = dst_row + ox * s.C;
-      int64_t c = 0;
-      for (; c + 4 * N <= s.C; c += 4 * N) avg_lanes<N, 4>(image + c, s.IW, s.C, w, count, dst + c);
-      for (; c + N <= s.C; c += N) avg_lanes<N, 1>(image + c, s.IW, s.C, w, count, dst + c);
-      for (; c < s.C; ++c) dst[c] = avg_one(image + c, s.IW, s.C, w, count);
-    }
-  }
+  for_pixels(s, in, r0, r1, out, AvgPixel<N>{s});
 }
 
 #ifdef WEFT_POOL_X86
