@@ -4,8 +4,9 @@
 // convolution and the layer norm of each pixel's channels. The convolution's result never reaches
 // memory.
 //
-// A row group of LANES invocations (a multiple of the subgroup size, at most 1024) owns XB consecutive output
-// pixels along x of one output row; invocation `lane` computes channels lane + j * LANES of each.
+// A row group of LANES invocations (a multiple of the subgroup size, at most 1024) owns XB
+// consecutive output pixels along x of one output row; invocation `lane` computes channels
+// lane + j * LANES of each (one channel where a workgroup holds them all).
 // The convolution is tc_conv's depthwise_rows (channel multiplier 1, float accumulation, stride and
 // dilation 1 along x): taps in the reference's order, taps outside the input skipped, each input row
 // segment loaded once for the XB outputs, and the value rounded to the convolution's result type
@@ -45,7 +46,7 @@ layout(constant_id = 21) const int GROUPS = 1;  // row groups: N * OH * ceil(OW 
 layout(constant_id = 22) const int LANES = 32;  // invocations per row group (a multiple of SG)
 layout(constant_id = 23) const int ROWS = 1;    // row groups per workgroup
 layout(constant_id = 24) const int XB = 1;      // output pixels per row group (1 or 2)
-layout(constant_id = 25) const int SG = 32;     // the subgroup size LANES was chosen for
+layout(constant_id = 25) const int SG = 32;     // the subgroup size LANES was chosen for (0: the tree)
 layout(constant_id = 26) const int EPS_BITS = 0;
 layout(constant_id = 27) const int INV_N_BITS = 0;
 layout(local_size_x_id = 28) in;  // LANES * ROWS
