@@ -891,55 +891,42 @@ Support pool_supported(const Graph& g, const Composite& c) {
   return Support::yes();
 }
 
-// MAX_POOL2D on Weft's vector loop (pool.h) rather than oneDNN's pooling primitive, on every CPU.
-// GoogLeNet's 13 max pools on one thread of an Intel Xeon presented with AVX2 only: oneDNN's
-// jit:avx2 14.5 ms, ONNX Runtime's MLAS 2.5 ms in the same run; this loop 0.8 ms (another run on the
-// same kind of machine). On this project's Zen 5 it is level with oneDNN at AVX-512 and at AVX2.
-// It follows nan_mode, so it stays on this backend when exact NaN semantics are asked for.
-class MaxPoolKernel final : public CappedKernel {
+// MAX_POOL2D and fp32 AVG_POOL2D on Weft's vector loops (pool.h) rather than oneDNN's pooling
+// primitive, on every CPU; `rows(in, r0, r1, out)` computes output rows [r0, r1) of `rows_total`.
+// - MAX_POOL2D: GoogLeNet's 13 max pools on one thread of an Intel Xeon presented with AVX2 only:
+//   oneDNN's jit:avx2 14.5 ms, ONNX Runtime's MLAS 2.5 ms in the same run; this loop 0.8 ms (another
+//   run on the same kind of machine). On this project's Zen 5 it is level with oneDNN at AVX-512 and
+//   at AVX2. It follows nan_mode, so it stays on this backend when exact NaN semantics are asked for.
+// - AVG_POOL2D: the reference's sums and division, bit for bit. oneDNN's pooling primitive did not
+//   get faster with a second thread: Inception-v3's nine 3 x 3 PAD + AVG_POOL2D took 0.92 ms on one
+//   thread and 0.99 on two on this project's Zen 5.
+template <class Rows>
+class PoolLoopKernel final : public CappedKernel {
  public:
-  MaxPoolKernel(cpu::MaxPoolShape s, bool propagate_nan, int input)
-      : s_(s), propagate_nan_(propagate_nan), input_(input), isa_(cpu::pool_isa()) {}
-  std::string implementation() const override { return std::string("weft_max_pool:") + cpu::pool_isa_name(isa_); }
+  PoolLoopKernel(const char* name, int64_t rows_total, int64_t row_outputs, int input, Rows rows)
+      : impl_(std::string(name) + ":" + cpu::pool_isa_name(cpu::pool_isa())), rows_total_(rows_total),
+        row_outputs_(row_outputs), input_(input), rows_(std::move(rows)) {}
+  std::string implementation() const override { return impl_; }
   void execute(ExecArgs& a) const override {
     const float* in = a.in[static_cast<size_t>(input_)]->data<float>();
     float* out = a.out[0].mutable_data<float>();
     // At least ~32K outputs per thread: below that a fork costs more than the loop.
-    const int64_t min_rows = std::max<int64_t>(1, 32768 / std::max<int64_t>(1, s_.OW * s_.C));
-    ref::parallel_for(thread_count(a), s_.N * s_.OH, [&](int64_t r0, int64_t r1) {
-      cpu::max_pool_rows(s_, propagate_nan_, in, r0, r1, out, isa_);
-    }, min_rows);
+    const int64_t min_rows = std::max<int64_t>(1, 32768 / std::max<int64_t>(1, row_outputs_));
+    ref::parallel_for(thread_count(a), rows_total_, [&](int64_t r0, int64_t r1) { rows_(in, r0, r1, out); },
+                      min_rows);
   }
 
  private:
-  cpu::MaxPoolShape s_;
-  bool propagate_nan_;
+  std::string impl_;
+  int64_t rows_total_, row_outputs_;
   int input_;
-  cpu::PoolIsa isa_;
+  Rows rows_;
 };
 
-// AVG_POOL2D on Weft's vector loop (pool.h): the reference's sums and division, bit for bit, and
-// split over rows at every thread count. oneDNN's pooling primitive did not get faster with a second
-// thread: Inception-v3's nine 3 x 3 PAD + AVG_POOL2D took 0.92 ms on one thread and 0.99 on two on
-// this project's Zen 5.
-class AvgPoolKernel final : public CappedKernel {
- public:
-  AvgPoolKernel(cpu::AvgPoolShape s, int input) : s_(s), input_(input), isa_(cpu::pool_isa()) {}
-  std::string implementation() const override { return std::string("weft_avg_pool:") + cpu::pool_isa_name(isa_); }
-  void execute(ExecArgs& a) const override {
-    const float* in = a.in[static_cast<size_t>(input_)]->data<float>();
-    float* out = a.out[0].mutable_data<float>();
-    const int64_t min_rows = std::max<int64_t>(1, 32768 / std::max<int64_t>(1, s_.OW * s_.C));
-    ref::parallel_for(thread_count(a), s_.N * s_.OH, [&](int64_t r0, int64_t r1) {
-      cpu::avg_pool_rows(s_, in, r0, r1, out, isa_);
-    }, min_rows);
-  }
-
- private:
-  cpu::AvgPoolShape s_;
-  int input_;
-  cpu::PoolIsa isa_;
-};
+template <class Rows>
+std::unique_ptr<Kernel> pool_loop(const char* name, int64_t rows_total, int64_t row_outputs, int input, Rows rows) {
+  return std::make_unique<PoolLoopKernel<Rows>>(name, rows_total, row_outputs, input, std::move(rows));
+}
 
 std::unique_ptr<Kernel> prepare_pool(const Graph& g, const Composite& c, const PrepareOptions& o) {
   const Node& n = g.node(c.anchor);
@@ -962,7 +949,10 @@ std::unique_ptr<Kernel> prepare_pool(const Graph& g, const Composite& c, const P
     const auto& os = type_of(g, n.outputs[0]).shape;
     const cpu::MaxPoolShape shape{is[0], is[1], is[2], is[3], os[1], os[2], k[0], k[1], s[0], s[1], pad_l[0], pad_l[1]};
     const bool propagate = n.attr_int("nan_mode") == static_cast<int64_t>(NanMode::kPropagate);
-    return std::make_unique<MaxPoolKernel>(shape, propagate, c.input_index(src));
+    return pool_loop("weft_max_pool", shape.N * shape.OH, shape.OW * shape.C, c.input_index(src),
+                     [shape, propagate, isa = cpu::pool_isa()](const float* in, int64_t r0, int64_t r1, float* out) {
+                       cpu::max_pool_rows(shape, propagate, in, r0, r1, out, isa);
+                     });
   }
   if (n.op == Op::AVG_POOL2D && static_cast<AccType>(n.attr_int("acc_type")) == AccType::kFp32) {
     const auto& is = type_of(g, src).shape;
@@ -971,7 +961,10 @@ std::unique_ptr<Kernel> prepare_pool(const Graph& g, const Composite& c, const P
     if (c.pad >= 0) extra = *fusable_pad(g, g.node(c.pad), 0.0);
     const cpu::AvgPoolShape shape{is[0], is[1], is[2], is[3], os[1], os[2], k[0], k[1], s[0], s[1],
                                   pad_l[0], pad_l[1], extra[0], extra[1], extra[2], extra[3]};
-    return std::make_unique<AvgPoolKernel>(shape, c.input_index(src));
+    return pool_loop("weft_avg_pool", shape.N * shape.OH, shape.OW * shape.C, c.input_index(src),
+                     [shape, isa = cpu::pool_isa()](const float* in, int64_t r0, int64_t r1, float* out) {
+                       cpu::avg_pool_rows(shape, in, r0, r1, out, isa);
+                     });
   }
   dn::memory::desc src_md = nhwc_md(type_of(g, src)), dst_md = nhwc_md(type_of(g, n.outputs[0]));
   dn::pooling_forward::desc d(dn::prop_kind::forward_inference, alg, src_md, dst_md, {s[0], s[1]}, {k[0], k[1]}, pad_l,

@@ -175,24 +175,25 @@ class RegionBuilder {
         mi = end;
         continue;
       }
-      // A split GEMM and the layer norm of its rows as the GEMM and one second pass.
-      if (mi + 1 < members.size() && members[mi + 1]->region == Composite::Region::kLayerNorm &&
-          g_.node(m->anchor).op == Op::MATMUL &&
-          vkb::check_matmul_layer_norm(g_, *m, *members[mi + 1], low_.caps).empty()) {
+      // An operator and the LAYER_NORM region that alone reads its result, fused: a split GEMM with
+      // the layer norm of its rows as its second pass, a depthwise convolution with the layer norm
+      // of its channels as one dispatch.
+      struct NormFusion {
+        Op op;
+        std::string (*check)(const Graph&, const Composite&, const Composite&, const vkb::Caps&);
+        void (*lower)(vkb::Lowering&, const Composite&, const Composite&);
+      };
+      static constexpr NormFusion kNormFusions[] = {
+          {Op::MATMUL, vkb::check_matmul_layer_norm, vkb::lower_matmul_layer_norm},
+          {Op::DEPTHWISE_CONV2D, vkb::check_depthwise_layer_norm, vkb::lower_depthwise_layer_norm}};
+      const NormFusion* fusion = nullptr;
+      if (mi + 1 < members.size() && members[mi + 1]->region == Composite::Region::kLayerNorm)
+        for (const NormFusion& f : kNormFusions)
+          if (g_.node(m->anchor).op == f.op && f.check(g_, *m, *members[mi + 1], low_.caps).empty()) fusion = &f;
+      if (fusion) {
         low_.node = members[mi + 1]->anchor;
-        pattern_ = (m->pattern.empty() ? std::string("MATMUL") : m->pattern) + "+LAYER_NORM";
-        vkb::lower_matmul_layer_norm(low_, *m, *members[mi + 1]);
-        flush();
-        ++mi;
-        continue;
-      }
-      // A depthwise convolution and the layer norm of its channels as one dispatch.
-      if (mi + 1 < members.size() && members[mi + 1]->region == Composite::Region::kLayerNorm &&
-          g_.node(m->anchor).op == Op::DEPTHWISE_CONV2D &&
-          vkb::check_depthwise_layer_norm(g_, *m, *members[mi + 1], low_.caps).empty()) {
-        low_.node = members[mi + 1]->anchor;
-        pattern_ = (m->pattern.empty() ? std::string("DEPTHWISE_CONV2D") : m->pattern) + "+LAYER_NORM";
-        vkb::lower_depthwise_layer_norm(low_, *m, *members[mi + 1]);
+        pattern_ = (m->pattern.empty() ? std::string(op_name(fusion->op)) : m->pattern) + "+LAYER_NORM";
+        fusion->lower(low_, *m, *members[mi + 1]);
         flush();
         ++mi;
         continue;
