@@ -151,4 +151,83 @@ TEST(LayoutCleanup, TransposeSplitTransposeBecomesOneTranspose) {
   EXPECT_EQ(g.value(g.outputs()[0]).name, "win_tokens");
 }
 
+
+// MaxViT's window departition as the importer writes it: windows [N, h, w, p, p, C] transposed
+// to NCHW [N, C, h, p, w, p] and merged to [N, C, H, W]. Its readers take it back to NHWC: the
+// residual's TRANSPOSE, a batch norm (MUL, ADD by per-channel constants) before a TRANSPOSE, a PAD
+// before one, and the next partition (a split RESHAPE and a TRANSPOSE). Rule D gives the merge in
+// NHWC first; the readers' TRANSPOSEs then cancel or move onto it (rules C and E).
+TEST(LayoutCleanup, DepartitionThroughNchwStaysInNhwc) {
+  GraphBuilder b;
+  const int64_t h = 3, w = 2, p = 2, C = 3, H = h * p, W = w * p;
+  auto to_nhwc = [&](ValueId v, const std::string& name) {
+    return b.op(Op::TRANSPOSE, {v}, {{"perms", std::vector<int64_t>{0, 2, 3, 1}}}, name);
+  };
+  auto per_channel = [&](const std::string& name, double base) {
+    std::vector<double> v;
+    for (int64_t c = 0; c < C; ++c) v.push_back(base + 0.25 * static_cast<double>(c));
+    return b.constant(name, Tensor::from_doubles({DType::kFp32, {1, C, 1, 1}}, v));
+  };
+  ValueId x = b.input("x", {DType::kFp32, {1, h, w, p, p, C}});
+  ValueId t = b.op(Op::TRANSPOSE, {x}, {{"perms", std::vector<int64_t>{0, 5, 1, 3, 2, 4}}}, "dep_t");
+  ValueId z = b.op(Op::RESHAPE, {t, b.constant_shape("dep_s", {1, C, H, W})}, {}, "departed");
+  b.output(b.op(Op::ABS, {to_nhwc(z, "residual")}, {}, "residual_abs"));
+  ValueId sh = b.constant("sh", Tensor::from_doubles({DType::kInt8, {1}}, std::vector<double>{0}));
+  ValueId scaled = b.op(Op::MUL, {z, per_channel("bn_scale", 0.5), sh}, {}, "bn_mul");
+  b.output(to_nhwc(b.op(Op::ADD, {scaled, per_channel("bn_shift", -1.0)}, {}, "bn_add"), "normed"));
+  ValueId pad_value = b.constant("pad_value", Tensor::from_doubles({DType::kFp32, {1}}, std::vector<double>{0}));
+  ValueId padded = b.op(Op::PAD, {z, b.constant_shape("pads", {0, 0, 0, 0, 1, 0, 0, 1}), pad_value}, {}, "padded");
+  b.output(to_nhwc(padded, "padded_nhwc"));
+  // The grid partition: H = 2 x 3 (the windows split it 3 x 2), W = 2 x 2.
+  ValueId gs = b.op(Op::RESHAPE, {z, b.constant_shape("grid_s", {1, C, 2, 3, 2, 2})}, {}, "grid_split");
+  ValueId gt = b.op(Op::TRANSPOSE, {gs}, {{"perms", std::vector<int64_t>{0, 2, 4, 3, 5, 1}}}, "grid_t");
+  b.output(b.op(Op::RESHAPE, {gt, b.constant_shape("grid_m", {1, 4, 6, C})}, {}, "grid"));
+  Graph g = b.finish();
+  std::vector<double> xs(static_cast<size_t>(h * w * p * p * C));
+  for (size_t i = 0; i < xs.size(); ++i) xs[i] = static_cast<double>(i) - 20.0;
+  const std::vector<Tensor> inputs = {Tensor::from_doubles({DType::kFp32, {1, h, w, p, p, C}}, xs)};
+  const std::vector<Tensor> before = Interpreter(Module(g)).run(inputs);
+  EXPECT_EQ(count(g, Op::TRANSPOSE), 5);
+  // The departition (D), the batch norm's and the PAD's TRANSPOSEs (E), the partition (C).
+  EXPECT_EQ(sink_layout_transposes(g), 4);
+  cancel_layout_pairs(g);
+  EXPECT_TRUE(verify_module(Module(g)).empty());
+  // The departition and the partition, each keeping C innermost; no layout TRANSPOSE is left.
+  ASSERT_EQ(count(g, Op::TRANSPOSE), 2);
+  for (const Node& n : g.nodes())
+    if (n.op == Op::TRANSPOSE) {
+      EXPECT_EQ(n.attr_ints("perms").back(), static_cast<int64_t>(n.attr_ints("perms").size()) - 1);
+    }
+  const std::vector<Tensor> after = Interpreter(Module(g)).run(inputs);
+  ASSERT_EQ(after.size(), before.size());
+  for (size_t k = 0; k < after.size(); ++k) {
+    EXPECT_EQ(after[k].type(), before[k].type()) << k;
+    EXPECT_EQ(after[k].to_doubles(), before[k].to_doubles()) << k;
+  }
+  EXPECT_EQ(g.value(g.outputs()[1]).name, "normed");
+}
+
+// Rule D only where every reader takes the result in NHWC: a reader that needs NCHW (the graph
+// output itself, or an element-wise node whose result is also read elsewhere) keeps the graph.
+TEST(LayoutCleanup, DepartitionWithAnNchwReaderStays) {
+  for (int variant = 0; variant < 2; ++variant) {
+    GraphBuilder b;
+    ValueId x = b.input("x", {DType::kFp32, {1, 2, 2, 2, 2, 3}});
+    ValueId t = b.op(Op::TRANSPOSE, {x}, {{"perms", std::vector<int64_t>{0, 5, 1, 3, 2, 4}}}, "dep_t");
+    ValueId z = b.op(Op::RESHAPE, {t, b.constant_shape("dep_s", {1, 3, 4, 4})}, {}, "departed");
+    b.output(b.op(Op::TRANSPOSE, {z}, {{"perms", std::vector<int64_t>{0, 2, 3, 1}}}, "residual"));
+    if (variant == 0) {
+      b.output(z);
+    } else {
+      ValueId a = b.op(Op::ABS, {z}, {}, "abs");
+      b.output(b.op(Op::TRANSPOSE, {a}, {{"perms", std::vector<int64_t>{0, 2, 3, 1}}}, "abs_nhwc"));
+      b.output(b.op(Op::CEIL, {a}, {}, "abs_nchw"));
+    }
+    Graph g = b.finish();
+    const int transposes = count(g, Op::TRANSPOSE);
+    EXPECT_EQ(sink_layout_transposes(g), 0) << variant;
+    EXPECT_EQ(count(g, Op::TRANSPOSE), transposes) << variant;
+  }
+}
+
 }  // namespace weft::compiler
