@@ -175,25 +175,28 @@ class RegionBuilder {
         mi = end;
         continue;
       }
-      // An operator and the LAYER_NORM region that alone reads its result, fused: a split GEMM with
-      // the layer norm of its rows as its second pass, a depthwise convolution with the layer norm
-      // of its channels as one dispatch.
-      struct NormFusion {
-        Op op;
+      // Two consecutive units as one dispatch, where the second alone reads the first's result: a
+      // split GEMM with the layer norm of its rows as its second pass, a depthwise convolution with
+      // the layer norm of its channels, squeeze-and-excitation's two 1x1 convolutions.
+      struct PairFusion {
+        Op op;  // the first unit's anchor
         std::string (*check)(const Graph&, const Composite&, const Composite&, const vkb::Caps&);
         void (*lower)(vkb::Lowering&, const Composite&, const Composite&);
       };
-      static constexpr NormFusion kNormFusions[] = {
+      static constexpr PairFusion kPairFusions[] = {
           {Op::MATMUL, vkb::check_matmul_layer_norm, vkb::lower_matmul_layer_norm},
-          {Op::DEPTHWISE_CONV2D, vkb::check_depthwise_layer_norm, vkb::lower_depthwise_layer_norm}};
-      const NormFusion* fusion = nullptr;
-      if (mi + 1 < members.size() && members[mi + 1]->region == Composite::Region::kLayerNorm)
-        for (const NormFusion& f : kNormFusions)
-          if (g_.node(m->anchor).op == f.op && f.check(g_, *m, *members[mi + 1], low_.caps).empty()) fusion = &f;
+          {Op::DEPTHWISE_CONV2D, vkb::check_depthwise_layer_norm, vkb::lower_depthwise_layer_norm},
+          {Op::CONV2D, vkb::check_se_mlp, vkb::lower_se_mlp}};
+      const PairFusion* fusion = nullptr;
+      if (mi + 1 < members.size() && m->anchor >= 0)
+        for (const PairFusion& f : kPairFusions)
+          if (!fusion && g_.node(m->anchor).op == f.op && f.check(g_, *m, *members[mi + 1], low_.caps).empty()) fusion = &f;
       if (fusion) {
-        low_.node = members[mi + 1]->anchor;
-        pattern_ = (m->pattern.empty() ? std::string(op_name(fusion->op)) : m->pattern) + "+LAYER_NORM";
-        fusion->lower(low_, *m, *members[mi + 1]);
+        const Composite& next = *members[mi + 1];
+        low_.node = next.anchor;
+        pattern_ = (m->pattern.empty() ? std::string(op_name(fusion->op)) : m->pattern) + "+" +
+                   (next.pattern.empty() ? std::string(op_name(g_.node(next.anchor).op)) : next.pattern);
+        fusion->lower(low_, *m, next);
         flush();
         ++mi;
         continue;

@@ -245,6 +245,12 @@ void lower_matmul_layer_norm(Lowering& l, const backend::Composite& mm, const ba
 std::string check_depthwise_layer_norm(const Graph& g, const backend::Composite& dw, const backend::Composite& ln,
                                        const Caps& caps);
 void lower_depthwise_layer_norm(Lowering& l, const backend::Composite& dw, const backend::Composite& ln);
+// Squeeze-and-excitation's two 1x1 convolutions on a pooled [N, 1, 1, C] tensor (CONV2D composites,
+// the first's result read by the second alone), as one dispatch (ops_tensor.cpp,
+// shaders/tc_se_mlp.comp). check_se_mlp gives "" when they fuse, else the reason; WEFT_VULKAN_SE=off
+// keeps them apart (for measurements).
+std::string check_se_mlp(const Graph& g, const backend::Composite& a, const backend::Composite& b, const Caps& caps);
+void lower_se_mlp(Lowering& l, const backend::Composite& a, const backend::Composite& b);
 // The smallest power of two >= v, and the largest power-of-two workgroup up to 256 the device allows
 // (ops_misc.cpp).
 int64_t pow2_at_least(int64_t v);

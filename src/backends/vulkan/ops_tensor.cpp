@@ -1670,6 +1670,102 @@ void lower_depthwise_layer_norm(Lowering& l, const Composite& dw, const Composit
              l.grid(workgroups * local, local));
 }
 
+// ---- Squeeze-and-excitation's two 1x1 convolutions (tc_se_mlp.comp) -------------------------------
+
+namespace {
+
+// A CONV2D composite that is a 1x1 convolution of a [N, 1, 1, C] tensor (squeeze-and-excitation's
+// pooled features), float with fp32 accumulation, nothing folded in front of it.
+std::string plan_se_conv(const Graph& g, const Composite& c, const Caps& caps, ConvPlan& p) {
+  if (c.anchor < 0 || g.node(c.anchor).op != Op::CONV2D || c.region != Composite::Region::kNone) return "not a CONV2D";
+  if (std::string r = plan_conv(g, c, caps, p); !r.empty()) return r;
+  if (c.pad >= 0 || p.scale_in || p.groups != 1) return "a convolution with a folded PAD, input scale or groups";
+  if (p.VH != 1 || p.VW != 1 || p.OH != 1 || p.OW != 1 || p.KH != 1 || p.KW != 1)
+    return "not a 1x1 convolution of a 1 x 1 image";
+  if (!is_float(p.in_t) || p.acc != 0 || p.izp != 0 || p.wzp != 0) return "not a float convolution accumulating in fp32";
+  return {};
+}
+
+// Weights read by one workgroup: above this many elements, the two convolutions apart (their weights
+// read by many workgroups) are faster.
+int64_t se_weight_limit() {
+  if (const char* e = std::getenv("WEFT_VULKAN_SE_WEIGHTS")) return std::atoll(e);
+  return 131072;
+}
+
+struct SePlan {
+  ConvPlan c1, c2;
+  int64_t local = 0;
+};
+
+std::string plan_se_mlp(const Graph& g, const Composite& a, const Composite& b, const Caps& caps, SePlan& p) {
+  if (const char* e = std::getenv("WEFT_VULKAN_SE"); e && std::string_view(e) == "off") return "WEFT_VULKAN_SE=off";
+  if (std::string r = plan_se_conv(g, a, caps, p.c1); !r.empty()) return "the first convolution: " + r;
+  if (std::string r = plan_se_conv(g, b, caps, p.c2); !r.empty()) return "the second convolution: " + r;
+  const Epilogue &e1 = p.c1.ep, &e2 = p.c2.ep;
+  for (int32_t k : e1.kind)
+    if (k == kEpBias || k == kEpResidual || k == kEpColumnScale || k == kEpColumnShift || k == kEpMask)
+      return "the first convolution's fused operations read other tensors";
+  for (int32_t k : e2.kind)
+    if (k == kEpBias || k == kEpResidual || k == kEpMask) return "the second convolution adds another tensor";
+  const ValueId h = e1.result;
+  if (g.node(b.anchor).inputs[0] != h || p.c2.win.src != h) return "the second convolution does not read the first's result";
+  if (!read_only_by(g, h, b.nodes)) return "the first convolution's result is read elsewhere or is a graph output";
+  if (p.c2.IC != p.c1.OC || p.c2.N != p.c1.N) return "the convolutions' shapes do not chain";
+  if (!caps.subgroup_arithmetic) return "the fused kernel needs subgroup arithmetic";
+  const int64_t weights = p.c1.IC * p.c1.OC + p.c2.IC * p.c2.OC;
+  if (weights > se_weight_limit())
+    return str(weights) + " weights are more than one workgroup reads fast (" + str(se_weight_limit()) + ")";
+  // One workgroup per image: where the images outnumber the compute units, the two apart spread
+  // wider.
+  const int64_t units = caps.compute_units > 0 ? int64_t{caps.compute_units} : 16;
+  if (p.c1.N > units) return str(p.c1.N) + " images, more than the device's " + str(units) + " compute units";
+  const int64_t shared = 2 * std::max(p.c1.IC, p.c1.OC) * 4;
+  if (shared > static_cast<int64_t>(caps.max_shared_bytes))
+    return "needs " + str(shared) + " bytes of shared memory, the device has " + str(caps.max_shared_bytes);
+  p.local = max_local(caps);
+  return check_groups(p.c1.N, 1, 1, caps);
+}
+
+}  // namespace
+
+std::string check_se_mlp(const Graph& g, const Composite& a, const Composite& b, const Caps& caps) {
+  SePlan p;
+  return plan_se_mlp(g, a, b, caps, p);
+}
+
+void lower_se_mlp(Lowering& l, const Composite& a, const Composite& b) {
+  SePlan p;
+  if (std::string r = plan_se_mlp(l.graph, a, b, l.caps, p); !r.empty()) l.fail(r);
+  const ConvPlan &c1 = p.c1, &c2 = p.c2;
+  if (c1.N == 0 || c1.IC == 0 || c1.OC == 0 || c2.OC == 0) return;
+  const Node &n1 = l.graph.node(a.anchor), &n2 = l.graph.node(b.anchor);
+  Spec s;
+  epilogue_spec(s, c1.ep);
+  for (int id = 40; id <= 55; ++id) s.set(id + 20, s.v[static_cast<size_t>(id)]);  // conv1's post-ops at 60..75
+  epilogue_spec(s, c2.ep);
+  s.set(0, code(c1.in_t));
+  s.set(1, code(c1.w_t));
+  s.set(2, code(type_of(l.graph, n1.inputs[2]).dtype));
+  s.set(3, code(c1.out_t));
+  s.set(4, code(c2.w_t));
+  s.set(5, code(c2.ep.columns.empty() ? type_of(l.graph, n2.inputs[2]).dtype : c2.out_t));
+  s.set(6, code(c1.in_t));
+  s.set(7, code(c2.out_t));
+  s.set(8, c1.IC);
+  s.set(9, c1.OC);
+  s.set(10, c2.OC);
+  s.set(11, c1.bias_bcast);
+  s.set(12, c2.bias_bcast);
+  s.set(13, std::max(c1.IC, c1.OC));
+  s.set(20, p.local);
+  const Arg bias2 = c2.ep.columns.empty() ? l.in(n2.inputs[2]) : column_arg(l, c2.ep, l.constant(n2.inputs[2]), c2.out_t);
+  l.dispatch("tc_se_mlp", std::move(s.v),
+             {l.in(n1.inputs[0]), l.in(n1.inputs[1]), l.in(n1.inputs[2]), l.in(n2.inputs[1]), bias2, l.in(n1.inputs[0]),
+              l.out(c2.ep.result)},
+             {static_cast<uint32_t>(c1.N), 1, 1});
+}
+
 // ---- Element-wise chains (ew_chain.comp) -----------------------------------------------------------
 
 std::string check_ew_chain(const Graph& g, const Composite& c, const Caps&) {

@@ -881,6 +881,71 @@ TEST(VulkanTensor, DepthwiseConvAndLayerNormRunAsOneDispatch) {
   }
 }
 
+// Squeeze-and-excitation: the global pool's [N, 1, 1, C] result through a 1x1 CONV2D to R channels
+// and an activation, a 1x1 CONV2D back to C and a gate; the two convolutions run as one dispatch
+// (tc_se_mlp). EfficientNet's and MaxViT's form (SiLU, sigmoid) and MobileNetV3's (ReLU, hard
+// sigmoid as SCALE + SHIFT + CLAMP); channel counts that are not multiples of a subgroup; several
+// images; the fp16 mode. Kept apart: the first convolution's activation also an output, weights over
+// the limit, more images than compute units (16 assumed on lavapipe).
+TEST(VulkanTensor, SqueezeExcitationConvolutionsRunAsOneDispatch) {
+  struct Case {
+    int64_t n, c, r;
+    bool mobilenet, fp16, also_output;
+    const char* limit;
+    bool fused;
+  };
+  for (const Case& c : {Case{1, 24, 6, false, false, false, "", true}, Case{2, 300, 75, false, false, false, "", true},
+                        Case{1, 40, 10, true, false, false, "", true}, Case{1, 96, 24, false, true, false, "", true},
+                        Case{3, 72, 18, true, true, false, "", true}, Case{1, 24, 6, true, false, true, "", false},
+                        Case{1, 24, 6, false, false, false, "200", false}, Case{17, 24, 6, false, false, false, "", false}}) {
+    SCOPED_TRACE(std::to_string(c.n) + " x " + std::to_string(c.c) + " -> " + std::to_string(c.r) +
+                 (c.mobilenet ? " relu / hard sigmoid" : " swish / sigmoid") + (c.fp16 ? " fp16" : "") +
+                 (c.also_output ? " (first activation also an output)" : "") + (*c.limit ? std::string(" limit ") + c.limit : ""));
+    Net net(47);
+    const DType t = DType::kFp32;
+    ValueId x = net.input({t, {c.n, 5, 4, c.c}}, -2, 2);
+    ValueId pooled = net.pool(Op::AVG_POOL2D, x, {5, 4}, {1, 1}, {0, 0, 0, 0});
+    ValueId h = net.conv(Op::CONV2D, pooled, net.weight({t, {c.r, 1, 1, c.c}}, -0.5, 0.5), net.weight({t, {c.r}}),
+                         {0, 0, 0, 0}, {1, 1}, {1, 1}, t);
+    ValueId a = c.mobilenet ? net.clamp(h, 0, 6) : net.mul(h, net.b.op(Op::SIGMOID, {h}));
+    ValueId g = net.conv(Op::CONV2D, a, net.weight({t, {c.c, 1, 1, c.r}}, -0.5, 0.5), net.weight({t, {c.c}}),
+                         {0, 0, 0, 0}, {1, 1}, {1, 1}, t);
+    ValueId gate = c.mobilenet ? net.clamp(net.add(net.mul(g, net.scalar(t, 1.0 / 6, 4)), net.scalar(t, 0.5, 4)), 0, 1)
+                               : net.b.op(Op::SIGMOID, {g});
+    std::vector<ValueId> outs{net.mul(x, gate)};
+    if (c.also_output) outs.push_back(a);
+    Module m = net.finish(outs);
+    const std::vector<Tensor>& feeds = net.feeds;
+    if (c.fp16) compiler::narrow_fp32_to_fp16(m, /*fp32_accumulators=*/true, /*preserve_io=*/true);
+    std::optional<ScopedEnv> limit;
+    if (*c.limit) limit.emplace("WEFT_VULKAN_SE_WEIGHTS", c.limit);
+    check_vs_reference(m, feeds, c.fp16 ? 3e-2 : kF32);
+    auto run = [&](const char* v) {
+      ScopedEnv env("WEFT_VULKAN_SE", v);
+      Context ctx(Model::from_module(m, vulkan_first()));
+      ctx.set_profiling(true);
+      std::vector<Tensor> out = ctx.run(feeds);
+      int fused = 0, convs = 0;
+      for (const KernelProfile& k : ctx.profile()) {
+        if (!k.device) continue;
+        // (The fused unit's pattern is both convolutions' patterns: "CONV2D+SWISH+CONV2D+SIGMOID".)
+        const bool conv = k.pattern.rfind("CONV2D", 0) == 0, both = conv && k.pattern.find("+CONV2D") != std::string::npos;
+        fused += both;
+        convs += conv && !both;
+      }
+      const bool want = std::string_view(v) != "off" && c.fused;
+      EXPECT_EQ(fused, want ? 1 : 0) << v;
+      if (want) {
+        EXPECT_EQ(convs, 0) << v;
+      }
+      return out;
+    };
+    const std::vector<Tensor> on = run("on"), off = run("off");
+    ASSERT_EQ(on.size(), off.size());
+    for (size_t i = 0; i < on.size(); ++i) EXPECT_TRUE(close(on[i], off[i], c.fp16 ? 2e-3 : 1e-5)) << "output " << i;
+  }
+}
+
 // Integer results take no fused operations: CONV2D + CLAMP on int32 is declined as a composite.
 TEST(VulkanTensor, IntegerPostOpsDeclined) {
   Net net(16);

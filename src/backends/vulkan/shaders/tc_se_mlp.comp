@@ -1,0 +1,110 @@
+#version 450
+// Squeeze-and-excitation's two small convolutions in one dispatch: on a pooled [N, 1, 1, C0] input,
+// h = act1(conv1(x) + b1) ([N, 1, 1, R]) and y = act2(conv2(h) + b2) ([N, 1, 1, C2]), both 1x1. Apart
+// they were two or three dispatches of a few microseconds each (a split-K GEMM and its second pass,
+// then a GEMM), which at batch 1 the GPU mostly waits on.
+//
+// One workgroup per image. It stages x in shared memory; each subgroup then computes whole outputs
+// of conv1 in turn (its invocations stride over the input channels, subgroupAdd sums them), stores
+// h in shared memory, and does the same for conv2. Subgroups are taken as the device runs them
+// (gl_SubgroupID, gl_SubgroupSize), so any subgroup width works. fp32 accumulation; the sums are
+// ordered differently from the reference's (fp32 results within a few ulp of it per product).
+//
+// Each result is finished as tc_gemm's `finish` does: rounded to its convolution's result type with
+// the bias added, post-ops in fp32, rounded once when stored. conv1's post-ops are activations only
+// (A_K*, the epilogue's kinds and parameters at ids 60..75); conv2's are the usual epilogue (ids
+// 40..55, with per-channel constants behind its bias).
+#extension GL_GOOGLE_include_directive : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#include "common.glsl"
+
+layout(local_size_x_id = 20) in;
+
+layout(constant_id = 0) const int T_X = DT_F32;
+layout(constant_id = 1) const int T_W1 = DT_F32;
+layout(constant_id = 2) const int T_B1 = DT_F32;
+layout(constant_id = 3) const int T_H = DT_F32;    // conv1's result type
+layout(constant_id = 4) const int T_W2 = DT_F32;
+layout(constant_id = 5) const int T_BIAS = DT_F32;  // conv2's bias (and the per-channel constants behind it)
+layout(constant_id = 6) const int T_RES = DT_F32;   // (bound, never read: conv2 takes no residual)
+layout(constant_id = 7) const int T_OUT = DT_F32;
+layout(constant_id = 8) const int C0 = 1;   // conv1's input channels
+layout(constant_id = 9) const int R = 1;    // conv1's output channels, conv2's input channels
+layout(constant_id = 10) const int C2 = 1;  // conv2's output channels
+layout(constant_id = 11) const int B1_BCAST = 0;  // a bias of one element
+layout(constant_id = 12) const int B2_BCAST = 0;
+layout(constant_id = 13) const int MAX_C = 1;     // max(C0, R): shared memory per vector
+
+layout(constant_id = 60) const int A_K0 = 0;
+layout(constant_id = 61) const int A_K1 = 0;
+layout(constant_id = 62) const int A_K2 = 0;
+layout(constant_id = 63) const int A_K3 = 0;
+layout(constant_id = 64) const int A_P00 = 0;
+layout(constant_id = 65) const int A_P01 = 0;
+layout(constant_id = 66) const int A_P02 = 0;
+layout(constant_id = 67) const int A_P10 = 0;
+layout(constant_id = 68) const int A_P11 = 0;
+layout(constant_id = 69) const int A_P12 = 0;
+layout(constant_id = 70) const int A_P20 = 0;
+layout(constant_id = 71) const int A_P21 = 0;
+layout(constant_id = 72) const int A_P22 = 0;
+layout(constant_id = 73) const int A_P30 = 0;
+layout(constant_id = 74) const int A_P31 = 0;
+layout(constant_id = 75) const int A_P32 = 0;
+
+TENSOR_RO(0, x, T_X)
+TENSOR_RO(1, w1, T_W1)
+TENSOR_RO(2, b1, T_B1)
+TENSOR_RO(3, w2, T_W2)
+TENSOR_RO(4, bias, T_BIAS)
+TENSOR_RO(5, res, T_RES)
+TENSOR(6, outp, T_OUT)
+
+#include "tc_epilogue.glsl"
+
+shared float xs[MAX_C];
+shared float hs[MAX_C];
+
+// conv1's post-ops: activations (no operand), in order.
+float act1(float v) {
+#define A_STEP(K, P0, P1, P2) \
+  if (K != EP_NONE) v = ep_apply(K, intBitsToFloat(P0), intBitsToFloat(P1), intBitsToFloat(P2), v, 0u, 0u);
+  A_STEP(A_K0, A_P00, A_P01, A_P02)
+  A_STEP(A_K1, A_P10, A_P11, A_P12)
+  A_STEP(A_K2, A_P20, A_P21, A_P22)
+  A_STEP(A_K3, A_P30, A_P31, A_P32)
+#undef A_STEP
+  return v;
+}
+
+void main() {
+  const uint n = gl_WorkGroupID.x;
+  const uint lid = gl_LocalInvocationIndex, wg = gl_WorkGroupSize.x;
+  const uint sg = gl_SubgroupID, sgs = gl_NumSubgroups, lane = gl_SubgroupInvocationID, width = gl_SubgroupSize;
+  for (uint c = lid; c < uint(C0); c += wg) xs[c] = x_ldf(n * uint(C0) + c);
+  barrier();
+  for (uint r = sg; r < uint(R); r += sgs) {
+    float acc = 0.0;
+    for (uint c = lane; c < uint(C0); c += width) acc += xs[c] * w1_ldf(r * uint(C0) + c);
+    float v = subgroupAdd(acc);
+    if (subgroupElect()) {
+      const float bb = b1_ldf(B1_BCAST != 0 ? 0u : r);
+      v = T_H == DT_F16 ? r16(r16(v) + bb) : v + bb;
+      v = act1(v);
+      hs[r] = T_H == DT_F16 ? r16(v) : v;
+    }
+  }
+  barrier();
+  for (uint o = sg; o < uint(C2); o += sgs) {
+    float acc = 0.0;
+    for (uint r = lane; r < uint(R); r += width) acc += hs[r] * w2_ldf(o * uint(R) + r);
+    float v = subgroupAdd(acc);
+    if (subgroupElect()) {
+      const float bb = bias_ldf(B2_BCAST != 0 ? 0u : o);
+      v = T_OUT == DT_F16 ? r16(r16(v) + bb) : v + bb;
+      const uint at = n * uint(C2) + o;
+      outp_stf(at, epilogue(v, at, o));
+    }
+  }
+}
