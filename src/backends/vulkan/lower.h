@@ -247,8 +247,8 @@ std::string check_depthwise_layer_norm(const Graph& g, const backend::Composite&
 void lower_depthwise_layer_norm(Lowering& l, const backend::Composite& dw, const backend::Composite& ln);
 // Squeeze-and-excitation's two 1x1 convolutions on a pooled [N, 1, 1, C] tensor (CONV2D composites,
 // the first's result read by the second alone), as one dispatch (ops_tensor.cpp,
-// shaders/tc_se_mlp.comp). check_se_mlp gives "" when they fuse, else the reason; WEFT_VULKAN_SE=off
-// keeps them apart (for measurements).
+// shaders/tc_se_mlp.comp), with WEFT_VULKAN_SE=on (opt-in: measured faster on some models and
+// slower on others, see ops_tensor.cpp). check_se_mlp gives "" when they fuse, else the reason.
 std::string check_se_mlp(const Graph& g, const backend::Composite& a, const backend::Composite& b, const Caps& caps);
 void lower_se_mlp(Lowering& l, const backend::Composite& a, const backend::Composite& b);
 // The smallest power of two >= v, and the largest power-of-two workgroup up to 256 the device allows

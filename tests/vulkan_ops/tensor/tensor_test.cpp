@@ -886,7 +886,7 @@ TEST(VulkanTensor, DepthwiseConvAndLayerNormRunAsOneDispatch) {
 // (tc_se_mlp). EfficientNet's and MaxViT's form (SiLU, sigmoid) and MobileNetV3's (ReLU, hard
 // sigmoid as SCALE + SHIFT + CLAMP); channel counts that are not multiples of a subgroup; several
 // images; the fp16 mode. Kept apart: the first convolution's activation also an output, weights over
-// the limit, more images than compute units (16 assumed on lavapipe).
+// the limit, more images than compute units (16 assumed on lavapipe), and unless WEFT_VULKAN_SE=on.
 TEST(VulkanTensor, SqueezeExcitationConvolutionsRunAsOneDispatch) {
   struct Case {
     int64_t n, c, r;
@@ -919,9 +919,13 @@ TEST(VulkanTensor, SqueezeExcitationConvolutionsRunAsOneDispatch) {
     if (c.fp16) compiler::narrow_fp32_to_fp16(m, /*fp32_accumulators=*/true, /*preserve_io=*/true);
     std::optional<ScopedEnv> limit;
     if (*c.limit) limit.emplace("WEFT_VULKAN_SE_WEIGHTS", c.limit);
-    check_vs_reference(m, feeds, c.fp16 ? 3e-2 : kF32);
+    {
+      ScopedEnv on("WEFT_VULKAN_SE", "on");
+      check_vs_reference(m, feeds, c.fp16 ? 3e-2 : kF32);
+    }
     auto run = [&](const char* v) {
-      ScopedEnv env("WEFT_VULKAN_SE", v);
+      std::optional<ScopedEnv> env;
+      if (v) env.emplace("WEFT_VULKAN_SE", v);
       Context ctx(Model::from_module(m, vulkan_first()));
       ctx.set_profiling(true);
       std::vector<Tensor> out = ctx.run(feeds);
@@ -933,14 +937,15 @@ TEST(VulkanTensor, SqueezeExcitationConvolutionsRunAsOneDispatch) {
         fused += both;
         convs += conv && !both;
       }
-      const bool want = std::string_view(v) != "off" && c.fused;
-      EXPECT_EQ(fused, want ? 1 : 0) << v;
+      const bool want = v && std::string_view(v) == "on" && c.fused;
+      EXPECT_EQ(fused, want ? 1 : 0) << (v ? v : "unset");
       if (want) {
         EXPECT_EQ(convs, 0) << v;
       }
       return out;
     };
     const std::vector<Tensor> on = run("on"), off = run("off");
+    run(nullptr);  // unset: apart (the fusion is opt-in)
     ASSERT_EQ(on.size(), off.size());
     for (size_t i = 0; i < on.size(); ++i) EXPECT_TRUE(close(on[i], off[i], c.fp16 ? 2e-3 : 1e-5)) << "output " << i;
   }

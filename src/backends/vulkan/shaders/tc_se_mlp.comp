@@ -2,11 +2,13 @@
 // Squeeze-and-excitation's two small convolutions in one dispatch: on a pooled [N, 1, 1, C0] input,
 // h = act1(conv1(x) + b1) ([N, 1, 1, R]) and y = act2(conv2(h) + b2) ([N, 1, 1, C2]), both 1x1. Apart
 // they were two or three dispatches of a few microseconds each (a split-K GEMM and its second pass,
-// then a GEMM), which at batch 1 the GPU mostly waits on.
+// then a GEMM), which at batch 1 the GPU mostly waits on. Opt-in (WEFT_VULKAN_SE=on): on an H200 it
+// was faster on small SE blocks and slower on MaxViT's larger ones (ops_tensor.cpp, plan_se_mlp).
 //
-// One workgroup per image. It stages x in shared memory; each subgroup then computes whole outputs
-// of conv1 in turn (its invocations stride over the input channels, subgroupAdd sums them), stores
-// h in shared memory, and does the same for conv2. Subgroups are taken as the device runs them
+// One workgroup per image, as large as the device allows (up to 1024 invocations). It stages x in
+// shared memory; each subgroup then computes four outputs of conv1 at a time (its invocations stride
+// over the input channels, subgroupAdd sums them) and stores h in shared memory; each invocation
+// then computes outputs of conv2 alone (R is short). Subgroups are taken as the device runs them
 // (gl_SubgroupID, gl_SubgroupSize), so any subgroup width works. fp32 accumulation; the sums are
 // ordered differently from the reference's (fp32 results within a few ulp of it per product).
 //
@@ -84,27 +86,39 @@ void main() {
   const uint sg = gl_SubgroupID, sgs = gl_NumSubgroups, lane = gl_SubgroupInvocationID, width = gl_SubgroupSize;
   for (uint c = lid; c < uint(C0); c += wg) xs[c] = x_ldf(n * uint(C0) + c);
   barrier();
-  for (uint r = sg; r < uint(R); r += sgs) {
-    float acc = 0.0;
-    for (uint c = lane; c < uint(C0); c += width) acc += xs[c] * w1_ldf(r * uint(C0) + c);
-    float v = subgroupAdd(acc);
-    if (subgroupElect()) {
-      const float bb = b1_ldf(B1_BCAST != 0 ? 0u : r);
-      v = T_H == DT_F16 ? r16(r16(v) + bb) : v + bb;
-      v = act1(v);
-      hs[r] = T_H == DT_F16 ? r16(v) : v;
+  // conv1: each subgroup four outputs at a time (their weight rows' loads in flight together).
+  for (uint r0 = sg * 4u; r0 < uint(R); r0 += sgs * 4u) {
+    vec4 acc = vec4(0.0);
+    for (uint c = lane; c < uint(C0); c += width) {
+      const float xc = xs[c];
+      [[unroll]] for (uint u = 0u; u < 4u; ++u)
+        if (r0 + u < uint(R)) acc[u] += xc * w1_ldf((r0 + u) * uint(C0) + c);
+    }
+    [[unroll]] for (uint u = 0u; u < 4u; ++u) {
+      float v = subgroupAdd(acc[u]);
+      const uint r = r0 + u;
+      if (subgroupElect() && r < uint(R)) {
+        const float bb = b1_ldf(B1_BCAST != 0 ? 0u : r);
+        v = T_H == DT_F16 ? r16(r16(v) + bb) : v + bb;
+        v = act1(v);
+        hs[r] = T_H == DT_F16 ? r16(v) : v;
+      }
     }
   }
   barrier();
-  for (uint o = sg; o < uint(C2); o += sgs) {
-    float acc = 0.0;
-    for (uint r = lane; r < uint(R); r += width) acc += hs[r] * w2_ldf(o * uint(R) + r);
-    float v = subgroupAdd(acc);
-    if (subgroupElect()) {
-      const float bb = bias_ldf(B2_BCAST != 0 ? 0u : o);
-      v = T_OUT == DT_F16 ? r16(r16(v) + bb) : v + bb;
-      const uint at = n * uint(C2) + o;
-      outp_stf(at, epilogue(v, at, o));
+  // conv2: one output per invocation (R is short), four partial sums so that loads overlap.
+  for (uint o = lid; o < uint(C2); o += wg) {
+    vec4 acc = vec4(0.0);
+    const uint row = o * uint(R);
+    uint r = 0u;
+    for (; r + 4u <= uint(R); r += 4u) {
+      [[unroll]] for (uint u = 0u; u < 4u; ++u) acc[u] += hs[r + u] * w2_ldf(row + r + u);
     }
+    for (; r < uint(R); ++r) acc[0] += hs[r] * w2_ldf(row + r);
+    float v = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+    const float bb = bias_ldf(B2_BCAST != 0 ? 0u : o);
+    v = T_OUT == DT_F16 ? r16(r16(v) + bb) : v + bb;
+    const uint at = n * uint(C2) + o;
+    outp_stf(at, epilogue(v, at, o));
   }
 }
