@@ -336,7 +336,7 @@ int sink_layout_transposes(Graph& g) {
           const std::vector<std::vector<int64_t>>& groups = *split;
           // Position in the RESHAPE's result of (axis i of the TRANSPOSE's result, part j), and in
           // x's split: x's axes in order, axis p[i] split as axis i was.
-          std::vector<std::vector<int64_t>> at_s(ts.size()), at_x(ts.size());
+          std::vector<std::vector<int64_t>> at_x(ts.size());
           std::vector<std::pair<size_t, size_t>> part(ss.size());
           for (size_t i = 0, pos = 0; i < ts.size(); ++i)
             for (size_t j = 0; j < groups[i].size(); ++j, ++pos) part[pos] = {i, j};

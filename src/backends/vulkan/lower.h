@@ -251,10 +251,10 @@ void lower_depthwise_layer_norm(Lowering& l, const backend::Composite& dw, const
 // slower on others, see ops_tensor.cpp). check_se_mlp gives "" when they fuse, else the reason.
 std::string check_se_mlp(const Graph& g, const backend::Composite& a, const backend::Composite& b, const Caps& caps);
 void lower_se_mlp(Lowering& l, const backend::Composite& a, const backend::Composite& b);
-// The smallest power of two >= v, and the largest power-of-two workgroup up to 256 the device allows
+// The smallest power of two >= v, and the largest power-of-two workgroup up to `most` the device allows
 // (ops_misc.cpp).
 int64_t pow2_at_least(int64_t v);
-int64_t max_local(const Caps& caps);
+int64_t max_local(const Caps& caps, int64_t most = 256);
 // The mean of `in` (float type `t`, viewed as [outer, k, inner]) over k into `out` [outer, inner]:
 // an fp32 sum in parallel passes (mx_reduce), divided by k (rounded to fp16 for fp16) in the last.
 void emit_mean(Lowering& l, DType t, Arg in, Arg out, int64_t outer, int64_t k, int64_t inner);

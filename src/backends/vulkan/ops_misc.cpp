@@ -155,10 +155,10 @@ int64_t pow2_at_least(int64_t v) {
   return p;
 }
 
-// The largest power-of-two workgroup, up to 256, the device allows (maxComputeWorkGroupInvocations
+// The largest power-of-two workgroup, up to `most`, the device allows (maxComputeWorkGroupInvocations
 // is at least 128 on every Vulkan device).
-int64_t max_local(const Caps& caps) {
-  int64_t w = 256;
+int64_t max_local(const Caps& caps, int64_t most) {
+  int64_t w = most;
   while (w > 32 && w > static_cast<int64_t>(caps.max_invocations)) w /= 2;
   return w;
 }

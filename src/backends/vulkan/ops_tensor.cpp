@@ -1727,8 +1727,7 @@ std::string plan_se_mlp(const Graph& g, const Composite& a, const Composite& b, 
   const int64_t shared = 2 * std::max(p.c1.IC, p.c1.OC) * 4;
   if (shared > static_cast<int64_t>(caps.max_shared_bytes))
     return "needs " + str(shared) + " bytes of shared memory, the device has " + str(caps.max_shared_bytes);
-  p.local = 1024;
-  while (p.local > 32 && p.local > static_cast<int64_t>(caps.max_invocations)) p.local /= 2;
+  p.local = max_local(caps, 1024);
   return check_groups(p.c1.N, 1, 1, caps);
 }
 
