@@ -1230,7 +1230,7 @@ TEST(VulkanTensor, ConvActivations) {
 TEST(VulkanTensor, MatmulBiasActivations) {
   ScopedEnv no_coop("WEFT_VULKAN_NO_COOP", "1");
   for (DType t : {DType::kFp32, DType::kFp16}) {
-    for (const char* tile : {"32", "64"}) {
+    for (const char* tile : {"32", "64", "128"}) {
       SCOPED_TRACE(std::string(dtype_name(t)) + " tile " + tile);
       ScopedEnv force("WEFT_VULKAN_GEMM_TILE", tile);
       Net net(720);

@@ -13,7 +13,10 @@
 //   - tc_gemm_*: 16 x 16 invocations, each owning TM x TN outputs in runs of CW = min(TM, 4)
 //     consecutive rows / columns: invocation (tx, ty) has rows c * 16 CW + ty * CW + i and columns
 //     c * 16 CW + tx * CW + j, so that its operands come from shared memory as CW-vectors and the
-//     vectors of neighbouring invocations are contiguous.
+//     vectors of neighbouring invocations are contiguous. With WARP_TILES (tc_gemm_f8) each subgroup
+//     owns a 32 x 64 block instead (tile_row / tile_col below). Float results reach the epilogue
+//     through shared memory, 16 rows at a time, or with EPI_DIRECT (tc_gemm_f4) straight from the
+//     registers.
 //   - COOP (tc_matmul_coop): four subgroups of 32, each multiplying a 32 x 32 quarter of the 64 x 64
 //     tile with 16 x 16 x 16 fp16 cooperative matrices accumulating in fp32.
 //
@@ -310,6 +313,26 @@ int conv_source(int n, int d0, int y0, int x0, int kd, int ky, int kx, int ic) {
   return (((n * VD + d) * SH + sy) * SW + sx) * IC + ic;
 }
 
+#if !defined(COOP) && !defined(COOP_WIDE)
+// Where an invocation's outputs sit in the tile: invocation (slot s, column group t) owns rows
+// tile_row(s, i), i < TM, and columns tile_col(t, j), j < TN, in runs of CW.
+//   - default: s = lid / 16, t = lid % 16; runs c * 16 CW apart.
+//   - WARP_TILES (TM == TN == 8): each subgroup of 32 owns a 32 x 64 block (the 8 subgroups 4 x 2),
+//     its lanes 4 x 8, each with 2 x 2 runs of 4 x 4 (16 rows / 32 columns apart): per k a subgroup
+//     reads 32 A and 64 B values from shared memory instead of 16 and 128.
+#if defined(WARP_TILES)
+int tile_row(int s, int i) { return (s / 4) * 32 + (s % 4) * 4 + (i / 4) * 16 + i % 4; }
+int tile_col(int t, int j) { return (t / 8) * 64 + (t % 8) * 4 + (j / 4) * 32 + j % 4; }
+int tile_slot(uint lid) { return int(lid / 64u) * 4 + int(lid % 32u) / 8; }
+int tile_group(uint lid) { return int((lid / 32u) % 2u) * 8 + int(lid % 8u); }
+#else
+int tile_row(int s, int i) { return (i / CW) * 16 * CW + s * CW + i % CW; }
+int tile_col(int t, int j) { return (j / CW) * 16 * CW + t * CW + j % CW; }
+int tile_slot(uint lid) { return int(lid / 16u); }
+int tile_group(uint lid) { return int(lid % 16u); }
+#endif
+#endif
+
 #if defined(COOP_WIDE)
 #include "tc_gemm_wide.glsl"
 #else
@@ -340,7 +363,14 @@ void main() {
   [[unroll]] for (int i = 0; i < 2; ++i)
     [[unroll]] for (int j = 0; j < 2; ++j) acc[i][j] = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
 #else
-  const int tx = int(lid % 16u), ty = int(lid / 16u);
+  const int ty = tile_slot(lid), tx = tile_group(lid);
+  // This invocation's runs of rows (columns) in shared memory, in CW-vectors: computed once, so that
+  // the K loop's shared reads are a constant offset from them.
+  int arow[CH], bcol[CH];
+  [[unroll]] for (int c = 0; c < CH; ++c) {
+    arow[c] = tile_row(ty, c * CW) / CW;
+    bcol[c] = tile_col(tx, c * CW) / CW;
+  }
   ACC_T acc[TM][TN];
   [[unroll]] for (int i = 0; i < TM; ++i)
     [[unroll]] for (int j = 0; j < TN; ++j) acc[i][j] = ACC_T(0);
@@ -435,8 +465,8 @@ void main() {
         [[dont_unroll]] for (int kk = 0; kk < BK; ++kk) {
           SV av[CH], bv[CH];
           [[unroll]] for (int c = 0; c < CH; ++c) {
-            av[c] = Sm[(kk * AS_STRIDE + c * 16 * CW + ty * CW) / CW];
-            bv[c] = Sm[(AS_SIZE + kk * BS_STRIDE + c * 16 * CW + tx * CW) / CW];
+            av[c] = Sm[kk * (AS_STRIDE / CW) + arow[c]];
+            bv[c] = Sm[(AS_SIZE + kk * BS_STRIDE) / CW + bcol[c]];
           }
           [[unroll]] for (int i = 0; i < TM; ++i)
             [[unroll]] for (int j = 0; j < TN; ++j) {
@@ -452,8 +482,8 @@ void main() {
         [[unroll]] for (int kk = 0; kk < BK; ++kk) {
           SV av[CH], bv[CH];
           [[unroll]] for (int c = 0; c < CH; ++c) {
-            av[c] = Sm[(kk * AS_STRIDE + c * 16 * CW + ty * CW) / CW];
-            bv[c] = Sm[(AS_SIZE + kk * BS_STRIDE + c * 16 * CW + tx * CW) / CW];
+            av[c] = Sm[kk * (AS_STRIDE / CW) + arow[c]];
+            bv[c] = Sm[(AS_SIZE + kk * BS_STRIDE) / CW + bcol[c]];
           }
           [[unroll]] for (int i = 0; i < TM; ++i) {
             [[unroll]] for (int j = 0; j < TN; ++j) {
@@ -521,6 +551,12 @@ void main() {
     }
     subgroupBarrier();
   }
+#elif defined(ACC_FLOAT) && defined(EPI_DIRECT)
+  [[unroll]] for (int i = 0; i < TM; ++i)
+    [[unroll]] for (int j = 0; j < TN; ++j) {
+      const int m = m0 + tile_row(ty, i), n = n0 + tile_col(tx, j);
+      if (m < M && n < N) finish(batch, slice, m, n, acc[i][j]);
+    }
 #elif defined(ACC_FLOAT)
   // Pass p stages row p of every invocation's outputs (16 rows of the tile) in shared memory, so
   // that the epilogue is one copy of its code (not TM x TN) and neighbouring invocations store
@@ -532,21 +568,20 @@ void main() {
         [[unroll]] for (int c = 0; c < CH; ++c) {
           SV v;
           [[unroll]] for (int j = 0; j < CW; ++j) v[j] = acc[i][c * CW + j];
-          Sm[(ty * BN + c * 16 * CW + tx * CW) / CW] = v;
+          Sm[ty * (BN / CW) + bcol[c]] = v;
         }
       }
     }
     barrier();
-    const int row0 = m0 + (p / CW) * 16 * CW + p % CW;  // + r * CW for staged row r
     [[dont_unroll]] for (int e = int(lid); e < 16 * BN; e += WG) {
-      const int m = row0 + (e / BN) * CW, n = n0 + e % BN;
+      const int m = m0 + tile_row(e / BN, p), n = n0 + e % BN;
       if (m < M && n < N) finish(batch, slice, m, n, Sm[e / CW][e % CW]);
     }
   }
 #else
   [[unroll]] for (int i = 0; i < TM; ++i) {
     [[unroll]] for (int j = 0; j < TN; ++j) {
-      const int m = m0 + (i / CW) * 16 * CW + ty * CW + i % CW, n = n0 + (j / CW) * 16 * CW + tx * CW + j % CW;
+      const int m = m0 + tile_row(ty, i), n = n0 + tile_col(tx, j);
       if (m < M && n < N) {
         int64_t v = int64_t(acc[i][j]);
         if (OUT_BIAS != 0) v += bias_ldl(BIAS_BCAST != 0 ? 0u : uint(n));
