@@ -336,6 +336,9 @@ int tile_group(uint lid) { return int(lid % 16u); }
 #if defined(COOP_WIDE)
 #include "tc_gemm_wide.glsl"
 #else
+// Whole tiles and whole K steps (from the specialization constants; a K slice is a multiple of BK):
+// the loads' bounds checks then fold away.
+const bool FULL_M = M % BM == 0, FULL_N = N % BN == 0, FULL_K = K % BK == 0;
 // Per staged row of A (convolutions): the output pixel's batch and window origin.
 int row_n[A_LOADS], row_d[A_LOADS], row_y[A_LOADS], row_x[A_LOADS];
 bool row_ok[A_LOADS];
@@ -352,7 +355,7 @@ void main() {
 
   [[unroll]] for (int p = 0; p < A_LOADS; ++p) {
     const int m = m0 + ar + A_ROWS * p;
-    row_ok[p] = m < M;
+    row_ok[p] = FULL_M || m < M;
     if (CONV != 0) conv_row(m, row_n[p], row_d[p], row_y[p], row_x[p]);
   }
 
@@ -403,7 +406,7 @@ void main() {
       if (va) {
         const int m = m0 + var_, kv = k0 + vak;
         ra4 = vec4(0);
-        if (m < M && kv < kend) {
+        if ((FULL_M || m < M) && (FULL_K || kv < kend)) {
           if (CONV == 0) {
             ra4 = a_vec4(uint(A_OFF + a_batch(batch) + m * A_ROW + kv));
             if (A_SCALE != 0) {
@@ -422,12 +425,12 @@ void main() {
       }
       if (vb) {
         const int kb = k0 + vbk, n = n0 + vbn;
-        rb4 = kb < kend && n < N ? b_vec4(uint(B_OFF + b_batch(batch) + kb * B_K + n)) : vec4(0);
+        rb4 = (FULL_K || kb < kend) && (FULL_N || n < N) ? b_vec4(uint(B_OFF + b_batch(batch) + kb * B_K + n)) : vec4(0);
       }
 #endif
       if (!va) [[unroll]] for (int p = 0; p < A_LOADS; ++p) {
         SH_T v = SH_T(0);
-        if (row_ok[p] && k < kend) {
+        if (row_ok[p] && (FULL_K || k < kend)) {
           if (CONV == 0) {
             v = a_value(uint(A_OFF + a_batch(batch) + (m0 + ar + A_ROWS * p) * A_ROW + k));
 #if defined(ACC_FLOAT) && !defined(COOP)
@@ -443,7 +446,7 @@ void main() {
       }
       if (!vb) [[unroll]] for (int p = 0; p < B_LOADS; ++p) {
         const int kb = k0 + bk + B_ROWS * p, n = n0 + bn;
-        rb[p] = (kb < kend && n < N) ? b_value(uint(B_OFF + b_batch(batch) + kb * B_K + n * B_N)) : SH_T(0);
+        rb[p] = (FULL_K || kb < kend) && (FULL_N || n < N) ? b_value(uint(B_OFF + b_batch(batch) + kb * B_K + n * B_N)) : SH_T(0);
       }
     }
     if (s >= 0) {
