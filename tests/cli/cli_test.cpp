@@ -434,6 +434,24 @@ TEST(Cli, RunRepeatAndProfile) {
   EXPECT_HAS(r.out, "onednn MATMUL+BIAS (%fc)");  // named by the group's main node
   EXPECT_EQ(r.out.find("CONST_SHAPE"), std::string::npos) << r.out;  // constants cost nothing
   EXPECT_TRUE(fs::exists(d.file("a.npy")));
+
+  // --profile-kernels: the length of the slowest-kernels list (and --profile implied).
+  auto listed = [](const std::string& out) {
+    const size_t at = out.find("slowest kernels:\n");
+    if (at == std::string::npos) return -1;
+    int lines = 0;
+    for (size_t i = out.find('\n', at) + 1; i < out.size() && out.compare(i, 2, "  ") == 0; i = out.find('\n', i) + 1) ++lines;
+    return lines;
+  };
+  Result one = weft(d, "run tiny_cnn.weft --input image=image.npy --repeat 2 --profile-kernels 1");
+  EXPECT_EQ(one.rc, 0) << one.all();
+  EXPECT_EQ(listed(one.out), 1) << one.out;
+  Result all = weft(d, "run tiny_cnn.weft --input image=image.npy --repeat 2 --profile-kernels all");
+  EXPECT_EQ(all.rc, 0) << all.all();
+  EXPECT_EQ(listed(all.out), 3) << all.out;
+  Result bad = weft(d, "run tiny_cnn.weft --input image=image.npy --profile-kernels some");
+  EXPECT_EQ(bad.rc, 2) << bad.all();
+  EXPECT_HAS(bad.err, "--profile-kernels expects a count or 'all', got 'some'");
 }
 
 TEST(Cli, RunBackendOptionErrors) {

@@ -83,7 +83,7 @@ Exit status: 0 success, 1 model or input error, 2 usage error.
 constexpr const char* kRunHelp =
     R"(Usage: weft run MODEL.weft|MODEL.vgf|MODEL.onnx [--input NAME=FILE.npy]... [--output NAME=FILE.npy]...
                 [--print] [--threads N] [--stats] [--shape NAME=DIMS]... [--backend LIST]
-                [--explain] [--profile] [--repeat N] [--scratchpad arena|library] [--nan-exact]
+                [--explain] [--profile] [--profile-kernels N|all] [--repeat N] [--scratchpad arena|library] [--nan-exact]
                 [--custom-ops FILE]... [--device SEL] [--precision fp32|fp16] [--max-loop-iterations N]
                 [--deadline-ms MS] [--max-memory BYTES]
 
@@ -121,6 +121,8 @@ Options:
                                min, mean); the outputs are those of the last run
   --profile                    Print where the time goes: per fused pattern and backend, and the
                                slowest kernels (over the --repeat runs)
+  --profile-kernels N|all      How many of the slowest kernels --profile lists (default 12; implies
+                               --profile)
   --scratchpad arena|library   Where oneDNN's scratch memory comes from: the context's arena
                                (default) or oneDNN's own allocations (for comparison)
   --nan-exact                  Keep nodes whose NaN/-inf results a backend would not give exactly
@@ -386,7 +388,8 @@ std::string names_list(const std::vector<IoInfo>& list, bool with_types) {
 
 // Where the time of a run goes: per (backend, pattern), then the slowest kernels. `total` holds
 // the sums over `runs` runs; times are printed per run.
-void print_profile(std::ostream& os, const std::vector<KernelProfile>& total, int runs, double mean_ms) {
+// `listed`: how many of the slowest kernels to list (SIZE_MAX: all).
+void print_profile(std::ostream& os, const std::vector<KernelProfile>& total, int runs, double mean_ms, size_t listed) {
   struct Row {
     double us = 0;
     int count = 0;
@@ -438,7 +441,7 @@ void print_profile(std::ostream& os, const std::vector<KernelProfile>& total, in
   for (size_t i = 0; i < total.size(); ++i) order.push_back(i);
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return total[a].microseconds > total[b].microseconds; });
   os << "slowest kernels:\n";
-  for (size_t i = 0; i < order.size() && i < 12; ++i) {
+  for (size_t i = 0; i < order.size() && i < listed; ++i) {
     const KernelProfile& k = total[order[i]];
     os << "  " << std::setw(9) << k.microseconds / runs / 1000 << " ms  " << k.backend << " " << k.pattern << " ("
        << k.node << ")" << (k.implementation.empty() ? "" : " [" + k.implementation + "]") << "\n";
@@ -450,6 +453,7 @@ int cmd_run(Args& args) {
   std::string model_path;
   std::vector<std::pair<std::string, std::string>> inputs, outputs;
   bool print = false, stats = false, explain = false, profile = false;
+  size_t profile_kernels = 12;  // --profile-kernels
   int threads = 1, repeat = 0;
   int64_t max_loop_iterations = 0;
   double deadline_ms = 0;
@@ -501,6 +505,16 @@ int cmd_run(Args& args) {
       explain = true;
     } else if (flag == "--profile") {
       no_inline_value(args, flag, inline_value);
+      profile = true;
+    } else if (flag == "--profile-kernels") {
+      const std::string v = args.value(flag, inline_value);
+      if (v == "all") {
+        profile_kernels = SIZE_MAX;
+      } else if (v.empty() || v.size() > 7 || v.find_first_not_of("0123456789") != std::string::npos) {
+        usage_error("--profile-kernels expects a count or 'all', got '" + v + "'");
+      } else {
+        profile_kernels = static_cast<size_t>(std::stoul(v));
+      }
       profile = true;
     } else if (flag == "--repeat") {
       std::string v = args.value(flag, inline_value);
@@ -645,7 +659,7 @@ int cmd_run(Args& args) {
     std::cout << std::fixed << std::setprecision(3) << "latency: median_ms=" << sorted[sorted.size() / 2]
               << " min_ms=" << sorted.front() << " mean_ms=" << mean << " runs=" << runs << " threads=" << threads
               << std::defaultfloat << "\n";
-    if (profile) print_profile(std::cout, total, runs, mean);
+    if (profile) print_profile(std::cout, total, runs, mean, profile_kernels);
   }
 
   std::map<std::string, const Tensor*> by_name;
