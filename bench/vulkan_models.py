@@ -235,11 +235,12 @@ def gemm_sweep(weft, shapes, dtype, iters, torch):
     return rows
 
 
-# GEMM shapes (M, N, K) of the benchmark models (BERT-base at sequence 128, batch 1 and 32; ResNet-50's
-# late 1x1 convolutions as implicit GEMMs at batch 32) and square sizes.
+# GEMM shapes (M, N, K) of the benchmark models (BERT-base at sequence 128, batch 1 and 32; the
+# BERT-style test encoder's batch-32 QKV, output, FFN-up and FFN-down projections; ResNet-50's late 1x1
+# convolutions as implicit GEMMs at batch 32) and square sizes.
 GEMM_SHAPES = [(128, 768, 768), (128, 3072, 768), (128, 768, 3072), (4096, 768, 768), (4096, 3072, 768),
-               (4096, 768, 3072), (1568, 2048, 512), (1568, 512, 2048), (1024, 1024, 1024), (2048, 2048, 2048),
-               (4096, 4096, 4096)]
+               (4096, 768, 3072), (4096, 768, 256), (4096, 256, 256), (4096, 1024, 256), (4096, 256, 1024),
+               (1568, 2048, 512), (1568, 512, 2048), (1024, 1024, 1024), (2048, 2048, 2048), (4096, 4096, 4096)]
 
 
 def matmul_bench(weft, n, iters, torch):
