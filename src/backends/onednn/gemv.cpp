@@ -11,6 +11,17 @@ __attribute__((always_inline)) inline float sum_lanes(const Lanes& v) {
   return s;
 }
 
+// A panel's 16 results into y[c0, min(c0 + 16, n)).
+__attribute__((always_inline)) inline void store_panel(float* y, int64_t c0, int64_t n, const Lanes& a) {
+  if (c0 + 16 <= n) {
+    store_lanes(y + c0, a);
+  } else if (c0 < n) {
+    float t[16];
+    store_lanes(t, a);
+    std::memcpy(y + c0, t, static_cast<size_t>(n - c0) * sizeof(float));
+  }
+}
+
 }  // namespace
 
 WEFT_CPU_CLONES
@@ -83,6 +94,34 @@ void gemv_cols(const float* wt, int64_t ldn, const float* x, int64_t k, int64_t 
       store_lanes(t, a);
       std::memcpy(y + n, t, static_cast<size_t>(n1 - n) * sizeof(float));
     }
+  }
+}
+
+WEFT_CPU_CLONES
+void gemv_panels(const float* wp, const float* x, int64_t k, int64_t p0, int64_t p1, int64_t n, float* y) {
+  int64_t p = p0;
+  const int64_t panel = 16 * k;
+  // Four panels at a time: four long sequential streams and four independent accumulator chains.
+  for (; p + 4 <= p1; p += 4) {
+    Lanes a0 = {}, a1 = {}, a2 = {}, a3 = {};
+    const float* w = wp + p * panel;
+    for (int64_t i = 0; i < k; ++i, w += 16) {
+      const Lanes xv = Lanes{} + x[i];
+      a0 += load_lanes(w) * xv;
+      a1 += load_lanes(w + panel) * xv;
+      a2 += load_lanes(w + 2 * panel) * xv;
+      a3 += load_lanes(w + 3 * panel) * xv;
+    }
+    store_panel(y, p * 16, n, a0);
+    store_panel(y, (p + 1) * 16, n, a1);
+    store_panel(y, (p + 2) * 16, n, a2);
+    store_panel(y, (p + 3) * 16, n, a3);
+  }
+  for (; p < p1; ++p) {
+    Lanes a = {};
+    const float* w = wp + p * panel;
+    for (int64_t i = 0; i < k; ++i, w += 16) a += load_lanes(w) * (Lanes{} + x[i]);
+    store_panel(y, p * 16, n, a);
   }
 }
 

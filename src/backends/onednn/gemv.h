@@ -19,6 +19,12 @@ void gemv_rows(const float* w, int64_t ldw, const float* x, int64_t k, int64_t n
 // is small (an unrolled LSTM's [1, 48] x [48, 192] steps). Results do not depend on n0, n1.
 void gemv_cols(const float* wt, int64_t ldn, const float* x, int64_t k, int64_t n0, int64_t n1, float* y);
 
+// The same product with the weights packed in panels of 16 columns, each [k][16] and contiguous
+// (wp[(p * k + i) * 16 + j] = w of column 16 p + j at i; columns past n zero), for the panels
+// [p0, p1): every panel is one sequential stream. Each result sums its products in ascending k in
+// one accumulator, as gemv_cols does.
+void gemv_panels(const float* wp, const float* x, int64_t k, int64_t p0, int64_t p1, int64_t n, float* y);
+
 // The instruction set gemv_rows runs with on this CPU ("avx512f", "avx2", "sse2").
 std::string gemv_isa();
 

@@ -488,7 +488,8 @@ TEST(OneDnnVsReference, TransformerBlockEndToEnd) {
 // matrix-vector kernel: weights given as [K, N] (transposed into rows once) or as a TRANSPOSE of
 // [N, K] (Gemm transB = 1; read in place), the row read through a strided view, every post-op,
 // K and N off the kernel's 16-lane and 4-row blocks, one and two threads. Up to K = 256 the kernel
-// reads the weights as [K, N] panels of 16 columns (weft_gemv_cols), deeper ones by rows.
+// reads the weights as [K, N] panels of 16 columns (weft_gemv_cols), up to K = 2048 as packed
+// [K][16] panels (weft_gemv_panels: N off the four-panel blocks too), deeper ones by rows.
 TEST(OneDnnVsReference, BatchOneMatmulRunsOnTheGemvKernel) {
   struct Case {
     int64_t k, n;
@@ -510,6 +511,10 @@ TEST(OneDnnVsReference, BatchOneMatmulRunsOnTheGemvKernel) {
        [](Net& n, ValueId v) { return n.add(n.mul(n.add(v, n.weight({1, 1, 24})), n.scalar(0.125, 3)), n.scalar(1.5, 3)); }},
       {40, 27, false, false, "MATMUL+BIAS+SCALE+ADD",  // a per-column factor (the addend has the result's shape)
        [](Net& n, ValueId v) { return n.add(n.mul(n.add(v, n.weight({1, 1, 27})), n.weight({1, 1, 27}, 0.5, 2)), n.weight({1, 1, 27})); }},
+      {2049, 70, true, false, "TRANSPOSE+MATMUL+BIAS", [](Net& n, ValueId v) { return n.add(v, n.weight({1, 1, 70})); }},
+      {2500, 13, false, true, "TRANSPOSE+MATMUL", [](Net&, ValueId v) { return v; }},
+      {2048, 90, true, false, "TRANSPOSE+MATMUL+CLAMP", [](Net& n, ValueId v) { return n.relu(v); }},
+      {512, 60, false, false, "MATMUL+BIAS", [](Net& n, ValueId v) { return n.add(v, n.weight({1, 1, 60})); }},  // a partial panel among four
   };
   uint32_t seed = 1200;
   for (const Case& c : cases)
@@ -524,7 +529,7 @@ TEST(OneDnnVsReference, BatchOneMatmulRunsOnTheGemvKernel) {
       Context ctx(model, {.threads = threads});
       ctx.set_profiling(true);
       ctx.run(net.feeds);
-      const std::string want = c.k <= 256 ? "weft_gemv_cols:" : "weft_gemv:";
+      const std::string want = c.k <= 256 ? "weft_gemv_cols:" : c.k <= 2048 ? "weft_gemv_panels:" : "weft_gemv:";
       bool gemv = false;
       for (const KernelProfile& k : ctx.profile()) gemv |= k.implementation.rfind(want, 0) == 0;
       EXPECT_TRUE(gemv) << "no kernel ran on " << want;
