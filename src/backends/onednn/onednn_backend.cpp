@@ -1183,65 +1183,49 @@ std::unique_ptr<Kernel> prepare_gemv(const Graph& g, const Composite& c, const P
     return std::make_unique<GemvKernel>(nullptr, nullptr, 0, k, cols, c.input_index(a_src), av.offset, a_stride,
                                         std::move(post), 0);
   const float* base = b->data<float>() + bv.offset;
-  if (k <= kGemvColumnsDepth) {
-    const int64_t ldn = (cols + 15) / 16 * 16;
-    const std::string key = "gemv_cols:" + std::to_string(reinterpret_cast<uintptr_t>(base)) + ":" + std::to_string(sk) +
-                            ":" + std::to_string(sn) + ":" + std::to_string(k) + ":" + std::to_string(cols);
+  if (k > kGemvPanelsDepth && sk == 1) {
+    // In place: the constant's buffer is shared (a copy of the Tensor holds it alive).
+    auto hold = std::make_shared<Tensor>(*b);
+    return std::make_unique<GemvKernel>(hold, base, sn, k, cols, c.input_index(a_src), av.offset, a_stride,
+                                        std::move(post), 0);
+  }
+  // The weights repacked once into `size` floats (zeros where `at` puts nothing), weight (i, j) at
+  // at(i, j); shared through `o.cache`, the constant's own pages released.
+  auto pack = [&](const char* layout, int64_t size, auto at) {
+    const std::string key = std::string(layout) + ":" + std::to_string(reinterpret_cast<uintptr_t>(base)) + ":" +
+                            std::to_string(sk) + ":" + std::to_string(sn) + ":" + std::to_string(k) + ":" +
+                            std::to_string(cols);
     std::shared_ptr<std::vector<float>> packed;
     if (o.cache) packed = std::static_pointer_cast<std::vector<float>>(o.cache->find(key));
     if (!packed) {
-      packed = std::make_shared<std::vector<float>>(static_cast<size_t>(k * ldn), 0.0f);
+      packed = std::make_shared<std::vector<float>>(static_cast<size_t>(size), 0.0f);
       float* dst = packed->data();
-      for (int64_t i = 0; i < k; ++i)
-        for (int64_t j = 0; j < cols; ++j) dst[i * ldn + j] = base[i * sk + j * sn];
+      for (int64_t j = 0; j < cols; ++j)
+        for (int64_t i = 0; i < k; ++i) dst[at(i, j)] = base[i * sk + j * sn];
       if (o.cache) o.cache->put(key, packed);
     }
     b->buffer().release_resident();  // read from `packed` only
+    return packed;
+  };
+  if (k <= kGemvColumnsDepth) {
+    const int64_t ldn = (cols + 15) / 16 * 16;
+    auto packed = pack("gemv_cols", k * ldn, [&](int64_t i, int64_t j) { return i * ldn + j; });
     auto kernel = std::make_unique<GemvKernel>(packed, packed->data(), ldn, k, cols, c.input_index(a_src), av.offset,
                                                a_stride, std::move(post), packed->size() * sizeof(float));
     kernel->set_columns(ldn);
     return kernel;
   }
   if (k <= kGemvPanelsDepth) {
-    const int64_t np = (cols + 15) / 16;
-    const std::string key = "gemv_panels:" + std::to_string(reinterpret_cast<uintptr_t>(base)) + ":" + std::to_string(sk) +
-                            ":" + std::to_string(sn) + ":" + std::to_string(k) + ":" + std::to_string(cols);
-    std::shared_ptr<std::vector<float>> packed;
-    if (o.cache) packed = std::static_pointer_cast<std::vector<float>>(o.cache->find(key));
-    if (!packed) {
-      packed = std::make_shared<std::vector<float>>(static_cast<size_t>(np * k * 16), 0.0f);
-      float* dst = packed->data();
-      for (int64_t j = 0; j < cols; ++j)
-        for (int64_t i = 0; i < k; ++i) dst[((j / 16) * k + i) * 16 + j % 16] = base[i * sk + j * sn];
-      if (o.cache) o.cache->put(key, packed);
-    }
-    b->buffer().release_resident();  // read from `packed` only
+    auto packed = pack("gemv_panels", (cols + 15) / 16 * 16 * k,
+                       [&](int64_t i, int64_t j) { return ((j / 16) * k + i) * 16 + j % 16; });
     auto kernel = std::make_unique<GemvKernel>(packed, packed->data(), 16, k, cols, c.input_index(a_src), av.offset,
                                                a_stride, std::move(post), packed->size() * sizeof(float));
     kernel->set_panels();
     return kernel;
   }
-  if (sk == 1) {
-    // In place: the constant's buffer is shared (a copy of the Tensor holds it alive).
-    auto hold = std::make_shared<Tensor>(*b);
-    return std::make_unique<GemvKernel>(hold, base, sn, k, cols, c.input_index(a_src), av.offset, a_stride,
-                                        std::move(post), 0);
-  }
-  const std::string key = "gemv:" + std::to_string(reinterpret_cast<uintptr_t>(base)) + ":" + std::to_string(sk) + ":" +
-                          std::to_string(sn) + ":" + std::to_string(k) + ":" + std::to_string(cols);
-  std::shared_ptr<std::vector<float>> packed;
-  if (o.cache) packed = std::static_pointer_cast<std::vector<float>>(o.cache->find(key));
-  if (!packed) {
-    packed = std::make_shared<std::vector<float>>(static_cast<size_t>(k * cols));
-    float* dst = packed->data();
-    for (int64_t j = 0; j < cols; ++j)
-      for (int64_t i = 0; i < k; ++i) dst[j * k + i] = base[i * sk + j * sn];
-    if (o.cache) o.cache->put(key, packed);
-  }
-  b->buffer().release_resident();  // read from `packed` only
-  const float* w = packed->data();
-  return std::make_unique<GemvKernel>(packed, w, k, k, cols, c.input_index(a_src), av.offset, a_stride, std::move(post),
-                                      packed->size() * sizeof(float));
+  auto packed = pack("gemv", k * cols, [&](int64_t i, int64_t j) { return j * k + i; });
+  return std::make_unique<GemvKernel>(packed, packed->data(), k, k, cols, c.input_index(a_src), av.offset, a_stride,
+                                      std::move(post), packed->size() * sizeof(float));
 }
 
 // ---- fp32 matmuls by constant weights where oneDNN has no brgemm: Weft's GEMM (gemm.h) ----------
