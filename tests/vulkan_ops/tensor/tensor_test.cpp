@@ -22,6 +22,7 @@
 #include "backends/backend.h"
 #include "backends/vulkan/lower.h"
 #include "compiler/narrow.h"
+#include "device/vulkan/vulkan.h"
 #include "vk_ops_util.h"
 
 namespace weft::vk_test {
@@ -817,6 +818,13 @@ TEST(VulkanTensor, SplitGemmAndLayerNormRunAsOnePass) {
   }
 }
 
+// The compute units the fusion rules count with: the device's where the driver says (an H100 or
+// H200: 132), else the 16 they assume (lavapipe reports none).
+int64_t fusion_compute_units() {
+  const uint32_t units = vk::features(*vk::open_device()).compute_units;
+  return units > 0 ? int64_t{units} : 16;
+}
+
 // A depthwise convolution and the layer norm of its channels (ConvNeXt's block: DEPTHWISE_CONV2D,
 // then LAYER_NORM over the last axis as the ONNX frontend lowers it) run as one dispatch
 // (tc_dwconv_ln), within rounding of the reference and of the two kept apart (WEFT_VULKAN_DW_LN=off):
@@ -825,8 +833,10 @@ TEST(VulkanTensor, SplitGemmAndLayerNormRunAsOnePass) {
 // invocations (two per invocation); a stride and dilation along y; the reduced-precision mode (the
 // convolution's result rounded to fp16 as the two kept apart store it); the sums without subgroup
 // operations (=tree). Not fused: a convolution whose result is also a graph output, one strided along
-// x, and one with more outputs than 4096 per compute unit (lavapipe reports none: 16 assumed).
+// x, and one with more outputs than 4096 per compute unit (sized from the device's unit count).
 TEST(VulkanTensor, DepthwiseConvAndLayerNormRunAsOneDispatch) {
+  // A square 128-channel image just over 4096 outputs per unit.
+  const int64_t big = static_cast<int64_t>(std::sqrt(4096.0 * static_cast<double>(fusion_compute_units()) / 128.0)) + 1;
   struct Case {
     int64_t h, w, c, k;
     std::vector<int64_t> stride, dil;
@@ -842,7 +852,7 @@ TEST(VulkanTensor, DepthwiseConvAndLayerNormRunAsOneDispatch) {
                         Case{5, 3, 36, 7, {1, 1}, {1, 1}, false, false, true, "tree"},
                         Case{14, 13, 96, 7, {1, 1}, {1, 1}, false, true, false, "on"},
                         Case{9, 9, 24, 3, {1, 2}, {1, 1}, false, false, false, "on"},
-                        Case{24, 24, 128, 3, {1, 1}, {1, 1}, false, false, false, "on"}}) {
+                        Case{big, big, 128, 3, {1, 1}, {1, 1}, false, false, false, "on"}}) {
     SCOPED_TRACE(std::to_string(c.h) + "x" + std::to_string(c.w) + "x" + std::to_string(c.c) + " k " +
                  std::to_string(c.k) + " stride " + std::to_string(c.stride[0]) + "," + std::to_string(c.stride[1]) +
                  (c.fp16 ? " fp16" : "") + (c.also_output ? " (result also an output)" : "") + " " + c.mode);
@@ -886,8 +896,10 @@ TEST(VulkanTensor, DepthwiseConvAndLayerNormRunAsOneDispatch) {
 // (tc_se_mlp). EfficientNet's and MaxViT's form (SiLU, sigmoid) and MobileNetV3's (ReLU, hard
 // sigmoid as SCALE + SHIFT + CLAMP); channel counts that are not multiples of a subgroup; several
 // images; the fp16 mode. Kept apart: the first convolution's activation also an output, weights over
-// the limit, more images than compute units (16 assumed on lavapipe), and unless WEFT_VULKAN_SE=on.
+// the limit, more images than compute units (the device's; 16 assumed on lavapipe), and unless
+// WEFT_VULKAN_SE=on.
 TEST(VulkanTensor, SqueezeExcitationConvolutionsRunAsOneDispatch) {
+  const int64_t too_many = fusion_compute_units() + 1;
   struct Case {
     int64_t n, c, r;
     bool mobilenet, fp16, also_output;
@@ -897,7 +909,7 @@ TEST(VulkanTensor, SqueezeExcitationConvolutionsRunAsOneDispatch) {
   for (const Case& c : {Case{1, 24, 6, false, false, false, "", true}, Case{2, 300, 75, false, false, false, "", true},
                         Case{1, 40, 10, true, false, false, "", true}, Case{1, 96, 24, false, true, false, "", true},
                         Case{3, 72, 18, true, true, false, "", true}, Case{1, 24, 6, true, false, true, "", false},
-                        Case{1, 24, 6, false, false, false, "200", false}, Case{17, 24, 6, false, false, false, "", false}}) {
+                        Case{1, 24, 6, false, false, false, "200", false}, Case{too_many, 24, 6, false, false, false, "", false}}) {
     SCOPED_TRACE(std::to_string(c.n) + " x " + std::to_string(c.c) + " -> " + std::to_string(c.r) +
                  (c.mobilenet ? " relu / hard sigmoid" : " swish / sigmoid") + (c.fp16 ? " fp16" : "") +
                  (c.also_output ? " (first activation also an output)" : "") + (*c.limit ? std::string(" limit ") + c.limit : ""));

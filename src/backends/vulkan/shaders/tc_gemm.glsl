@@ -333,12 +333,13 @@ int tile_group(uint lid) { return int(lid % 16u); }
 #endif
 #endif
 
+// Whole tiles and whole K steps (from the specialization constants; a K slice is a multiple of BK):
+// the loads' and the epilogue's bounds checks then fold away.
+const bool FULL_M = M % BM == 0, FULL_N = N % BN == 0, FULL_K = K % BK == 0;
+
 #if defined(COOP_WIDE)
 #include "tc_gemm_wide.glsl"
 #else
-// Whole tiles and whole K steps (from the specialization constants; a K slice is a multiple of BK):
-// the loads' bounds checks then fold away.
-const bool FULL_M = M % BM == 0, FULL_N = N % BN == 0, FULL_K = K % BK == 0;
 // Per staged row of A (convolutions): the output pixel's batch and window origin.
 int row_n[A_LOADS], row_d[A_LOADS], row_y[A_LOADS], row_x[A_LOADS];
 bool row_ok[A_LOADS];

@@ -49,7 +49,7 @@ void load_step(int kbeg, int step, int kend, int batch, int m0, int n0, int aq, 
   if (CONV != 0) conv_tap(k, ic, kd, ky, kx);
   [[unroll]] for (int p = 0; p < AV; ++p) {
     uvec4 v = uvec4(0);
-    if (row_ok[p] && k < kend) {
+    if (row_ok[p] && (FULL_K || k < kend)) {
       if (CONV == 0) {
         v = a_v[uint(A_OFF + a_batch(batch) + (m0 + ar + A_PASS * p) * A_ROW + k) / 8u];
       } else {
@@ -63,12 +63,12 @@ void load_step(int kbeg, int step, int kend, int batch, int m0, int n0, int aq, 
   if (B_NK != 0) {
     [[unroll]] for (int p = 0; p < BV; ++p) {
       const int n = n0 + ar + A_PASS * p;
-      rb[p] = (k < kend && n < N) ? b_v[uint(B_OFF + b_batch(batch) + n * B_N + k) / 8u] : uvec4(0);
+      rb[p] = (FULL_K || k < kend) && (FULL_N || n < N) ? b_v[uint(B_OFF + b_batch(batch) + n * B_N + k) / 8u] : uvec4(0);
     }
   } else {
     [[unroll]] for (int p = 0; p < BV; ++p) {
       const int kb = kbeg + step * BK + bk + B_PASS * p, n = n0 + bq * 8;
-      rb[p] = (kb < kend && n < N) ? b_v[uint(B_OFF + b_batch(batch) + kb * B_K + n) / 8u] : uvec4(0);
+      rb[p] = (FULL_K || kb < kend) && (FULL_N || n < N) ? b_v[uint(B_OFF + b_batch(batch) + kb * B_K + n) / 8u] : uvec4(0);
     }
   }
 }
@@ -119,7 +119,7 @@ void main() {
 
   [[unroll]] for (int p = 0; p < AV; ++p) {
     const int m = m0 + ar + A_PASS * p;
-    row_ok[p] = m < M;
+    row_ok[p] = FULL_M || m < M;
     if (CONV != 0) conv_row(m, row_n[p], row_d[p], row_y[p], row_x[p]);
   }
 
@@ -183,7 +183,7 @@ void main() {
     subgroupBarrier();
     [[dont_unroll]] for (uint e = lane; e < 256u; e += gl_SubgroupSize) {
       const int m = m0 + qm + 16 * (f / FN) + int(e / 16u), n = n0 + qn + 16 * (f % FN) + int(e % 16u);
-      if (m < M && n < N) finish(batch, slice, m, n, Cs[sg * 256 + int(e)]);
+      if ((FULL_M || m < M) && (FULL_N || n < N)) finish(batch, slice, m, n, Cs[sg * 256 + int(e)]);
     }
     subgroupBarrier();
   }
