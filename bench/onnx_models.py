@@ -21,8 +21,11 @@ kept, so that a burst of load on the machine does not decide a ratio.
 The models are those of scripts/onnx/export_models.py (exported when missing; PyTorch random
 weights, opset 17); ONNX Runtime is npm onnxruntime-node, installed by scripts/onnx/setup_ort.sh
 and driven by scripts/onnx/ort_run.js (graph optimizations all on, inter-op threads 1).
-With --profile DIR, each model's `weft run --profile` output (where the time goes per fused
-pattern and backend, and the slowest kernels) is written to DIR/<model>.t<threads>.txt.
+With --profile DIR, each model's `weft run --profile-kernels all` output (where the time goes per
+fused pattern and backend, and every kernel with its implementation) is written to
+DIR/<model>.t<threads>.txt, ONNX Runtime's own per-node profile to DIR/<model>.t<threads>.ort.json,
+and the two joined per ONNX node (bench/profile_join.py: Weft ms, ORT ms, the difference, the rows
+where Weft loses most first) to DIR/<model>.t<threads>.nodes.txt.
 
 With --cpu-isa avx2, every process the bench starts (Weft, the baseline and ONNX Runtime alike)
 runs with build/bench/libweft_cpu_avx2.so preloaded (bench/cpu_avx2/cpu_avx2.cpp): the kernel's
@@ -41,6 +44,7 @@ exporters write models too large for one protobuf.
 """
 
 import argparse
+import glob
 import json
 import os
 import re
@@ -53,6 +57,7 @@ REPO = os.path.dirname(HERE)
 ONNX_SCRIPTS = os.path.join(REPO, "scripts", "onnx")
 sys.path.insert(0, ONNX_SCRIPTS)
 import export_models  # noqa: E402
+import profile_join  # noqa: E402
 
 DEFAULT_MODELS = "mobilenet_v2,resnet50,efficientnet_b0,bert_encoder"
 # The CPU comparison: without it, `weft run` puts a GPU's Vulkan backend first on machines that have one.
@@ -151,15 +156,32 @@ def main(argv=None):
                                                                   row["weft_library_scratch_ms"], row["scratch_ratio"],
                                                                   extra), flush=True)
             if args.profile:
-                _, out = median_ms(weft_cmd + ["--profile"], "Weft --profile")
-                with open(os.path.join(args.profile, "%s.t%d.txt" % (name, t)), "w") as f:
-                    f.write(out)
+                write_profiles(args.profile, "%s.t%d" % (name, t), files["onnx"], weft_cmd, ort_cmd)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"iters": args.iters, "rounds": args.rounds, "weft": args.weft, "results": rows}, f, indent=2)
     worst = max(r["ratio"] for r in rows)
     print("worst Weft/ORT ratio: %.2f (%s)" % (worst, "Weft at or below ORT everywhere" if worst <= 1.0 else "ORT faster somewhere"))
     return 0
+
+
+def write_profiles(directory, stem, model, weft_cmd, ort_cmd):
+    """DIR/STEM.txt: `weft run --profile-kernels all`; DIR/STEM.ort.json: ORT's per-node profile;
+    DIR/STEM.nodes.txt: the two per node, where Weft loses first (bench/profile_join.py)."""
+    weft_txt = os.path.join(directory, stem + ".txt")
+    _, out = median_ms(weft_cmd + ["--profile-kernels", "all"], "Weft --profile")
+    with open(weft_txt, "w") as f:
+        f.write(out)
+    prefix = os.path.join(directory, stem + ".ort")
+    for old in glob.glob(prefix + "_*.json"):
+        os.remove(old)
+    median_ms(ort_cmd + ["--profile", prefix], "ORT --profile")
+    written = glob.glob(prefix + "_*.json")  # ORT appends the date to the prefix
+    if len(written) != 1:
+        raise SystemExit("ORT --profile %s wrote %d files" % (prefix, len(written)))
+    os.replace(written[0], prefix + ".json")
+    with open(os.path.join(directory, stem + ".nodes.txt"), "w") as f:
+        f.write(profile_join.render(profile_join.join(model, weft_txt, prefix + ".json")))
 
 
 def present_avx2_cpu(args, probe_model):
