@@ -32,7 +32,8 @@ runs with build/bench/libweft_cpu_avx2.so preloaded (bench/cpu_avx2/cpu_avx2.cpp
 CPUID faulting hides AVX-512, AMX and AVX-VNNI from them, so that oneDNN, MLAS and Weft's own
 kernels all take the paths they take on an AVX2 + FMA CPU. It needs CPUID faulting (/proc/cpuinfo
 flag cpuid_fault; Intel CPUs, and VMs that pass it through) and stops with the reason where there
-is none. Before the table, one `weft run --profile` checks that oneDNN's kernels are AVX2 ones.
+is none. Before the table, one `weft run --profile-kernels all` checks that every kernel, oneDNN's
+and Weft's own, is an AVX2 one.
 
 With --load, the cost of loading instead: each side runs once per round as a fresh process
 (`weft run` / `ort_run.js` with one inference, one thread), timed from start to exit, with its
@@ -193,7 +194,7 @@ def present_avx2_cpu(args, probe_model):
     os.environ["LD_PRELOAD"] = lib + ((" " + os.environ["LD_PRELOAD"]) if os.environ.get("LD_PRELOAD") else "")
     files = export_models.model_files(args.out, probe_model)
     p = subprocess.run([args.weft, "run", files["onnx"], "--input", "%s=%s" % (export_models.MODELS[probe_model][0],
-                        files["input"]), "--backend", CPU_BACKENDS, "--threads", "1", "--profile", "-o", "%s=%s" % (
+                        files["input"]), "--backend", CPU_BACKENDS, "--threads", "1", "--profile-kernels", "all", "-o", "%s=%s" % (
                         export_models.OUTPUT_NAME, os.path.join(args.out, probe_model + ".bench.npy"))],
                        capture_output=True, text=True)
     if p.returncode != 0:

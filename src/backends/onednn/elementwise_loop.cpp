@@ -15,36 +15,34 @@ namespace {
 // Elements per block: every step's block of values stays in L1 (kMaxLoopSlots * 256 bytes).
 constexpr int64_t kBlock = 64;
 
-typedef int32_t LanesI __attribute__((vector_size(64)));
-
 // One binary or unary step over n values (a, b, y may not overlap except a == y or b == y).
-WEFT_CPU_CLONES
-void apply(const LoopStep& s, const float* a, const float* b, float* y, int64_t n) {
+template <int W>
+WEFT_CPU_BODY void apply_body(const LoopStep& s, const float* a, const float* b, float* y, int64_t n) {
   const float qnan = std::numeric_limits<float>::quiet_NaN();
   int64_t j = 0;
   switch (s.kind) {
     case LoopStep::Kind::kAdd:
-      for (; j + 16 <= n; j += 16) store_lanes(y + j, load_lanes(a + j) + load_lanes(b + j));
+      for (; j + W <= n; j += W) store_vec<W>(y + j, load_vec<W>(a + j) + load_vec<W>(b + j));
       for (; j < n; ++j) y[j] = a[j] + b[j];
       return;
     case LoopStep::Kind::kSub:
-      for (; j + 16 <= n; j += 16) store_lanes(y + j, load_lanes(a + j) - load_lanes(b + j));
+      for (; j + W <= n; j += W) store_vec<W>(y + j, load_vec<W>(a + j) - load_vec<W>(b + j));
       for (; j < n; ++j) y[j] = a[j] - b[j];
       return;
     case LoopStep::Kind::kMul:
-      for (; j + 16 <= n; j += 16) store_lanes(y + j, load_lanes(a + j) * load_lanes(b + j));
+      for (; j + W <= n; j += W) store_vec<W>(y + j, load_vec<W>(a + j) * load_vec<W>(b + j));
       for (; j < n; ++j) y[j] = a[j] * b[j];
       return;
     case LoopStep::Kind::kMax:
     case LoopStep::Kind::kMin: {
       const bool max = s.kind == LoopStep::Kind::kMax;
-      const Lanes nan = Lanes{} + qnan;
-      for (; j + 16 <= n; j += 16) {
-        const Lanes x = load_lanes(a + j), w = load_lanes(b + j);
-        Lanes r = max ? (x >= w ? x : w) : (x < w ? x : w);
-        const LanesI xn = x != x, wn = w != w;
+      const VecF<W> nan = VecF<W>{} + qnan;
+      for (; j + W <= n; j += W) {
+        const VecF<W> x = load_vec<W>(a + j), w = load_vec<W>(b + j);
+        VecF<W> r = max ? (x >= w ? x : w) : (x < w ? x : w);
+        const VecI<W> xn = x != x, wn = w != w;
         r = s.propagate ? ((xn | wn) != 0 ? nan : r) : (xn != 0 ? w : (wn != 0 ? x : r));
-        store_lanes(y + j, r);
+        store_vec<W>(y + j, r);
       }
       for (; j < n; ++j) {
         const float x = a[j], w = b[j];
@@ -56,13 +54,13 @@ void apply(const LoopStep& s, const float* a, const float* b, float* y, int64_t 
     }
     case LoopStep::Kind::kClamp: {
       // max(x, lo) then min(., hi): a NaN gives NaN (propagate) or lo (ignore); lo <= hi, neither NaN.
-      const Lanes lo = Lanes{} + s.lo, hi = Lanes{} + s.hi, nan = Lanes{} + qnan;
-      for (; j + 16 <= n; j += 16) {
-        const Lanes x = load_lanes(a + j);
-        Lanes r = x >= lo ? x : lo;
+      const VecF<W> lo = VecF<W>{} + s.lo, hi = VecF<W>{} + s.hi, nan = VecF<W>{} + qnan;
+      for (; j + W <= n; j += W) {
+        const VecF<W> x = load_vec<W>(a + j);
+        VecF<W> r = x >= lo ? x : lo;
         r = r < hi ? r : hi;
         if (s.propagate) r = x != x ? nan : r;
-        store_lanes(y + j, r);
+        store_vec<W>(y + j, r);
       }
       for (; j < n; ++j) {
         const float x = a[j];
@@ -76,15 +74,15 @@ void apply(const LoopStep& s, const float* a, const float* b, float* y, int64_t 
     case LoopStep::Kind::kNegate: {
       // the sign bit cleared (ABS) or flipped (NEGATE): exact, NaN and -0 included
       const bool negate = s.kind == LoopStep::Kind::kNegate;
-      const LanesI mask = LanesI{} + (negate ? int32_t(0x80000000u) : 0x7fffffff);
-      for (; j + 16 <= n; j += 16) {
-        LanesI bits;
-        const Lanes x = load_lanes(a + j);
+      const VecI<W> mask = VecI<W>{} + (negate ? int32_t(0x80000000u) : 0x7fffffff);
+      for (; j + W <= n; j += W) {
+        VecI<W> bits;
+        const VecF<W> x = load_vec<W>(a + j);
         std::memcpy(&bits, &x, sizeof bits);
         bits = negate ? bits ^ mask : bits & mask;
-        Lanes r;
+        VecF<W> r;
         std::memcpy(&r, &bits, sizeof r);
-        store_lanes(y + j, r);
+        store_vec<W>(y + j, r);
       }
       for (; j < n; ++j) {
         uint32_t bits;
@@ -95,8 +93,8 @@ void apply(const LoopStep& s, const float* a, const float* b, float* y, int64_t 
       return;
     }
     case LoopStep::Kind::kReciprocal: {
-      const Lanes one = Lanes{} + 1.0f;
-      for (; j + 16 <= n; j += 16) store_lanes(y + j, one / load_lanes(a + j));
+      const VecF<W> one = VecF<W>{} + 1.0f;
+      for (; j + W <= n; j += W) store_vec<W>(y + j, one / load_vec<W>(a + j));
       for (; j < n; ++j) y[j] = 1.0f / a[j];
       return;
     }
@@ -115,6 +113,7 @@ void apply(const LoopStep& s, const float* a, const float* b, float* y, int64_t 
     }
   }
 }
+WEFT_CPU_DISPATCH(apply, (const LoopStep& s, const float* a, const float* b, float* y, int64_t n), (s, a, b, y, n))
 
 }  // namespace
 

@@ -29,6 +29,7 @@
 #include "backends/backend.h"
 #include "backends/onednn/channel_chain.h"
 #include "backends/onednn/elementwise_loop.h"
+#include "backends/onednn/lanes.h"
 #include "backends/onednn/gemm.h"
 #include "backends/onednn/gemv.h"
 #include "backends/onednn/pool.h"
@@ -1939,7 +1940,7 @@ class ChannelChainKernel final : public CappedKernel {
     for (const cpu::ChannelStep& st : steps_) prepared_ += st.v.size() * sizeof(float);
   }
   size_t prepared_bytes() const override { return prepared_; }
-  std::string implementation() const override { return "weft_channel_chain:" + cpu::gemv_isa(); }
+  std::string implementation() const override { return std::string("weft_channel_chain:") + cpu::cpu_level_name(cpu::cpu_level()); }
 
   void execute(ExecArgs& a) const override {
     std::vector<const float*> src;
@@ -2164,7 +2165,9 @@ class ElementwiseLoopKernel final : public CappedKernel {
           reads_[static_cast<size_t>(o->index)] = true;
         }
   }
-  std::string implementation() const override { return "weft_loop[" + std::to_string(p_.steps.size()) + "]"; }
+  std::string implementation() const override {
+    return "weft_loop[" + std::to_string(p_.steps.size()) + "]:" + cpu::cpu_level_name(cpu::cpu_level());
+  }
   void execute(ExecArgs& a) const override {
     // A group's inputs are its members' operands (at most three each: MUL's shift) and its results
     // at most one per member; loop_program bounds the members by kMaxLoopSlots.

@@ -4,6 +4,8 @@
 #include <cstring>
 #include <limits>
 
+#include "backends/onednn/lanes.h"
+
 // The vectors travel by value only between always-inlined helpers (GCC's ABI note does not apply).
 #pragma GCC diagnostic ignored "-Wpsabi"
 
@@ -214,9 +216,9 @@ void avg_baseline(const AvgPoolShape& s, const float* in, int64_t r0, int64_t r1
 
 PoolIsa pool_isa() {
 #ifdef WEFT_POOL_X86
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f")) return PoolIsa::kAvx512;
-  if (__builtin_cpu_supports("avx2")) return PoolIsa::kAvx2;
+  // The same choice as the other loops' (lanes.h), made at the first call.
+  if (cpu_level() == CpuLevel::kAvx512) return PoolIsa::kAvx512;
+  if (cpu_level() == CpuLevel::kAvx2) return PoolIsa::kAvx2;
 #endif
   return PoolIsa::kBaseline;
 }

@@ -38,7 +38,8 @@ namespace {
 
 // out[2j] = a[j], out[2j + 1] = b[j] for 4-byte elements, eight pairs at a time.
 typedef uint32_t U32x8 __attribute__((vector_size(32)));
-WEFT_CPU_CLONES void interleave32(const uint32_t* a, const uint32_t* b, int64_t n, uint32_t* out) {
+template <int>  // (one width: eight pairs, two ymm or four xmm shuffles)
+WEFT_CPU_BODY void interleave32_body(const uint32_t* a, const uint32_t* b, int64_t n, uint32_t* out) {
   int64_t j = 0;
   for (; j + 8 <= n; j += 8) {
     U32x8 va, vb;
@@ -54,6 +55,7 @@ WEFT_CPU_CLONES void interleave32(const uint32_t* a, const uint32_t* b, int64_t 
     out[2 * j + 1] = b[j];
   }
 }
+WEFT_CPU_DISPATCH(interleave32, (const uint32_t* a, const uint32_t* b, int64_t n, uint32_t* out), (a, b, n, out))
 
 template <typename T>
 void copy_rows(const ViewCopy& c, const uint8_t* src0, const uint8_t* src1, uint8_t* out_bytes) {

@@ -12,10 +12,14 @@
 #include <numeric>
 
 #include "backends/onednn/gemm.h"
+#include "backends/onednn/lanes.h"
 #include "backends/onednn/onednn_test_util.h"
 
 namespace weft::onednn_test {
 namespace {
+
+// The instruction set Weft's own loops run with here (kernel names end in it: "weft_loop[3]:avx2").
+std::string loop_isa() { return backend::cpu::cpu_level_name(backend::cpu::cpu_level()); }
 
 const std::vector<Shape> kShapes = {{2, 3, 4, 5}, {7}, {3, 17}, {1, 33, 2}, {2, 1, 6, 8}};
 
@@ -828,7 +832,7 @@ TEST(OneDnnVsReference, LstmCellRunsAsOneElementwiseLoop) {
       Context ctx(Model::from_module(m, BackendOptions{}), ContextOptions{.threads = threads});
       ctx.set_profiling(true);
       const std::vector<Tensor> got = ctx.run(net.feeds);
-      EXPECT_EQ(kernels_run(ctx), std::vector<std::string>{"ELEMENTWISE[9 ops] weft_loop[9]"});
+      EXPECT_EQ(kernels_run(ctx), std::vector<std::string>{"ELEMENTWISE[9 ops] weft_loop[9]:" + loop_isa()});
       Context ref(Model::from_module(m, kReference));
       const std::vector<Tensor> want = ref.run(net.feeds);
       for (size_t k = 0; k < 2; ++k) EXPECT_TRUE(close(got[k], want[k], kTolElementwise)) << "output " << k;
@@ -853,7 +857,7 @@ TEST(OneDnnVsReference, MishRunsAsOneElementwiseLoop) {
     Context ctx(Model::from_module(m, BackendOptions{}));
     ctx.set_profiling(true);
     const std::vector<Tensor> got = ctx.run(net.feeds);
-    EXPECT_EQ(kernels_run(ctx), std::vector<std::string>{"ELEMENTWISE[10 ops] weft_loop[10]"});
+    EXPECT_EQ(kernels_run(ctx), std::vector<std::string>{"ELEMENTWISE[10 ops] weft_loop[10]:" + loop_isa()});
     Context ref(Model::from_module(m, kReference));
     EXPECT_TRUE(close(got[0], ref.run(net.feeds)[0], kTolElementwise));
   }
@@ -868,7 +872,7 @@ TEST(OneDnnVsReference, MishRunsAsOneElementwiseLoop) {
   Context ctx(Model::from_module(m, kOneDnn));
   ctx.set_profiling(true);
   const std::vector<Tensor> got = ctx.run({feed});
-  EXPECT_EQ(kernels_run(ctx), std::vector<std::string>{"ELEMENTWISE[2 ops] weft_loop[2]"});
+  EXPECT_EQ(kernels_run(ctx), std::vector<std::string>{"ELEMENTWISE[2 ops] weft_loop[2]:" + loop_isa()});
   Context ref(Model::from_module(m, kReference));
   EXPECT_TRUE(got[0].identical(ref.run({feed})[0]));
 }
@@ -899,7 +903,7 @@ TEST(OneDnnVsReference, ExactElementwiseLoopStepsMatchTheReferenceBitForBit) {
     Context ctx(Model::from_module(m, kOneDnn));
     ctx.set_profiling(true);
     const std::vector<Tensor> got = ctx.run(net.feeds);
-    EXPECT_EQ(kernels_run(ctx), std::vector<std::string>{"ELEMENTWISE[10 ops] weft_loop[10]"});
+    EXPECT_EQ(kernels_run(ctx), std::vector<std::string>{"ELEMENTWISE[10 ops] weft_loop[10]:" + loop_isa()});
     Context ref(Model::from_module(m, kReference));
     const std::vector<Tensor> want = ref.run(net.feeds);
     for (size_t k = 0; k < 2; ++k) EXPECT_TRUE(got[k].identical(want[k])) << "output " << k;
