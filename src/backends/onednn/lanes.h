@@ -93,23 +93,12 @@ inline const char* cpu_level_name(CpuLevel level) {
 
 namespace weft::backend::cpu {
 
-// W floats (and W int32s) as one native vector.
+// W floats (and W int32s) as one vector of GCC's vector extension: one native register where W is
+// the copy's width.
 template <int W>
-struct VecOf;
-template <>
-struct VecOf<16> {
-  typedef float F __attribute__((vector_size(64)));
-  typedef int32_t I __attribute__((vector_size(64)));
-};
-template <>
-struct VecOf<8> {
-  typedef float F __attribute__((vector_size(32)));
-  typedef int32_t I __attribute__((vector_size(32)));
-};
-template <>
-struct VecOf<4> {
-  typedef float F __attribute__((vector_size(16)));
-  typedef int32_t I __attribute__((vector_size(16)));
+struct VecOf {
+  typedef float F __attribute__((vector_size(4 * W)));
+  typedef int32_t I __attribute__((vector_size(4 * W)));
 };
 template <int W>
 using VecF = typename VecOf<W>::F;

@@ -12,21 +12,9 @@
 namespace weft::backend::cpu {
 namespace {
 
-// GCC's generic vectors, one width per instruction set: each loop below is instantiated at the
-// width its target function runs natively (a 16-float vector on AVX2 is lowered lane by lane once
-// masks are involved: 25x slower than this).
-template <int N>
-struct Vec {
-  typedef float F __attribute__((vector_size(4 * N)));
-  typedef int32_t M __attribute__((vector_size(4 * N)));
-};
-
-template <class F>
-__attribute__((always_inline)) inline F load(const float* p) {
-  F v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
+// One vector width per instruction set (lanes.h): each loop below is instantiated at the width its
+// target function runs natively (a 16-float vector on AVX2 is lowered lane by lane once masks are
+// involved: 25x slower than this).
 
 // The taps of one output pixel inside the input: rows [y0, y1), columns [x0, x1).
 struct Window {
@@ -41,8 +29,8 @@ struct Window {
 template <int N, int B, bool Propagate>
 __attribute__((always_inline)) inline void max_lanes(const float* image, int64_t IW, int64_t C, const Window& w,
                                                      float* dst) {
-  using F = typename Vec<N>::F;
-  using M = typename Vec<N>::M;
+  using F = VecF<N>;
+  using M = VecI<N>;
   F acc[B];
   M seen[B];
 #pragma GCC unroll 4
@@ -55,7 +43,7 @@ __attribute__((always_inline)) inline void max_lanes(const float* image, int64_t
     for (int64_t x = w.x0; x < w.x1; ++x, p += C)
 #pragma GCC unroll 4
       for (int b = 0; b < B; ++b) {
-        const F v = load<F>(p + N * b);
+        const F v = load_vec<N>(p + N * b);
         acc[b] = acc[b] < v ? v : acc[b];
         seen[b] |= Propagate ? v != v : v == v;
       }
@@ -149,7 +137,7 @@ void rows_baseline(const MaxPoolShape& s, bool p, const float* in, int64_t r0, i
 template <int N, int B>
 __attribute__((always_inline)) inline void avg_lanes(const float* image, int64_t IW, int64_t C, const Window& w,
                                                      float count, float* dst) {
-  using F = typename Vec<N>::F;
+  using F = VecF<N>;
   F acc[B];
 #pragma GCC unroll 4
   for (int b = 0; b < B; ++b) acc[b] = F{};
@@ -157,7 +145,7 @@ __attribute__((always_inline)) inline void avg_lanes(const float* image, int64_t
     const float* p = image + (y * IW + w.x0) * C;
     for (int64_t x = w.x0; x < w.x1; ++x, p += C)
 #pragma GCC unroll 4
-      for (int b = 0; b < B; ++b) acc[b] += load<F>(p + N * b);
+      for (int b = 0; b < B; ++b) acc[b] += load_vec<N>(p + N * b);
   }
 #pragma GCC unroll 4
   for (int b = 0; b < B; ++b) {
