@@ -13,10 +13,11 @@ Both runtimes fuse, and name a fused unit differently: Weft by the first node of
 convolution of CONV2D+ADD+CLAMP), ONNX Runtime by its own rules (after its NCHWc layout
 transformation a fused convolution is named after the output of the unit's last node, plus
 "_nchwc"; a fused matrix product after its first node plus "/MatMulAddFusion"). Each ORT node is
-therefore walked back to the ONNX node that anchors it: its own name if
-that is a node of the model, else the producer of the tensor its name is made from; then from an
-element-wise node up through its inputs to the convolution or matrix product it follows (for a
-residual ADD, the input computed last, which is the one both runtimes fuse with). ORT nodes of its
+therefore walked back to the ONNX node that anchors it: its own name if that is a node of the model,
+else the producer of the tensor its name is made from; then, unless Weft has a unit anchored at
+that node, from an element-wise node up through its inputs to the first node Weft anchors a unit
+at, or the convolution or matrix product it follows (for a residual ADD, the input computed last,
+which is the one both runtimes fuse with). ORT nodes of its
 own making that name no model node (layout reorders, fused LayerNorm and Gelu kernels) are summed
 per operator on rows of their own, "ort: <op> nodes".
 
@@ -84,33 +85,33 @@ class Graph:
             for o in n.output:
                 self.producer[o] = (i, n)
 
-    def anchor(self, node):
-        """The convolution or matrix product `node` is fused after, or `node` itself."""
-        seen = 0
-        while node.op_type in FOLLOWERS and seen < 16:
+    def anchor(self, node, units=()):
+        """The node `node` is fused after: itself if a Weft unit is anchored there (`units`), else up
+        through element-wise nodes to the first Weft anchor, convolution or matrix product."""
+        start, seen = node, 0
+        while node.name not in units and node.op_type in FOLLOWERS and seen < 16:
             ins = [self.producer[t] for t in node.input if t in self.producer]
             if not ins:
                 break
             _, node = max(ins, key=lambda p: p[0])  # the input computed last
             seen += 1
-            if node.op_type in ANCHORS:
+            if node.op_type in ANCHORS or node.name in units:
                 return node
-        return node
+        return node if node.name in units or node.op_type in ANCHORS else start
 
-    def ort_anchor(self, name):
+    def ort_anchor(self, name, units=()):
         """The model node an ORT node name stands for, or None."""
         if name in self.nodes:
-            n = self.nodes[name][1]
-            return self.anchor(n) if n.op_type in FOLLOWERS else n
+            return self.anchor(self.nodes[name][1], units)
         # A name ORT derived from a node's or a tensor's: strip its suffixes ("_nchwc", "_token_12") and
         # trailing path parts ("/MatMulAddFusion"), nearest match first.
         base = name
         while base:
             base = re.sub(r"(_nchwc|_token_\d+)+$", "", base).rstrip("/")
             if base in self.producer:
-                return self.anchor(self.producer[base][1])
+                return self.anchor(self.producer[base][1], units)
             if base in self.nodes:
-                return self.anchor(self.nodes[base][1])
+                return self.anchor(self.nodes[base][1], units)
             if "/" not in base:
                 return None
             base = base[: base.rindex("/")]
@@ -124,13 +125,15 @@ def join(model_path, weft_path, ort_path):
     def row(key):
         return table.setdefault(key, [0.0, [], 0.0, []])
 
-    for ms, backend, pattern, node, impl in read_weft(weft_path):
+    weft = read_weft(weft_path)
+    units = {node for _, _, _, node, _ in weft}
+    for ms, backend, pattern, node, impl in weft:
         r = row(node if node in g.nodes else "weft: " + node)
         r[0] += ms
         r[1].append(pattern + (" [%s]" % impl if impl else "") + ("" if backend == "onednn" else " (%s)" % backend))
     unmatched = collections.Counter()
     for name, (ms, op) in read_ort(ort_path).items():
-        a = g.ort_anchor(name)
+        a = g.ort_anchor(name, units)
         if a is None:  # a node of ORT's own (a layout reorder, a fused LayerNorm, ...): one row per op
             unmatched[op] += 1
         r = row(a.name if a is not None else "ort: %s nodes" % op)
