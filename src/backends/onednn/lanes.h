@@ -87,7 +87,7 @@ inline const char* cpu_level_name(CpuLevel level) {
   void name params { name##_body<4> args; }
 #endif
 
-// The helpers pass 64-byte vectors by value; they are always inlined into the clones, so GCC's note
+// The helpers pass vectors by value; they are always inlined into the copies, so GCC's note
 // that such values travel differently without AVX-512 does not apply.
 #pragma GCC diagnostic ignored "-Wpsabi"
 
