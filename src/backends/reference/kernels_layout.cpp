@@ -325,35 +325,56 @@ void kernel_PAD(KernelArgs& args) {
   }
   if (out.num_elements() == 0) return;
   // Whole innermost rows at a time: a row is all pad_const when any outer index falls in the
-  // padding, otherwise [left pad | input row | right pad].
+  // padding, otherwise [left pad | input row | right pad]. Trailing dimensions without padding merge
+  // into the row first (NHWC padded along H and W: rows of C values; along H only: rows of W * C),
+  // and pad values are copied from a prepared run of them, so each row is at most three memcpys.
   const size_t es = storage_size(out.dtype());
-  const int last = rank - 1;
-  const int64_t out_w = out.shape()[last], in_w = in.shape()[last], left = padding[2 * last];
-  const std::vector<int64_t> ist = strides_of(in.shape());
-  Shape outer(out.shape().begin(), out.shape().end() - 1);
+  Shape ishape = in.shape(), oshape = out.shape();
+  int r = rank;
+  while (r >= 2 && padding[2 * (r - 1)] == 0 && padding[2 * (r - 1) + 1] == 0) {
+    const int64_t n = ishape[static_cast<size_t>(r - 1)];
+    ishape[static_cast<size_t>(r - 2)] *= n;
+    oshape[static_cast<size_t>(r - 2)] *= n;
+    padding[2 * (r - 2)] *= n;
+    padding[2 * (r - 2) + 1] *= n;
+    --r;
+  }
+  ishape.resize(static_cast<size_t>(r));
+  oshape.resize(static_cast<size_t>(r));
+  const int last = r - 1;
+  const int64_t out_w = oshape[static_cast<size_t>(last)], in_w = ishape[static_cast<size_t>(last)],
+                left = padding[2 * last];
+  const std::vector<int64_t> ist = strides_of(ishape);
+  // Up to 4096 pad values, copied in runs of that length.
+  const int64_t run = std::min<int64_t>(out_w, 4096);
+  std::vector<uint8_t> fill(static_cast<size_t>(run) * es);
+  for (int64_t x = 0; x < run; ++x) std::memcpy(fill.data() + static_cast<size_t>(x) * es, pad_const.bytes(), es);
+  auto put_fill = [&](uint8_t* d, int64_t n) {
+    for (; n > 0; n -= run, d += static_cast<size_t>(run) * es)
+      std::memcpy(d, fill.data(), static_cast<size_t>(std::min(n, run)) * es);
+  };
+  Shape outer(oshape.begin(), oshape.end() - 1);
   std::vector<int64_t> idx(outer.size(), 0);
   uint8_t* dst = out.mutable_bytes();
-  const uint8_t* pc = pad_const.bytes();
   do {
     bool is_pad = false;
     int64_t src = 0;
     for (int i = 0; i < last; ++i) {
-      const int64_t j = idx[i] - padding[2 * i];
-      if (j < 0 || j >= in.shape()[i])
+      const int64_t j = idx[static_cast<size_t>(i)] - padding[2 * i];
+      if (j < 0 || j >= ishape[static_cast<size_t>(i)])
         is_pad = true;
       else
-        src += j * ist[i];
+        src += j * ist[static_cast<size_t>(i)];
     }
-    for (int64_t x = 0; x < out_w; ++x) {
-      if (!is_pad && x == left && in_w > 0) {
-        std::memcpy(dst, in.bytes() + static_cast<size_t>(src) * es, static_cast<size_t>(in_w) * es);
-        dst += static_cast<size_t>(in_w) * es;
-        x += in_w - 1;
-        continue;
-      }
-      std::memcpy(dst, pc, es);
-      dst += es;
+    if (is_pad || in_w == 0) {
+      put_fill(dst, out_w);
+    } else {
+      put_fill(dst, left);
+      std::memcpy(dst + static_cast<size_t>(left) * es, in.bytes() + static_cast<size_t>(src) * es,
+                  static_cast<size_t>(in_w) * es);
+      put_fill(dst + static_cast<size_t>(left + in_w) * es, out_w - left - in_w);
     }
+    dst += static_cast<size_t>(out_w) * es;
   } while (next_index(idx, outer));
 }
 

@@ -117,6 +117,45 @@ TEST(Pad, AllSidesRank2) {
   expect_tensor_eq(got, F32({2, 2}, {-1, -1, -1, -1}));
 }
 
+// Padding that leaves the trailing dimensions alone (NHWC padded along H and W, or along N and H
+// only: rows of C or of W * C values), rows longer than the kernel's 4096-value run of pad values,
+// and every side at once, each against the padded tensor built element by element here.
+TEST(Pad, TrailingUnpaddedDimensionsAndLongRows) {
+  struct Case {
+    Shape in;
+    std::vector<int64_t> padding;
+  };
+  for (const Case& c : {Case{{1, 3, 4, 5}, {0, 0, 1, 2, 2, 1, 0, 0}}, Case{{2, 3, 4, 5}, {1, 0, 0, 2, 0, 0, 0, 0}},
+                        Case{{5000}, {4100, 4200}}, Case{{2, 4500}, {1, 1, 0, 0}}, Case{{2, 3, 4}, {1, 1, 2, 0, 1, 3}}}) {
+    SCOPED_TRACE(shape_str(c.in));
+    const int rank = static_cast<int>(c.in.size());
+    Shape out_shape(c.in);
+    for (int i = 0; i < rank; ++i) out_shape[static_cast<size_t>(i)] += c.padding[2 * i] + c.padding[2 * i + 1];
+    int64_t n_in = 1, n_out = 1;
+    for (int64_t d : c.in) n_in *= d;
+    for (int64_t d : out_shape) n_out *= d;
+    std::vector<double> a(static_cast<size_t>(n_in));
+    for (int64_t i = 0; i < n_in; ++i) a[static_cast<size_t>(i)] = static_cast<double>(i % 1000) + 0.5;
+    const double pc = -7.25;
+    std::vector<double> want(static_cast<size_t>(n_out));
+    for (int64_t o = 0; o < n_out; ++o) {
+      int64_t rem = o, src = 0, stride = 1;
+      bool pad = false;
+      for (int i = rank - 1; i >= 0; --i) {
+        const int64_t ext = out_shape[static_cast<size_t>(i)], j = rem % ext - c.padding[2 * i];
+        rem /= ext;
+        if (j < 0 || j >= c.in[static_cast<size_t>(i)]) pad = true;
+        src += j * stride;
+        stride *= c.in[static_cast<size_t>(i)];
+      }
+      want[static_cast<size_t>(o)] = pad ? pc : a[static_cast<size_t>(src)];
+    }
+    Tensor got = run1(Op::PAD, {Operand::input(F32(c.in, a)), Operand::shape(c.padding), Operand::constant(F32({1}, {pc}))},
+                      {}, {DType::kFp32, out_shape});
+    expect_tensor_eq(got, F32(out_shape, want));
+  }
+}
+
 TEST(Reshape, AllTypesShareTheBuffer) {
   for (DType t : kAllMoveTypes) {
     SCOPED_TRACE(dtype_name(t));
