@@ -130,6 +130,4 @@ WEFT_CPU_DISPATCH(gemv_panels,
                   (const float* wp, const float* x, int64_t k, int64_t p0, int64_t p1, int64_t n, float* y),
                   (wp, x, k, p0, p1, n, y))
 
-std::string gemv_isa() { return cpu_level_name(cpu_level()); }
-
 }  // namespace weft::backend::cpu

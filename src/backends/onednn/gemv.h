@@ -25,8 +25,4 @@ void gemv_cols(const float* wt, int64_t ldn, const float* x, int64_t k, int64_t 
 // one accumulator, as gemv_cols does.
 void gemv_panels(const float* wp, const float* x, int64_t k, int64_t p0, int64_t p1, int64_t n, float* y);
 
-// The instruction set Weft's own loops (gemv_*, channel_chain_rows) run with on this CPU: "avx512",
-// "avx2" or "sse2" (cpu_level_name of lanes.h's cpu_level()).
-std::string gemv_isa();
-
 }  // namespace weft::backend::cpu

@@ -62,6 +62,9 @@ inline const char* cpu_level_name(CpuLevel level) {
 #endif
 }
 
+// The name of the copy this CPU runs (cpu_level()).
+inline const char* cpu_level_name() { return cpu_level_name(cpu_level()); }
+
 }  // namespace weft::backend::cpu
 
 // WEFT_CPU_BODY marks a loop's body, a template on its vector width (`template <int W> WEFT_CPU_BODY

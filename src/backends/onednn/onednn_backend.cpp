@@ -905,7 +905,7 @@ template <class Rows>
 class PoolLoopKernel final : public CappedKernel {
  public:
   PoolLoopKernel(const char* name, int64_t rows_total, int64_t row_outputs, int input, Rows rows)
-      : impl_(std::string(name) + ":" + cpu::pool_isa_name(cpu::pool_isa())), rows_total_(rows_total),
+      : impl_(std::string(name) + ":" + cpu::cpu_level_name()), rows_total_(rows_total),
         row_outputs_(row_outputs), input_(input), rows_(std::move(rows)) {}
   std::string implementation() const override { return impl_; }
   void execute(ExecArgs& a) const override {
@@ -951,7 +951,7 @@ std::unique_ptr<Kernel> prepare_pool(const Graph& g, const Composite& c, const P
     const cpu::MaxPoolShape shape{is[0], is[1], is[2], is[3], os[1], os[2], k[0], k[1], s[0], s[1], pad_l[0], pad_l[1]};
     const bool propagate = n.attr_int("nan_mode") == static_cast<int64_t>(NanMode::kPropagate);
     return pool_loop("weft_max_pool", shape.N * shape.OH, shape.OW * shape.C, c.input_index(src),
-                     [shape, propagate, isa = cpu::pool_isa()](const float* in, int64_t r0, int64_t r1, float* out) {
+                     [shape, propagate, isa = cpu::cpu_level()](const float* in, int64_t r0, int64_t r1, float* out) {
                        cpu::max_pool_rows(shape, propagate, in, r0, r1, out, isa);
                      });
   }
@@ -963,7 +963,7 @@ std::unique_ptr<Kernel> prepare_pool(const Graph& g, const Composite& c, const P
     const cpu::AvgPoolShape shape{is[0], is[1], is[2], is[3], os[1], os[2], k[0], k[1], s[0], s[1],
                                   pad_l[0], pad_l[1], extra[0], extra[1], extra[2], extra[3]};
     return pool_loop("weft_avg_pool", shape.N * shape.OH, shape.OW * shape.C, c.input_index(src),
-                     [shape, isa = cpu::pool_isa()](const float* in, int64_t r0, int64_t r1, float* out) {
+                     [shape, isa = cpu::cpu_level()](const float* in, int64_t r0, int64_t r1, float* out) {
                        cpu::avg_pool_rows(shape, in, r0, r1, out, isa);
                      });
   }
@@ -1025,7 +1025,7 @@ class GemvKernel final : public CappedKernel {
   GemvKernel(std::shared_ptr<const void> weights, const float* w, int64_t ldw, int64_t k, int64_t n, int a_input,
              int64_t a_offset, int64_t a_stride, std::vector<GemvPostOp> post, size_t prepared)
       : weights_(std::move(weights)), w_(w), ldw_(ldw), k_(k), n_(n), a_input_(a_input), a_offset_(a_offset),
-        a_stride_(a_stride), post_(std::move(post)), prepared_(prepared), impl_("weft_gemv:" + cpu::gemv_isa()) {}
+        a_stride_(a_stride), post_(std::move(post)), prepared_(prepared), impl_(std::string("weft_gemv:") + cpu::cpu_level_name()) {}
 
   size_t workspace_bytes() const override { return a_stride_ == 1 ? 0 : static_cast<size_t>(k_) * sizeof(float); }
   size_t prepared_bytes() const override { return prepared_; }
@@ -1034,14 +1034,14 @@ class GemvKernel final : public CappedKernel {
   // Weights packed in panels of 16 columns (gemv_panels).
   void set_panels() {
     panels_ = true;
-    impl_ = "weft_gemv_panels:" + cpu::gemv_isa();
+    impl_ = std::string("weft_gemv_panels:") + cpu::cpu_level_name();
   }
 
   // Weights transposed ([k][ldn], gemv_cols) instead of one row per output column.
   void set_columns(int64_t ldn) {
     columns_ = true;
     ldw_ = ldn;
-    impl_ = "weft_gemv_cols:" + cpu::gemv_isa();
+    impl_ = std::string("weft_gemv_cols:") + cpu::cpu_level_name();
   }
 
   void execute(ExecArgs& a) const override {
@@ -1940,7 +1940,7 @@ class ChannelChainKernel final : public CappedKernel {
     for (const cpu::ChannelStep& st : steps_) prepared_ += st.v.size() * sizeof(float);
   }
   size_t prepared_bytes() const override { return prepared_; }
-  std::string implementation() const override { return std::string("weft_channel_chain:") + cpu::cpu_level_name(cpu::cpu_level()); }
+  std::string implementation() const override { return std::string("weft_channel_chain:") + cpu::cpu_level_name(); }
 
   void execute(ExecArgs& a) const override {
     std::vector<const float*> src;
@@ -2166,7 +2166,7 @@ class ElementwiseLoopKernel final : public CappedKernel {
         }
   }
   std::string implementation() const override {
-    return "weft_loop[" + std::to_string(p_.steps.size()) + "]:" + cpu::cpu_level_name(cpu::cpu_level());
+    return "weft_loop[" + std::to_string(p_.steps.size()) + "]:" + cpu::cpu_level_name();
   }
   void execute(ExecArgs& a) const override {
     // A group's inputs are its members' operands (at most three each: MUL's shift) and its results

@@ -4,8 +4,6 @@
 #include <cstring>
 #include <limits>
 
-#include "backends/onednn/lanes.h"
-
 // The vectors travel by value only between always-inlined helpers (GCC's ABI note does not apply).
 #pragma GCC diagnostic ignored "-Wpsabi"
 
@@ -202,39 +200,21 @@ void avg_baseline(const AvgPoolShape& s, const float* in, int64_t r0, int64_t r1
 
 }  // namespace
 
-PoolIsa pool_isa() {
-#ifdef WEFT_POOL_X86
-  // The same choice as the other loops' (lanes.h), made at the first call.
-  if (cpu_level() == CpuLevel::kAvx512) return PoolIsa::kAvx512;
-  if (cpu_level() == CpuLevel::kAvx2) return PoolIsa::kAvx2;
-#endif
-  return PoolIsa::kBaseline;
-}
-
-const char* pool_isa_name(PoolIsa isa) {
-  switch (isa) {
-    case PoolIsa::kAvx512: return "avx512";
-    case PoolIsa::kAvx2: return "avx2";
-    case PoolIsa::kBaseline: break;
-  }
-  return "sse2";
-}
-
 void max_pool_rows(const MaxPoolShape& s, bool propagate_nan, const float* in, int64_t r0, int64_t r1, float* out,
-                   PoolIsa isa) {
+                   CpuLevel isa) {
 #ifdef WEFT_POOL_X86
-  if (isa == PoolIsa::kAvx512) return rows_avx512(s, propagate_nan, in, r0, r1, out);
-  if (isa == PoolIsa::kAvx2) return rows_avx2(s, propagate_nan, in, r0, r1, out);
+  if (isa == CpuLevel::kAvx512) return rows_avx512(s, propagate_nan, in, r0, r1, out);
+  if (isa == CpuLevel::kAvx2) return rows_avx2(s, propagate_nan, in, r0, r1, out);
 #else
   (void)isa;
 #endif
   rows_baseline(s, propagate_nan, in, r0, r1, out);
 }
 
-void avg_pool_rows(const AvgPoolShape& s, const float* in, int64_t r0, int64_t r1, float* out, PoolIsa isa) {
+void avg_pool_rows(const AvgPoolShape& s, const float* in, int64_t r0, int64_t r1, float* out, CpuLevel isa) {
 #ifdef WEFT_POOL_X86
-  if (isa == PoolIsa::kAvx512) return avg_avx512(s, in, r0, r1, out);
-  if (isa == PoolIsa::kAvx2) return avg_avx2(s, in, r0, r1, out);
+  if (isa == CpuLevel::kAvx512) return avg_avx512(s, in, r0, r1, out);
+  if (isa == CpuLevel::kAvx2) return avg_avx2(s, in, r0, r1, out);
 #else
   (void)isa;
 #endif

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <string>
 
+#include "backends/onednn/lanes.h"
+
 namespace weft::backend::cpu {
 
 // One MAX_POOL2D: input [N, IH, IW, C], output [N, OH, OW, C], both NHWC and contiguous. `pad_top`
@@ -15,19 +17,15 @@ struct MaxPoolShape {
   int64_t N, IH, IW, C, OH, OW, KY, KX, SY, SX, pad_top, pad_left;
 };
 
-// The vector width of a loop: 16 floats (AVX-512F), 8 (AVX2), 4 (the x86-64 baseline, SSE2).
-enum class PoolIsa { kAvx512, kAvx2, kBaseline };
-
-// The widest this CPU runs, and its name for profiles ("avx512", "avx2", "sse2").
-PoolIsa pool_isa();
-const char* pool_isa_name(PoolIsa isa);
+// The loops' copy is lanes.h's CpuLevel (16 floats a vector on AVX-512, 8 on AVX2, 4 on the
+// baseline), passed in so that a test can run every copy this CPU has; cpu_level() is the widest.
 
 // Output rows [r0, r1) of the N * OH rows. The result is TOSA's apply_max_s over the window in its
 // row-major order, bit for bit on every `isa`: of equal values the first is kept (-0 before +0);
 // with `propagate_nan` any NaN makes the output NaN, without it NaN taps are skipped (NaN only
 // where every tap is NaN). `isa` must be one this CPU runs.
 void max_pool_rows(const MaxPoolShape& s, bool propagate_nan, const float* in, int64_t r0, int64_t r1, float* out,
-                   PoolIsa isa);
+                   CpuLevel isa);
 
 // One AVG_POOL2D with fp32 input, output and accumulator, in the same layout. A window starts at
 // source row oy * SY - pad_top and column ox * SX - pad_left (the pool's own padding plus a fused
@@ -42,6 +40,6 @@ struct AvgPoolShape {
 // Output rows [r0, r1) of the N * OH rows: each output is the fp32 sum of its taps in the window's
 // row-major order divided by the count, TOSA's AVG_POOL2D (the reference's bits) on every `isa`.
 // Every window must count at least one tap.
-void avg_pool_rows(const AvgPoolShape& s, const float* in, int64_t r0, int64_t r1, float* out, PoolIsa isa);
+void avg_pool_rows(const AvgPoolShape& s, const float* in, int64_t r0, int64_t r1, float* out, CpuLevel isa);
 
 }  // namespace weft::backend::cpu

@@ -448,10 +448,10 @@ TEST(OneDnnVsReference, MaxPoolFollowsNanModeBitForBit) {
 
 // Each vector width this CPU runs (AVX-512, AVX2, SSE2) gives the same bits as the reference.
 TEST(OneDnnVsReference, MaxPoolEveryVectorWidthGivesTheReferenceBits) {
-  using backend::cpu::PoolIsa;
-  std::vector<PoolIsa> isas = {PoolIsa::kBaseline};
-  if (backend::cpu::pool_isa() != PoolIsa::kBaseline) isas.push_back(PoolIsa::kAvx2);
-  if (backend::cpu::pool_isa() == PoolIsa::kAvx512) isas.push_back(PoolIsa::kAvx512);
+  using backend::cpu::CpuLevel;
+  std::vector<CpuLevel> isas = {CpuLevel::kBaseline};
+  if (backend::cpu::cpu_level() != CpuLevel::kBaseline) isas.push_back(CpuLevel::kAvx2);
+  if (backend::cpu::cpu_level() == CpuLevel::kAvx512) isas.push_back(CpuLevel::kAvx512);
   uint32_t seed = 747;
   for (int64_t mode : {static_cast<int64_t>(NanMode::kPropagate), static_cast<int64_t>(NanMode::kIgnore)})
     for (int64_t C : {5, 24, 100}) {
@@ -465,8 +465,8 @@ TEST(OneDnnVsReference, MaxPoolEveryVectorWidthGivesTheReferenceBits) {
       net.feeds[0] = pool_input_with_nans(net, net.feeds[0].shape());
       const Tensor want = run_model(Model::from_module(m, kReference), net.feeds)[0];
       const backend::cpu::MaxPoolShape s{1, 8, 12, C, want.shape()[1], want.shape()[2], 3, 2, 1, 3, 2, 1};
-      for (PoolIsa isa : isas) {
-        SCOPED_TRACE(backend::cpu::pool_isa_name(isa));
+      for (CpuLevel isa : isas) {
+        SCOPED_TRACE(backend::cpu::cpu_level_name(isa));
         Tensor got = Tensor::zeros(want.type());
         backend::cpu::max_pool_rows(s, mode == static_cast<int64_t>(NanMode::kPropagate), net.feeds[0].data<float>(), 0,
                                     s.N * s.OH, got.mutable_data<float>(), isa);
@@ -551,10 +551,10 @@ TEST(OneDnnVsReference, PadAvgPoolFusion) {
 // a fused zero PAD, asymmetric too (zeros that count), strides 1 and 2, channel counts covering the
 // four-vector, one-vector and scalar parts, and infinities and NaN among the inputs.
 TEST(OneDnnVsReference, AvgPoolGivesTheReferenceBits) {
-  using backend::cpu::PoolIsa;
-  std::vector<PoolIsa> isas = {PoolIsa::kBaseline};
-  if (backend::cpu::pool_isa() != PoolIsa::kBaseline) isas.push_back(PoolIsa::kAvx2);
-  if (backend::cpu::pool_isa() == PoolIsa::kAvx512) isas.push_back(PoolIsa::kAvx512);
+  using backend::cpu::CpuLevel;
+  std::vector<CpuLevel> isas = {CpuLevel::kBaseline};
+  if (backend::cpu::cpu_level() != CpuLevel::kBaseline) isas.push_back(CpuLevel::kAvx2);
+  if (backend::cpu::cpu_level() == CpuLevel::kAvx512) isas.push_back(CpuLevel::kAvx512);
   uint32_t seed = 790;
   for (int64_t C : {3, 20, 72, 136})
     for (int64_t stride : {1, 2})
@@ -589,8 +589,8 @@ TEST(OneDnnVsReference, AvgPoolGivesTheReferenceBits) {
         }
         const backend::cpu::AvgPoolShape s{2, H, W, C, want.shape()[1], want.shape()[2], 3, 3, stride, stride,
                                            own[0] + extra[0], own[2] + extra[2], extra[0], extra[1], extra[2], extra[3]};
-        for (PoolIsa isa : isas) {
-          SCOPED_TRACE(backend::cpu::pool_isa_name(isa));
+        for (CpuLevel isa : isas) {
+          SCOPED_TRACE(backend::cpu::cpu_level_name(isa));
           Tensor got = Tensor::zeros(want.type());
           backend::cpu::avg_pool_rows(s, net.feeds[0].data<float>(), 0, s.N * s.OH, got.mutable_data<float>(), isa);
           EXPECT_TRUE(same_bits(got, want));

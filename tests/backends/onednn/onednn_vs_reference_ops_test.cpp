@@ -19,7 +19,7 @@ namespace weft::onednn_test {
 namespace {
 
 // The instruction set Weft's own loops run with here (kernel names end in it: "weft_loop[3]:avx2").
-std::string loop_isa() { return backend::cpu::cpu_level_name(backend::cpu::cpu_level()); }
+std::string loop_isa() { return backend::cpu::cpu_level_name(); }
 
 const std::vector<Shape> kShapes = {{2, 3, 4, 5}, {7}, {3, 17}, {1, 33, 2}, {2, 1, 6, 8}};
 
