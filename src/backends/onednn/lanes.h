@@ -3,8 +3,8 @@
 // loop per instruction set (AVX-512, AVX2 + FMA, baseline) from one always-inlined body, templated
 // on the vector width W in floats: 16 (zmm), 8 (ymm) or 4 (xmm), the copy's native width. (A first
 // version used 16-float vectors in every copy: GCC lowers a vector wider than the target's piece by
-// piece and keeps it on the stack, broadcasts and comparisons lane by lane. The AVX2 copies ran 2 to
-// 7 times slower than they do at their native width; see docs/backends.md.)
+// piece and keeps it on the stack, broadcasts and comparisons lane by lane. The AVX2 copies ran up to
+// 9 times slower than they do at their native width; see docs/backends.md.)
 //
 // The copy is chosen by cpu_level() at the first call, not by an ifunc at load time (GCC's
 // target_clones): the dynamic loader runs ifunc resolvers before any constructor, so a process that
