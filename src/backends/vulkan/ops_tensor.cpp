@@ -1699,9 +1699,10 @@ struct SePlan {
 };
 
 std::string plan_se_mlp(const Graph& g, const Composite& a, const Composite& b, const Caps& caps, SePlan& p) {
-  // Opt-in: on an H200 (fp16 mode, batch 1, two alternating rounds) it gained 2-5% on
-  // EfficientNet-B0 and RegNetY-400MF but lost 3-9% on MaxViT-T, whose larger SE blocks (up to
-  // 1024 -> 64 -> 1024) ran slower in one workgroup than as two or three dispatches spread wide.
+  // Opt-in: on an H200 (fp16 mode, batch 1, two alternating rounds, conv2's weights transposed)
+  // it gained 4-9% on EfficientNet-B0 and RegNetY-400MF and 2-4% on MobileNetV3-Large but lost
+  // 3-4% on MaxViT-T, whose larger SE blocks (up to 1024 -> 64 -> 1024) ran slower in one
+  // workgroup than as two or three dispatches spread wide (docs/vulkan.md).
   if (const char* e = std::getenv("WEFT_VULKAN_SE"); !e || std::string_view(e) != "on")
     return "squeeze-and-excitation fusion is opt-in (WEFT_VULKAN_SE=on)";
   if (std::string r = plan_se_conv(g, a, caps, p.c1); !r.empty()) return "the first convolution: " + r;
@@ -1764,8 +1765,20 @@ void lower_se_mlp(Lowering& l, const Composite& a, const Composite& b) {
   s.set(13, std::max(c1.IC, c1.OC));
   s.set(20, p.local);
   const Arg bias2 = c2.ep.columns.empty() ? l.in(n2.inputs[2]) : column_arg(l, c2.ep, l.constant(n2.inputs[2]), c2.out_t);
+  // Constant conv2 weights [C2][1][1][R] go up transposed, [R][C2] (W2T in the shader).
+  Arg w2 = l.in(n2.inputs[1]);
+  if (const Tensor* w = l.constant(n2.inputs[1]); w && w->num_elements() == c2.OC * c1.OC) {
+    const size_t es = w->byte_size() / static_cast<size_t>(w->num_elements());
+    const auto* src = static_cast<const uint8_t*>(w->bytes());
+    std::vector<uint8_t> t(w->byte_size());
+    for (int64_t o = 0; o < c2.OC; ++o)
+      for (int64_t r = 0; r < c1.OC; ++r)
+        std::memcpy(t.data() + static_cast<size_t>(r * c2.OC + o) * es, src + static_cast<size_t>(o * c1.OC + r) * es, es);
+    w2 = l.data(std::move(t));
+    s.set(14, 1);
+  }
   l.dispatch("tc_se_mlp", std::move(s.v),
-             {l.in(n1.inputs[0]), l.in(n1.inputs[1]), l.in(n1.inputs[2]), l.in(n2.inputs[1]), bias2, l.in(n1.inputs[0]),
+             {l.in(n1.inputs[0]), l.in(n1.inputs[1]), l.in(n1.inputs[2]), w2, bias2, l.in(n1.inputs[0]),
               l.out(c2.ep.result)},
              {static_cast<uint32_t>(c1.N), 1, 1});
 }

@@ -3,7 +3,8 @@
 // h = act1(conv1(x) + b1) ([N, 1, 1, R]) and y = act2(conv2(h) + b2) ([N, 1, 1, C2]), both 1x1. Apart
 // they were two or three dispatches of a few microseconds each (a split-K GEMM and its second pass,
 // then a GEMM), which at batch 1 the GPU mostly waits on. Opt-in (WEFT_VULKAN_SE=on): on an H200 it
-// was faster on small SE blocks and slower on MaxViT's larger ones (ops_tensor.cpp, plan_se_mlp).
+// was faster on EfficientNet's, RegNet's and MobileNetV3's SE blocks and slower on MaxViT's larger
+// ones (ops_tensor.cpp, plan_se_mlp).
 //
 // One workgroup per image, as large as the device allows (up to 1024 invocations). It stages x in
 // shared memory; each subgroup then computes four outputs of conv1 at a time (its invocations stride
@@ -37,6 +38,10 @@ layout(constant_id = 10) const int C2 = 1;  // conv2's output channels
 layout(constant_id = 11) const int B1_BCAST = 0;  // a bias of one element
 layout(constant_id = 12) const int B2_BCAST = 0;
 layout(constant_id = 13) const int MAX_C = 1;     // max(C0, R): shared memory per vector
+// conv2's weights transposed at preparation, [R][C2] (constant weights): neighbouring invocations,
+// each computing one output, then read neighbouring weights. Row by row ([C2][R], as the
+// convolution holds them) each load of a subgroup touched as many cache lines as it has lanes.
+layout(constant_id = 14) const int W2T = 0;
 
 layout(constant_id = 60) const int A_K0 = 0;
 layout(constant_id = 61) const int A_K1 = 0;
@@ -109,12 +114,13 @@ void main() {
   // conv2: one output per invocation (R is short), four partial sums so that loads overlap.
   for (uint o = lid; o < uint(C2); o += wg) {
     vec4 acc = vec4(0.0);
-    const uint row = o * uint(R);
+    // Weight (o, r) at o * R + r, or at r * C2 + o when transposed.
+    const uint base = W2T != 0 ? o : o * uint(R), step = W2T != 0 ? uint(C2) : 1u;
     uint r = 0u;
     for (; r + 4u <= uint(R); r += 4u) {
-      [[unroll]] for (uint u = 0u; u < 4u; ++u) acc[u] += hs[r + u] * w2_ldf(row + r + u);
+      [[unroll]] for (uint u = 0u; u < 4u; ++u) acc[u] += hs[r + u] * w2_ldf(base + (r + u) * step);
     }
-    for (; r < uint(R); ++r) acc[0] += hs[r] * w2_ldf(row + r);
+    for (; r < uint(R); ++r) acc[0] += hs[r] * w2_ldf(base + r * step);
     float v = (acc[0] + acc[1]) + (acc[2] + acc[3]);
     const float bb = bias_ldf(B2_BCAST != 0 ? 0u : o);
     v = T_OUT == DT_F16 ? r16(r16(v) + bb) : v + bb;
