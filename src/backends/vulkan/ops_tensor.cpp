@@ -1700,7 +1700,7 @@ struct SePlan {
 
 std::string plan_se_mlp(const Graph& g, const Composite& a, const Composite& b, const Caps& caps, SePlan& p) {
   // Opt-in: on an H200 (fp16 mode, batch 1, two alternating rounds, conv2's weights transposed)
-  // it gained 4-9% on EfficientNet-B0 and RegNetY-400MF and 2-4% on MobileNetV3-Large but lost
+  // it gained 3-11% on EfficientNet-B0 and RegNetY-400MF and 2-4% on MobileNetV3-Large but lost
   // 3-4% on MaxViT-T, whose larger SE blocks (up to 1024 -> 64 -> 1024) ran slower in one
   // workgroup than as two or three dispatches spread wide (docs/vulkan.md).
   if (const char* e = std::getenv("WEFT_VULKAN_SE"); !e || std::string_view(e) != "on")
@@ -1769,7 +1769,7 @@ void lower_se_mlp(Lowering& l, const Composite& a, const Composite& b) {
   Arg w2 = l.in(n2.inputs[1]);
   if (const Tensor* w = l.constant(n2.inputs[1]); w && w->num_elements() == c2.OC * c1.OC) {
     const size_t es = w->byte_size() / static_cast<size_t>(w->num_elements());
-    const auto* src = static_cast<const uint8_t*>(w->bytes());
+    const uint8_t* src = w->bytes();
     std::vector<uint8_t> t(w->byte_size());
     for (int64_t o = 0; o < c2.OC; ++o)
       for (int64_t r = 0; r < c1.OC; ++r)
