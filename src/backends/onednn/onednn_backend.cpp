@@ -29,9 +29,9 @@
 #include "backends/backend.h"
 #include "backends/onednn/channel_chain.h"
 #include "backends/onednn/elementwise_loop.h"
-#include "backends/onednn/lanes.h"
 #include "backends/onednn/gemm.h"
 #include "backends/onednn/gemv.h"
+#include "backends/onednn/lanes.h"
 #include "backends/onednn/pool.h"
 #include "backends/onednn/view_copy.h"
 #include "backends/reference/parallel.h"
@@ -1025,7 +1025,8 @@ class GemvKernel final : public CappedKernel {
   GemvKernel(std::shared_ptr<const void> weights, const float* w, int64_t ldw, int64_t k, int64_t n, int a_input,
              int64_t a_offset, int64_t a_stride, std::vector<GemvPostOp> post, size_t prepared)
       : weights_(std::move(weights)), w_(w), ldw_(ldw), k_(k), n_(n), a_input_(a_input), a_offset_(a_offset),
-        a_stride_(a_stride), post_(std::move(post)), prepared_(prepared), impl_(std::string("weft_gemv:") + cpu::cpu_level_name()) {}
+        a_stride_(a_stride), post_(std::move(post)), prepared_(prepared),
+        impl_(std::string("weft_gemv:") + cpu::cpu_level_name()) {}
 
   size_t workspace_bytes() const override { return a_stride_ == 1 ? 0 : static_cast<size_t>(k_) * sizeof(float); }
   size_t prepared_bytes() const override { return prepared_; }

@@ -1773,7 +1773,8 @@ void lower_se_mlp(Lowering& l, const Composite& a, const Composite& b) {
     std::vector<uint8_t> t(w->byte_size());
     for (int64_t o = 0; o < c2.OC; ++o)
       for (int64_t r = 0; r < c1.OC; ++r)
-        std::memcpy(t.data() + static_cast<size_t>(r * c2.OC + o) * es, src + static_cast<size_t>(o * c1.OC + r) * es, es);
+        std::memcpy(t.data() + static_cast<size_t>(r * c2.OC + o) * es, src + static_cast<size_t>(o * c1.OC + r) * es,
+                    es);
     w2 = l.data(std::move(t));
     s.set(14, 1);
   }
