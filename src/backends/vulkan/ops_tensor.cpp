@@ -518,15 +518,31 @@ Tile pick_fp16_tile(int64_t M, int64_t N, int64_t K, int64_t batch, bool vectors
   return pick_tile(M, N, K, batch, 0, false, caps.compute_units);
 }
 
+// Whether `t` is one of the SIMT float tiles (tc_gemm_f2/f4/f8): vector staging (VEC) and the
+// scaled input (A_SCALE, binding 6) are theirs.
+bool simt_float_tile(const Tile& t) {
+  const std::string_view sh(t.shader);
+  return sh == "tc_gemm_f2" || sh == "tc_gemm_f4" || sh == "tc_gemm_f8";
+}
+
 // The tiled GEMMs' workgroup size (tc_gemm.glsl's WG): 128 invocations for the 64 x 64
 // cooperative-matrix tiles, else 256, more than Vulkan's guaranteed maxComputeWorkGroupInvocations
-// (128). "" when the device allows it, else why not.
-std::string check_tile_invocations(const Tile& t, const Caps& caps) {
+// (128); and their storage buffers: A, B, bias, residual, output, the float tiles' partial sums, the
+// SIMT float tiles' A_SCALE factors (7), more than Vulkan's guaranteed
+// maxPerStageDescriptorStorageBuffers (4). "" when the device allows it, else why not.
+std::string check_tile_limits(const Tile& t, const Caps& caps) {
   const std::string_view sh(t.shader);
   const uint32_t need = sh == "tc_matmul_coop" || sh == "tc_gemm64_coop" ? 128 : 256;
-  if (caps.max_invocations >= need) return {};
-  return "the tiled GEMM's " + str(need) + " invocations per workgroup exceed maxComputeWorkGroupInvocations = " +
-         str(caps.max_invocations) + " of Vulkan device '" + caps.device + "'";
+  if (caps.max_invocations < need)
+    return "the tiled GEMM's " + str(need) + " invocations per workgroup exceed maxComputeWorkGroupInvocations = " +
+           str(caps.max_invocations) + " of Vulkan device '" + caps.device + "'";
+  const bool integer = sh == "tc_gemm_i32" || sh == "tc_gemm_i64";
+  const uint32_t buffers = integer ? 5 : simt_float_tile(t) ? 7 : 6;
+  if (caps.max_storage_buffers < buffers)
+    return std::string("the tiled GEMM ") + t.shader + "'s " + str(buffers) +
+           " storage buffers exceed maxPerStageDescriptorStorageBuffers = " + str(caps.max_storage_buffers) +
+           " of Vulkan device '" + caps.device + "'";
+  return {};
 }
 
 // K slices for a float GEMM whose grid leaves a large GPU mostly idle (batch-1 layers with few
@@ -557,13 +573,6 @@ int64_t pick_split(int64_t groups, int64_t K, int acc, const Caps& caps, int64_t
     split = std::min<int64_t>({slots / groups, K / 256, 16});
   }
   return std::max<int64_t>(1, std::min<int64_t>(split, caps.max_groups[2] / std::max<int64_t>(batch, 1)));
-}
-
-// Whether `t` is one of the SIMT float tiles (tc_gemm_f2/f4/f8): vector staging (VEC) and the
-// scaled input (A_SCALE, binding 6) are theirs.
-bool simt_float_tile(const Tile& t) {
-  const std::string_view sh(t.shader);
-  return sh == "tc_gemm_f2" || sh == "tc_gemm_f4" || sh == "tc_gemm_f8";
 }
 
 // The K slices of an M x N x K (x batch) GEMM on `tile` (pick_split, less any empty slice) and
@@ -857,8 +866,9 @@ std::string plan_conv(const Graph& g, const Composite& c, const Caps& caps, Conv
       p.acc = 0;
       p.tile = pick_fp16_tile(p.pixels(), p.OC, p.K(), 1, vectors, wc != nullptr, caps);
     }
-    // A device below the tile's workgroup size runs the direct kernel (64 invocations) instead.
-    if (!check_tile_invocations(p.tile, caps).empty()) p.gemm = false;
+    // A device below the tile's workgroup size or storage buffers runs the direct kernel (64
+    // invocations, 5 buffers) instead.
+    if (!check_tile_limits(p.tile, caps).empty()) p.gemm = false;
   }
   p.plain = p.gemm && !p.transpose && p.taps() == 1 && c.pad < 0 && p.sy == 1 && p.sx == 1 && p.sd == 1 &&
             p.pad_d == 0 && p.pad_y == 0 && p.pad_x == 0 && p.OH == p.VH && p.OW == p.VW && p.OD == p.VD;
@@ -1162,7 +1172,7 @@ std::string plan_matmul(const Graph& g, const Composite& c, const Caps& caps, Ma
            p.av.offset % 4 == 0 && p.av.strides[1] % 4 == 0 && p.bv.offset % 4 == 0 && p.bv.strides[2] % 4 == 0 &&
            caps.max_invocations >= 256 && caps.max_shared_bytes >= 12288;
   if (p.gemv) return check_groups((p.W + 7) / 8, 1, 1, caps);
-  if (std::string r = check_tile_invocations(p.tile, caps); !r.empty()) return r;
+  if (std::string r = check_tile_limits(p.tile, caps); !r.empty()) return r;
   if (gemm_steps(p.C, p.tile, p.acc) > kLoopLimit) return "reduction of " + str(p.C) + " elements is too long";
   return check_groups((p.W + p.tile.bn - 1) / p.tile.bn, (p.H + p.tile.bm - 1) / p.tile.bm, p.N, caps);
 }

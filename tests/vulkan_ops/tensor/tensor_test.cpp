@@ -1820,10 +1820,11 @@ TEST(VulkanTensor, GroupedConv2dDeclinesAndHardSwishFuses) {
 
 
 // The tiled GEMMs run 256 invocations per workgroup (128 with cooperative matrices), above the 128
-// that Vulkan guarantees: a device allowing fewer gets a declined MATMUL naming the limit, and
-// convolutions fall back to the direct kernel (64 invocations). No device is needed: the checks
-// read the capabilities given.
-TEST(VulkanTensorCaps, TiledGemmsRespectMaxWorkgroupInvocations) {
+// that Vulkan guarantees, and bind 7 storage buffers (SIMT float tiles), above the 4 it guarantees:
+// a device allowing fewer gets a declined MATMUL naming the limit, and convolutions fall back to the
+// direct kernel (64 invocations, 5 buffers). No device is needed: the checks read the capabilities
+// given.
+TEST(VulkanTensorCaps, TiledGemmsRespectMaxWorkgroupInvocationsAndStorageBuffers) {
   GraphBuilder b("main");
   ValueId a = b.input("a", {DType::kFp32, {1, 64, 64}});
   ValueId w = b.constant("w", Tensor::zeros({DType::kFp32, {1, 64, 64}}));
@@ -1851,13 +1852,24 @@ TEST(VulkanTensorCaps, TiledGemmsRespectMaxWorkgroupInvocations) {
   vkb::Caps small;
   small.device = "a device with 128 invocations";
   small.max_invocations = 128;
+  small.max_storage_buffers = 7;
   vkb::Caps large = small;
   large.max_invocations = 1024;
+  vkb::Caps few = large;
+  few.device = "a device with 6 storage buffers";
+  few.max_storage_buffers = 6;
   const auto& table = vkb::ops_table();
   const std::string declined = table.at(Op::MATMUL).check(g, composite(y), small);
   EXPECT_NE(declined.find("maxComputeWorkGroupInvocations = 128"), std::string::npos) << declined;
   EXPECT_EQ(table.at(Op::MATMUL).check(g, composite(y), large), "");
   EXPECT_EQ(table.at(Op::CONV2D).check(g, composite(z), small), "");  // the direct kernel
+  const std::string buffers = table.at(Op::MATMUL).check(g, composite(y), few);
+  EXPECT_NE(buffers.find("the tiled GEMM tc_gemm_f"), std::string::npos) << buffers;
+  EXPECT_NE(buffers.find("7 storage buffers exceed maxPerStageDescriptorStorageBuffers = 6 of Vulkan device "
+                         "'a device with 6 storage buffers'"),
+            std::string::npos)
+      << buffers;
+  EXPECT_EQ(table.at(Op::CONV2D).check(g, composite(z), few), "");  // the direct kernel
 }
 
 }  // namespace
