@@ -3,7 +3,7 @@
 large fp16 matmul's TFLOP/s against the device's peak.
 
     python3 bench/vulkan_models.py [--weft build/weft] [--models DIR] [--names mobilenet_v2,resnet50,bert_encoder]
-        [--batches 1,32] [--iters 50] [--no-compile] [--no-graph] [--precision fp32,fp16] [--gemm f32,f16]
+        [--batches 1,32] [--iters 50] [--rounds 1] [--no-compile] [--no-graph] [--precision fp32,fp16] [--gemm f32,f16]
         [--profile DIR] [--matmul 4096] [--peak-tflops 989.4] [--json FILE]
 
 Models: DIR/NAME.onnx (batch 1) and DIR/NAME.bB.onnx with their saved inputs, as written by
@@ -11,7 +11,9 @@ scripts/onnx/export_models.py [--batch B] (export them on a machine with Debian'
 script only needs the files, the weft CLI and a CUDA build of PyTorch + torchvision to rebuild the
 same architectures for the PyTorch side: the weights differ, the work does not).
 
-Each side runs a warm-up and then --iters timed inferences; the median is reported.
+Each side runs a warm-up and then --iters timed inferences; the median is reported. With --rounds R
+every measurement of a row is taken R times, Weft and its peers in turn, and each figure is the
+best of its R medians (a GPU that moves between clock states skews a single round, on either side).
   weft        `weft run NAME.onnx --backend vulkan,reference --repeat N`: host input -> host output
               (upload, one command-buffer submission per Vulkan region, download), unprofiled.
   eager       PyTorch eager fp32 on CUDA (cuDNN defaults, i.e. TF32 convolutions allowed), timed
@@ -255,6 +257,10 @@ def main(argv=None):
     ap.add_argument("--names", default="mobilenet_v2,resnet50,bert_encoder")
     ap.add_argument("--batches", default="1,32")
     ap.add_argument("--iters", type=int, default=50)
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="alternating rounds of every measurement of a row (Weft and its peers in turn); each "
+                         "figure is the best median of its rounds (a GPU that moves between clock states "
+                         "between calls skews a single round)")
     ap.add_argument("--no-compile", action="store_true")
     ap.add_argument("--no-graph", action="store_true", help="skip the CUDA-graph peers (fp32 and TF32)")
     ap.add_argument("--precision", default="fp32",
@@ -270,7 +276,10 @@ def main(argv=None):
     import torch
     torch.manual_seed(0)
     results = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__, "models": [], "matmul": None}
-    print("device: %s, torch %s" % (results["device"], results["torch"]), flush=True)
+    results["rounds"] = max(1, args.rounds)
+    print("device: %s, torch %s%s" % (results["device"], results["torch"],
+                                      ", best of %d alternating rounds" % args.rounds if args.rounds > 1 else ""),
+          flush=True)
     if args.profile:
         os.makedirs(args.profile, exist_ok=True)
 
@@ -290,33 +299,50 @@ def main(argv=None):
             ref = np.load(files["torch"]) if os.path.exists(files["torch"]) else None
             precisions = [p for p in args.precision.split(",") if p]
             row = {"model": name, "batch": batch}
-            for p in precisions:
-                key = "weft_ms" if p == "fp32" else "weft_%s_ms" % p
-                ptag = prof if p == "fp32" or prof is None else prof[: -len(".txt")] + "." + p + ".txt"
-                if p == "fp16-model":
-                    # The model exported in half precision (export_models.py --half), run as it is.
-                    hf = export_models.model_files(args.models, name, batch, half=True)
-                    if not os.path.exists(hf["onnx"]):
-                        print("%s batch %d: %s missing (export it with --half)" % (name, batch, hf["onnx"]), flush=True)
+
+            def keep(key, ms):  # the best median over the rounds
+                row[key] = min(row.get(key, ms), ms)
+
+            for rnd in range(max(1, args.rounds)):
+                first = rnd == 0
+                for p in precisions:
+                    key = "weft_ms" if p == "fp32" else "weft_%s_ms" % p
+                    ptag = None if not first or prof is None else (
+                        prof if p == "fp32" else prof[: -len(".txt")] + "." + p + ".txt")
+                    if p == "fp16-model":
+                        # The model exported in half precision (export_models.py --half), run as it is.
+                        hf = export_models.model_files(args.models, name, batch, half=True)
+                        if not os.path.exists(hf["onnx"]):
+                            if first:
+                                print("%s batch %d: %s missing (export it with --half)" % (name, batch, hf["onnx"]),
+                                      flush=True)
+                            continue
+                        ms, _ = weft_latency(args.weft, hf["onnx"], "%s=%s" % (export_models.MODELS[name][0], hf["input"]),
+                                             args.iters, ptag, "fp32")
+                        keep(key, ms)
+                        if first:
+                            row[key[: -len("_ms")] + "_error"] = rel_error(np.load(WEFT_OUT), np.load(hf["torch"]))
                         continue
-                    row[key], _ = weft_latency(args.weft, hf["onnx"], "%s=%s" % (export_models.MODELS[name][0], hf["input"]),
-                                               args.iters, ptag, "fp32")
-                    row[key[: -len("_ms")] + "_error"] = rel_error(np.load(WEFT_OUT), np.load(hf["torch"]))
-                    continue
-                row[key], _ = weft_latency(args.weft, files["onnx"], input_arg, args.iters, ptag, p)
-                if ref is not None:
-                    row[key[: -len("_ms")] + "_error"] = rel_error(np.load(WEFT_OUT), ref)
-            weft_ms = row.get("weft_ms", row[next(k for k in row if k.startswith("weft_"))])
-            eager_host, eager_dev = torch_latency(model, xt, args.iters, torch)
-            row.update(eager_ms=eager_host, eager_dev_ms=eager_dev)
-            if not args.no_graph:
-                g32_host, g32_dev = graph_latency(model, xt, args.iters, torch, tf32=False)
-                gtf_host, gtf_dev = graph_latency(model, xt, args.iters, torch, tf32=True)
-                row.update(graph_fp32_ms=g32_host, graph_fp32_dev_ms=g32_dev, graph_tf32_ms=gtf_host,
-                           graph_tf32_dev_ms=gtf_dev)
-            if compiled is not None:
-                comp_host, comp_dev = torch_latency(compiled, xt, args.iters, torch)
-                row.update(compile_ms=comp_host, compile_dev_ms=comp_dev)
+                    ms, _ = weft_latency(args.weft, files["onnx"], input_arg, args.iters, ptag, p)
+                    keep(key, ms)
+                    if first and ref is not None:
+                        row[key[: -len("_ms")] + "_error"] = rel_error(np.load(WEFT_OUT), ref)
+                eager_host, eager_dev = torch_latency(model, xt, args.iters, torch)
+                keep("eager_ms", eager_host)
+                keep("eager_dev_ms", eager_dev)
+                if not args.no_graph:
+                    g32_host, g32_dev = graph_latency(model, xt, args.iters, torch, tf32=False)
+                    gtf_host, gtf_dev = graph_latency(model, xt, args.iters, torch, tf32=True)
+                    keep("graph_fp32_ms", g32_host)
+                    keep("graph_fp32_dev_ms", g32_dev)
+                    keep("graph_tf32_ms", gtf_host)
+                    keep("graph_tf32_dev_ms", gtf_dev)
+                if compiled is not None:
+                    comp_host, comp_dev = torch_latency(compiled, xt, args.iters, torch)
+                    keep("compile_ms", comp_host)
+                    keep("compile_dev_ms", comp_dev)
+            weft_ms = row.get("weft_ms", row[next(k for k in row if k.startswith("weft_") and k.endswith("_ms"))])
+            eager_host, eager_dev = row["eager_ms"], row["eager_dev_ms"]
             results["models"].append(row)
             line = "%-14s b%-3d weft %8.3f ms | eager %8.3f ms (on-device %8.3f) ratio %.2f" % (
                 name, batch, weft_ms, eager_host, eager_dev, weft_ms / eager_host)
