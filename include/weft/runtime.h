@@ -40,7 +40,11 @@ struct BackendOptions {
   // Backend names in priority order, e.g. {"vulkan", "onednn", "reference"}. Empty: every backend
   // available on this machine, fastest first (see backend_names()); the Vulkan backend then takes
   // TOSA operators only when its device is a GPU (a CPU implementation such as lavapipe is slower
-  // than the CPU backends; name "vulkan" to use it anyway), and custom shader operators always.
+  // than the CPU backends; name "vulkan" to use it anyway), and custom shader operators always,
+  // and tiny operators (an unrolled LSTM's thousands) stay on the reference backend's loops rather
+  // than costing a oneDNN call each. {"cpu"}: the backends that run on the host CPU, with those
+  // same default rules (what a machine without a GPU runs). Any other list is honoured as given:
+  // each backend takes whatever it can, in the order named.
   std::vector<std::string> backends;
   // oneDNN: let the library allocate its own scratch memory instead of taking it from the
   // context's arena (for measuring the difference; the arena is the default).

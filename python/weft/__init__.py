@@ -1,7 +1,7 @@
 """Weft for Python: load a model (.vgf, .tosa, .weft or .onnx) and run it on numpy arrays.
 
     import numpy as np, weft
-    model = weft.load("model.onnx", backends=["onednn", "reference"])
+    model = weft.load("model.onnx", backends=["cpu"])
     print(model.inputs)                      # [IoInfo(name='input', dtype='f32', shape=(1, 3, 224, 224))]
     session = model.session(threads=2)
     outputs = session.run({"input": np.zeros((1, 3, 224, 224), np.float32)})
@@ -178,8 +178,9 @@ class Model:
 
 def load(path: str, backends: Optional[Sequence[str]] = None, device: str = "",
          shapes: Optional[Mapping[str, Sequence[int]]] = None, precision: str = "fp32") -> Model:
-    """Loads a .vgf, .tosa, .weft or .onnx model. `backends`: names in priority order (default:
-    every backend available here, fastest first); `device`: the Vulkan device for shader nodes;
+    """Loads a .vgf, .tosa, .weft or .onnx model. `backends`: names in priority order, each taking
+    what it can (default: every backend available here, fastest first, with the default rules of
+    docs/backends.md; ["cpu"]: the CPU backends with those rules); `device`: the Vulkan device for shader nodes;
     `shapes`: static shapes of ONNX inputs with dynamic dimensions; `precision`: "fp16" runs an
     fp32 model in reduced precision (for GPUs: fp16 tensors and weights, fp32 accumulators and fp32
     inputs and outputs; `weft run --precision`)."""

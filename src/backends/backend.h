@@ -250,6 +250,9 @@ class Backend {
   // runs (whose supports() then probes). The Vulkan backend where the drivers installed can only be
   // CPU implementations: lavapipe is then loaded only for a custom shader operator.
   virtual bool defers_probe() const { return false; }
+  // True for a backend that runs on a device other than the host CPU (Vulkan): the backend
+  // selection "cpu" leaves it out (compiler::resolve_backends).
+  virtual bool on_device() const { return false; }
   // How the backend groups work. kOperators: one kernel per composite (the RFC's library
   // backend, oneDNN). kRegions: after assignment, every run of consecutive units the backend got
   // is merged into one Region::kSubgraph composite and prepared as a whole (a GPU backend that

@@ -16,20 +16,34 @@ using backend::Backend;
 using backend::Composite;
 using backend::PostOp;
 
+bool default_rules(const std::vector<std::string>& names) {
+  return names.empty() || (names.size() == 1 && names[0] == "cpu");
+}
+
 std::vector<const Backend*> resolve_backends(const std::vector<std::string>& names) {
   const auto& all = backend::all_backends();
   std::string known;
   for (const Backend* b : all) known += (known.empty() ? "" : ", ") + std::string(b->name());
   std::vector<const Backend*> out;
-  if (names.empty()) {
+  if (default_rules(names)) {
+    const bool cpu = !names.empty();
     for (const Backend* b : all)
-      if (b->defers_probe() || b->unavailable_reason().empty()) out.push_back(b);
+      if ((b->defers_probe() || b->unavailable_reason().empty()) && !(cpu && b->on_device())) out.push_back(b);
     return out;
   }
   for (const std::string& n : names) {
+    if (n == "cpu") {
+      std::string given;
+      for (const std::string& m : names) given += (given.empty() ? "" : ",") + m;
+      throw Error(ErrorCode::kInvalidArgument,
+                  "backend 'cpu' stands for the CPU backends in their default order and rules, and cannot be "
+                  "listed with other backends (got '" + given + "')",
+                  {.operand = "backends"});
+    }
     const Backend* b = backend::find_backend(n);
     if (!b)
-      throw Error(ErrorCode::kInvalidArgument, "unknown backend '" + n + "' (this build has: " + known + ")",
+      throw Error(ErrorCode::kInvalidArgument,
+                  "unknown backend '" + n + "' (this build has: " + known + "; 'cpu' selects those on the CPU)",
                   {.operand = "backends"});
     if (std::string why = b->unavailable_reason(); !why.empty())
       throw Error(ErrorCode::kUnsupported, "backend '" + n + "' is not available here: " + why, {.operand = "backends"});

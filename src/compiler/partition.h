@@ -25,15 +25,21 @@ struct Partition {
   std::vector<int> unit_of_node;  // per node of the graph
 };
 
-// Backend names -> backends. Empty = every available backend in default order. Unknown names and
-// backends unavailable on this machine are errors naming the backends there are. The reference
-// backend is appended when missing, so that every node has a home.
+// Backend names -> backends. Empty = every available backend in default order; {"cpu"} = those of
+// them that run on the host CPU (oneDNN, the reference), in the same order. Unknown names, "cpu"
+// among other names and backends unavailable on this machine are errors naming the backends there
+// are. The reference backend is appended when missing, so that every node has a home.
 std::vector<const backend::Backend*> resolve_backends(const std::vector<std::string>& names);
+
+// Whether a partition for these backend names follows the default rules (PartitionOptions::
+// default_priority): no names, or "cpu" (the CPU backends as a machine without a GPU has them).
+// Any other list is a priority the user chose, honoured as given.
+bool default_rules(const std::vector<std::string>& names);
 
 struct PartitionOptions {
   bool nan_exact = false;  // only give a backend what it computes with TOSA's exact NaN semantics
-  // The priority is the default one (the user named no backends): backends are asked
-  // takes_by_default() too.
+  // The default rules apply (the user named no backends, or "cpu": default_rules): backends are
+  // asked takes_by_default() too.
   bool default_priority = false;
 };
 

@@ -153,7 +153,7 @@ std::shared_ptr<const Model> Model::build(Module module, const BackendOptions& o
   // contexts with other thread counts prepare theirs when they are created.
   impl->partition = compiler::partition_graph(impl->module, g, priority,
                                               {.nan_exact = options.nan_exact,
-                                               .default_priority = options.backends.empty()});
+                                               .default_priority = compiler::default_rules(options.backends)});
   impl->backend_options = options;
   auto one = impl->prepare(1);
   MemoryStats& s = impl->stats;

@@ -459,7 +459,14 @@ TEST(Cli, RunBackendOptionErrors) {
   copy_example(d);
   Result unknown = weft(d, "run tiny_cnn.weft --input image=image.npy --backend onednn,gpu");
   EXPECT_EQ(unknown.rc, 1);
-  EXPECT_HAS(unknown.err, "unknown backend 'gpu' (this build has: vulkan, onednn, reference)");
+  EXPECT_HAS(unknown.err, "unknown backend 'gpu' (this build has: vulkan, onednn, reference; 'cpu' selects those on the CPU)");
+  Result mixed = weft(d, "run tiny_cnn.weft --input image=image.npy --backend cpu,vulkan");
+  EXPECT_EQ(mixed.rc, 1);
+  EXPECT_HAS(mixed.err, "backend 'cpu' stands for the CPU backends in their default order and rules, and cannot be "
+                        "listed with other backends (got 'cpu,vulkan')");
+  Result cpu = weft(d, "run tiny_cnn.weft --input image=image.npy --backend cpu --explain");
+  EXPECT_EQ(cpu.rc, 0) << cpu.all();
+  EXPECT_HAS(cpu.out, "(backends in priority order: onednn reference)");
   Result twice = weft(d, "run tiny_cnn.weft --input image=image.npy --backend reference,reference");
   EXPECT_EQ(twice.rc, 1);
   EXPECT_HAS(twice.err, "backend 'reference' is listed twice");

@@ -976,7 +976,8 @@ TEST(ResolveBackends, UnknownNameListsTheKnownBackends) {
     EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
     std::string known;
     for (const Backend* b : backend::all_backends()) known += (known.empty() ? "" : ", ") + std::string(b->name());
-    EXPECT_EQ(e.message(), "unknown backend 'no-such-backend' (this build has: " + known + ")");
+    EXPECT_EQ(e.message(),
+              "unknown backend 'no-such-backend' (this build has: " + known + "; 'cpu' selects those on the CPU)");
     EXPECT_NE(e.message().find("reference"), std::string::npos);
   }
 }
@@ -1003,6 +1004,36 @@ TEST(ResolveBackends, ReferenceAloneAndDefaultOrder) {
   EXPECT_EQ(all.back(), ref());
   EXPECT_EQ(backend::find_backend("reference"), ref());
   EXPECT_EQ(backend::find_backend("no-such-backend"), nullptr);
+}
+
+// "cpu": the default list without the backends that run on a device (Vulkan), in the same order,
+// partitioned by the default rules; it stands alone.
+TEST(ResolveBackends, CpuIsTheDefaultListWithoutDeviceBackends) {
+  std::vector<const Backend*> want;
+  for (const Backend* b : compiler::resolve_backends({}))
+    if (!b->on_device()) want.push_back(b);
+  EXPECT_EQ(compiler::resolve_backends({"cpu"}), want);
+  ASSERT_FALSE(want.empty());
+  EXPECT_EQ(want.back(), ref());
+  const Backend* vulkan = backend::find_backend("vulkan");
+  if (vulkan) {
+    EXPECT_TRUE(vulkan->on_device());
+  }
+  EXPECT_FALSE(ref()->on_device());
+  EXPECT_TRUE(compiler::default_rules({}));
+  EXPECT_TRUE(compiler::default_rules({"cpu"}));
+  EXPECT_FALSE(compiler::default_rules({"reference"}));
+  for (const std::vector<std::string>& names :
+       {std::vector<std::string>{"cpu", "reference"}, std::vector<std::string>{"reference", "cpu"}}) {
+    try {
+      compiler::resolve_backends(names);
+      FAIL() << "expected an error";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+      EXPECT_EQ(e.message(), "backend 'cpu' stands for the CPU backends in their default order and rules, and cannot "
+                             "be listed with other backends (got '" + names[0] + "," + names[1] + "')");
+    }
+  }
 }
 
 TEST(ResolveBackends, ReferenceIsAppendedWhenMissing) {

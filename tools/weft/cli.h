@@ -110,9 +110,11 @@ constexpr const char* kShapeHelp =
 // --backend LIST: comma-separated backend names in priority order (checked when the model loads).
 void add_backend_option(LoadOptions& options, const std::string& value);
 constexpr const char* kBackendHelp =
-    "  --backend LIST               Backends in priority order, e.g. onednn,reference (default: every\n"
-    "                               available backend, fastest first; the reference backend is always\n"
-    "                               the last resort). See `weft ops --backends`.\n";
+    "  --backend LIST               Backends in priority order, e.g. vulkan,reference: each takes what\n"
+    "                               it can, in that order (default: every available backend, fastest\n"
+    "                               first, with tiny operators left to the reference loops; the\n"
+    "                               reference backend is always the last resort). cpu: the CPU backends\n"
+    "                               with the default rules. See `weft ops --backends`.\n";
 
 // --custom-ops FILE: registers the custom operators of a declarative ops file (docs/custom-ops.md)
 // before the model is read, so that matching ONNX nodes / .weft CUSTOM nodes get their shaders.

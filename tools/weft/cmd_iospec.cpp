@@ -79,7 +79,7 @@ Options:
   --custom-ops FILE       Register the custom operators of FILE before loading MODEL
   --shape NAME=DIMS       Static shape of an ONNX input with dynamic dimensions (repeatable)
   --backend LIST          Backends in priority order, e.g. onednn,reference (default: every
-                          available backend, fastest first)
+                          available backend, fastest first; cpu: the CPU backends, default rules)
   -h, --help              Show this help
 )";
 

@@ -113,8 +113,11 @@ Options:
                                that inputs feeding shapes, axes, pads or scales fold; repeatable)
   --narrow-float64             Carry ONNX float64 tensors as float32 (named in --explain)
   --max-fold-bytes N           ONNX constant-folding budget per folded result (default 256 MiB)
-  --backend LIST               Backends in priority order, e.g. onednn,reference (default: every
-                               available backend, fastest first; reference is always the last resort)
+  --backend LIST               Backends in priority order, e.g. vulkan,reference: each takes what it
+                               can, in that order (default: every available backend, fastest first,
+                               with tiny operators left to the reference loops and TOSA operators off
+                               CPU Vulkan devices; reference is always the last resort). cpu: the CPU
+                               backends with those default rules, as a machine without a GPU runs
   --explain                    Print which backend runs each node or fused group, and for every
                                node not offloaded, why
   --repeat N                   Run N times after one warm-up run and print the latency (median,

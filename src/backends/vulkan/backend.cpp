@@ -650,6 +650,7 @@ class VulkanBackend final : public Backend {
   }
   bool defers_probe() const override { return !vk::gpu_driver_possible(); }
   Grouping grouping() const override { return Grouping::kRegions; }
+  bool on_device() const override { return true; }
   bool reads_split_views() const override { return true; }
   bool loop_fusable(const Graph& g, int ni) const override { return vkb::loop_step(g, ni); }
   size_t loop_max_steps() const override { return vkb::kLoopMaxSteps; }

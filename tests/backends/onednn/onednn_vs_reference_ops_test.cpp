@@ -98,6 +98,31 @@ TEST(OneDnnVsReference, SmallActivationsRunOnWeftsLoop) {
   }
 }
 
+// Tiny operators (an unrolled recurrent cell's SLICEs of a few dozen values) stay on the reference
+// backend's loops under the default rules: with no backends named, and with "cpu" (the CPU backends,
+// as a machine without a GPU runs them; never the Vulkan backend). A list naming oneDNN gives it
+// everything it takes, as asked.
+TEST(OneDnnVsReference, TinyOperatorsStayOnTheReferenceUnderTheDefaultRulesAndCpu) {
+  Net net(2300);
+  ValueId x = net.input({1, 4, 12});
+  ValueId start = net.b.constant_shape("start", {0, 0, 3});
+  ValueId size = net.b.constant_shape("size", {1, 4, 6});
+  Module m = net.finish({net.b.op(Op::SLICE, {x, start, size})});  // not one contiguous run: a copy
+  auto backend_of_slice = [&](const BackendOptions& options) {
+    auto model = Model::from_module(m, options);
+    Context ctx(model);
+    ctx.set_profiling(true);
+    EXPECT_TRUE(close(ctx.run(net.feeds)[0], Context(Model::from_module(m, kReference)).run(net.feeds)[0], 0.0));
+    EXPECT_EQ(ctx.profile().size(), 1u);
+    return ctx.profile().empty() ? std::string() : ctx.profile()[0].backend;
+  };
+  EXPECT_EQ(backend_of_slice(BackendOptions{}), "reference");
+  EXPECT_EQ(backend_of_slice(BackendOptions{.backends = {"cpu"}}), "reference");
+  EXPECT_EQ(backend_of_slice(BackendOptions{.backends = {"onednn", "reference"}}), "onednn");
+  const std::string ex = Model::from_module(m, BackendOptions{.backends = {"cpu"}})->explain();
+  EXPECT_NE(ex.find("(backends in priority order: onednn reference)"), std::string::npos) << ex;
+}
+
 // The loop's EXP and LOG steps (gemm.cpp's exp8 and log8, Cephes' polynomials) against double:
 // e^x over [-87, 88.7] and ln x over every binade from the smallest subnormal to the largest float
 // (16 values each), within 2 ulp (2.4e-7 relative); and their special values: e^x is +inf above
