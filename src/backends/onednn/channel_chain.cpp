@@ -18,10 +18,6 @@ __attribute__((always_inline)) inline float apply(const ChannelStep& s, float x,
   return x;
 }
 
-}  // namespace
-
-namespace {
-
 // One step on W values (v: the step's per-channel values at their channels).
 template <int W>
 __attribute__((always_inline)) inline VecF<W> step_vec(const ChannelStep& s, VecF<W> x, const float* v) {
