@@ -269,6 +269,26 @@ TEST(VulkanCompute, LimitsAreChecked) {
     vk_test::ScopedEnv env("WEFT_VULKAN_TIMEOUT_MS", "soon");
     expect_error(saxpy_desc(64, 1, 0), ErrorCode::kInvalidArgument, {"WEFT_VULKAN_TIMEOUT_MS"});
   }
+
+  // One storage buffer more than a shader stage may bind: named before any pipeline layout is made.
+  const uint32_t most = info.max_stage_storage_buffers;
+  ASSERT_GE(most, 4u);  // Vulkan's minimum
+  if (most < 1024) {
+    std::string src = "#version 450\nlayout(local_size_x = 1) in;\n";
+    for (uint32_t i = 0; i <= most; ++i)
+      src += "layout(set = 0, binding = " + std::to_string(i) + ") buffer B" + std::to_string(i) + " { float v" +
+             std::to_string(i) + "[]; };\n";
+    src += "void main() {\n";
+    for (uint32_t i = 1; i <= most; ++i) src += "  v0[0] += v" + std::to_string(i) + "[0];\n";
+    src += "}\n";
+    d = vk::DispatchDesc{};
+    d.name = "many";
+    d.spirv = glsl(src.c_str());
+    for (uint32_t i = 0; i <= most; ++i) d.resources.push_back(buffer(i == 0, i == 0 ? 0 : i - 1, 0, i, {1}));
+    expect_error(d, ErrorCode::kUnsupported,
+                 {"kernel 'many' binds " + std::to_string(most + 1) + " storage buffers, above "
+                  "maxPerStageDescriptorStorageBuffers = " + std::to_string(most)});
+  }
 }
 
 // The pipeline cache: kernels with the same shader and layout share one VkPipeline; the

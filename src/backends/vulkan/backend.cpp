@@ -160,8 +160,13 @@ class RegionBuilder {
     // Output slots first, in Composite::outputs order (the runtime's order).
     for (ValueId v : c_.outputs) slot(v);
     fold_transposes(members);
-    fold_concat_slices(members);
-    fold_loop_slices(members);
+    // A CONCAT of folded SLICEs and an element-wise group reading SLICEs in place bind a buffer per
+    // piece: on a device with fewer storage buffers than the shaders can bind, every member is
+    // lowered as supports() tried it (vkb::check_storage_buffers).
+    if (low_.caps.max_storage_buffers >= vkb::most_shader_buffers()) {
+      fold_concat_slices(members);
+      fold_loop_slices(members);
+    }
     fold_gather_wraps(members);
 
     for (size_t mi = 0; mi < members.size(); ++mi) {
@@ -170,10 +175,13 @@ class RegionBuilder {
       if (size_t end = attention_end(members, mi)) {
         low_.node = members[end]->anchor;
         pattern_ = "ATTENTION";
+        const Mark mark = this->mark();
         vkb::lower_attention(low_, *m, *members[attention_softmax_], *members[end], attention_aliases_);
-        flush();
-        mi = end;
-        continue;
+        if (fits(mark)) {
+          flush();
+          mi = end;
+          continue;
+        }
       }
       // Two consecutive units as one dispatch, where the second alone reads the first's result: a
       // split GEMM with the layer norm of its rows as its second pass, a depthwise convolution with
@@ -196,10 +204,13 @@ class RegionBuilder {
         low_.node = next.anchor;
         pattern_ = (m->pattern.empty() ? std::string(op_name(fusion->op)) : m->pattern) + "+" +
                    (next.pattern.empty() ? std::string(op_name(g_.node(next.anchor).op)) : next.pattern);
+        const Mark mark = this->mark();
         fusion->lower(low_, *m, next);
-        flush();
-        ++mi;
-        continue;
+        if (fits(mark)) {
+          flush();
+          ++mi;
+          continue;
+        }
       }
       const Node& n = g_.node(m->anchor);
       low_.node = m->anchor;
@@ -552,6 +563,24 @@ class RegionBuilder {
   }
 
   // Turns the lowering's new dispatches into program dispatches.
+  // Where the lowering stood before a fusion of several members was tried.
+  struct Mark {
+    size_t scratch, data;
+  };
+  Mark mark() const { return {low_.scratch_bytes.size(), low_.data_blobs.size()}; }
+  // Whether the dispatches lowered since `m` bind no more storage buffers than the device allows;
+  // if not they are dropped, and the members are lowered apart (as supports() tried each of them).
+  bool fits(const Mark& m) {
+    for (size_t i = flushed_; i < low_.dispatches.size(); ++i)
+      if (low_.dispatches[i].args.size() > low_.caps.max_storage_buffers) {
+        low_.dispatches.resize(flushed_);
+        low_.scratch_bytes.resize(m.scratch);
+        low_.data_blobs.resize(m.data);
+        return false;
+      }
+    return true;
+  }
+
   void flush() {
     for (; flushed_ < low_.dispatches.size(); ++flushed_) {
       const vkb::Dispatch& d = low_.dispatches[flushed_];
@@ -717,6 +746,7 @@ class VulkanBackend final : public Backend {
     }
     if (is_alias_op(op)) return c.single() ? Support::yes() : Support::no("");
     std::string r = vkb::ops_table().at(op).check(g, c, *caps);
+    if (r.empty()) r = vkb::check_storage_buffers(g, c, *caps);
     return r.empty() ? Support::yes() : Support::no(r);
   }
   std::unique_ptr<Kernel> prepare(const Module&, const Graph& g, const Composite& c,

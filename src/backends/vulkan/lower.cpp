@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <set>
 
 namespace weft::vkb {
 
@@ -39,6 +40,42 @@ const std::map<Op, OpLowering>& ops_table() {
     return t;
   }();
   return table;
+}
+
+uint32_t most_shader_buffers() {
+  static const uint32_t most = [] {
+    constexpr uint32_t kOpDecorate = 71, kBinding = 33;
+    size_t m = 0;
+    for (const auto& [name, words] : embedded_shaders()) {
+      std::set<uint32_t> bindings;
+      for (size_t i = 5; i < words.size();) {
+        const uint32_t count = words[i] >> 16, opcode = words[i] & 0xffff;
+        if (count == 0 || i + count > words.size()) break;  // (the build made these modules)
+        if (opcode == kOpDecorate && count >= 4 && words[i + 2] == kBinding) bindings.insert(words[i + 3]);
+        i += count;
+      }
+      m = std::max(m, bindings.size());
+    }
+    return static_cast<uint32_t>(m);
+  }();
+  return most;
+}
+
+std::string check_storage_buffers(const Graph& g, const backend::Composite& c, const Caps& caps) {
+  if (caps.max_storage_buffers >= most_shader_buffers()) return {};
+  Lowering l(g, caps);
+  l.node = c.anchor;
+  try {
+    ops_table().at(g.node(c.anchor).op).lower(l, c);
+  } catch (const Error& e) {
+    return e.message();
+  }
+  for (const Dispatch& d : l.dispatches)
+    if (d.args.size() > caps.max_storage_buffers)
+      return "kernel " + d.shader + " binds " + std::to_string(d.args.size()) +
+             " storage buffers, above maxPerStageDescriptorStorageBuffers = " +
+             std::to_string(caps.max_storage_buffers) + " of Vulkan device '" + caps.device + "'";
+  return {};
 }
 
 const Tensor* const_tensor(const Graph& g, ValueId v) {

@@ -139,6 +139,15 @@ struct OpLowering {
 // The table: one entry per operator the backend runs, filled by each family's register function.
 const std::map<Op, OpLowering>& ops_table();
 
+// The most storage buffers one embedded shader binds (its distinct Binding decorations; every
+// buffer of Weft's shaders is a storage buffer of set 0).
+uint32_t most_shader_buffers();
+// "" when every dispatch that lowering composite `c` emits binds at most caps.max_storage_buffers
+// storage buffers, else the first kernel that binds more, with its count and the limit (or the
+// error lowering `c` raised). The lowering is tried only on a device that allows fewer buffers
+// than some embedded shader binds: elsewhere nothing can exceed the limit.
+std::string check_storage_buffers(const Graph& g, const backend::Composite& c, const Caps& caps);
+
 // Families (one file each).
 void register_elementwise(std::map<Op, OpLowering>& t);  // ops_elementwise.cpp
 void register_layout(std::map<Op, OpLowering>& t);       // ops_layout.cpp

@@ -289,6 +289,31 @@ void detail::validate_dispatch(const Device& dev, const DispatchDesc& desc, std:
     throw Error(ErrorCode::kUnsupported, k + ": descriptor set " + std::to_string(set_count - 1) +
                                              " exceeds maxBoundDescriptorSets = " +
                                              std::to_string(info.max_bound_descriptor_sets) + on);
+  // What one shader stage may bind of each descriptor kind (a combined image sampler counts as a
+  // sampled image). Checked here, so that a device below the kernel's needs gets the kernel and the
+  // limit named instead of a failed pipeline layout.
+  struct PerStage {
+    VkDescriptorType type;
+    uint32_t limit;
+    const char* limit_name;
+    const char* what;
+  };
+  const PerStage per_stage[] = {
+      {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, info.max_stage_storage_buffers, "maxPerStageDescriptorStorageBuffers",
+       "storage buffers"},
+      {VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, info.max_stage_uniform_buffers, "maxPerStageDescriptorUniformBuffers",
+       "uniform buffers"},
+      {VK_DESCRIPTOR_TYPE_STORAGE_IMAGE, info.max_stage_storage_images, "maxPerStageDescriptorStorageImages",
+       "storage images"},
+      {VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER, info.max_stage_sampled_images, "maxPerStageDescriptorSampledImages",
+       "sampled images"}};
+  for (const PerStage& s : per_stage) {
+    const auto used = static_cast<uint32_t>(
+        std::count_if(backings.begin(), backings.end(), [&](const Backing& b) { return b.type == s.type; }));
+    if (used > s.limit)
+      throw Error(ErrorCode::kUnsupported, k + " binds " + std::to_string(used) + " " + s.what + ", above " +
+                                               s.limit_name + " = " + std::to_string(s.limit) + on);
+  }
 
   // Image formats must support their use.
   for (const Backing& b : backings) {

@@ -137,6 +137,18 @@ std::string env(const char* name) {
 
 bool env_set(const char* name) { return std::getenv(name) != nullptr; }
 
+// The device's maxPerStageDescriptorStorageBuffers, or WEFT_VULKAN_MAX_STORAGE_BUFFERS where lower.
+uint32_t capped_storage_buffers(uint32_t limit) {
+  const std::string v = env("WEFT_VULKAN_MAX_STORAGE_BUFFERS");
+  if (v.empty()) return limit;
+  char* end = nullptr;
+  const unsigned long n = std::strtoul(v.c_str(), &end, 10);
+  if (*end != 0 || n == 0 || n > 0xffffffffUL || v[0] == '-')
+    throw Error(ErrorCode::kInvalidArgument,
+                "WEFT_VULKAN_MAX_STORAGE_BUFFERS='" + v + "' is not a positive number of storage buffers");
+  return std::min(limit, static_cast<uint32_t>(n));
+}
+
 VKAPI_ATTR VkBool32 VKAPI_CALL validation_callback(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
                                                    VkDebugUtilsMessageTypeFlagsEXT,
                                                    const VkDebugUtilsMessengerCallbackDataEXT* data, void*) {
@@ -217,6 +229,10 @@ DeviceInfo describe(VkPhysicalDevice pd, uint32_t index, uint32_t instance_api) 
   info.max_uniform_buffer_range = l.maxUniformBufferRange;
   info.max_image_dimension_2d = l.maxImageDimension2D;
   info.max_bound_descriptor_sets = l.maxBoundDescriptorSets;
+  info.max_stage_storage_buffers = capped_storage_buffers(l.maxPerStageDescriptorStorageBuffers);
+  info.max_stage_uniform_buffers = l.maxPerStageDescriptorUniformBuffers;
+  info.max_stage_storage_images = l.maxPerStageDescriptorStorageImages;
+  info.max_stage_sampled_images = l.maxPerStageDescriptorSampledImages;
   return info;
 }
 
@@ -467,7 +483,7 @@ std::shared_ptr<Device> create_device(uint32_t index, const DeviceOptions& optio
   df.int16 = features.features.shaderInt16;
   df.int64 = features.features.shaderInt64;
   df.max_shared_memory = d->properties.limits.maxComputeSharedMemorySize;
-  df.max_storage_buffers = d->properties.limits.maxPerStageDescriptorStorageBuffers;
+  df.max_storage_buffers = capped_storage_buffers(d->properties.limits.maxPerStageDescriptorStorageBuffers);
   df.synchronization2 = d->api_version >= VK_API_VERSION_1_3 && f13.synchronization2;
   {
     VkPhysicalDeviceSubgroupProperties sp{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};

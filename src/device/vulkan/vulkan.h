@@ -58,6 +58,14 @@ struct DeviceInfo {
   uint32_t max_uniform_buffer_range = 0;
   uint32_t max_image_dimension_2d = 0;
   uint32_t max_bound_descriptor_sets = 0;
+  // maxPerStageDescriptor*: what one compute shader may bind of each kind (Vulkan's minimums: 4
+  // storage buffers, 12 uniform buffers, 4 storage images, 16 sampled images). The storage-buffer
+  // limit is the device's or WEFT_VULKAN_MAX_STORAGE_BUFFERS where that is lower (to try a small
+  // device's limit on a large one).
+  uint32_t max_stage_storage_buffers = 0;
+  uint32_t max_stage_uniform_buffers = 0;
+  uint32_t max_stage_storage_images = 0;
+  uint32_t max_stage_sampled_images = 0;
 };
 
 // Every physical device (vkEnumeratePhysicalDevices), in the loader's order. The instance (Vulkan
@@ -126,7 +134,7 @@ struct DeviceFeatures {
   // Subgroup arithmetic and vote operations (GL_KHR_shader_subgroup_arithmetic / _vote) in compute.
   bool subgroup_arithmetic = false;
   uint32_t max_shared_memory = 0;  // maxComputeSharedMemorySize
-  uint32_t max_storage_buffers = 0;  // maxPerStageDescriptorStorageBuffers
+  uint32_t max_storage_buffers = 0;  // DeviceInfo::max_stage_storage_buffers (with its cap)
   // Streaming multiprocessors / compute units, where the driver says (VK_NV_shader_sm_builtins'
   // shaderSMCount, VK_AMD_shader_core_properties' engines x arrays x units); 0: unknown.
   uint32_t compute_units = 0;

@@ -1872,5 +1872,85 @@ TEST(VulkanTensorCaps, TiledGemmsRespectMaxWorkgroupInvocationsAndStorageBuffers
   EXPECT_EQ(table.at(Op::CONV2D).check(g, composite(z), few), "");  // the direct kernel
 }
 
+// Every kernel checked against maxPerStageDescriptorStorageBuffers, on any limit: the lowering is
+// tried where the device allows fewer buffers than some shader binds, and the kernel that binds more
+// is named. No device is needed.
+TEST(VulkanTensorCaps, KernelsBindingMoreStorageBuffersThanTheDeviceAllowsAreDeclined) {
+  Net net(983);
+  ValueId x = net.input({DType::kFp32, {1, 6, 6, 8}});
+  ValueId z = net.conv(Op::CONV2D, x, net.weight({DType::kFp32, {8, 3, 3, 8}}), net.weight({DType::kFp32, {8}}),
+                       {1, 1, 1, 1}, {1, 1}, {1, 1}, DType::kFp32);
+  ValueId y = net.add(z, x);
+  const Module m = net.finish({y});
+  const Graph& g = m.main();
+  auto single = [&](ValueId out) {
+    backend::Composite c;
+    c.anchor = g.value(out).producer;
+    c.nodes = {c.anchor};
+    c.pattern = op_name(g.node(c.anchor).op);
+    c.inputs = g.node(c.anchor).inputs;
+    c.outputs = {out};
+    return c;
+  };
+  EXPECT_GE(vkb::most_shader_buffers(), 7u);  // the SIMT GEMM tiles' 7, at least
+  vkb::Caps four;
+  four.device = "a device with 4 storage buffers";
+  four.max_invocations = 1024;
+  four.max_storage_buffers = 4;
+  vkb::Caps five = four;
+  five.max_storage_buffers = 5;
+  const auto& table = vkb::ops_table();
+  // The convolution's check passes (the direct kernel needs no more invocations or tiles)...
+  EXPECT_EQ(table.at(Op::CONV2D).check(g, single(z), four), "");
+  // ... but its kernel binds input, weights, bias, a per-channel table and the output.
+  EXPECT_EQ(vkb::check_storage_buffers(g, single(z), four),
+            "kernel tc_conv binds 5 storage buffers, above maxPerStageDescriptorStorageBuffers = 4 of Vulkan device "
+            "'a device with 4 storage buffers'");
+  EXPECT_EQ(vkb::check_storage_buffers(g, single(z), five), "");
+  EXPECT_EQ(vkb::check_storage_buffers(g, single(y), four), "");
+  vkb::Caps large = four;
+  large.max_storage_buffers = vkb::most_shader_buffers();
+  EXPECT_EQ(vkb::check_storage_buffers(g, single(z), large), "");
+}
+
+// A device that allows few storage buffers, tried on lavapipe with WEFT_VULKAN_MAX_STORAGE_BUFFERS
+// (ctest runs this twice, at 4 and at 6; tests/CMakeLists.txt). At 4 the convolutions' kernels (5
+// buffers) are declined with the reason in the explanation and run on the CPU; at 6 they run on
+// Vulkan, and squeeze-and-excitation's two convolutions, whose fused kernel binds 7, run apart.
+// Results match the reference either way.
+TEST(VulkanFewStorageBuffers, DeclinedKernelsRunElsewhereAndFusionsFallApart) {
+  const char* cap = std::getenv("WEFT_VULKAN_MAX_STORAGE_BUFFERS");
+  if (!cap) GTEST_SKIP() << "runs with WEFT_VULKAN_MAX_STORAGE_BUFFERS set (ctest: vulkan_ops_tensor_4_buffers, _6_buffers)";
+  const int limit = std::atoi(cap);
+  ScopedEnv se("WEFT_VULKAN_SE", "on");
+  Net net(984);
+  const DType t = DType::kFp32;
+  ValueId x = net.input({t, {1, 5, 4, 24}}, -2, 2);
+  ValueId pooled = net.pool(Op::AVG_POOL2D, x, {5, 4}, {1, 1}, {0, 0, 0, 0});
+  ValueId h = net.conv(Op::CONV2D, pooled, net.weight({t, {6, 1, 1, 24}}, -0.5, 0.5), net.weight({t, {6}}), {0, 0, 0, 0},
+                       {1, 1}, {1, 1}, t);
+  ValueId a = net.mul(h, net.b.op(Op::SIGMOID, {h}));
+  ValueId gate = net.b.op(Op::SIGMOID, {net.conv(Op::CONV2D, a, net.weight({t, {24, 1, 1, 6}}, -0.5, 0.5),
+                                                 net.weight({t, {24}}), {0, 0, 0, 0}, {1, 1}, {1, 1}, t)});
+  const Module m = net.finish({net.mul(x, gate)});
+  const std::string ex = check_vs_reference(m, net.feeds, kF32, /*vulkan_min=*/1);
+  const std::string reason = "kernel tc_conv binds 5 storage buffers, above maxPerStageDescriptorStorageBuffers = 4";
+  if (limit == 4) {
+    EXPECT_NE(ex.find(reason), std::string::npos) << ex;
+  } else {
+    EXPECT_EQ(ex.find(reason), std::string::npos) << ex;
+  }
+  Context ctx(Model::from_module(m, vulkan_first()));
+  ctx.set_profiling(true);
+  ctx.run(net.feeds);
+  int convs = 0;
+  for (const KernelProfile& k : ctx.profile()) {
+    if (!k.device) continue;
+    EXPECT_EQ(k.pattern.find("+CONV2D"), std::string::npos) << k.pattern;  // never the fused kernel
+    convs += k.pattern.rfind("CONV2D", 0) == 0;
+  }
+  EXPECT_EQ(convs, limit >= 5 ? 2 : 0);
+}
+
 }  // namespace
 }  // namespace weft::vk_test
