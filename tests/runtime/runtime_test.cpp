@@ -147,6 +147,41 @@ TEST(Runtime, ContiguousSlicesAreViewsOfTheirInput) {
   expect_identical(ctx.run({in}), interp.run(std::vector<Tensor>{in}));
 }
 
+// Whole runs skip the view units while the inputs' storage and the outputs' stay where they were
+// (Context::Impl's `steady`). An output that a view reads moves whenever run(inputs) hands the last
+// results to the caller, and so does the view: each run's results are its own, also while the
+// caller keeps the earlier ones.
+TEST(Runtime, ViewsOfAnOutputFollowItsStorageFromRunToRun) {
+  GraphBuilder b("main");
+  ValueId x = b.input("x", {DType::kFp32, {2, 6}});
+  ValueId u = b.op(Op::ADD, {x, x});
+  ValueId r = b.op(Op::RESHAPE, {u, b.constant_shape("", {3, 4})});
+  ValueId s = b.op(Op::SLICE, {r, b.constant_shape("", {1, 0}), b.constant_shape("", {1, 4})});
+  for (ValueId v : {u, r, s}) b.output(v);
+  Module m(b.finish());
+  auto model = Model::from_module(m, kReference);
+  Interpreter interp(model->module());
+  Context ctx(model);
+  // One input buffer, new contents each run (the inputs do not move; the outputs do).
+  Tensor in = random_tensor({DType::kFp32, {2, 6}}, 90);
+  auto refill = [&](uint32_t seed) {
+    const Tensor t = random_tensor({DType::kFp32, {2, 6}}, seed);
+    std::memcpy(in.mutable_data<float>(), t.data<float>(), t.byte_size());
+  };
+  std::vector<std::vector<Tensor>> kept, want;
+  for (uint32_t run = 0; run < 5; ++run) {
+    refill(90 + run);
+    kept.push_back(ctx.run({in}));
+    want.push_back(interp.run(std::vector<Tensor>{in.clone()}));
+    expect_identical(kept.back(), want.back());
+  }
+  for (uint32_t run = 0; run < 5; ++run) {  // released at once: the output storage is reused
+    refill(95 + run);
+    expect_identical(ctx.run({in}), interp.run(std::vector<Tensor>{in.clone()}));
+  }
+  for (uint32_t run = 0; run < 5; ++run) expect_identical(kept[run], want[run]);
+}
+
 TEST(Runtime, PlanSharesMemoryAndNeverOverlapsLiveValues) {
   for (uint32_t seed = 1; seed <= 30; ++seed) {
     Module m = random_elementwise_module(seed, 60);
