@@ -108,7 +108,8 @@ WEFT_CPU_BODY void apply_body(const LoopStep& s, const float* a, const float* b,
                   : s.kind == LoopStep::Kind::kExp   ? E::kExp
                                                      : E::kLog;
       if (y != a) std::memcpy(y, a, static_cast<size_t>(n) * sizeof(float));
-      activation_avx2(e, y, n);
+      if constexpr (W == 16) activation_avx512(e, y, n);  // (the same bits, twice the lanes)
+      else activation_avx2(e, y, n);
       return;
     }
   }

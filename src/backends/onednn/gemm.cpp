@@ -70,89 +70,38 @@ constexpr float kLn2Hi = 0.693359375f, kLn2Lo = -2.12194440e-4f;
 constexpr float kExpPoly[6] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f,
                                4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f};
 
-// e^x for 8 floats: x = n ln2 + r with |r| <= ln2 / 2 (ln2 in two parts), e^r from a degree-6
-// polynomial (Cephes' expf coefficients), times 2^n built in the exponent field; within 2 ulp.
-// Above 88.72 the result is +inf, below -87.34 it is 0 (no denormals); NaN stays NaN (max / min
-// return their second operand on NaN).
-WEFT_AVX2 inline __m256 exp8(__m256 v) {
-  const __m256 hi = _mm256_set1_ps(88.7228317f), lo = _mm256_set1_ps(-87.3365479f);
-  const __m256 x = _mm256_min_ps(hi, _mm256_max_ps(lo, v));
-  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
-                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(kLn2Hi), x);
-  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(kLn2Lo), r);
-  __m256 p = _mm256_set1_ps(kExpPoly[0]);
-#pragma GCC unroll 5
-  for (int i = 1; i < 6; ++i) p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kExpPoly[i]));
-  const __m256 e = _mm256_add_ps(_mm256_fmadd_ps(_mm256_mul_ps(p, r), r, r), _mm256_set1_ps(1.0f));
-  // 2^n for n in [-126, 128]: 2^(n/2) twice where n = 128 (e^88.7 is within fp32, 2^128 is not).
-  const __m256i ni = _mm256_cvtps_epi32(n);
-  const __m256i half = _mm256_srai_epi32(ni, 1);
-  const __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(half, _mm256_set1_epi32(127)), 23));
-  const __m256 s2 =
-      _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_sub_epi32(ni, half), _mm256_set1_epi32(127)), 23));
-  const __m256 y = _mm256_mul_ps(_mm256_mul_ps(e, s1), s2);
-  const __m256 over = _mm256_cmp_ps(v, hi, _CMP_GT_OQ), under = _mm256_cmp_ps(v, lo, _CMP_LT_OQ);
-  return _mm256_andnot_ps(under, _mm256_blendv_ps(y, _mm256_set1_ps(std::numeric_limits<float>::infinity()), over));
-}
-
-// ln x for 8 floats (Cephes' logf): x = m 2^e with m in [sqrt(1/2), sqrt 2), ln m = f - f^2 / 2
-// + f^3 P(f) with f = m - 1, plus e ln2 in two parts; within 2 ulp. Subnormal x is scaled by 2^23
-// first. x < 0 and NaN give NaN, +-0 gives -inf, +inf gives +inf.
-WEFT_AVX2 inline __m256 log8(__m256 v) {
-  const __m256 tiny = _mm256_cmp_ps(v, _mm256_set1_ps(std::numeric_limits<float>::min()), _CMP_LT_OQ);
-  const __m256 x0 = _mm256_blendv_ps(v, _mm256_mul_ps(v, _mm256_set1_ps(8388608.0f)), tiny);
-  const __m256i bits = _mm256_castps_si256(x0);
-  // m in [0.5, 1) and the exponent that goes with it
-  __m256 m = _mm256_castsi256_ps(
-      _mm256_or_si256(_mm256_and_si256(bits, _mm256_set1_epi32(0x007fffff)), _mm256_set1_epi32(0x3f000000)));
-  __m256 e = _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_srli_epi32(bits, 23), _mm256_set1_epi32(126)));
-  e = _mm256_sub_ps(e, _mm256_and_ps(tiny, _mm256_set1_ps(23.0f)));
-  // below sqrt(1/2): m doubled (f = 2m - 1), e one less
-  const __m256 low = _mm256_cmp_ps(m, _mm256_set1_ps(0.707106781186547524f), _CMP_LT_OQ);
-  e = _mm256_sub_ps(e, _mm256_and_ps(low, _mm256_set1_ps(1.0f)));
-  const __m256 f = _mm256_sub_ps(_mm256_add_ps(m, _mm256_and_ps(low, m)), _mm256_set1_ps(1.0f));
-  const __m256 z = _mm256_mul_ps(f, f);
-  __m256 p = _mm256_set1_ps(7.0376836292e-2f);
-  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(-1.1514610310e-1f));
-  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.1676998740e-1f));
-  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(-1.2420140846e-1f));
-  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.4249322787e-1f));
-  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(-1.6668057665e-1f));
-  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(2.0000714765e-1f));
-  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(-2.4999993993e-1f));
-  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(3.3333331174e-1f));
-  __m256 y = _mm256_mul_ps(_mm256_mul_ps(p, f), z);
-  y = _mm256_fmadd_ps(e, _mm256_set1_ps(kLn2Lo), y);
-  y = _mm256_fnmadd_ps(_mm256_set1_ps(0.5f), z, y);
-  __m256 r = _mm256_fmadd_ps(e, _mm256_set1_ps(kLn2Hi), _mm256_add_ps(f, y));
-  const __m256 inf = _mm256_set1_ps(std::numeric_limits<float>::infinity());
-  r = _mm256_blendv_ps(r, inf, _mm256_cmp_ps(v, inf, _CMP_EQ_OQ));
-  r = _mm256_blendv_ps(r, _mm256_sub_ps(_mm256_setzero_ps(), inf), _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_EQ_OQ));
-  // x < 0 or NaN: NaN
-  return _mm256_blendv_ps(r, _mm256_set1_ps(std::numeric_limits<float>::quiet_NaN()),
-                          _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_NGE_UQ));
-}
-
-WEFT_AVX2 inline __m256 sigmoid8(__m256 x) {
-  const __m256 one = _mm256_set1_ps(1.0f);
-  return _mm256_div_ps(one, _mm256_add_ps(one, exp8(_mm256_sub_ps(_mm256_setzero_ps(), x))));
-}
-
-// tanh: 2 sigmoid(2x) - 1, and below |x| = 0.625, where that difference cancels, Cephes' tanhf
-// polynomial x + x^3 P(x^2), accurate relative to tanh itself.
-WEFT_AVX2 inline __m256 tanh8(__m256 x) {
-  const __m256 big = _mm256_fmsub_ps(_mm256_set1_ps(2.0f), sigmoid8(_mm256_add_ps(x, x)), _mm256_set1_ps(1.0f));
-  const __m256 z = _mm256_mul_ps(x, x);
-  __m256 p = _mm256_set1_ps(-5.70498872745e-3f);
-  p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(2.06390887954e-2f));
-  p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(-5.37397155531e-2f));
-  p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(1.33314422036e-1f));
-  p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(-3.33332819422e-1f));
-  const __m256 small = _mm256_fmadd_ps(_mm256_mul_ps(p, z), x, x);
-  const __m256 abs = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), x);
-  return _mm256_blendv_ps(big, small, _mm256_cmp_ps(abs, _mm256_set1_ps(0.625f), _CMP_LT_OQ));
-}
+// exp8, log8, sigmoid8 and tanh8 (activation_math.inc, at 8 floats).
+#define VF __m256
+#define VM __m256
+#define VFN WEFT_AVX2 inline
+#define VW(name) name##8
+#define V(op) _mm256_##op
+#define VROUND(x) _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+#define VCMP(a, b, pred) _mm256_cmp_ps(a, b, pred)
+#define VSEL(m, a, b) _mm256_blendv_ps(a, b, m)
+#define VKEEP(m, x) _mm256_and_ps(m, x)
+#define VDROP(m, x) _mm256_andnot_ps(m, x)
+#define VF_OF(i) _mm256_castsi256_ps(i)
+#define VI_OF(f) _mm256_castps_si256(f)
+#define VAND_I(a, b) _mm256_and_si256(a, b)
+#define VOR_I(a, b) _mm256_or_si256(a, b)
+#define VABS(x) _mm256_andnot_ps(_mm256_set1_ps(-0.0f), x)
+#include "backends/onednn/activation_math.inc"
+#undef VF
+#undef VM
+#undef VFN
+#undef VW
+#undef V
+#undef VROUND
+#undef VCMP
+#undef VSEL
+#undef VKEEP
+#undef VDROP
+#undef VF_OF
+#undef VI_OF
+#undef VAND_I
+#undef VOR_I
+#undef VABS
 
 // The epilogue's activation `kind` on 8 floats (the kinds without an operand).
 WEFT_AVX2 inline __m256 activate8(EpilogueOp::Kind kind, __m256 y) {
@@ -402,10 +351,11 @@ bool swish_avx512_supported() {
   return __builtin_cpu_supports("avx512f");
 }
 
-// GCC 12 warns inside its own avx512fintrin.h (the masked builtins' `__Y` from _mm512_undefined_ps)
-// when they are inlined into a target("avx512f") function: a false positive.
+// GCC 12 warns inside its own avx512fintrin.h (the masked builtins' `__Y` from _mm512_undefined_ps /
+// _mm512_undefined_epi32) when they are inlined into a target("avx512f") function: a false positive.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 
 // x sigmoid(x) for 16 floats. t = -x clamped to [-88, 88] (NaN becomes -88, and the product with x
 // keeps it NaN); e^t = 2^n e^r with t = n ln2 + r (ln2 in two parts), e^r from Cephes' polynomial
@@ -432,6 +382,52 @@ __attribute__((target("avx512f"))) static inline __m512 swish16(__m512 x) {
   return _mm512_mask_mul_ps(_mm512_mul_ps(x, inv), tiny, x, _mm512_setzero_ps());
 }
 
+// exp16, log16, sigmoid16 and tanh16 (activation_math.inc, at 16 floats): the same bits as the
+// 8-float functions.
+#define VF __m512
+#define VM __mmask16
+#define VFN __attribute__((target("avx512f"))) static inline
+#define VW(name) name##16
+#define V(op) _mm512_##op
+#define VROUND(x) _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+#define VCMP(a, b, pred) _mm512_cmp_ps_mask(a, b, pred)
+#define VSEL(m, a, b) _mm512_mask_blend_ps(m, a, b)
+#define VKEEP(m, x) _mm512_maskz_mov_ps(m, x)
+#define VDROP(m, x) _mm512_maskz_mov_ps(static_cast<__mmask16>(~(m)), x)
+#define VF_OF(i) _mm512_castsi512_ps(i)
+#define VI_OF(f) _mm512_castps_si512(f)
+#define VAND_I(a, b) _mm512_and_si512(a, b)
+#define VOR_I(a, b) _mm512_or_si512(a, b)
+#define VABS(x) _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(x), _mm512_set1_epi32(0x7fffffff)))
+#include "backends/onednn/activation_math.inc"
+#undef VF
+#undef VM
+#undef VFN
+#undef VW
+#undef V
+#undef VROUND
+#undef VCMP
+#undef VSEL
+#undef VKEEP
+#undef VDROP
+#undef VF_OF
+#undef VI_OF
+#undef VAND_I
+#undef VOR_I
+#undef VABS
+
+__attribute__((target("avx512f"))) void activation_avx512(EpilogueOp::Kind kind, float* y, int64_t n) {
+  using K = EpilogueOp::Kind;
+  __m512 (*f)(__m512) = kind == K::kSigmoid ? sigmoid16 : kind == K::kTanh ? tanh16 : kind == K::kExp ? exp16 : kind == K::kLog ? log16 : nullptr;
+  if (!f) return activation_avx2(kind, y, n);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, f(_mm512_loadu_ps(y + i)));
+  if (i < n) {
+    const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1u);
+    _mm512_mask_storeu_ps(y + i, m, f(_mm512_maskz_loadu_ps(m, y + i)));
+  }
+}
+
 __attribute__((target("avx512f"))) void swish_avx512(float* y, int64_t n) {
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, swish16(_mm512_loadu_ps(y + i)));
@@ -452,6 +448,7 @@ void swish_avx512(float*, int64_t) {}
 void gemm_avx2(const float*, int64_t, int64_t, int64_t, const PackedB&, int64_t, int64_t, int64_t, float*, int64_t,
                const EpilogueOp*, int, bool) {}
 void activation_avx2(EpilogueOp::Kind, float*, int64_t) {}
+void activation_avx512(EpilogueOp::Kind, float*, int64_t) {}
 std::vector<float> pack_grouped_conv4(const float*, int64_t, int64_t, int64_t) { return {}; }
 void grouped_conv4_avx2(const GroupedConv4&, const float*, const float*, float*, int64_t, int64_t, const EpilogueOp*,
                         int) {}

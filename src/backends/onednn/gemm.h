@@ -56,6 +56,10 @@ void gemm_avx2(const float* a, int64_t lda, int64_t m0, int64_t m1, const Packed
 // gemm_avx2 applies it (AVX2 + FMA). GELU's erf comes from a rational approximation within 4e-7
 // of the exact value.
 void activation_avx2(EpilogueOp::Kind kind, float* y, int64_t n);
+// The same for AVX-512F CPUs: SIGMOID, TANH, EXP and LOG 16 floats at a time, with the same bits
+// as activation_avx2 (the functions are written once, activation_math.inc); other kinds go to
+// activation_avx2. Call it only where the CPU has AVX-512F (cpu_level() in lanes.h).
+void activation_avx512(EpilogueOp::Kind kind, float* y, int64_t n);
 
 // A grouped convolution with 4 input and 4 output channels per group (ResNeXt's first stage: 32
 // groups of 4 at 56 x 56), fp32, NHWC [n][h][w][c] -> [n][oh][ow][c], c a multiple of 8. oneDNN

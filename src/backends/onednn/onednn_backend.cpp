@@ -1703,24 +1703,27 @@ Support single_supported(const Graph& g, const Composite& c) {
   return Support::yes();
 }
 
-// SIGMOID or TANH of a small fp32 tensor with Weft's AVX2 loop (gemm.cpp's activation_avx2, the GEMM
-// epilogue's functions) instead of a oneDNN primitive, whose call costs about 1 us however little
+// SIGMOID or TANH of a small fp32 tensor with Weft's loop (gemm.cpp's activation_avx2 / _avx512, the
+// GEMM epilogue's functions) instead of a oneDNN primitive, whose call costs about 1 us however little
 // it computes: an unrolled LSTM's gate activations are hundreds of 48 to 144 values each.
 class ActivationKernel final : public Kernel {
  public:
-  ActivationKernel(cpu::EpilogueOp::Kind kind, int64_t n) : kind_(kind), n_(n) {}
+  ActivationKernel(cpu::EpilogueOp::Kind kind, int64_t n)
+      : kind_(kind), n_(n), wide_(cpu::cpu_level() == cpu::CpuLevel::kAvx512) {}
   bool in_place_ok() const override { return true; }
-  std::string implementation() const override { return "weft_activation:avx2"; }
+  std::string implementation() const override { return wide_ ? "weft_activation:avx512" : "weft_activation:avx2"; }
   void execute(ExecArgs& a) const override {
     const float* x = a.in[0]->data<float>();
     float* y = a.out[0].mutable_data<float>();
     if (y != x) std::memcpy(y, x, static_cast<size_t>(n_) * sizeof(float));
-    cpu::activation_avx2(kind_, y, n_);
+    if (wide_) cpu::activation_avx512(kind_, y, n_);
+    else cpu::activation_avx2(kind_, y, n_);
   }
 
  private:
   cpu::EpilogueOp::Kind kind_;
   int64_t n_;
+  bool wide_;  // activation_avx512 (AVX-512F CPUs, unless WEFT_CPU_ISA caps them)
 };
 
 // Elements up to which SIGMOID / TANH run as ActivationKernel (one thread; above, oneDNN's
@@ -1790,6 +1793,24 @@ bool small_binary(const Graph& g, const Node& n) {
   return singles < 2;
 }
 
+// Each output written in one pass from the sources (view_copy.h); one thread: these copies are
+// small and memory-bound (ShuffleNet's are 10-100 KB).
+class SliceCopiesKernel final : public Kernel {
+ public:
+  SliceCopiesKernel(std::vector<cpu::ViewCopy> copies, int src0, int src1)
+      : copies_(std::move(copies)), src0_(src0), src1_(src1) {}
+  std::string implementation() const override { return "weft_view_copy"; }
+  void execute(ExecArgs& a) const override {
+    const uint8_t* s0 = a.in[static_cast<size_t>(src0_)]->bytes();
+    const uint8_t* s1 = src1_ >= 0 ? a.in[static_cast<size_t>(src1_)]->bytes() : nullptr;
+    for (size_t k = 0; k < copies_.size(); ++k) cpu::run_view_copy(copies_[k], s0, s1, a.out[k].mutable_bytes());
+  }
+
+ private:
+  std::vector<cpu::ViewCopy> copies_;
+  int src0_, src1_;
+};
+
 std::unique_ptr<Kernel> prepare_single(const Graph& g, const Composite& c, const PrepareOptions& o) {
   const Node& n = g.node(c.anchor);
   const TensorType& out = type_of(g, n.outputs[0]);
@@ -1799,6 +1820,15 @@ std::unique_ptr<Kernel> prepare_single(const Graph& g, const Composite& c, const
   if (small_activation(g, n))
     return std::make_unique<ActivationKernel>(n.op == Op::SIGMOID ? cpu::EpilogueOp::Kind::kSigmoid : cpu::EpilogueOp::Kind::kTanh,
                                               out.num_elements());
+  // A SLICE made of contiguous rows of at least 16 elements, up to 64K elements in all (the
+  // per-direction halves of a bidirectional LSTM's input projection, [1, 32, 384] -> [1, 32, 192]):
+  // a row copy on one thread, where a oneDNN reorder cost 2 us per call for 6144 floats.
+  if (n.op == Op::SLICE && out.num_elements() <= 65536) {
+    const StridedView v = *compiler::apply_node(g, n, StridedView::contiguous(type_of(g, n.inputs[0]).shape));
+    const cpu::ViewCopy copy = cpu::simplify({v.dims, v.strides, v.offset, -1, storage_size(out.dtype)});
+    if (v.split == 0 && copy.dims.size() <= cpu::kMaxViewRank && copy.strides.back() == 1 && copy.dims.back() >= 16)
+      return std::make_unique<SliceCopiesKernel>(std::vector<cpu::ViewCopy>{copy}, 0, -1);
+  }
   dn::memory::desc dst_md = plain_md(out);
   dn::primitive_attr attr = base_attr(o);
   if (auto e = eltwise_of(n.op, &n)) {
@@ -2236,24 +2266,6 @@ std::vector<cpu::ViewCopy> slice_copies_of(const Graph& g, const Composite& c, s
   }
   return out;
 }
-
-// Each output written in one pass from the sources (view_copy.h); one thread: these copies are
-// small and memory-bound (ShuffleNet's are 10-100 KB).
-class SliceCopiesKernel final : public Kernel {
- public:
-  SliceCopiesKernel(std::vector<cpu::ViewCopy> copies, int src0, int src1)
-      : copies_(std::move(copies)), src0_(src0), src1_(src1) {}
-  std::string implementation() const override { return "weft_view_copy"; }
-  void execute(ExecArgs& a) const override {
-    const uint8_t* s0 = a.in[static_cast<size_t>(src0_)]->bytes();
-    const uint8_t* s1 = src1_ >= 0 ? a.in[static_cast<size_t>(src1_)]->bytes() : nullptr;
-    for (size_t k = 0; k < copies_.size(); ++k) cpu::run_view_copy(copies_[k], s0, s1, a.out[k].mutable_bytes());
-  }
-
- private:
-  std::vector<cpu::ViewCopy> copies_;
-  int src0_, src1_;
-};
 
 Support slice_copies_supported(const Graph& g, const Composite& c) {
   std::string why;

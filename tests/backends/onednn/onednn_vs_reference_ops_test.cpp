@@ -46,8 +46,8 @@ TEST(OneDnnVsReference, UnaryActivations) {
     }
 }
 
-// SIGMOID and TANH of small fp32 tensors run on Weft's AVX2 loop (the GEMM epilogue's functions, no
-// oneDNN call): against double over [-30, 30] in steps of 1/256, tiny values (tanh's odd polynomial
+// SIGMOID and TANH of small fp32 tensors run on Weft's loop (the GEMM epilogue's functions, its AVX2
+// or, on AVX-512 CPUs, its 16-lane copy; no oneDNN call): against double over [-30, 30] in steps of 1/256, tiny values (tanh's odd polynomial
 // below |x| = 0.625) and special values, within 4e-7 relative (+1e-37 absolute); NaN stays NaN,
 // +-inf saturate. Under the default priority even a tiny one runs there (not on the reference
 // backend), and a large one on oneDNN's primitive.
@@ -80,6 +80,20 @@ TEST(OneDnnVsReference, SmallActivationsRunOnWeftsLoop) {
                       << err / std::abs(want) << ")";
     }
   }
+  // The AVX-512 copy (16 lanes) gives the AVX2 copy's bits, for the four functions it has, on every
+  // length of tail.
+  if (backend::cpu::cpu_level() == backend::cpu::CpuLevel::kAvx512) {
+    using K = backend::cpu::EpilogueOp::Kind;
+    std::vector<float> wide = x;
+    for (float v : x) wide.push_back(std::abs(v) * 1.5f + 1e-30f);  // positive arguments for LOG
+    for (auto kind : {K::kSigmoid, K::kTanh, K::kExp, K::kLog})
+      for (size_t n : {wide.size(), wide.size() - 1, size_t{15}, size_t{17}, size_t{1}}) {
+        std::vector<float> a(wide.begin(), wide.begin() + static_cast<long>(n)), b = a;
+        backend::cpu::activation_avx2(kind, a.data(), static_cast<int64_t>(n));
+        backend::cpu::activation_avx512(kind, b.data(), static_cast<int64_t>(n));
+        EXPECT_EQ(std::memcmp(a.data(), b.data(), n * sizeof(float)), 0) << static_cast<int>(kind) << " over " << n;
+      }
+  }
   for (const Shape& s : {Shape{1, 1, 48}, Shape{4, 64, 128}}) {
     SCOPED_TRACE(shape_str(s));
     Net net(2100);
@@ -93,8 +107,36 @@ TEST(OneDnnVsReference, SmallActivationsRunOnWeftsLoop) {
     EXPECT_TRUE(close(out[0], ref.run(net.feeds)[0], kTolElementwise));
     ASSERT_FALSE(ctx.profile().empty());
     EXPECT_EQ(ctx.profile()[0].backend, "onednn");
-    EXPECT_EQ(ctx.profile()[0].implementation == "weft_activation:avx2", shape_elements(s) <= 16384)
-        << ctx.profile()[0].implementation;
+    const std::string copy =
+        backend::cpu::cpu_level() == backend::cpu::CpuLevel::kAvx512 ? "weft_activation:avx512" : "weft_activation:avx2";
+    EXPECT_EQ(ctx.profile()[0].implementation == copy, shape_elements(s) <= 16384) << ctx.profile()[0].implementation;
+  }
+}
+
+// A SLICE of contiguous rows of at least 16 elements, up to 64K elements (a bidirectional LSTM's
+// per-direction half of its input projection), is a row copy (weft_view_copy) rather than a oneDNN
+// reorder; shorter rows and larger slices stay on the reorder. Results are exact either way.
+TEST(OneDnnVsReference, SlicesOfContiguousRowsAreRowCopies) {
+  struct Case {
+    Shape in;
+    std::vector<int64_t> start, size;
+    bool rows;
+  };
+  for (const Case& c : {Case{{1, 32, 384}, {0, 0, 192}, {1, 32, 192}, true}, Case{{2, 5, 7, 40}, {1, 1, 2, 8}, {1, 3, 4, 16}, true},
+                        Case{{1, 32, 384}, {0, 0, 4}, {1, 32, 8}, false}, Case{{2, 300, 256}, {0, 0, 0}, {2, 300, 128}, false}}) {
+    SCOPED_TRACE(shape_str(c.in));
+    Net net(2400);
+    ValueId x = net.input(c.in);
+    ValueId start = net.b.constant_shape("start", c.start);
+    ValueId size = net.b.constant_shape("size", c.size);
+    Module m = net.finish({net.b.op(Op::SLICE, {x, start, size})});
+    Context ctx(Model::from_module(m, BackendOptions{.backends = {"onednn", "reference"}}));
+    ctx.set_profiling(true);
+    const std::vector<Tensor> out = ctx.run(net.feeds);
+    EXPECT_TRUE(out[0].identical(Context(Model::from_module(m, kReference)).run(net.feeds)[0]));
+    ASSERT_EQ(ctx.profile().size(), 1u);
+    EXPECT_EQ(ctx.profile()[0].backend, "onednn");
+    EXPECT_EQ(ctx.profile()[0].implementation == "weft_view_copy", c.rows) << ctx.profile()[0].implementation;
   }
 }
 
