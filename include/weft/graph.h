@@ -99,6 +99,9 @@ class Graph {
   std::vector<ValueId> inputs_;
   std::vector<ValueId> outputs_;
   std::unordered_map<std::string, ValueId> by_name_;
+  // unique_name's next suffix to try per base name (a hint: names are still checked), so that an
+  // importer naming thousands of values after one node does not probe _1, _2, ... each time.
+  mutable std::unordered_map<std::string, int> next_suffix_;
 };
 
 // A TOSA module: graphs by name. The entry graph is "main" unless set otherwise.

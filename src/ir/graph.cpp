@@ -122,9 +122,13 @@ void Graph::rename_value(ValueId id, std::string new_name) {
 std::string Graph::unique_name(std::string_view base) const {
   std::string b = base.empty() ? std::string("v") : std::string(base);
   if (!by_name_.count(b)) return b;
-  for (int i = 1;; ++i) {
+  int& next = next_suffix_[b];
+  for (int i = std::max(next, 1);; ++i) {
     std::string c = b + "_" + std::to_string(i);
-    if (!by_name_.count(c)) return c;
+    if (!by_name_.count(c)) {
+      next = i;  // (taken once the caller adds it; if not, the next call returns it again)
+      return c;
+    }
   }
 }
 
