@@ -86,22 +86,7 @@ constexpr float kExpPoly[6] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e
 #define VAND_I(a, b) _mm256_and_si256(a, b)
 #define VOR_I(a, b) _mm256_or_si256(a, b)
 #define VABS(x) _mm256_andnot_ps(_mm256_set1_ps(-0.0f), x)
-#include "backends/onednn/activation_math.inc"
-#undef VF
-#undef VM
-#undef VFN
-#undef VW
-#undef V
-#undef VROUND
-#undef VCMP
-#undef VSEL
-#undef VKEEP
-#undef VDROP
-#undef VF_OF
-#undef VI_OF
-#undef VAND_I
-#undef VOR_I
-#undef VABS
+#include "backends/onednn/activation_math.inc"  // (undefines the vocabulary at its end)
 
 // The epilogue's activation `kind` on 8 floats (the kinds without an operand).
 WEFT_AVX2 inline __m256 activate8(EpilogueOp::Kind kind, __m256 y) {
@@ -399,22 +384,7 @@ __attribute__((target("avx512f"))) static inline __m512 swish16(__m512 x) {
 #define VAND_I(a, b) _mm512_and_si512(a, b)
 #define VOR_I(a, b) _mm512_or_si512(a, b)
 #define VABS(x) _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(x), _mm512_set1_epi32(0x7fffffff)))
-#include "backends/onednn/activation_math.inc"
-#undef VF
-#undef VM
-#undef VFN
-#undef VW
-#undef V
-#undef VROUND
-#undef VCMP
-#undef VSEL
-#undef VKEEP
-#undef VDROP
-#undef VF_OF
-#undef VI_OF
-#undef VAND_I
-#undef VOR_I
-#undef VABS
+#include "backends/onednn/activation_math.inc"  // (undefines the vocabulary at its end)
 
 // f over n floats in place, 16 at a time (f inlined into each copy of the loop).
 template <__m512 (*f)(__m512)>

@@ -1819,6 +1819,27 @@ TEST(VulkanTensor, GroupedConv2dDeclinesAndHardSwishFuses) {
 }
 
 
+// The composite of the one node producing `out`, as the partitioner offers a single node.
+backend::Composite single_node_composite(const Graph& g, ValueId out) {
+  backend::Composite c;
+  c.anchor = g.value(out).producer;
+  c.nodes = {c.anchor};
+  c.pattern = op_name(g.node(c.anchor).op);
+  c.inputs = g.node(c.anchor).inputs;
+  c.outputs = {out};
+  return c;
+}
+
+// Capabilities of a device that allows `invocations` per workgroup and `buffers` storage buffers
+// per shader stage (the rest at Vulkan's minimums).
+vkb::Caps caps_with(const std::string& device, uint32_t invocations, uint32_t buffers) {
+  vkb::Caps c;
+  c.device = device;
+  c.max_invocations = invocations;
+  c.max_storage_buffers = buffers;
+  return c;
+}
+
 // The tiled GEMMs run 256 invocations per workgroup (128 with cooperative matrices), above the 128
 // that Vulkan guarantees, and bind 7 storage buffers (SIMT float tiles), above the 4 it guarantees:
 // a device allowing fewer gets a declined MATMUL naming the limit, and convolutions fall back to the
@@ -1840,24 +1861,10 @@ TEST(VulkanTensorCaps, TiledGemmsRespectMaxWorkgroupInvocationsAndStorageBuffers
   b.output(y);
   b.output(z);
   const Graph g = b.finish();
-  auto composite = [&](ValueId out) {
-    backend::Composite c;
-    c.anchor = g.value(out).producer;
-    c.nodes = {c.anchor};
-    c.pattern = op_name(g.node(c.anchor).op);
-    c.inputs = g.node(c.anchor).inputs;
-    c.outputs = {out};
-    return c;
-  };
-  vkb::Caps small;
-  small.device = "a device with 128 invocations";
-  small.max_invocations = 128;
-  small.max_storage_buffers = 7;
-  vkb::Caps large = small;
-  large.max_invocations = 1024;
-  vkb::Caps few = large;
-  few.device = "a device with 6 storage buffers";
-  few.max_storage_buffers = 6;
+  auto composite = [&](ValueId out) { return single_node_composite(g, out); };
+  const vkb::Caps small = caps_with("a device with 128 invocations", 128, 7);
+  const vkb::Caps large = caps_with("a device with 128 invocations", 1024, 7);
+  const vkb::Caps few = caps_with("a device with 6 storage buffers", 1024, 6);
   const auto& table = vkb::ops_table();
   const std::string declined = table.at(Op::MATMUL).check(g, composite(y), small);
   EXPECT_NE(declined.find("maxComputeWorkGroupInvocations = 128"), std::string::npos) << declined;
@@ -1883,22 +1890,10 @@ TEST(VulkanTensorCaps, KernelsBindingMoreStorageBuffersThanTheDeviceAllowsAreDec
   ValueId y = net.add(z, x);
   const Module m = net.finish({y});
   const Graph& g = m.main();
-  auto single = [&](ValueId out) {
-    backend::Composite c;
-    c.anchor = g.value(out).producer;
-    c.nodes = {c.anchor};
-    c.pattern = op_name(g.node(c.anchor).op);
-    c.inputs = g.node(c.anchor).inputs;
-    c.outputs = {out};
-    return c;
-  };
+  auto single = [&](ValueId out) { return single_node_composite(g, out); };
   EXPECT_GE(vkb::most_shader_buffers(), 7u);  // the SIMT GEMM tiles' 7, at least
-  vkb::Caps four;
-  four.device = "a device with 4 storage buffers";
-  four.max_invocations = 1024;
-  four.max_storage_buffers = 4;
-  vkb::Caps five = four;
-  five.max_storage_buffers = 5;
+  const vkb::Caps four = caps_with("a device with 4 storage buffers", 1024, 4);
+  const vkb::Caps five = caps_with("a device with 4 storage buffers", 1024, 5);
   const auto& table = vkb::ops_table();
   // The convolution's check passes (the direct kernel needs no more invocations or tiles)...
   EXPECT_EQ(table.at(Op::CONV2D).check(g, single(z), four), "");
@@ -1908,8 +1903,7 @@ TEST(VulkanTensorCaps, KernelsBindingMoreStorageBuffersThanTheDeviceAllowsAreDec
             "'a device with 4 storage buffers'");
   EXPECT_EQ(vkb::check_storage_buffers(g, single(z), five), "");
   EXPECT_EQ(vkb::check_storage_buffers(g, single(y), four), "");
-  vkb::Caps large = four;
-  large.max_storage_buffers = vkb::most_shader_buffers();
+  const vkb::Caps large = caps_with("a large device", 1024, vkb::most_shader_buffers());
   EXPECT_EQ(vkb::check_storage_buffers(g, single(z), large), "");
 }
 
