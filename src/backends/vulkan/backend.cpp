@@ -562,7 +562,6 @@ class RegionBuilder {
     return id;
   }
 
-  // Turns the lowering's new dispatches into program dispatches.
   // Where the lowering stood before a fusion of several members was tried.
   struct Mark {
     size_t scratch, data;
@@ -581,6 +580,7 @@ class RegionBuilder {
     return true;
   }
 
+  // Turns the lowering's new dispatches into program dispatches.
   void flush() {
     for (; flushed_ < low_.dispatches.size(); ++flushed_) {
       const vkb::Dispatch& d = low_.dispatches[flushed_];
