@@ -86,8 +86,9 @@ class Graph {
   void set_outputs(std::vector<ValueId> ids) { outputs_ = std::move(ids); }
   // Rename a value (keeps the name index consistent). Throws if taken.
   void rename_value(ValueId id, std::string new_name);
-  // A fresh name "<base>", "<base>_1", ... not used yet.
-  std::string unique_name(std::string_view base) const;
+  // A fresh name "<base>", "<base>_1", ... not used yet (not reserved: add the value to take it).
+  // Not const: it keeps a per-base hint of the next suffix to try.
+  std::string unique_name(std::string_view base);
 
   // Sum of bytes held by CONST nodes.
   size_t constant_bytes() const;
@@ -101,7 +102,7 @@ class Graph {
   std::unordered_map<std::string, ValueId> by_name_;
   // unique_name's next suffix to try per base name (a hint: names are still checked), so that an
   // importer naming thousands of values after one node does not probe _1, _2, ... each time.
-  mutable std::unordered_map<std::string, int> next_suffix_;
+  std::unordered_map<std::string, int> next_suffix_;
 };
 
 // A TOSA module: graphs by name. The entry graph is "main" unless set otherwise.

@@ -119,7 +119,7 @@ void Graph::rename_value(ValueId id, std::string new_name) {
   v.name = std::move(new_name);
 }
 
-std::string Graph::unique_name(std::string_view base) const {
+std::string Graph::unique_name(std::string_view base) {
   std::string b = base.empty() ? std::string("v") : std::string(base);
   if (!by_name_.count(b)) return b;
   int& next = next_suffix_[b];
