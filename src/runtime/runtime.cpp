@@ -513,14 +513,14 @@ struct Context::Impl {
   // 1,500 views among 2,300 units, and making them again cost a third of its run.
   std::vector<std::vector<const uint8_t*>> view_from;
   std::vector<bool> view_from_writable;
-  // Whole runs in that state: the graph inputs' storage (data, writable) when the last run completed,
-  // and whether an output has been given other storage since. While neither changed, every view
-  // unit's inputs live where they did last time (views are made of the arena, constants, inputs,
-  // outputs and each other), so the run passes over the view units (`view_unit`) without looking
-  // at each one's inputs: those checks were cache misses on per-unit bookkeeping, about 15% of the
-  // unrolled LSTM's run.
-  // An output's storage matters only where a view unit reads an output value (`views_read_outputs`):
-  // run(inputs) hands each run's outputs to the caller and writes the next run into other storage.
+  // The same test for a whole run at once ("steady"): `steady_inputs` holds the graph inputs'
+  // storage (data, writable) when the last run completed, and `outputs_moved` whether an output a
+  // view unit reads (`views_read_outputs`; run(inputs) hands each run's outputs to the caller and
+  // writes the next run elsewhere) has been given other storage since. While neither changed, every
+  // view unit's inputs live where they did (views are made of the arena, constants, inputs, outputs
+  // and each other), so the run passes over the view units (`view_unit`) without looking at each
+  // one's inputs: those checks were cache misses on per-unit bookkeeping, about 15% of the unrolled
+  // LSTM's run.
   std::vector<std::pair<const uint8_t*, bool>> steady_inputs;
   bool outputs_moved = true;
   bool views_read_outputs = false;
