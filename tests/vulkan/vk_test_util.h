@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "common/scoped_env.h"
 #include "device/vulkan/vulkan.h"
 #include "weft/custom.h"
 
@@ -108,26 +109,7 @@ std::vector<uint8_t> bytes_of(const T& value) {
   return b;
 }
 
-// Sets (or unsets) an environment variable for a scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value)
-      setenv(name, value, 1);
-    else
-      unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (old_)
-      setenv(name_.c_str(), old_->c_str(), 1);
-    else
-      unsetenv(name_.c_str());
-  }
-
- private:
-  std::string name_;
-  std::optional<std::string> old_;
-};
+// Sets (or unsets) an environment variable for a scope (tests/common/scoped_env.h).
+using ScopedEnv = weft::test::ScopedEnv;
 
 }  // namespace vk_test

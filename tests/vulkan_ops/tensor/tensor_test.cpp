@@ -20,6 +20,7 @@
 #include <random>
 
 #include "backends/backend.h"
+#include "common/scoped_env.h"
 #include "backends/vulkan/lower.h"
 #include "compiler/narrow.h"
 #include "device/vulkan/vulkan.h"
@@ -187,11 +188,7 @@ class Net {
 // tiled kernel's tile and K split; WEFT_VULKAN_NO_COOP keeps fp16 GEMMs off the cooperative-matrix
 // kernel (which accumulates in fp32) where a test expects the reference's fp16 accumulation exactly
 // or exercises the tiled kernel itself.
-struct ScopedEnv {
-  std::string name;
-  ScopedEnv(const char* n, const char* v) : name(n) { setenv(n, v, 1); }
-  ~ScopedEnv() { unsetenv(name.c_str()); }
-};
+using weft::test::ScopedEnv;
 
 // The explain text places `pattern` as one unit (it names the composite's pattern).
 void expect_pattern(const std::string& explain, const std::string& pattern) {
