@@ -29,6 +29,56 @@ PackedB pack_b(const float* b, int64_t batches, int64_t k, int64_t n, int64_t sb
   return p;
 }
 
+void winograd_plan(WinogradConv& s) {
+  // Per residue r of the dilation, tiles start every 2 d outputs; a tile's second output is d on.
+  auto origins = [](int64_t size, int64_t d) {
+    std::vector<int64_t> o;
+    for (int64_t r = 0; r < std::min(d, size); ++r)
+      for (int64_t v = r; v < size; v += 2 * d) o.push_back(v);
+    return o;
+  };
+  s.rows = origins(s.oh, s.dy);
+  s.cols = origins(s.ow, s.dx);
+  // Each block streams all 16 weight matrices through the GEMMs, so blocks are as long as keeps a
+  // block's transformed input and products (16 * block * (ic + oc) floats) within about 12 MB:
+  // whole 6-row GEMM blocks, 24 to 96 tiles.
+  const int64_t icp = (s.ic + 7) / 8 * 8;
+  s.block = std::clamp<int64_t>(196608 / (icp + s.oc) / 6 * 6, 24, 96);
+}
+
+int64_t winograd_scratch_floats(const WinogradConv& s) { return 16 * s.block * ((s.ic + 7) / 8 * 8 + s.oc); }
+
+PackedB pack_winograd_weights(const float* w, int64_t oc, int64_t ic) {
+  PackedB p;
+  p.batches = 16;
+  p.k = ic;
+  p.n = oc;
+  p.data.assign(static_cast<size_t>(16 * p.panels() * ic * PackedB::kPanel), 0.0f);
+  for (int64_t o = 0; o < oc; ++o)
+    for (int64_t i = 0; i < ic; ++i) {
+      double g[3][3], gg[4][3];
+      for (int64_t ky = 0; ky < 3; ++ky)
+        for (int64_t kx = 0; kx < 3; ++kx) g[ky][kx] = w[((o * 3 + ky) * 3 + kx) * ic + i];
+      // G g: G = [1 0 0; 1/2 1/2 1/2; 1/2 -1/2 1/2; 0 0 1] on the rows, then the same on the columns.
+      for (int c = 0; c < 3; ++c) {
+        gg[0][c] = g[0][c];
+        gg[1][c] = 0.5 * (g[0][c] + g[1][c] + g[2][c]);
+        gg[2][c] = 0.5 * (g[0][c] - g[1][c] + g[2][c]);
+        gg[3][c] = g[2][c];
+      }
+      for (int r = 0; r < 4; ++r) {
+        const double u[4] = {gg[r][0], 0.5 * (gg[r][0] + gg[r][1] + gg[r][2]), 0.5 * (gg[r][0] - gg[r][1] + gg[r][2]),
+                             gg[r][2]};
+        for (int c = 0; c < 4; ++c) {
+          const int64_t batch = r * 4 + c, panel = o / PackedB::kPanel;
+          p.data[static_cast<size_t>(((batch * p.panels() + panel) * ic + i) * PackedB::kPanel + o % PackedB::kPanel)] =
+              static_cast<float>(u[c]);
+        }
+      }
+    }
+  return p;
+}
+
 #if defined(WEFT_GEMM_X86)
 
 bool gemm_avx2_supported() {
@@ -320,6 +370,86 @@ WEFT_AVX2 void tap_conv_avx2(const TapConv& s, const float* x, const PackedB* ta
     }
 }
 
+WEFT_AVX2 void winograd_conv_avx2(const WinogradConv& s, const float* x, const PackedB& u, float* y, int64_t t0,
+                                  int64_t t1, int64_t p0, int64_t p1, const EpilogueOp* ops, int nops, float* scratch) {
+  const int64_t icp = (s.ic + 7) / 8 * 8, R = static_cast<int64_t>(s.rows.size()),
+                C = static_cast<int64_t>(s.cols.size()), B = s.block;
+  float* const vbuf = scratch;                // [16][B][icp]
+  float* const mbuf = scratch + 16 * B * icp;  // [16][B][oc]
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  for (int64_t b0 = t0; b0 < t1; b0 += B) {
+    const int64_t nb = std::min(B, t1 - b0);
+    // V[4 i + j][t] = (B^T d B)[i][j] over the tile's 4 x 4 patch d (B^T = [1 0 -1 0; 0 1 1 0;
+    // 0 -1 1 0; 0 1 0 -1]), eight input channels at a time.
+    for (int64_t t = 0; t < nb; ++t) {
+      const int64_t tile = b0 + t, img = tile / (R * C), oy = s.rows[static_cast<size_t>(tile / C % R)],
+                    ox = s.cols[static_cast<size_t>(tile % C)];
+      const float* src[4][4];
+      for (int64_t a = 0; a < 4; ++a)
+        for (int64_t b = 0; b < 4; ++b) {
+          const int64_t iy = oy + a * s.dy - s.pt, ix = ox + b * s.dx - s.pl;
+          src[a][b] = iy >= 0 && iy < s.h && ix >= 0 && ix < s.w ? x + ((img * s.h + iy) * s.w + ix) * s.ic : nullptr;
+        }
+      float* dst = vbuf + t * icp;
+      for (int64_t c = 0; c < icp; c += 8) {
+        __m256 d[4][4], e[4][4];
+        for (int a = 0; a < 4; ++a)
+          for (int b = 0; b < 4; ++b) d[a][b] = src[a][b] ? load8(src[a][b] + c, s.ic - c) : _mm256_setzero_ps();
+        for (int b = 0; b < 4; ++b) {
+          e[0][b] = _mm256_sub_ps(d[0][b], d[2][b]);
+          e[1][b] = _mm256_add_ps(d[1][b], d[2][b]);
+          e[2][b] = _mm256_sub_ps(d[2][b], d[1][b]);
+          e[3][b] = _mm256_sub_ps(d[1][b], d[3][b]);
+        }
+        for (int a = 0; a < 4; ++a) {
+          float* v = dst + (a * 4) * B * icp + c;
+          _mm256_storeu_ps(v, _mm256_sub_ps(e[a][0], e[a][2]));
+          _mm256_storeu_ps(v + B * icp, _mm256_add_ps(e[a][1], e[a][2]));
+          _mm256_storeu_ps(v + 2 * B * icp, _mm256_sub_ps(e[a][2], e[a][1]));
+          _mm256_storeu_ps(v + 3 * B * icp, _mm256_sub_ps(e[a][1], e[a][3]));
+        }
+      }
+    }
+    // M[xi] = V[xi] U[xi]: [nb][ic] x [ic][oc].
+    for (int64_t xi = 0; xi < 16; ++xi)
+      gemm_avx2(vbuf + xi * B * icp, icp, 0, nb, u, xi, p0, p1, mbuf + xi * B * s.oc, s.oc);
+    // Y = A^T M A (A^T = [1 1 1 0; 0 1 -1 -1]), then the epilogue, eight output channels at a time.
+    for (int64_t t = 0; t < nb; ++t) {
+      const int64_t tile = b0 + t, img = tile / (R * C), oy = s.rows[static_cast<size_t>(tile / C % R)],
+                    ox = s.cols[static_cast<size_t>(tile % C)];
+      const bool down = oy + s.dy < s.oh, right = ox + s.dx < s.ow;
+      const int64_t pix = (img * s.oh + oy) * s.ow + ox;
+      const int64_t pixels[4] = {pix, pix + s.dx, pix + s.dy * s.ow, pix + s.dy * s.ow + s.dx};
+      const bool inside[4] = {true, right, down, down && right};
+      const float* src = mbuf + t * s.oc;
+      for (int64_t c = p0 * PackedB::kPanel; c < std::min(s.oc, p1 * PackedB::kPanel); c += 8) {
+        const int64_t cols = s.oc - c;
+        __m256 m[4][4], f[2][4];
+        for (int a = 0; a < 4; ++a)
+          for (int b = 0; b < 4; ++b) m[a][b] = load8(src + (a * 4 + b) * B * s.oc + c, cols);
+        for (int b = 0; b < 4; ++b) {
+          f[0][b] = _mm256_add_ps(_mm256_add_ps(m[0][b], m[1][b]), m[2][b]);
+          f[1][b] = _mm256_sub_ps(_mm256_sub_ps(m[1][b], m[2][b]), m[3][b]);
+        }
+        const __m256 out[4] = {_mm256_add_ps(_mm256_add_ps(f[0][0], f[0][1]), f[0][2]),
+                               _mm256_sub_ps(_mm256_sub_ps(f[0][1], f[0][2]), f[0][3]),
+                               _mm256_add_ps(_mm256_add_ps(f[1][0], f[1][1]), f[1][2]),
+                               _mm256_sub_ps(_mm256_sub_ps(f[1][1], f[1][2]), f[1][3])};
+        const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(std::min<int64_t>(cols, 8))), lane);
+        for (int q = 0; q < 4; ++q) {
+          if (!inside[q]) continue;
+          const __m256 v = epilogue8(ops, nops, out[q], pixels[q], c, cols);
+          float* p = y + pixels[q] * s.oc + c;
+          if (cols >= 8)
+            _mm256_storeu_ps(p, v);
+          else
+            _mm256_maskstore_ps(p, mask, v);
+        }
+      }
+    }
+  }
+}
+
 WEFT_AVX2 void activation_avx2(EpilogueOp::Kind kind, float* y, int64_t n) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, activate8(kind, _mm256_loadu_ps(y + i)));
@@ -432,6 +562,8 @@ std::vector<float> pack_grouped_conv4(const float*, int64_t, int64_t, int64_t) {
 void grouped_conv4_avx2(const GroupedConv4&, const float*, const float*, float*, int64_t, int64_t, const EpilogueOp*,
                         int) {}
 void tap_conv_avx2(const TapConv&, const float*, const PackedB*, float*, int64_t, int64_t, const EpilogueOp*, int) {}
+void winograd_conv_avx2(const WinogradConv&, const float*, const PackedB&, float*, int64_t, int64_t, int64_t,
+                        int64_t, const EpilogueOp*, int, float*) {}
 
 #endif
 

@@ -93,6 +93,38 @@ struct TapConv {
 void tap_conv_avx2(const TapConv& s, const float* x, const PackedB* taps, float* y, int64_t r0, int64_t r1,
                    const EpilogueOp* ops, int nops);
 
+// A 3 x 3 convolution of stride 1 by Winograd's minimal filtering F(2 x 2, 3 x 3) (Lavin and Gray,
+// "Fast Algorithms for Convolutional Neural Networks", 2016), fp32 NHWC [n][h][w][ic] ->
+// [n][oh][ow][oc]: each 2 x 2 block of outputs (a tile) comes from its 4 x 4 input patch d as
+// A^T [(G g G^T) . (B^T d B)] A, so the 36 multiplies per output channel and input channel of the
+// direct sum become 16 per tile, 2.25x fewer. For a block of tiles, B^T d B of every tile makes 16
+// matrices [tiles][ic], each multiplied by its transformed weights [ic][oc] with gemm_avx2, and
+// A^T m A of the 16 products gives the outputs, the epilogue applied in registers. With dilation
+// d a tile's outputs are d apart and its patch reads every d-th input; taps outside the input read
+// zeros (TOSA's padding). The transforms' coefficients are 0, +-1 and +-1/2, exact in fp32; the
+// result differs from the direct sum by the rounding of the transformed terms (a few ulp of the
+// largest term for these sizes).
+struct WinogradConv {
+  int64_t n = 1, h = 0, w = 0, ic = 0, oh = 0, ow = 0, oc = 0, dy = 1, dx = 1, pt = 0, pl = 0;
+  std::vector<int64_t> rows, cols;  // the tiles' first output row and column (winograd_plan)
+  int64_t block = 0;                // tiles per block (winograd_plan)
+  int64_t tiles() const { return n * static_cast<int64_t>(rows.size() * cols.size()); }
+};
+// Fills the tile origins (per residue of the dilation, outputs 2 d apart) and the block size.
+void winograd_plan(WinogradConv& s);
+// The weights [oc][3][3][ic] as 16 matrices [ic][oc] (batch 4 i + j: (G g G^T)[i][j] of each
+// output and input channel's 3 x 3 kernel g), packed for gemm_avx2.
+PackedB pack_winograd_weights(const float* w, int64_t oc, int64_t ic);
+// Tiles [t0, t1) of s.tiles() (tile t: image t / (rows * cols), then row-major over the origins),
+// output channels [16 p0, 16 p1) (u's panels [p0, p1)), then ops[0, nops) per output (row index:
+// the output pixel, column: the channel). Each output is computed the same way whatever block,
+// panel range or thread it falls in, so the result does not depend on the thread count.
+// `scratch`: winograd_scratch_floats(s) floats of working memory (one per thread).
+void winograd_conv_avx2(const WinogradConv& s, const float* x, const PackedB& u, float* y, int64_t t0, int64_t t1,
+                        int64_t p0, int64_t p1, const EpilogueOp* ops, int nops, float* scratch);
+// A block's transformed input and products: 16 * block * (ic rounded up to 8 + oc) floats.
+int64_t winograd_scratch_floats(const WinogradConv& s);
+
 // Whether this CPU runs swish_avx512 (AVX-512F).
 bool swish_avx512_supported();
 

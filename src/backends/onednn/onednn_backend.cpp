@@ -524,6 +524,8 @@ Support conv_supported(const Graph& g, const Composite& c) {
 
 bool weft_gemm_isa();
 std::unique_ptr<Kernel> prepare_tap_conv(const Graph& g, const Composite& c, const PrepareOptions& o);
+std::unique_ptr<Kernel> prepare_winograd_conv(const Graph& g, const Composite& c, const PrepareOptions& o);
+bool winograd_allowed();
 
 // ---- Convolutions with large weights, split over the output channels -----------------------------
 //
@@ -682,6 +684,7 @@ std::unique_ptr<Kernel> prepare_conv(const Graph& g, const Composite& c, const P
   const Tensor& w = *constant(g, n.inputs[1]);
   const Shape& ws = w.shape();
   const int64_t oc = conv_out.shape.back();
+  if (auto k = prepare_winograd_conv(g, c, o)) return k;
 
   dn::memory::dims strides = {n.attr_ints("stride")[0], n.attr_ints("stride")[1]};
   dn::memory::dims dil = {0, 0}, pad_l, pad_r;
@@ -1497,6 +1500,117 @@ std::unique_ptr<Kernel> prepare_tap_conv(const Graph& g, const Composite& c, con
   };
   return std::make_unique<ConvRowsKernel>("weft_tap_conv:avx2", rows, s.n * s.oh, 1, s.oc, std::move(bias),
                                           c.input_index(n.inputs[0]), std::move(*post), bytes);
+}
+
+// ---- 3 x 3 convolutions of stride 1 by Winograd's F(2 x 2, 3 x 3) where oneDNN is capped at AVX2 ----
+
+// Weft's Winograd convolution (gemm.h): work items of a block of tiles by a group of output-channel
+// panels, split between the threads in contiguous runs; each thread's working memory is its slice of
+// the kernel's workspace (from the runtime's arena).
+class WinogradKernel final : public CappedKernel {
+ public:
+  WinogradKernel(cpu::WinogradConv s, std::shared_ptr<const cpu::PackedB> u, int64_t groups, int threads,
+                 std::vector<float> bias, int input, std::vector<GemvPostOp> post)
+      : s_(std::move(s)), u_(std::move(u)), groups_(groups), bias_(std::move(bias)), input_(input),
+        post_(std::move(post)) {
+    items_ = (s_.tiles() + s_.block - 1) / s_.block * groups_;
+    slots_ = std::min<int64_t>(threads, items_);
+  }
+
+  size_t prepared_bytes() const override { return u_ ? u_->data.size() * sizeof(float) : 0; }
+  size_t workspace_bytes() const override {
+    return static_cast<size_t>(slots_ * cpu::winograd_scratch_floats(s_)) * sizeof(float);
+  }
+  std::string implementation() const override { return "weft_winograd_conv:avx2"; }
+
+  void execute(ExecArgs& a) const override {
+    const float* x = a.in[static_cast<size_t>(input_)]->data<float>();
+    float* y = a.out[0].mutable_data<float>();
+    std::array<cpu::EpilogueOp, ConvRowsKernel::kMaxOps> ops;
+    ops[0] = {cpu::EpilogueOp::Kind::kAddColumns, bias_.data()};
+    const int nops = 1 + epilogue_ops(post_, a, s_.oc, ops.data() + 1);
+    const int64_t slots = std::min<int64_t>(thread_count(a), slots_), per = cpu::winograd_scratch_floats(s_);
+    const int64_t panels = u_->panels();
+    float* scratch = reinterpret_cast<float*>(a.workspace);
+    ref::parallel_for(static_cast<int>(slots), slots, [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t)
+        for (int64_t i = items_ * t / slots; i < items_ * (t + 1) / slots; ++i) {
+          const int64_t b = i / groups_, g = i % groups_;
+          cpu::winograd_conv_avx2(s_, x, *u_, y, b * s_.block, std::min(s_.tiles(), (b + 1) * s_.block),
+                                  g * panels / groups_, (g + 1) * panels / groups_, ops.data(), nops, scratch + t * per);
+        }
+    });
+  }
+
+ private:
+  cpu::WinogradConv s_;
+  std::shared_ptr<const cpu::PackedB> u_;
+  int64_t groups_, items_ = 0, slots_ = 1;
+  std::vector<float> bias_;
+  int input_;
+  std::vector<GemvPostOp> post_;
+};
+
+// Whether WEFT_CPU_WINOGRAD allows the Winograd convolution ("off": oneDNN's direct convolutions,
+// whose sums follow the taps; anything else is an error naming the variable).
+bool winograd_allowed() {
+  const char* e = std::getenv("WEFT_CPU_WINOGRAD");
+  if (!e || *e == '\0' || std::string_view(e) == "on") return true;
+  if (std::string_view(e) == "off") return false;
+  throw Error(ErrorCode::kInvalidArgument, std::string("WEFT_CPU_WINOGRAD must be 'on' or 'off', not '") + e + "'");
+}
+
+// Weft's Winograd convolution (gemm.h) for a fp32 3 x 3 CONV2D of stride 1 with constant weights
+// and bias, at least 16 input and output channels, where weft_gemm_isa(): it does 16 multiplies
+// per 2 x 2 outputs where oneDNN's `jit:avx2` does 36. nullptr otherwise (oneDNN runs it).
+std::unique_ptr<Kernel> prepare_winograd_conv(const Graph& g, const Composite& c, const PrepareOptions& o) {
+  const Node& n = g.node(c.anchor);
+  if (n.op != Op::CONV2D || c.pad >= 0 || !weft_gemm_isa() || !winograd_allowed()) return nullptr;
+  const Shape& xs = type_of(g, n.inputs[0]).shape;  // [N, H, W, IC]
+  const Shape& ys = type_of(g, n.outputs[0]).shape;  // [N, OH, OW, OC]
+  const Tensor* w = constant(g, n.inputs[1]);
+  const Tensor* bias_const = constant(g, n.inputs[2]);
+  if (!w || !bias_const || w->dtype() != DType::kFp32 || type_of(g, n.inputs[0]).dtype != DType::kFp32 ||
+      xs.size() != 4 || ys.size() != 4 || type_of(g, c.outputs[0]).shape != ys)
+    return nullptr;
+  const Shape& ws = w->shape();  // [OC, KH, KW, IC]
+  const auto& st = n.attr_ints("stride");
+  if (ws[1] != 3 || ws[2] != 3 || st[0] != 1 || st[1] != 1 || ws[3] < 16 || ws[0] < 16) return nullptr;
+  // Each block of tiles streams all 16 transformed weight matrices (16 / 9 of the weights) through
+  // its GEMMs, 2 multiply-adds per float and tile: below 32 tiles (ResNet-50's last stage, 7 x 7
+  // outputs: 16) that stream outweighs the saved multiplies, and oneDNN's kernel is faster.
+  const int64_t tiles = xs[0] * ((ys[1] + 1) / 2) * ((ys[2] + 1) / 2);
+  if (tiles < 32) return nullptr;
+  // A wide dilation puts the outer taps outside the input for most outputs (DeepLabV3's atrous
+  // pyramid: 24 and 36 over 28 x 28), where the per-tap GEMM skips them and this would not.
+  const auto& dl = n.attr_ints("dilation");
+  if (3 * dl[0] > ys[1] || 3 * dl[1] > ys[2]) return nullptr;
+  const auto& p = n.attr_ints("pad");
+  cpu::WinogradConv s{.n = xs[0], .h = xs[1], .w = xs[2], .ic = xs[3], .oh = ys[1], .ow = ys[2], .oc = ys[3],
+                      .dy = dl[0], .dx = dl[1], .pt = p[0], .pl = p[2]};
+  cpu::winograd_plan(s);
+  auto post = row_post_ops(g, c, s.n * s.oh * s.ow, s.oc);
+  if (!post || post->size() + 1 > ConvRowsKernel::kMaxOps) return nullptr;
+  std::vector<float> bias(static_cast<size_t>(s.oc));
+  for (int64_t i = 0; i < s.oc; ++i)
+    bias[static_cast<size_t>(i)] = static_cast<float>(bias_const->at_double(bias_const->num_elements() == 1 ? 0 : i));
+  std::shared_ptr<cpu::PackedB> u;
+  if (!g_dry_run) {
+    const std::string key = "winograd:" + std::to_string(reinterpret_cast<uintptr_t>(w->bytes()));
+    if (o.cache) u = std::static_pointer_cast<cpu::PackedB>(o.cache->find(key));
+    if (!u) {
+      u = std::make_shared<cpu::PackedB>(cpu::pack_winograd_weights(w->data<float>(), s.oc, s.ic));
+      if (o.cache) o.cache->put(key, u);
+    }
+    w->buffer().release_resident();  // read from `u` only
+  }
+  // Work items: blocks of tiles by groups of output-channel panels. Where the blocks are fewer than
+  // the threads, each block's panels are split between them (each thread transforms the block's
+  // input itself); the outputs are the same bits either way.
+  const int64_t blocks = (s.tiles() + s.block - 1) / s.block, panels = (s.oc + cpu::PackedB::kPanel - 1) / cpu::PackedB::kPanel;
+  const int64_t groups = std::clamp<int64_t>((o.threads + blocks - 1) / blocks, 1, panels);
+  return std::make_unique<WinogradKernel>(std::move(s), std::move(u), groups, std::max(1, o.threads), std::move(bias),
+                                          c.input_index(n.inputs[0]), std::move(*post));
 }
 
 std::unique_ptr<Kernel> prepare_matmul(const Graph& g, const Composite& c, const PrepareOptions& o) {
@@ -2464,6 +2578,8 @@ class OneDnnBackend final : public Backend {
         else s = Support::no("no fused form for " + c.pattern);
     }
     if (!s.ok) return s;
+    // A bad WEFT_CPU_WINOGRAD is the caller's error on every machine, not a reason to fall back.
+    if (n.op == Op::CONV2D) winograd_allowed();
     // Last word: oneDNN itself must accept the primitive on this machine.
     g_dry_run = true;
     try {

@@ -9,6 +9,7 @@
 #include <functional>
 
 #include "backends/onednn/gemm.h"
+#include "common/scoped_env.h"
 #include "onednn/onednn_test_util.h"
 
 namespace weft::onednn_test {
@@ -234,7 +235,7 @@ TEST(WeftTapConvAvx2, MatchesTheReferenceAndTheThreadCount) {
     bool residual;
   };
   const std::vector<Case> cases = {{{1, 10, 10, 32}, 20, 3, 1, 6, false},   // every tap's columns ragged
-                                   {{2, 9, 11, 40}, 24, 3, 1, 4, true},     // batch 2, a residual ADD
+                                   {{2, 9, 11, 40}, 24, 3, 1, 5, true},     // batch 2, a residual ADD
                                    {{1, 12, 12, 64}, 16, 3, 1, 12, false},  // the outer taps meet 0 .. 0 rows
                                    {{1, 11, 9, 48}, 8, 3, 2, 4, false},     // strided
                                    {{1, 13, 11, 40}, 16, 3, 2, 5, true}};   // strided, first columns rounded up
@@ -257,6 +258,82 @@ TEST(WeftTapConvAvx2, MatchesTheReferenceAndTheThreadCount) {
     const ThreadRuns r = run_on_1_and_2_threads(net.finish({net.relu(y)}), net.feeds, pattern, "weft_tap_conv:avx2");
     EXPECT_TRUE(r.ran[0] && r.ran[1]) << "no kernel ran on weft_tap_conv:avx2";
     EXPECT_TRUE(r.same_bits()) << "1 and 2 threads differ";
+  }
+}
+
+// 3 x 3 convolutions of stride 1 run as Winograd's F(2 x 2, 3 x 3) (gemm.h): against the
+// reference backend (the direct sum, within kTolAccumulate), with the same bits on 1 and 2
+// threads. The cases cover ragged tiles at the right and bottom edges, input and output channels
+// that are not multiples of 8 or 16, dilation (tiles per residue), asymmetric and no padding,
+// batch 2, a residual ADD, and one block whose panels the two threads split. Too few tiles, a
+// stride of 2 and 8 input channels stay on oneDNN, a dilation over a third of the output on the
+// per-tap GEMM.
+TEST(WeftWinogradConvAvx2, MatchesTheReferenceAndTheThreadCount) {
+  REQUIRE_AVX2_CAP();
+  struct Case {
+    Shape in;
+    int64_t oc, stride, dil;
+    std::vector<int64_t> pad;
+    bool residual, weft;
+  };
+  const std::vector<Case> cases = {
+      {{1, 12, 12, 32}, 24, 1, 1, {1, 1, 1, 1}, false, true},     // one block; 16 + 8 output channels
+      {{1, 13, 11, 20}, 40, 1, 1, {1, 1, 1, 1}, true, true},      // odd sizes: half tiles at both edges
+      {{2, 16, 18, 48}, 16, 1, 1, {0, 0, 0, 0}, false, true},     // batch 2, no padding
+      {{1, 19, 17, 40}, 33, 1, 2, {2, 2, 2, 2}, true, true},      // dilation 2, odd residues
+      {{1, 30, 22, 24}, 64, 1, 3, {3, 3, 1, 5}, false, true},     // dilation 3, asymmetric padding
+      {{1, 40, 40, 16}, 16, 1, 1, {1, 1, 1, 1}, false, true},     // several blocks of 96 tiles
+      {{1, 7, 7, 64}, 64, 1, 1, {1, 1, 1, 1}, false, false},      // 16 tiles: oneDNN
+      {{1, 14, 14, 32}, 32, 2, 1, {1, 1, 1, 1}, false, false},    // stride 2: oneDNN
+      {{1, 14, 14, 8}, 32, 1, 1, {1, 1, 1, 1}, false, false},     // 8 input channels: oneDNN
+      {{1, 20, 20, 32}, 32, 1, 7, {7, 7, 7, 7}, false, false}};   // 3 x dilation > 20: the per-tap GEMM
+  uint32_t seed = 4500;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(vec_str(c.in) + " -> " + std::to_string(c.oc) + " stride " + std::to_string(c.stride) + " dilation " +
+                 std::to_string(c.dil));
+    Net net(seed++);
+    ValueId x = net.input(c.in, -2, 2);
+    std::vector<int64_t> pad = c.pad;
+    pad[1] = fit_conv_pad(c.in[1], pad[0], pad[1], 3, c.dil, c.stride);
+    pad[3] = fit_conv_pad(c.in[2], pad[2], pad[3], 3, c.dil, c.stride);
+    ValueId y = net.conv2d(x, net.weight({c.oc, 3, 3, c.in[3]}, -0.3, 0.3), net.weight({c.oc}), pad,
+                           {c.stride, c.stride}, {c.dil, c.dil});
+    std::string pattern = "CONV2D+CLAMP";
+    if (c.residual) {
+      y = net.add(y, net.input(net.type(y).shape));
+      pattern = "CONV2D+ADD+CLAMP";
+    }
+    const ThreadRuns r = run_on_1_and_2_threads(net.finish({net.relu(y)}), net.feeds, pattern, "weft_winograd_conv:avx2");
+    EXPECT_EQ(r.ran[0], c.weft);
+    EXPECT_EQ(r.ran[1], c.weft);
+    if (c.weft) {
+      EXPECT_TRUE(r.same_bits()) << "1 and 2 threads differ";
+    }
+  }
+}
+
+// WEFT_CPU_WINOGRAD=off keeps such a convolution on oneDNN; any value but on / off is an error
+// that names the variable.
+TEST(WeftWinogradConvAvx2, TheVariableTurnsItOffAndABadValueIsAnError) {
+  REQUIRE_AVX2_CAP();
+  Net net(4600);
+  ValueId x = net.input({1, 12, 12, 32});
+  ValueId y = net.conv2d(x, net.weight({32, 3, 3, 32}, -0.3, 0.3), net.weight({32}), {1, 1, 1, 1}, {1, 1}, {1, 1});
+  const Module m = net.finish({net.relu(y)});
+  {
+    const test::ScopedEnv off("WEFT_CPU_WINOGRAD", "off");
+    const ThreadRuns r = run_on_1_and_2_threads(m, net.feeds, "CONV2D+CLAMP", "weft_winograd_conv:avx2");
+    EXPECT_FALSE(r.ran[0] || r.ran[1]);
+  }
+  const test::ScopedEnv bad("WEFT_CPU_WINOGRAD", "fast");
+  try {
+    auto model = Model::from_module(m, kOneDnn);
+    Context ctx(model);
+    ctx.run(net.feeds);
+    ADD_FAILURE() << "WEFT_CPU_WINOGRAD=fast was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("WEFT_CPU_WINOGRAD must be 'on' or 'off', not 'fast'"), std::string::npos)
+        << e.what();
   }
 }
 
