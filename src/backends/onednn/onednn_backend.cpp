@@ -1514,7 +1514,7 @@ class WinogradKernel final : public CappedKernel {
       : s_(std::move(s)), u_(std::move(u)), groups_(groups), bias_(std::move(bias)), input_(input),
         post_(std::move(post)) {
     items_ = (s_.tiles() + s_.block - 1) / s_.block * groups_;
-    slots_ = std::min<int64_t>(threads, items_);
+    slots_ = std::clamp<int64_t>(threads, 1, items_);
   }
 
   size_t prepared_bytes() const override { return u_ ? u_->data.size() * sizeof(float) : 0; }
@@ -1529,7 +1529,7 @@ class WinogradKernel final : public CappedKernel {
     std::array<cpu::EpilogueOp, ConvRowsKernel::kMaxOps> ops;
     ops[0] = {cpu::EpilogueOp::Kind::kAddColumns, bias_.data()};
     const int nops = 1 + epilogue_ops(post_, a, s_.oc, ops.data() + 1);
-    const int64_t slots = std::min<int64_t>(thread_count(a), slots_), per = cpu::winograd_scratch_floats(s_);
+    const int64_t slots = std::clamp<int64_t>(thread_count(a), 1, slots_), per = cpu::winograd_scratch_floats(s_);
     const int64_t panels = u_->panels();
     float* scratch = reinterpret_cast<float*>(a.workspace);
     ref::parallel_for(static_cast<int>(slots), slots, [&](int64_t t0, int64_t t1) {
