@@ -46,6 +46,22 @@ ThreadRuns run_on_1_and_2_threads(const Module& m, const std::vector<Tensor>& fe
   return r;
 }
 
+// A k x k CONV2D of `oc` outputs over a random input of shape `in` (weights in [-0.3, 0.3]; the
+// bottom and right padding widened to fit the stride), plus a residual ADD if asked, then ReLU: on
+// 1 and 2 threads as run_on_1_and_2_threads, `impl` the kernel looked for.
+ThreadRuns run_conv(uint32_t seed, const Shape& in, int64_t oc, int64_t k, int64_t stride, int64_t dil,
+                    std::vector<int64_t> pad, bool residual, const std::string& impl) {
+  Net net(seed);
+  ValueId x = net.input(in, -2, 2);
+  pad[1] = fit_conv_pad(in[1], pad[0], pad[1], k, dil, stride);
+  pad[3] = fit_conv_pad(in[2], pad[2], pad[3], k, dil, stride);
+  ValueId y = net.conv2d(x, net.weight({oc, k, k, in[3]}, -0.3, 0.3), net.weight({oc}), pad, {stride, stride},
+                         {dil, dil});
+  if (residual) y = net.add(y, net.input(net.type(y).shape));
+  return run_on_1_and_2_threads(net.finish({net.relu(y)}), net.feeds,
+                                residual ? "CONV2D+ADD+CLAMP" : "CONV2D+CLAMP", impl);
+}
+
 // Each in-register activation against its definition in double precision, over [-100, 100] in
 // steps of 1/512, special values and a ragged tail. Bounds: absolute 3e-7 * |x| + 1e-7 * |y| for the
 // GELUs (erf within 4e-7), 4 ulp of the result for sigmoid and swish, 3e-7 absolute for tanh, and
@@ -242,20 +258,9 @@ TEST(WeftTapConvAvx2, MatchesTheReferenceAndTheThreadCount) {
   uint32_t seed = 4400;
   for (const Case& c : cases) {
     SCOPED_TRACE(vec_str(c.in) + " dilation " + std::to_string(c.dil) + " stride " + std::to_string(c.stride));
-    Net net(seed++);
-    ValueId x = net.input(c.in, -2, 2);
     const int64_t p = c.dil * (c.k / 2);
-    std::vector<int64_t> pad{p, p, p, p};
-    pad[1] = fit_conv_pad(c.in[1], pad[0], pad[1], c.k, c.dil, c.stride);
-    pad[3] = fit_conv_pad(c.in[2], pad[2], pad[3], c.k, c.dil, c.stride);
-    ValueId y = net.conv2d(x, net.weight({c.oc, c.k, c.k, c.in[3]}, -0.3, 0.3), net.weight({c.oc}), pad,
-                           {c.stride, c.stride}, {c.dil, c.dil});
-    std::string pattern = "CONV2D+CLAMP";
-    if (c.residual) {
-      y = net.add(y, net.input(net.type(y).shape));
-      pattern = "CONV2D+ADD+CLAMP";
-    }
-    const ThreadRuns r = run_on_1_and_2_threads(net.finish({net.relu(y)}), net.feeds, pattern, "weft_tap_conv:avx2");
+    const ThreadRuns r =
+        run_conv(seed++, c.in, c.oc, c.k, c.stride, c.dil, {p, p, p, p}, c.residual, "weft_tap_conv:avx2");
     EXPECT_TRUE(r.ran[0] && r.ran[1]) << "no kernel ran on weft_tap_conv:avx2";
     EXPECT_TRUE(r.same_bits()) << "1 and 2 threads differ";
   }
@@ -291,19 +296,8 @@ TEST(WeftWinogradConvAvx2, MatchesTheReferenceAndTheThreadCount) {
   for (const Case& c : cases) {
     SCOPED_TRACE(vec_str(c.in) + " -> " + std::to_string(c.oc) + " stride " + std::to_string(c.stride) + " dilation " +
                  std::to_string(c.dil));
-    Net net(seed++);
-    ValueId x = net.input(c.in, -2, 2);
-    std::vector<int64_t> pad = c.pad;
-    pad[1] = fit_conv_pad(c.in[1], pad[0], pad[1], 3, c.dil, c.stride);
-    pad[3] = fit_conv_pad(c.in[2], pad[2], pad[3], 3, c.dil, c.stride);
-    ValueId y = net.conv2d(x, net.weight({c.oc, 3, 3, c.in[3]}, -0.3, 0.3), net.weight({c.oc}), pad,
-                           {c.stride, c.stride}, {c.dil, c.dil});
-    std::string pattern = "CONV2D+CLAMP";
-    if (c.residual) {
-      y = net.add(y, net.input(net.type(y).shape));
-      pattern = "CONV2D+ADD+CLAMP";
-    }
-    const ThreadRuns r = run_on_1_and_2_threads(net.finish({net.relu(y)}), net.feeds, pattern, "weft_winograd_conv:avx2");
+    const ThreadRuns r =
+        run_conv(seed++, c.in, c.oc, 3, c.stride, c.dil, c.pad, c.residual, "weft_winograd_conv:avx2");
     EXPECT_EQ(r.ran[0], c.weft);
     EXPECT_EQ(r.ran[1], c.weft);
     if (c.weft) {
