@@ -102,8 +102,8 @@ void tap_conv_avx2(const TapConv& s, const float* x, const PackedB* taps, float*
 // A^T m A of the 16 products gives the outputs, the epilogue applied in registers. With dilation
 // d a tile's outputs are d apart and its patch reads every d-th input; taps outside the input read
 // zeros (TOSA's padding). The transforms' coefficients are 0, +-1 and +-1/2, exact in fp32; the
-// result differs from the direct sum by the rounding of the transformed terms (a few ulp of the
-// largest term for these sizes).
+// result differs from the direct sum only by the roundings of the transformed terms (checked
+// against the reference backend within the accumulating operators' tolerance).
 struct WinogradConv {
   int64_t n = 1, h = 0, w = 0, ic = 0, oh = 0, ow = 0, oc = 0, dy = 1, dx = 1, pt = 0, pl = 0;
   std::vector<int64_t> rows, cols;  // the tiles' first output row and column (winograd_plan)
