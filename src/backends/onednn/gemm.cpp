@@ -42,11 +42,10 @@ void winograd_plan(WinogradConv& s) {
   // Each block streams all 16 weight matrices through the GEMMs, so blocks are as long as keeps a
   // block's transformed input and products (16 * block * (ic + oc) floats) within about 12 MB:
   // whole 6-row GEMM blocks, 24 to 96 tiles.
-  const int64_t icp = (s.ic + 7) / 8 * 8;
-  s.block = std::clamp<int64_t>(196608 / (icp + s.oc) / 6 * 6, 24, 96);
+  s.block = std::clamp<int64_t>(196608 / (s.ic_padded() + s.oc) / 6 * 6, 24, 96);
 }
 
-int64_t winograd_scratch_floats(const WinogradConv& s) { return 16 * s.block * ((s.ic + 7) / 8 * 8 + s.oc); }
+int64_t winograd_scratch_floats(const WinogradConv& s) { return 16 * s.block * (s.ic_padded() + s.oc); }
 
 PackedB pack_winograd_weights(const float* w, int64_t oc, int64_t ic) {
   PackedB p;
@@ -372,18 +371,26 @@ WEFT_AVX2 void tap_conv_avx2(const TapConv& s, const float* x, const PackedB* ta
 
 WEFT_AVX2 void winograd_conv_avx2(const WinogradConv& s, const float* x, const PackedB& u, float* y, int64_t t0,
                                   int64_t t1, int64_t p0, int64_t p1, const EpilogueOp* ops, int nops, float* scratch) {
-  const int64_t icp = (s.ic + 7) / 8 * 8, R = static_cast<int64_t>(s.rows.size()),
-                C = static_cast<int64_t>(s.cols.size()), B = s.block;
+  const int64_t icp = s.ic_padded(), R = static_cast<int64_t>(s.rows.size()), C = static_cast<int64_t>(s.cols.size()),
+                B = s.block;
   float* const vbuf = scratch;                // [16][B][icp]
   float* const mbuf = scratch + 16 * B * icp;  // [16][B][oc]
-  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  // Tile t's image and first output row and column.
+  auto origin = [&](int64_t t, int64_t& img, int64_t& oy, int64_t& ox) {
+    img = t / (R * C);
+    oy = s.rows[static_cast<size_t>(t / C % R)];
+    ox = s.cols[static_cast<size_t>(t % C)];
+  };
+  // The lanes of the last eight output channels that exist (all eight where oc is a multiple of 8).
+  const __m256i tail = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>((s.oc - 1) % 8 + 1)),
+                                          _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
   for (int64_t b0 = t0; b0 < t1; b0 += B) {
     const int64_t nb = std::min(B, t1 - b0);
     // V[4 i + j][t] = (B^T d B)[i][j] over the tile's 4 x 4 patch d (B^T = [1 0 -1 0; 0 1 1 0;
     // 0 -1 1 0; 0 1 0 -1]), eight input channels at a time.
     for (int64_t t = 0; t < nb; ++t) {
-      const int64_t tile = b0 + t, img = tile / (R * C), oy = s.rows[static_cast<size_t>(tile / C % R)],
-                    ox = s.cols[static_cast<size_t>(tile % C)];
+      int64_t img, oy, ox;
+      origin(b0 + t, img, oy, ox);
       const float* src[4][4];
       for (int64_t a = 0; a < 4; ++a)
         for (int64_t b = 0; b < 4; ++b) {
@@ -415,8 +422,8 @@ WEFT_AVX2 void winograd_conv_avx2(const WinogradConv& s, const float* x, const P
       gemm_avx2(vbuf + xi * B * icp, icp, 0, nb, u, xi, p0, p1, mbuf + xi * B * s.oc, s.oc);
     // Y = A^T M A (A^T = [1 1 1 0; 0 1 -1 -1]), then the epilogue, eight output channels at a time.
     for (int64_t t = 0; t < nb; ++t) {
-      const int64_t tile = b0 + t, img = tile / (R * C), oy = s.rows[static_cast<size_t>(tile / C % R)],
-                    ox = s.cols[static_cast<size_t>(tile % C)];
+      int64_t img, oy, ox;
+      origin(b0 + t, img, oy, ox);
       const bool down = oy + s.dy < s.oh, right = ox + s.dx < s.ow;
       const int64_t pix = (img * s.oh + oy) * s.ow + ox;
       const int64_t pixels[4] = {pix, pix + s.dx, pix + s.dy * s.ow, pix + s.dy * s.ow + s.dx};
@@ -435,7 +442,6 @@ WEFT_AVX2 void winograd_conv_avx2(const WinogradConv& s, const float* x, const P
                                _mm256_sub_ps(_mm256_sub_ps(f[0][1], f[0][2]), f[0][3]),
                                _mm256_add_ps(_mm256_add_ps(f[1][0], f[1][1]), f[1][2]),
                                _mm256_sub_ps(_mm256_sub_ps(f[1][1], f[1][2]), f[1][3])};
-        const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(std::min<int64_t>(cols, 8))), lane);
         for (int q = 0; q < 4; ++q) {
           if (!inside[q]) continue;
           const __m256 v = epilogue8(ops, nops, out[q], pixels[q], c, cols);
@@ -443,7 +449,7 @@ WEFT_AVX2 void winograd_conv_avx2(const WinogradConv& s, const float* x, const P
           if (cols >= 8)
             _mm256_storeu_ps(p, v);
           else
-            _mm256_maskstore_ps(p, mask, v);
+            _mm256_maskstore_ps(p, tail, v);
         }
       }
     }

@@ -109,6 +109,7 @@ struct WinogradConv {
   std::vector<int64_t> rows, cols;  // the tiles' first output row and column (winograd_plan)
   int64_t block = 0;                // tiles per block (winograd_plan)
   int64_t tiles() const { return n * static_cast<int64_t>(rows.size() * cols.size()); }
+  int64_t ic_padded() const { return (ic + 7) / 8 * 8; }  // a transformed input row: whole ymm vectors
 };
 // Fills the tile origins (per residue of the dilation, outputs 2 d apart) and the block size.
 void winograd_plan(WinogradConv& s);
